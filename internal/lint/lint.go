@@ -1,0 +1,163 @@
+// Package lint checks the structure DESIGN.md section 2 fixes: which
+// tierlog package may import which, which third-party modules the lower
+// layers may use, and that minio-go stays inside remote/objstore/s3.
+//
+// The rules are data (the layers table below) so a reader can check them
+// against DESIGN.md line by line; lint_test.go applies them to the module
+// as `go list` reports it, so a change that breaks them fails CI.
+package lint
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Module is the tierlog module path.
+const Module = "github.com/tierlog/tierlog"
+
+// layer is one row of DESIGN.md section 2's dependency list. A package may
+// import tierlog packages of strictly lower layers only.
+type layer struct {
+	level int
+	// match reports whether a module-relative package path belongs here.
+	match func(rel string) bool
+	// thirdParty lists the non-stdlib import path prefixes the layer's
+	// non-test code may use. nil means any (upper layers).
+	thirdParty []string
+}
+
+func exact(paths ...string) func(string) bool {
+	return func(rel string) bool {
+		for _, p := range paths {
+			if rel == p {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func under(prefix string) func(string) bool {
+	return func(rel string) bool { return strings.HasPrefix(rel, prefix+"/") }
+}
+
+func either(fs ...func(string) bool) func(string) bool {
+	return func(rel string) bool {
+		for _, f := range fs {
+			if f(rel) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+const (
+	pebbleVFS = "github.com/cockroachdb/pebble/v2/vfs"
+	pebble    = "github.com/cockroachdb/pebble/v2"
+	zap       = "go.uber.org/zap"
+	minio     = "github.com/minio/minio-go/v7"
+)
+
+// layers mirrors DESIGN.md section 2, "Dependency direction". Order
+// matters only for readability: match functions do not overlap.
+var layers = []layer{
+	{1, exact("internal/base", "internal/invariants", "remote/objstore"), []string{}},
+	{2, exact("log/record"), []string{"github.com/klauspost/compress", "github.com/pierrec/lz4/v4"}},
+	{2, exact("epochcache"), []string{pebbleVFS}},
+	{3, exact("truncation"), []string{}},
+	{4, exact("log"), []string{pebbleVFS, zap}},
+	{5, either(under("remote/objstore"), exact("remote")), nil},
+	{6, exact("wal"), nil},
+	{7, exact("tierstate"), nil},
+	// Test machinery: it may use any library package; only tests,
+	// examples and benchmarks may import it (checked below).
+	{8, under("internal"), nil},
+	{9, either(under("examples"), under("benchmarks"), exact("examples"), exact("benchmarks")), nil},
+}
+
+// Package is what the checks need to know of one package of the module.
+type Package struct {
+	// ImportPath is the full import path.
+	ImportPath string
+	// Imports are the imports of the package's non-test files.
+	Imports []string
+}
+
+func levelOf(rel string) (layer, bool) {
+	for _, l := range layers {
+		if l.match(rel) {
+			return l, true
+		}
+	}
+	return layer{}, false
+}
+
+func isStdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func hasPrefixPath(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// Check returns one message per broken rule, sorted; none means the
+// packages follow DESIGN.md section 2.
+func Check(pkgs []Package) []string {
+	var problems []string
+	report := func(format string, args ...any) {
+		problems = append(problems, fmt.Sprintf(format, args...))
+	}
+	for _, p := range pkgs {
+		rel, ok := strings.CutPrefix(p.ImportPath, Module+"/")
+		if !ok {
+			if p.ImportPath == Module {
+				report("%s: the module root must hold no Go package", p.ImportPath)
+			}
+			continue
+		}
+		if rel == "internal/lint" {
+			continue // this checker: stdlib only, imported by nothing.
+		}
+		own, ok := levelOf(rel)
+		if !ok {
+			report("%s: not in DESIGN.md section 2's layout", rel)
+			continue
+		}
+		for _, imp := range p.Imports {
+			checkImport(rel, own, imp, report)
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+func checkImport(rel string, own layer, imp string, report func(string, ...any)) {
+	if hasPrefixPath(imp, minio) && rel != "remote/objstore/s3" {
+		report("%s imports %s: only remote/objstore/s3 may import minio-go", rel, imp)
+		return
+	}
+	if impRel, ok := strings.CutPrefix(imp, Module+"/"); ok {
+		dep, known := levelOf(impRel)
+		switch {
+		case !known:
+			report("%s imports %s, which is not in DESIGN.md section 2's layout", rel, impRel)
+		case dep.level >= own.level:
+			report("%s (layer %d) imports %s (layer %d): imports must point to a lower layer",
+				rel, own.level, impRel, dep.level)
+		}
+		return
+	}
+	if isStdlib(imp) || own.thirdParty == nil {
+		return
+	}
+	for _, allowed := range own.thirdParty {
+		if hasPrefixPath(imp, allowed) {
+			return
+		}
+	}
+	report("%s imports %s: layer %d allows only %v besides the standard library",
+		rel, imp, own.level, own.thirdParty)
+}
