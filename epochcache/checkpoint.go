@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tierlog/tierlog/internal/atomicfile"
 )
 
 // CheckpointFileName is the name Kafka gives the checkpoint inside a
@@ -20,7 +21,7 @@ const checkpointVersion = 0
 
 // tmpSuffix is appended to the checkpoint path to name the file a write
 // goes through before it is renamed into place.
-const tmpSuffix = ".tmp"
+const tmpSuffix = atomicfile.TempSuffix
 
 // CheckpointError reports a checkpoint file that exists but cannot be
 // parsed. errors.Is(err, ErrCorruption) reports true for it. I/O failures
@@ -153,66 +154,21 @@ func readCheckpoint(fsys vfs.FS, path string) (entries []Entry, found bool, err 
 	return entries, true, err
 }
 
-// writeCheckpointFile replaces the checkpoint at path with data:
-//
-//  1. create <path>.tmp (truncating a leftover one), write data, fsync, close;
-//  2. rename <path>.tmp over <path>;
-//  3. fsync the directory holding path.
-//
-// Step 3 is the commit point: after it the new contents survive a crash.
-// A crash before it leaves either the old or the new file in place (the
-// rename is atomic and the temp file was synced before it), never a torn
-// one; a leftover temp file is removed by Open.
-//
-// On failure it makes a best-effort attempt to remove the temp file and
-// returns the first error, wrapped with the operation and path.
-func writeCheckpointFile(fsys vfs.FS, path string, data []byte) (err error) {
-	tmp := path + tmpSuffix
-	f, err := fsys.Create(tmp, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("epochcache: create %s: %w", tmp, err)
-	}
-	renamed := false
-	defer func() {
-		if err != nil && !renamed {
-			_ = fsys.Remove(tmp) // best effort; Open removes leftovers too
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("epochcache: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("epochcache: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("epochcache: close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return fmt.Errorf("epochcache: rename %s to %s: %w", tmp, path, err)
-	}
-	renamed = true
-	dirName := fsys.PathDir(path)
-	dir, err := fsys.OpenDir(dirName)
-	if err != nil {
-		return fmt.Errorf("epochcache: open directory %s: %w", dirName, err)
-	}
-	if err := dir.Sync(); err != nil {
-		_ = dir.Close()
-		return fmt.Errorf("epochcache: sync directory %s: %w", dirName, err)
-	}
-	if err := dir.Close(); err != nil {
-		return fmt.Errorf("epochcache: close directory %s: %w", dirName, err)
+// writeCheckpointFile replaces the checkpoint at path with data through
+// atomicfile.Write: temp file, fsync, rename, directory fsync (the commit
+// point). A crash leaves the old or the new file, never a torn one; a
+// leftover temp file is removed by Open.
+func writeCheckpointFile(fsys vfs.FS, path string, data []byte) error {
+	if err := atomicfile.Write(fsys, path, data); err != nil {
+		return fmt.Errorf("epochcache: %w", err)
 	}
 	return nil
 }
 
 // removeLeftoverTmp removes <path>.tmp if a crashed write left it behind.
 func removeLeftoverTmp(fsys vfs.FS, path string) error {
-	tmp := path + tmpSuffix
-	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("epochcache: remove %s: %w", tmp, err)
+	if err := atomicfile.RemoveTemp(fsys, path); err != nil {
+		return fmt.Errorf("epochcache: %w", err)
 	}
 	return nil
 }

@@ -78,6 +78,12 @@ func TestCheckCatchesViolations(t *testing.T) {
 			Package{m("remote"), []string{m("internal/testutils")}}, 1},
 		{"examples may import everything",
 			Package{m("examples/rebuild"), []string{m("tierstate"), m("internal/testutils"), m("log")}}, 0},
+		{"log may use its internal segment package",
+			Package{m("log"), []string{m("log/internal/segment")}}, 0},
+		{"the segment package may not import log",
+			Package{m("log/internal/segment"), []string{m("log")}}, 1},
+		{"the segment package may use record and epochcache",
+			Package{m("log/internal/segment"), []string{m("log/record"), m("epochcache"), m("truncation"), pebbleVFS}}, 0},
 		{"unknown directories are refused",
 			Package{m("util"), nil}, 1},
 	}

@@ -66,6 +66,6 @@ func ExampleScanner() {
 	fmt.Println(n, "batches; keep", s.ValidBytes(), "of", len(torn), "bytes")
 	fmt.Println(s.Err())
 	// Output:
-	// 2 batches; keep 140 of 205 bytes
-	// record: torn tail at position 140: batch declares 70 bytes, 65 available
+	// 2 batches; keep 138 of 202 bytes
+	// record: torn tail at position 138: batch declares 69 bytes, 64 available
 }
