@@ -126,23 +126,39 @@ func (c *Cache) Path() string { return c.path }
 // stays: the cache stays dirty and a later Flush or write retries. The file then
 // holds the old or the new list (see writeCheckpointFile).
 func (c *Cache) Assign(epoch int32, startOffset int64) (bool, error) {
+	changed, version, err := c.assignInMemory(epoch, startOffset)
+	if err != nil || !changed {
+		return changed, err
+	}
+	return true, c.persist(version)
+}
+
+// AssignDeferred applies Assign's rule in memory only and reports whether
+// the entries changed; the change reaches the checkpoint with the next
+// Flush or synchronous write. It exists for the log, which must not fsync
+// under its own mutex: the log assigns under its mutex, then calls Flush
+// after releasing it and before it acknowledges the append or advances its
+// recovery point past the assigned offset. Until then a crash may lose the
+// entry, which is safe because recovery re-assigns the epochs of every
+// batch above the recovery point (SPEC 2.11 step 3).
+func (c *Cache) AssignDeferred(epoch int32, startOffset int64) (bool, error) {
+	changed, _, err := c.assignInMemory(epoch, startOffset)
+	return changed, err
+}
+
+func (c *Cache) assignInMemory(epoch int32, startOffset int64) (changed bool, version uint64, err error) {
 	e := Entry{Epoch: epoch, StartOffset: startOffset}
 	if err := validate(e); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	c.mu.Lock()
-	var changed bool
+	defer c.mu.Unlock()
 	c.mu.entries, changed = assignEntry(c.mu.entries, e)
 	if changed {
 		c.mu.version++
+		checkEntries(c.mu.entries)
 	}
-	version := c.mu.version
-	checkEntries(c.mu.entries)
-	c.mu.Unlock()
-	if !changed {
-		return false, nil
-	}
-	return true, c.persist(version)
+	return changed, c.mu.version, nil
 }
 
 // AssignAll applies Assign's rule to each entry in order, then writes the

@@ -186,7 +186,11 @@ func (e *testEnv) handleCache(t *testing.T, d *datadriven.TestData) string {
 		var offset int64
 		d.ScanArgs(t, "epoch", &epoch)
 		d.ScanArgs(t, "offset", &offset)
-		changed, err := c.Assign(epoch, offset)
+		assign := c.Assign
+		if d.HasArg("deferred") {
+			assign = c.AssignDeferred
+		}
+		changed, err := assign(epoch, offset)
 		return changeResult(c, changed, err)
 	case "assign-all":
 		entries := make([]Entry, 0, len(d.CmdArgs))
