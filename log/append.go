@@ -1,0 +1,261 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/log/internal/segment"
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// AppendOrigin says who produced a leader append. Kafka: AppendOrigin.
+type AppendOrigin int8
+
+const (
+	// OriginClient is a producer's request: every v2 batch must carry
+	// base offset 0 (the leader assigns offsets).
+	OriginClient AppendOrigin = iota
+	// OriginCoordinator is a write by the broker itself (group or
+	// transaction coordinator, transaction markers): base offsets are not
+	// checked.
+	OriginCoordinator
+)
+
+// AppendInfo describes a successful append.
+type AppendInfo struct {
+	// FirstOffset and LastOffset bound the appended records (inclusive).
+	// Both are -1 when the append was empty (nothing written).
+	FirstOffset int64
+	LastOffset  int64
+	// MaxTimestamp is the largest batch MaxTimestamp appended.
+	MaxTimestamp int64
+	// Batches and Bytes count what was written; SkippedBatches counts the
+	// batches of a follower append dropped because their leader epoch was
+	// newer than the fetch's (KAFKA-18723).
+	Batches        int
+	Bytes          int
+	SkippedBatches int
+	// Records is the sum of the batches' offset spans (LastOffsetDelta+1).
+	Records int64
+}
+
+// appendAnalysis is the result of checking the batches of an append
+// before the log mutex is taken.
+type appendAnalysis struct {
+	info       AppendInfo
+	validBytes int // the prefix of the input to write
+}
+
+// AppendAsLeader appends batches (one or more concatenated record batches
+// v2) as the partition leader in leaderEpoch: it assigns offsets from the
+// log end offset and stamps leaderEpoch into every batch, rewriting the
+// batch headers in place in the caller's buffer (both fields are outside
+// the CRC). It validates each batch (size, magic, CRC, MaxMessageBytes;
+// for OriginClient a base offset of 0) before writing anything.
+//
+// A leaderEpoch older than the latest epoch in the epoch cache is refused
+// with ErrFencedEpoch: appending it would rewrite the epoch history.
+//
+// The bytes are written with one write call. The append is durable only
+// after a flush (FlushMessages, FlushMs or an explicit Flush).
+func (l *UnifiedLog) AppendAsLeader(batches []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, error) {
+	if leaderEpoch < 0 {
+		return emptyAppend(), fmt.Errorf("log: append as leader in epoch %d: %w", leaderEpoch, ErrInvalidArgument)
+	}
+	a, err := l.analyze(batches, true, origin, leaderEpoch)
+	if err != nil || a.validBytes == 0 {
+		return a.info, err
+	}
+	return l.appendLocked(batches[:a.validBytes], a, true, leaderEpoch)
+}
+
+// AppendAsFollower appends batches fetched from the leader, keeping their
+// offsets and leader epochs. Batches from a leader epoch newer than
+// leaderEpoch (the epoch of the fetch) and all batches after them are
+// skipped, not an error (a stale fetch response must not write a newer
+// leader's records). The first batch must start at or after the log end
+// offset (ErrUnexpectedAppendOffset; gaps are allowed) and last offsets
+// must strictly increase (ErrOffsetsOutOfOrder).
+func (l *UnifiedLog) AppendAsFollower(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	a, err := l.analyze(batches, false, OriginClient, leaderEpoch)
+	if err != nil || a.validBytes == 0 {
+		return a.info, err
+	}
+	return l.appendLocked(batches[:a.validBytes], a, false, leaderEpoch)
+}
+
+func emptyAppend() AppendInfo {
+	return AppendInfo{FirstOffset: base.UndefinedOffset, LastOffset: base.UndefinedOffset,
+		MaxTimestamp: base.UndefinedOffset}
+}
+
+// analyze validates the batches of an append without the log mutex (SPEC
+// 2.6, analysis pass). It stops at the first batch a follower must skip.
+func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leaderEpoch int32) (appendAnalysis, error) {
+	a := appendAnalysis{info: emptyAppend()}
+	s := record.NewScanner(buf, record.ScannerOptions{MaxBatchBytes: record.MaxBatchSize})
+	lastOffset := int64(math.MinInt64)
+	for i := 0; s.Next(); i++ {
+		b := s.Batch()
+		fail := func(err error) (appendAnalysis, error) {
+			return appendAnalysis{info: emptyAppend()}, &AppendError{BatchIndex: i, BaseOffset: b.BaseOffset(), Err: err}
+		}
+		epoch := b.PartitionLeaderEpoch()
+		if !leader && epoch > leaderEpoch && epoch != base.UndefinedEpoch {
+			a.info.SkippedBatches = countBatches(buf[s.ValidBytes()-b.Size():])
+			break
+		}
+		switch {
+		case leader && origin == OriginClient && b.BaseOffset() != 0:
+			return fail(fmt.Errorf("%w: base offset %d, a client batch must start at 0", ErrInvalidRecord, b.BaseOffset()))
+		case !leader && epoch < 0:
+			return fail(fmt.Errorf("%w: follower batch without a leader epoch", ErrInvalidRecord))
+		case !leader && b.LastOffset() <= lastOffset:
+			return fail(fmt.Errorf("%w: last offset %d after %d", ErrOffsetsOutOfOrder, b.LastOffset(), lastOffset))
+		case leader && b.Size() > l.opts.MaxMessageBytes:
+			return fail(fmt.Errorf("%w: %d bytes, max.message.bytes %d", ErrRecordTooLarge, b.Size(), l.opts.MaxMessageBytes))
+		}
+		if a.info.Batches == 0 {
+			a.info.FirstOffset = b.BaseOffset()
+		}
+		lastOffset = b.LastOffset()
+		a.info.LastOffset = lastOffset
+		a.info.Batches++
+		a.info.Records += int64(b.LastOffsetDelta()) + 1
+		a.info.MaxTimestamp = max(a.info.MaxTimestamp, b.MaxTimestamp())
+		a.validBytes += b.Size()
+	}
+	if err := s.Err(); err != nil && a.info.SkippedBatches == 0 {
+		// A torn or corrupt batch in an append request is a corrupt
+		// request either way. Kafka: CORRUPT_MESSAGE.
+		if !errors.Is(err, ErrCorruption) {
+			err = fmt.Errorf("%w: %w", ErrCorruption, err)
+		}
+		return appendAnalysis{info: emptyAppend()}, &AppendError{BatchIndex: a.info.Batches, BaseOffset: base.UndefinedOffset, Err: err}
+	}
+	a.info.Bytes = a.validBytes
+	return a, nil
+}
+
+// countBatches counts the well-framed batches at the start of buf.
+func countBatches(buf []byte) int {
+	n := 0
+	for {
+		b, err := record.ReadBatch(buf)
+		if err != nil {
+			return n
+		}
+		n++
+		buf = buf[b.Size():]
+	}
+}
+
+// appendLocked takes the mutex and performs the write half of an append
+// (SPEC 2.6, "under the log lock"): offsets, epoch cache, roll, write.
+// The epoch cache and the flush policy are served after the mutex is
+// released, before returning.
+func (l *UnifiedLog) appendLocked(buf []byte, a appendAnalysis, leader bool, leaderEpoch int32) (AppendInfo, error) {
+	info := a.info
+	l.mu.Lock()
+	ev, err := l.writeLocked(buf, &info, leader, leaderEpoch)
+	flushNow := err == nil && l.shouldFlushLocked(info.Records)
+	l.mu.Unlock()
+	l.fire(ev)
+	if err != nil {
+		return emptyAppend(), err
+	}
+	if err := l.flushEpochs(); err != nil {
+		return emptyAppend(), err
+	}
+	if flushNow {
+		if err := l.Flush(); err != nil {
+			return emptyAppend(), err
+		}
+	}
+	return info, nil
+}
+
+// writeLocked is the critical section of an append.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, leaderEpoch int32) (events, error) {
+	var ev events
+	if err := l.checkWritableLocked(); err != nil {
+		return ev, err
+	}
+	leo := l.logEndOffset.Load()
+	if leader {
+		if latest, ok := l.epochs.Latest(); ok && leaderEpoch < latest.Epoch {
+			return ev, fmt.Errorf("%w: append in epoch %d, latest epoch %d", ErrFencedEpoch, leaderEpoch, latest.Epoch)
+		}
+		// Assign offsets from the log end offset and stamp the epoch.
+		next := leo
+		for rest := buf; len(rest) > 0; {
+			b, _ := record.ReadBatch(rest) // validated by analyze
+			b.SetBaseOffset(next)
+			b.SetPartitionLeaderEpoch(leaderEpoch)
+			next = b.NextOffset()
+			rest = rest[b.Size():]
+		}
+		info.FirstOffset, info.LastOffset = leo, next-1
+	} else if info.FirstOffset < leo {
+		return ev, fmt.Errorf("%w: first offset %d below log end offset %d", ErrUnexpectedAppendOffset, info.FirstOffset, leo)
+	}
+	if int64(len(buf)) > l.opts.SegmentBytes {
+		return ev, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrBatchTooLarge, len(buf), l.opts.SegmentBytes)
+	}
+	if err := l.maybeRollLocked(len(buf), info, &ev); err != nil {
+		return ev, err
+	}
+	active := l.mu.segments[len(l.mu.segments)-1]
+	if err := active.Append(info.LastOffset, buf); err != nil {
+		return ev, l.failLocked(err)
+	}
+	// Epoch cache: in memory now, durable before the append returns
+	// (flushEpochs) and always before the recovery point passes it. Every
+	// epoch here is >= 0 (checked by analyze or the leader's epoch), so
+	// the assignment cannot fail.
+	for rest := buf; len(rest) > 0; {
+		b, _ := record.ReadBatch(rest)
+		_, err := l.epochs.AssignDeferred(b.PartitionLeaderEpoch(), b.BaseOffset())
+		invariants.Assertf(err == nil, "epoch assignment failed after analysis: %v", err)
+		rest = rest[b.Size():]
+	}
+	invariants.Assertf(info.LastOffset+1 > leo, "append end %d not above log end offset %d", info.LastOffset+1, leo)
+	l.logEndOffset.Store(info.LastOffset + 1)
+	if l.mu.unflushedRecords == 0 {
+		l.mu.firstUnflushedMs = l.opts.nowMs()
+	}
+	l.mu.unflushedRecords += info.Records
+	l.counters.appendedBatches.Add(int64(info.Batches))
+	l.counters.appendedBytes.Add(int64(len(buf)))
+	return ev, nil
+}
+
+// maybeRollLocked rolls the active segment if the append does not fit it
+// (SPEC 2.7): size, age by record timestamps, full indexes, or an offset
+// the segment cannot index relative to its base.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) maybeRollLocked(size int, info *AppendInfo, ev *events) error {
+	active := l.mu.segments[len(l.mu.segments)-1]
+	roll := active.ShouldRoll(segment.RollParams{
+		MaxSegmentBytes:     l.opts.SegmentBytes,
+		MaxSegmentMs:        l.opts.SegmentMs,
+		MaxTimestampInBatch: info.MaxTimestamp,
+		MaxOffsetInBatch:    info.LastOffset,
+		IncomingBytes:       size,
+		NowMs:               l.opts.nowMs(),
+	})
+	if !roll {
+		return nil
+	}
+	return l.rollLocked(info.FirstOffset, ev)
+}
+
+// ErrFencedEpoch means an append carried a leader epoch older than the
+// latest one in the epoch cache. Kafka: FENCED_LEADER_EPOCH (74).
+var ErrFencedEpoch = base.ErrFencedEpoch

@@ -1,0 +1,84 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tierlog/tierlog/internal/atomicfile"
+)
+
+// Close flushes the log, writes its checkpoints and the clean-shutdown
+// marker, and releases its files. The marker is the commit point of a
+// clean shutdown: the next Open trusts the segments and skips recovery
+// only if it exists. After a write failure (the log refuses writes) Close
+// writes no marker, so the next Open recovers, and returns the failure.
+// Every method called after Close returns ErrClosed; Close itself is
+// idempotent.
+func (l *UnifiedLog) Close() error {
+	flushErr := l.Flush()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	stickyErr := l.mu.err
+	l.mu.closed = true
+	ckpt := l.offsetsCheckpointLocked()
+	l.mu.Unlock()
+
+	var err error
+	if stickyErr == nil && flushErr == nil {
+		err = l.writeCleanShutdown(ckpt)
+	} else {
+		err = errors.Join(stickyErr, flushErr)
+	}
+	// Release the log's reference to the current view: the segments'
+	// handles close once the last reader is done with them.
+	l.view.Load().unref()
+	return err
+}
+
+// writeCleanShutdown persists the offsets, the epochs and the marker, in
+// that order: the marker must only exist once everything it vouches for
+// is durable.
+func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint) error {
+	if err := writeOffsetsCheckpoint(l.fs, l.dir, ckpt); err != nil {
+		return err
+	}
+	if err := l.epochs.Flush(); err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	path := l.fs.PathJoin(l.dir, CleanShutdownFileName)
+	f, err := l.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("log: create %s: %w", path, err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return fmt.Errorf("log: sync %s: %w", path, err)
+	}
+	if err := atomicfile.SyncDir(l.fs, l.dir); err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	return nil
+}
+
+// Delete closes the log without flushing and removes its directory with
+// everything in it. Every method called afterwards returns ErrClosed.
+func (l *UnifiedLog) Delete() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	wasClosed := l.mu.closed
+	l.mu.closed = true
+	l.mu.Unlock()
+	if !wasClosed {
+		l.view.Load().unref()
+	}
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("log: delete %s: %w", l.dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+// Package log is the local, segmented log of one partition: Kafka's
+// UnifiedLog with its segments in Kafka's on-disk format, leader-epoch
+// cache, high watermark, log start and local log start offsets, the
+// highest offset in remote storage, and the Inkless truncation count.
+//
+// # Model
+//
+// A log is a directory of segments. Each segment holds the batches of the
+// half-open range [base, next segment's base); the last, active segment
+// takes appends and runs to the log end offset (LEO).
+//
+//	p0/
+//	  00000000000000000000.log        record batches v2, back to back
+//	  00000000000000000000.index      sparse offset index, 8-byte entries
+//	  00000000000000000000.timeindex  sparse time index, 12-byte entries
+//	  00000000000000000120.log        active segment
+//	  ...
+//	  leader-epoch-checkpoint         the epoch cache (package epochcache)
+//	  offsets-checkpoint              log start offset, recovery point
+//	  .kafka_cleanshutdown            present only after a clean Close
+//
+// Offsets (SPEC 0.2): logStartOffset <= localLogStartOffset <= LEO;
+// logStartOffset <= highWatermark <= LEO. Offsets in [logStartOffset,
+// localLogStartOffset) exist only in remote storage; a read there returns
+// ErrOffsetMovedToTieredStorage. The highest offset in remote storage is
+// installed only with the truncation count it was computed under
+// (UpdateHighestOffsetInRemoteStorage), so progress computed before a
+// truncation can never be installed after it.
+//
+// # Durability
+//
+// An append is one write call to the active segment; it is durable after
+// a flush (Options.FlushMessages, Options.FlushMs, or Flush). A flush
+// fsyncs the epoch checkpoint, then the segments above the recovery
+// point, then the directory if files changed, and only then advances the
+// recovery point. Open recovers every segment from the one holding the
+// recovery point unless the clean-shutdown marker says the log was closed
+// cleanly; recovery keeps the longest valid prefix and cuts the rest. A
+// failed write or fsync makes the log refuse writes until it is reopened.
+// DESIGN.md lists each operation's commit point.
+//
+// # Concurrency
+//
+// One writer at a time (appends, roll, truncation, retention, offset
+// updates), serialized by the caller. Reads and getters run concurrently
+// and never block on the writer: offsets are atomics, and segments are
+// read through an immutable, refcounted view that the writer replaces.
+// Lock order: UnifiedLog.flushMu -> UnifiedLog.mu -> epochcache.Cache.
+//
+// # Not here (yet)
+//
+// Producer state, transactions and the last stable offset (the next
+// issue: LastStableOffset equals the high watermark until then), log
+// compaction, LogAppendTime stamping by the broker, and the remote tier
+// itself (package remote) are outside this package.
+package log

@@ -1,0 +1,65 @@
+package segment
+
+import (
+	"math"
+
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// Defaults for Options (Kafka's).
+const (
+	// DefaultIndexIntervalBytes is Kafka's index.interval.bytes default.
+	DefaultIndexIntervalBytes = 4096
+	// DefaultMaxIndexBytes is Kafka's segment.index.bytes default.
+	DefaultMaxIndexBytes = 10 << 20
+)
+
+// Options configures a segment. The zero value is the default; Create and
+// Open copy it, fill defaults and validate it.
+type Options struct {
+	// IndexIntervalBytes is the number of .log bytes appended between
+	// two offset-index entries: a batch is indexed when more than this
+	// many bytes were appended since the last entry. 1 indexes every
+	// batch but the first. Default 4096 (0 means default). Kafka:
+	// index.interval.bytes.
+	IndexIntervalBytes int
+	// MaxIndexBytes is the capacity of each index file in bytes: the
+	// offset index holds MaxIndexBytes/8 entries, the time index
+	// MaxIndexBytes/12. Minimum 12 (one time-index entry). Default 10
+	// MiB (0 means default). Kafka: segment.index.bytes.
+	MaxIndexBytes int
+	// MaxBatchBytes is the largest batch size, header included, that
+	// Recover accepts; a batch declaring more is corruption, not a torn
+	// tail. Default record.MaxBatchSize (0 means default). Kafka:
+	// max.message.bytes plus the log overhead.
+	MaxBatchBytes int
+	// RollJitterMs is subtracted from the time limit of ShouldRoll so
+	// that segments of many partitions do not roll at once. Default 0.
+	// Kafka: derived from segment.jitter.ms.
+	RollJitterMs int64
+}
+
+// withDefaults returns a copy of o with defaults filled in, or an error
+// wrapping ErrInvalidArgument.
+func (o Options) withDefaults() (Options, error) {
+	if o.IndexIntervalBytes == 0 {
+		o.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if o.MaxIndexBytes == 0 {
+		o.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	if o.MaxBatchBytes == 0 || o.MaxBatchBytes > record.MaxBatchSize {
+		o.MaxBatchBytes = record.MaxBatchSize
+	}
+	switch {
+	case o.IndexIntervalBytes < 0:
+		return o, invalidArgf("IndexIntervalBytes %d is negative", o.IndexIntervalBytes)
+	case o.MaxIndexBytes < timeEntrySize || o.MaxIndexBytes > math.MaxInt32:
+		return o, invalidArgf("MaxIndexBytes %d outside [%d, %d]", o.MaxIndexBytes, timeEntrySize, math.MaxInt32)
+	case o.MaxBatchBytes < record.HeaderSize:
+		return o, invalidArgf("MaxBatchBytes %d below the batch header size %d", o.MaxBatchBytes, record.HeaderSize)
+	case o.RollJitterMs < 0:
+		return o, invalidArgf("RollJitterMs %d is negative", o.RollJitterMs)
+	}
+	return o, nil
+}

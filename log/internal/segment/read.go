@@ -1,0 +1,255 @@
+package segment
+
+import (
+	"io"
+	"slices"
+
+	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// ReadResult is what Read returns.
+type ReadResult struct {
+	// Found is false when the segment holds no batch whose last offset is
+	// >= the start offset (Kafka's read returning null). The other fields
+	// are then zero.
+	Found bool
+	// Data holds the bytes read, appended to dst[:0]. It starts at the
+	// first byte of the batch holding the start offset, so it may include
+	// records below it (readers skip them), and it may end inside a batch
+	// when the size limit falls there, as in Kafka. Empty (but Found) when
+	// the size limit or maxPosition leaves no room.
+	Data []byte
+	// BatchBaseOffset is the base offset of the first batch in Data (the
+	// fetch offset metadata's message offset).
+	BatchBaseOffset int64
+	// Position is the .log position Data starts at.
+	Position int64
+}
+
+// Read reads from the first batch whose last offset is >= startOffset
+// (SPEC 2.3): a floor lookup in the offset index, then a forward scan of
+// batch headers (one pread of the header per batch). It returns at most
+// maxSize bytes and never bytes at or past maxPosition (< 0: the segment
+// size). With minOneMessage, maxSize is raised to the first batch's size
+// so a consumer always makes progress.
+//
+// Read may run concurrently with Append and with other reads; it sees the
+// data published when it loaded the size.
+func (s *Segment) Read(dst []byte, startOffset int64, maxSize int, maxPosition int64, minOneMessage bool) (ReadResult, error) {
+	if s.closed.Load() {
+		return ReadResult{}, ErrClosed
+	}
+	if maxSize < 0 {
+		return ReadResult{}, invalidArgf("%s: read with negative max size %d", s.logPath, maxSize)
+	}
+	size := s.size.Load()
+	if maxPosition < 0 || maxPosition > size {
+		maxPosition = size
+	}
+	h, found, err := s.translate(startOffset, size)
+	if err != nil || !found {
+		return ReadResult{}, err
+	}
+	limit := int64(maxSize)
+	if minOneMessage {
+		limit = max(limit, h.size)
+	}
+	n := min(maxPosition-h.pos, limit)
+	res := ReadResult{Found: true, BatchBaseOffset: h.baseOffset, Position: h.pos, Data: dst[:0]}
+	if n <= 0 {
+		return res, nil
+	}
+	res.Data = slices.Grow(dst[:0], int(n))[:n]
+	if err := s.readAt(res.Data, h.pos); err != nil {
+		return ReadResult{}, err
+	}
+	return res, nil
+}
+
+// readAt fills p from the .log at pos; a short read is an error (the
+// bytes are below the published size, so they exist).
+func (s *Segment) readAt(p []byte, pos int64) error {
+	if got, err := s.logFile.ReadAt(p, pos); got < len(p) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return ioErr("read", s.logPath, err)
+	}
+	return nil
+}
+
+// TranslateOffset returns the position and base offset of the first batch
+// whose last offset is >= offset: the positioning step of Read alone.
+// found is false if there is none.
+func (s *Segment) TranslateOffset(offset int64) (position int64, batchBaseOffset int64, found bool, err error) {
+	if s.closed.Load() {
+		return 0, 0, false, ErrClosed
+	}
+	h, found, err := s.translate(offset, s.size.Load())
+	if err != nil || !found {
+		return 0, 0, false, err
+	}
+	return h.pos, h.baseOffset, true, nil
+}
+
+// translate finds the first batch below end whose last offset is >=
+// target.
+func (s *Segment) translate(target, end int64) (batchHeader, bool, error) {
+	if err := s.loadOffsetIndex(); err != nil {
+		return batchHeader{}, false, err
+	}
+	_, pos := s.offsetIdx.lookup(target)
+	invariants.Assertf(pos <= end, "%s: index entry position %d beyond the size %d", s.logPath, pos, end)
+	return s.scanHeaders(pos, end, func(h batchHeader) bool { return h.lastOffset >= target })
+}
+
+// scanHeaders reads batch headers from pos, a batch start, up to end and
+// returns the first that matches. It stops quietly (not found) at a batch
+// that runs past end.
+func (s *Segment) scanHeaders(pos, end int64, match func(batchHeader) bool) (batchHeader, bool, error) {
+	buf := headerPool.Get().(*headerBuf)
+	defer headerPool.Put(buf)
+	for pos < end {
+		h, ok, err := readHeader(s.logFile, s.logPath, pos, end, buf)
+		if err != nil || !ok {
+			return batchHeader{}, false, err
+		}
+		if match(h) {
+			return h, true, nil
+		}
+		pos = h.end()
+	}
+	return batchHeader{}, false, nil
+}
+
+// ReadNextOffset returns the offset after the last batch, or the base
+// offset if the segment is empty (the segment's share of the log end
+// offset). For a segment opened from disk the first call scans the
+// headers after the last offset-index entry.
+func (s *Segment) ReadNextOffset() (int64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	if n := s.nextOffset.Load(); n >= 0 {
+		return n, nil
+	}
+	if err := s.loadOffsetIndex(); err != nil {
+		return 0, err
+	}
+	_, pos := s.offsetIdx.lastEntry()
+	next := s.baseOffset
+	if _, _, err := s.scanHeaders(pos, s.size.Load(), func(h batchHeader) bool {
+		next = h.lastOffset + 1
+		return false
+	}); err != nil {
+		return 0, err
+	}
+	// CompareAndSwap: an append may have published a newer value since.
+	s.nextOffset.CompareAndSwap(-1, next)
+	return s.nextOffset.Load(), nil
+}
+
+// LargestTimestamp returns the largest batch timestamp in the segment, or
+// the creation time if no batch has one (Kafka uses the file's mtime).
+// Retention by time compares it with now. If the time index of a segment
+// opened from disk cannot be read, it also returns the creation time.
+func (s *Segment) LargestTimestamp() int64 {
+	if ts, _ := s.MaxTimestampAndOffset(); ts >= 0 {
+		return ts
+	}
+	return s.createdMs.Load()
+}
+
+// MaxTimestampAndOffset returns the largest batch MaxTimestamp and the
+// last offset of the batch that carried it (Kafka's
+// maxTimestampAndOffsetSoFar), or (-1, base) when there is none or the
+// time index of a segment opened from disk cannot be read.
+func (s *Segment) MaxTimestampAndOffset() (ts, offset int64) {
+	if err := s.loadMaxTimestamp(); err != nil {
+		return noTimestamp, s.baseOffset
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.maxTimestamp, s.mu.offsetOfMaxTimestamp
+}
+
+// FirstBatchTimestamp returns the MaxTimestamp of the segment's first
+// batch (Kafka's rollingBasedTimestamp), and false if the segment is
+// empty or its first header cannot be read.
+func (s *Segment) FirstBatchTimestamp() (int64, bool) {
+	if err := s.loadFirstBatch(); err != nil {
+		return noTimestamp, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.firstBatchTimestamp, s.mu.firstState == firstKnown
+}
+
+// TimestampOffset is a record found by timestamp (Kafka's
+// TimestampAndOffset).
+type TimestampOffset struct {
+	Timestamp   int64 // the record's timestamp
+	Offset      int64 // the record's offset
+	LeaderEpoch int32 // the partition leader epoch of its batch
+}
+
+// FindOffsetByTimestamp returns the offset of the first record with
+// timestamp >= ts and offset >= startingOffset; see FindByTimestamp.
+func (s *Segment) FindOffsetByTimestamp(ts int64, startingOffset int64) (offset int64, found bool, err error) {
+	r, found, err := s.FindByTimestamp(ts, startingOffset)
+	return r.Offset, found, err
+}
+
+// FindByTimestamp finds the first record with timestamp >= ts and offset
+// >= startingOffset (Kafka's LogSegment.findOffsetByTimestamp, serving
+// ListOffsets): the time index gives the offset to start from, the offset
+// index its position, a header scan the first batch with MaxTimestamp >=
+// ts and last offset >= startingOffset, and decoding that batch the
+// record. found is false if no record qualifies.
+func (s *Segment) FindByTimestamp(ts int64, startingOffset int64) (TimestampOffset, bool, error) {
+	if s.closed.Load() {
+		return TimestampOffset{}, false, ErrClosed
+	}
+	if err := s.loadTimeIndex(); err != nil {
+		return TimestampOffset{}, false, err
+	}
+	if err := s.loadOffsetIndex(); err != nil {
+		return TimestampOffset{}, false, err
+	}
+	_, from := s.timeIdx.lookup(ts)
+	_, pos := s.offsetIdx.lookup(max(from, startingOffset))
+	end := s.size.Load()
+	var it *record.Iter
+	var buf []byte
+	for pos < end {
+		h, ok, err := s.scanHeaders(pos, end, func(h batchHeader) bool {
+			return h.maxTimestamp >= ts && h.lastOffset >= startingOffset
+		})
+		if err != nil || !ok {
+			return TimestampOffset{}, false, err
+		}
+		buf = slices.Grow(buf[:0], int(h.size))[:h.size]
+		if err := s.readAt(buf, h.pos); err != nil {
+			return TimestampOffset{}, false, err
+		}
+		b, err := record.ReadBatch(buf)
+		if err != nil {
+			return TimestampOffset{}, false, corruptionf(s.logPath, h.pos, "%v", err)
+		}
+		if it == nil {
+			it = record.NewIter(record.IterOptions{})
+		}
+		it.Reset(b)
+		for it.Next() {
+			if r := it.Record(); r.Timestamp >= ts && r.Offset >= startingOffset {
+				return TimestampOffset{r.Timestamp, r.Offset, b.PartitionLeaderEpoch()}, true, nil
+			}
+		}
+		if err := it.Err(); err != nil {
+			return TimestampOffset{}, false, corruptionf(s.logPath, h.pos, "%v", err)
+		}
+		pos = h.end()
+	}
+	return TimestampOffset{}, false, nil
+}

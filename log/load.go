@@ -1,0 +1,287 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log/internal/segment"
+	"github.com/tierlog/tierlog/log/record"
+	"go.uber.org/zap"
+)
+
+// Open opens the log in dir, creating the directory and an empty log if
+// needed, and recovers it if it was not closed cleanly (SPEC 2.11):
+//
+//  1. remove temporary files left by interrupted writes;
+//  2. open the segments named by the .log files;
+//  3. after an unclean shutdown, recover every segment from the one
+//     holding the checkpointed recovery point: validate each batch,
+//     rebuild its indexes, re-assign its leader epoch; cut the first torn
+//     or corrupt tail and delete every later segment;
+//  4. if the log now ends below the checkpointed log start offset, start
+//     an empty log there;
+//  5. repair the epoch cache against the log (TruncateFromEnd(LEO),
+//     TruncateFromStart(log start)), since truncations flush it lazily;
+//  6. remove the clean-shutdown marker durably, so a crash from now on is
+//     seen as unclean.
+//
+// The high watermark starts at the log start offset; the caller sets it
+// from its own checkpoint (UpdateHighWatermark clamps it).
+func Open(dir string, opts Options) (*UnifiedLog, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &UnifiedLog{dir: dir, opts: opts, fs: opts.FS, logger: opts.Logger.With(zap.String("dir", dir))}
+	l.segOpts = segment.Options{
+		IndexIntervalBytes: opts.IndexIntervalBytes,
+		MaxIndexBytes:      opts.SegmentIndexBytes,
+		MaxBatchBytes:      max(opts.MaxMessageBytes, record.HeaderSize) + record.LogOverhead,
+	}
+	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
+	var ev events
+	if err := l.load(&ev); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	l.fire(ev)
+	return l, nil
+}
+
+// load runs the steps of Open's comment.
+func (l *UnifiedLog) load(ev *events) error {
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("log: create %s: %w", l.dir, err)
+	}
+	bases, err := l.scanDir()
+	if err != nil {
+		return err
+	}
+	clean, err := l.fileExists(CleanShutdownFileName)
+	if err != nil {
+		return err
+	}
+	ckpt, _, err := readOffsetsCheckpoint(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	l.epochs, err = epochcache.Open(l.fs, l.fs.PathJoin(l.dir, epochcache.CheckpointFileName))
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	for _, b := range bases {
+		s, err := segment.Open(l.fs, l.dir, b, l.opts.nowMs(), l.segOpts)
+		if err != nil {
+			return err
+		}
+		l.mu.segments = append(l.mu.segments, &segmentRef{Segment: s})
+	}
+	if !clean && len(l.mu.segments) > 0 {
+		if err := l.recoverSegments(ckpt.recoveryPoint, ev); err != nil {
+			return err
+		}
+	}
+	if err := l.ensureStartLocked(ckpt.logStartOffset, ev); err != nil {
+		return err
+	}
+	return l.finishLoad(clean, ckpt)
+}
+
+// scanDir removes leftovers of interrupted writes and returns the base
+// offsets of the segments, sorted.
+func (l *UnifiedLog) scanDir() ([]int64, error) {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
+	}
+	var bases []int64
+	for _, name := range names {
+		b, kind, ok := segment.ParseFileName(name)
+		switch {
+		case ok && kind == segment.KindLog:
+			bases = append(bases, b)
+		case ok && kind == segment.KindTemp:
+			if err := l.fs.Remove(l.fs.PathJoin(l.dir, name)); err != nil {
+				return nil, fmt.Errorf("log: remove leftover %s: %w", name, err)
+			}
+		}
+	}
+	if err := atomicfile.RemoveTemp(l.fs, l.fs.PathJoin(l.dir, OffsetsCheckpointFileName)); err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+func (l *UnifiedLog) fileExists(name string) (bool, error) {
+	_, err := l.fs.Stat(l.fs.PathJoin(l.dir, name))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("log: stat %s: %w", name, err)
+}
+
+// recoverSegments is step 3 of Open.
+func (l *UnifiedLog) recoverSegments(recoveryPoint int64, ev *events) error {
+	segs := l.mu.segments
+	first := 0
+	for i, s := range segs {
+		if s.BaseOffset() <= recoveryPoint {
+			first = i
+		}
+	}
+	assign := func(b record.Batch) error {
+		epoch := b.PartitionLeaderEpoch()
+		if latest, ok := l.epochs.Latest(); epoch >= 0 && (!ok || epoch > latest.Epoch) {
+			if _, err := l.epochs.AssignDeferred(epoch, b.BaseOffset()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := first; i < len(segs); i++ {
+		recovered, cut, tailErr, err := recoverOne(segs[i].Segment, assign)
+		if err != nil {
+			return err
+		}
+		if recovered != segs[i].Segment {
+			// The old object only reads the replaced file now.
+			_ = segs[i].Close()
+		}
+		segs[i] = &segmentRef{Segment: recovered}
+		if cut == 0 {
+			continue
+		}
+		info := RecoveryTruncation{BaseOffset: recovered.BaseOffset(), Position: recovered.Size(),
+			BytesRemoved: cut, SegmentsDeleted: len(segs) - i - 1, Err: tailErr}
+		for _, later := range segs[i+1:] {
+			if err := later.Delete(); err != nil {
+				return err
+			}
+		}
+		l.mu.segments = segs[:i+1]
+		l.counters.recoveryCuts.Add(1)
+		if isCorruption(tailErr) {
+			l.counters.corruptionsFound.Add(1)
+		}
+		l.logger.Warn("recovery cut a segment tail", zap.Int64("base", info.BaseOffset),
+			zap.Int64("position", info.Position), zap.Int64("bytes", cut),
+			zap.Int("laterSegmentsDeleted", info.SegmentsDeleted), zap.Error(tailErr))
+		ev.recovered = append(ev.recovered, info)
+		return nil
+	}
+	l.mu.segments = segs
+	return nil
+}
+
+// ensureStartLocked is step 4 of Open: an empty directory, or a log that
+// ends below the checkpointed log start offset, becomes an empty log at
+// the log start offset.
+func (l *UnifiedLog) ensureStartLocked(logStart int64, ev *events) error {
+	segs := l.mu.segments
+	if len(segs) > 0 {
+		leo, err := segs[len(segs)-1].ReadNextOffset()
+		if err != nil {
+			return err
+		}
+		if leo >= logStart {
+			return nil
+		}
+		l.logger.Warn("log ends below its log start offset; starting empty",
+			zap.Int64("logEndOffset", leo), zap.Int64("logStartOffset", logStart))
+		for _, s := range segs {
+			if err := s.Delete(); err != nil {
+				return err
+			}
+			ev.deleted = append(ev.deleted, SegmentDeleteInfo{BaseOffset: s.BaseOffset(), Reason: "log-start"})
+		}
+		l.epochs.Clear()
+	}
+	s, err := segment.Create(l.fs, l.dir, logStart, l.opts.nowMs(), l.segOpts)
+	if err != nil {
+		return err
+	}
+	l.mu.segments = []*segmentRef{{Segment: s}}
+	l.mu.dirDirty = true
+	return nil
+}
+
+// finishLoad sets the offsets (steps 5 and 7 of SPEC 2.11), repairs the
+// epoch cache, publishes the segments and removes the clean-shutdown
+// marker.
+func (l *UnifiedLog) finishLoad(clean bool, ckpt offsetsCheckpoint) error {
+	segs := l.mu.segments
+	leo, err := segs[len(segs)-1].ReadNextOffset()
+	if err != nil {
+		return err
+	}
+	first := segs[0].BaseOffset()
+	logStart := ckpt.logStartOffset
+	if !l.opts.RemoteStorageEnabled {
+		logStart = max(logStart, first)
+	}
+	logStart = min(logStart, leo)
+	l.logEndOffset.Store(leo)
+	l.logStartOffset.Store(logStart)
+	l.localLogStartOffset.Store(max(logStart, first))
+	l.highWatermark.Store(logStart)
+	if clean {
+		l.mu.recoveryPoint = leo
+	} else {
+		l.mu.recoveryPoint = min(ckpt.recoveryPoint, leo)
+	}
+	l.epochs.TruncateFromEnd(leo)
+	l.epochs.TruncateFromStart(logStart)
+	l.publishLocked()
+	if err := l.epochs.Flush(); err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	if clean {
+		if err := l.fs.Remove(l.fs.PathJoin(l.dir, CleanShutdownFileName)); err != nil {
+			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
+		}
+		l.mu.dirDirty = true
+	}
+	if l.mu.dirDirty {
+		// Durable before the first write: a crash after this is unclean.
+		if err := atomicfile.SyncDir(l.fs, l.dir); err != nil {
+			return fmt.Errorf("log: %w", err)
+		}
+		l.mu.dirDirty = false
+	}
+	l.checkOffsetsLocked()
+	return nil
+}
+
+// closeSegments releases every segment's handles after a failed Open.
+func (l *UnifiedLog) closeSegments() {
+	if v := l.view.Load(); v != nil {
+		v.unref()
+		return
+	}
+	for _, s := range l.mu.segments {
+		_ = s.Close()
+	}
+}
+
+// recoverOne recovers one segment. cut is the number of bytes removed and
+// tailErr why (a torn tail or corruption); err is an I/O failure.
+func recoverOne(s *segment.Segment, onBatch func(record.Batch) error) (
+	recovered *segment.Segment, cut int64, tailErr error, err error) {
+	recovered, res, err := s.Recover(onBatch)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if res.Tail != nil {
+		tailErr = res.Tail
+	}
+	return recovered, res.TruncatedBytes, tailErr, nil
+}

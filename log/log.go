@@ -1,0 +1,229 @@
+package log
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log/internal/segment"
+	"github.com/tierlog/tierlog/truncation"
+	"go.uber.org/zap"
+)
+
+// UnifiedLog is the local, segmented log of one partition, with the
+// offsets Kafka keeps beside it (log start, local log start, high
+// watermark, highest offset in remote storage), its leader-epoch cache and
+// its truncation count.
+//
+// Concurrency: one writer at a time calls the appends, Roll, the
+// truncations, DeleteOldSegments and the offset updates; the caller
+// serializes them (the leader's append path or the follower's fetcher).
+// Read, the offset getters, EndOffsetForEpoch and Metrics may run at any
+// time, concurrently with the writer and each other, and never wait for
+// it: they read atomics and a refcounted, immutable segment view.
+//
+// Lock order: UnifiedLog.flushMu -> UnifiedLog.mu -> epochcache.Cache
+// (flushMu -> mu). No fsync runs under mu except inside a truncation,
+// which must change the segments, the epoch cache and the truncation count
+// in one critical section (see truncate.go); readers never take mu, so
+// they are not held up by it.
+type UnifiedLog struct {
+	dir     string
+	opts    Options // immutable after Open
+	fs      vfs.FS  // == opts.FS
+	logger  *zap.Logger
+	segOpts segment.Options
+	epochs  *epochcache.Cache // ordered after mu
+
+	// The offsets below are written with mu held and read without it.
+	// Race-free because each is a single atomic word and no reader needs
+	// two of them to agree (Read re-checks its bounds against the view).
+	//
+	// logEndOffset is the offset the next appended record receives.
+	logEndOffset atomic.Int64
+	// highWatermark: offsets below it are committed.
+	// Invariant: logStartOffset <= highWatermark <= logEndOffset.
+	highWatermark atomic.Int64
+	// logStartOffset is the first offset readable anywhere (local or
+	// remote); localLogStartOffset the first readable locally.
+	// Invariant: logStartOffset <= localLogStartOffset, equal when remote
+	// storage is disabled.
+	logStartOffset      atomic.Int64
+	localLogStartOffset atomic.Int64
+	// highestOffsetInRemoteStorage is the inclusive last offset known to
+	// be copied, -1 if none. Only grows; installed only with the current
+	// truncation count (UpdateHighestOffsetInRemoteStorage).
+	highestOffsetInRemoteStorage atomic.Int64
+	// view is the segment list readers use; replaced (never mutated) with
+	// mu held.
+	view atomic.Pointer[segmentView]
+
+	// flushMu serializes flushes. It is held across the fsyncs, with mu
+	// released, so appends continue while a flush runs.
+	flushMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		// segments is sorted by base offset; the last one is active. It is
+		// the list of the current view.
+		segments []*segmentRef
+		// truncationCount counts truncations that changed the log.
+		truncationCount truncation.Count
+		// recoveryPoint: offsets below it are fsynced.
+		recoveryPoint int64
+		// unflushedRecords and firstUnflushedMs drive the flush policy.
+		unflushedRecords int64
+		firstUnflushedMs int64
+		// dirDirty is set when segment files were created, replaced or
+		// removed since the last flush synced the directory.
+		dirDirty bool
+		// err is sticky: after a failed write or fsync every later write
+		// returns it, until the log is reopened.
+		err    error
+		closed bool
+	}
+
+	counters counters
+
+	// testingKnobs are hooks for tests; zero in production.
+	testingKnobs struct {
+		// afterTruncationCounted runs inside a truncation, after the
+		// count was incremented and before the epoch cache is truncated.
+		afterTruncationCounted func()
+	}
+}
+
+// Dir returns the log's directory.
+func (l *UnifiedLog) Dir() string { return l.dir }
+
+// LogStartOffset returns the first offset readable anywhere, locally or
+// in remote storage.
+func (l *UnifiedLog) LogStartOffset() int64 { return l.logStartOffset.Load() }
+
+// LocalLogStartOffset returns the first offset readable from local
+// segments. Equal to LogStartOffset unless remote storage is enabled.
+func (l *UnifiedLog) LocalLogStartOffset() int64 { return l.localLogStartOffset.Load() }
+
+// LogEndOffset returns the offset the next appended record receives.
+func (l *UnifiedLog) LogEndOffset() int64 { return l.logEndOffset.Load() }
+
+// HighWatermark returns the first offset not known to be committed.
+func (l *UnifiedLog) HighWatermark() int64 { return l.highWatermark.Load() }
+
+// LastStableOffset returns the first offset not known to be decided. Until
+// producer state and transactions exist (the next issue) every record is
+// decided once committed, so it equals the high watermark.
+func (l *UnifiedLog) LastStableOffset() int64 { return l.highWatermark.Load() }
+
+// HighestOffsetInRemoteStorage returns the inclusive last offset known to
+// be in remote storage, or -1.
+func (l *UnifiedLog) HighestOffsetInRemoteStorage() int64 {
+	return l.highestOffsetInRemoteStorage.Load()
+}
+
+// RemoteStorageEnabled reports whether the log is tiered.
+func (l *UnifiedLog) RemoteStorageEnabled() bool { return l.opts.RemoteStorageEnabled }
+
+// LatestEpoch returns the latest leader epoch in the epoch cache.
+func (l *UnifiedLog) LatestEpoch() (int32, bool) {
+	e, ok := l.epochs.Latest()
+	return e.Epoch, ok
+}
+
+// EpochEntries returns a copy of the leader-epoch cache's entries.
+func (l *UnifiedLog) EpochEntries() []epochcache.Entry { return l.epochs.Entries() }
+
+// EpochForOffset returns the leader epoch that wrote offset, from the
+// epoch cache.
+func (l *UnifiedLog) EpochForOffset(offset int64) (int32, bool) {
+	return l.epochs.EpochForOffset(offset)
+}
+
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch: the largest epoch <=
+// epoch this log knows and the exclusive end offset of that epoch (SPEC
+// 3.3). ok is false when the cache has no answer (Kafka's undefined
+// epoch and offset).
+func (l *UnifiedLog) EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch int32, ok bool) {
+	e, off := l.epochs.EndOffsetFor(epoch, l.LogEndOffset())
+	if off == base.UndefinedOffset {
+		return base.UndefinedOffset, base.UndefinedEpoch, false
+	}
+	return off, e, true
+}
+
+// Metrics returns a snapshot of the log's counters and sizes.
+func (l *UnifiedLog) Metrics() Metrics {
+	v := l.acquireView()
+	defer v.unref()
+	l.mu.Lock()
+	rp, truncations := l.mu.recoveryPoint, l.mu.truncationCount
+	l.mu.Unlock()
+	return Metrics{
+		Segments:            len(v.segments),
+		Bytes:               v.size(),
+		LogStartOffset:      l.LogStartOffset(),
+		LocalLogStartOffset: l.LocalLogStartOffset(),
+		LogEndOffset:        l.LogEndOffset(),
+		HighWatermark:       l.HighWatermark(),
+		RecoveryPoint:       rp,
+		AppendedBatches:     l.counters.appendedBatches.Load(),
+		AppendedBytes:       l.counters.appendedBytes.Load(),
+		Rolls:               l.counters.rolls.Load(),
+		SegmentsDeleted:     l.counters.segmentsDeleted.Load(),
+		Truncations:         int64(truncations),
+		RecoveryCuts:        l.counters.recoveryCuts.Load(),
+		CorruptionsFound:    l.counters.corruptionsFound.Load(),
+		Fsyncs:              l.counters.fsyncs.Load(),
+		FsyncLatencySum:     durationOf(l.counters.fsyncNanos.Load()),
+		FsyncLatencyMax:     durationOf(l.counters.fsyncMaxNanos.Load()),
+	}
+}
+
+// acquireView pins the current segment view; the caller must unref it.
+func (l *UnifiedLog) acquireView() *segmentView {
+	for {
+		if v := l.view.Load(); v.tryRef() {
+			return v
+		}
+	}
+}
+
+// publishLocked makes l.mu.segments the view readers see and releases the
+// log's reference to the previous view.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) publishLocked() {
+	segs := make([]*segmentRef, len(l.mu.segments))
+	copy(segs, l.mu.segments)
+	old := l.view.Swap(newView(segs))
+	if old != nil {
+		old.unref()
+	}
+}
+
+// checkWritableLocked returns the error that stops writes: closed, or a
+// sticky write error.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) checkWritableLocked() error {
+	if l.mu.closed {
+		return ErrClosed
+	}
+	return l.mu.err
+}
+
+// failLocked records a write or fsync failure; every later write returns
+// it until the log is reopened (never report a failed fsync as success on
+// a retry: the kernel may have dropped the dirty pages).
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) failLocked(err error) error {
+	if l.mu.err == nil {
+		l.mu.err = fmt.Errorf("log: %s: writes refused after an I/O failure: %w", l.dir, err)
+		l.logger.Error("log refuses writes after an I/O failure", zap.String("dir", l.dir), zap.Error(err))
+	}
+	return l.mu.err
+}

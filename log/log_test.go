@@ -1,0 +1,215 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// openTestLog opens a log in p0 on fs with a fixed clock.
+func openTestLog(t *testing.T, fs vfs.FS, o Options) *UnifiedLog {
+	t.Helper()
+	o.FS = fs
+	if o.Now == nil {
+		o.Now = func() time.Time { return time.UnixMilli(1_000_000) }
+	}
+	if o.SegmentIndexBytes == 0 {
+		o.SegmentIndexBytes = 4096
+	}
+	l, err := Open("p0", o)
+	require.NoError(t, err)
+	return l
+}
+
+// appendRecords appends n single-record batches as leader in epoch.
+func appendRecords(t *testing.T, l *UnifiedLog, epoch int32, n int, ts int64) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		_, err := l.AppendAsLeader(buildBatches(t, 1, 1, 10, ts, 0, -1), epoch, OriginClient)
+		require.NoError(t, err)
+	}
+}
+
+// TestS13RetentionNeverDeletesAtOrAboveHighWatermark: expired records
+// 0..99 in more than five segments; for each high watermark 0..100,
+// retention keeps the log start at or below it, the first segment's base
+// at or below it and every other base above it. At 100: log start 100 and
+// one empty segment. (UnifiedLogTest
+// testCannotDeleteSegmentsAtOrAboveHighWatermark.)
+func TestS13RetentionNeverDeletesAtOrAboveHighWatermark(t *testing.T) {
+	now := int64(10_000_000)
+	l := openTestLog(t, vfs.NewMem(), Options{
+		SegmentBytes: 1024, RetentionMs: 1000,
+		Now: func() time.Time { return time.UnixMilli(now) },
+	})
+	defer l.Close()
+	appendRecords(t, l, 0, 100, now-5000) // expired: older than retention
+	require.Greater(t, l.Metrics().Segments, 5)
+	for hw := int64(0); hw <= 100; hw++ {
+		l.UpdateHighWatermark(hw)
+		_, err := l.DeleteOldSegments()
+		require.NoError(t, err)
+		require.LessOrEqual(t, l.LogStartOffset(), hw)
+		v := l.acquireView()
+		require.LessOrEqual(t, v.segments[0].BaseOffset(), hw, "hw %d", hw)
+		for _, s := range v.segments[1:] {
+			require.Greater(t, s.BaseOffset(), hw, "hw %d", hw)
+		}
+		v.unref()
+	}
+	require.Equal(t, int64(100), l.LogStartOffset())
+	require.Equal(t, 1, l.Metrics().Segments)
+	require.Equal(t, int64(0), l.Metrics().Bytes)
+}
+
+// TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation
+// is the seed's test of the same name (SEED-857): truncateTo and
+// truncateFullyAndStartAt make the log drop an offset computed before
+// them, and a truncateTo without effect does not.
+func TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), Options{RemoteStorageEnabled: true})
+	defer l.Close()
+	appendRecords(t, l, 0, 120, 0)
+
+	c := l.TruncationCount()
+	changed, err := l.TruncateTo(100)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.False(t, l.UpdateHighestOffsetInRemoteStorage(119, c))
+	require.Equal(t, int64(-1), l.HighestOffsetInRemoteStorage())
+
+	c = l.TruncationCount()
+	require.NoError(t, l.TruncateFullyAndStartAt(100, -1))
+	require.False(t, l.UpdateHighestOffsetInRemoteStorage(99, c))
+	require.Equal(t, int64(-1), l.HighestOffsetInRemoteStorage())
+
+	appendRecords(t, l, 0, 20, 0)
+	c = l.TruncationCount()
+	changed, err = l.TruncateTo(130)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.True(t, l.UpdateHighestOffsetInRemoteStorage(119, c))
+	require.Equal(t, int64(119), l.HighestOffsetInRemoteStorage())
+}
+
+// TestTruncationCountWaitsForRunningTruncation is the seed's test of the
+// same name: a truncateTo paused after it counted itself and before it
+// truncated the epoch cache holds up a reader of the count, which then
+// sees the new count together with the truncated cache. If the count were
+// read without the log mutex, the reader would see the new count while
+// the cache still held the removed epoch.
+func TestTruncationCountWaitsForRunningTruncation(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), Options{RemoteStorageEnabled: true})
+	defer l.Close()
+	appendRecords(t, l, 0, 5, 0)
+	appendRecords(t, l, 1, 5, 0) // epoch 1 starts at 5
+
+	paused, resume := make(chan struct{}), make(chan struct{})
+	l.testingKnobs.afterTruncationCounted = func() {
+		close(paused)
+		<-resume
+	}
+	done := make(chan error)
+	go func() {
+		_, err := l.TruncateTo(5)
+		done <- err
+	}()
+	<-paused
+
+	type observation struct {
+		count  uint64
+		epochs []epochcache.Entry
+	}
+	observed := make(chan observation)
+	go func() {
+		c := l.TruncationCount()
+		observed <- observation{uint64(c), l.EpochEntries()}
+	}()
+	select {
+	case o := <-observed:
+		t.Fatalf("TruncationCount returned %d during a running truncation (epochs %v)", o.count, o.epochs)
+	case <-time.After(50 * time.Millisecond):
+		// Still waiting for the mutex, as it must. (A timeout can only
+		// make this test pass wrongly, never fail wrongly.)
+	}
+	close(resume)
+	require.NoError(t, <-done)
+	o := <-observed
+	require.Equal(t, uint64(1), o.count)
+	require.Equal(t, []epochcache.Entry{{Epoch: 0, StartOffset: 0}}, o.epochs,
+		"the new count must come with the truncated epoch cache")
+}
+
+// TestConcurrentReadsDuringWrites runs readers against appends, rolls,
+// truncations and retention; under -race it checks the lock-free paths.
+// Readers must only ever see whole batches with increasing offsets.
+func TestConcurrentReadsDuringWrites(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), Options{SegmentBytes: 2048, RetentionBytes: 8192})
+	defer l.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := l.LogStartOffset()
+				info, err := l.Read(buf, start, 4096, IsolationHighWatermark, true)
+				if err != nil {
+					if errors.Is(err, ErrOffsetOutOfRange) {
+						continue // retention or truncation moved the start
+					}
+					errs <- err
+					return
+				}
+				buf = info.Records
+				prev := int64(-1)
+				s := record.NewScanner(info.Records, record.ScannerOptions{})
+				for s.Next() {
+					b := s.Batch()
+					if b.BaseOffset() <= prev || b.LastOffset() >= info.HighWatermark {
+						errs <- fmt.Errorf("batch [%d, %d] after %d, hw %d", b.BaseOffset(), b.LastOffset(), prev, info.HighWatermark)
+						return
+					}
+					prev = b.LastOffset()
+				}
+				if err := s.Err(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 400; i++ {
+		appendRecords(t, l, int32(i/100), 1, 0)
+		l.UpdateHighWatermark(l.LogEndOffset())
+		switch i % 50 {
+		case 17:
+			_, err := l.TruncateTo(l.LogEndOffset() - 3)
+			require.NoError(t, err)
+		case 31:
+			_, err := l.DeleteOldSegments()
+			require.NoError(t, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

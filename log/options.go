@@ -1,0 +1,180 @@
+package log
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+)
+
+// Retention sentinel values, as Kafka's configs use them.
+const (
+	// RetentionInfinite disables a retention limit. Kafka: -1.
+	RetentionInfinite int64 = -1
+	// LocalRetentionDefault makes a local retention setting follow the
+	// corresponding total retention setting. Kafka: -2.
+	LocalRetentionDefault int64 = -2
+)
+
+// Options configures a UnifiedLog. Zero means default for every field;
+// Open copies the struct, fills the defaults and validates it. Each field
+// names the Kafka topic config it mirrors.
+type Options struct {
+	// SegmentBytes is the size at which the active segment is rolled.
+	// Default 1 GiB. Kafka: segment.bytes.
+	SegmentBytes int64
+	// SegmentMs is the age, measured by record timestamps, at which the
+	// active segment is rolled. Default 7 days. Kafka: segment.ms.
+	SegmentMs int64
+	// SegmentIndexBytes is the capacity of each segment's offset and time
+	// index. Default 10 MiB. Kafka: segment.index.bytes.
+	SegmentIndexBytes int
+	// IndexIntervalBytes is how many bytes of batches separate two offset
+	// index entries. Default 4096. Kafka: index.interval.bytes.
+	IndexIntervalBytes int
+	// MaxMessageBytes is the largest batch a leader append accepts.
+	// Default 1 MiB + 12 (1048588). Kafka: max.message.bytes.
+	MaxMessageBytes int
+
+	// RetentionMs is how long records are kept, by their timestamps.
+	// Default 7 days; RetentionInfinite keeps them forever. Kafka:
+	// retention.ms.
+	RetentionMs int64
+	// RetentionBytes is the size the whole log (local plus remote) may
+	// reach. Default RetentionInfinite. Kafka: retention.bytes. Zero is
+	// the default, so a literal 0-byte limit cannot be expressed.
+	RetentionBytes int64
+	// LocalRetentionMs is how long records stay on local disk when remote
+	// storage is enabled. Default LocalRetentionDefault (= RetentionMs).
+	// Kafka: local.retention.ms.
+	LocalRetentionMs int64
+	// LocalRetentionBytes is the local size limit when remote storage is
+	// enabled. Default LocalRetentionDefault (= RetentionBytes). Kafka:
+	// local.retention.bytes.
+	LocalRetentionBytes int64
+	// RemoteStorageEnabled tiers the log: segments are deleted locally
+	// only once uploaded, and offsets below the local log start are
+	// served remotely. Kafka: remote.storage.enable.
+	RemoteStorageEnabled bool
+	// RemoteLogCopyDisabled stops uploads; local retention then follows
+	// the total retention settings. Kafka: remote.log.copy.disable.
+	RemoteLogCopyDisabled bool
+
+	// FlushMessages fsyncs the log after this many appended records.
+	// Default 0 = never by count (Kafka's default, Long.MAX_VALUE, relies
+	// on replication). 1 fsyncs every append before it returns. Kafka:
+	// flush.messages.
+	FlushMessages int64
+	// FlushMs fsyncs the log when the oldest unflushed append is this old,
+	// checked on each append and by MaybeFlush. Default 0 = never by
+	// time. Kafka: flush.ms.
+	FlushMs int64
+
+	// FS is where the log's files live. Default vfs.Default.
+	FS vfs.FS
+	// Logger receives the log's events. Default zap.NewNop().
+	Logger *zap.Logger
+	// Now returns the current time; tests inject a fake clock. Default
+	// time.Now.
+	Now func() time.Time
+	// Listener receives notifications of roll, deletion, recovery and
+	// corruption. Optional: nil callbacks are skipped.
+	Listener Listener
+}
+
+// Defaults, as Kafka's.
+const (
+	DefaultSegmentBytes       int64 = 1 << 30
+	DefaultSegmentMs          int64 = 7 * 24 * 60 * 60 * 1000
+	DefaultSegmentIndexBytes        = 10 << 20
+	DefaultIndexIntervalBytes       = 4096
+	DefaultMaxMessageBytes          = 1<<20 + 12
+	DefaultRetentionMs        int64 = 7 * 24 * 60 * 60 * 1000
+)
+
+// withDefaults returns a copy of o with defaults filled in, or an error
+// naming the first invalid field.
+func (o Options) withDefaults() (Options, error) {
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.SegmentMs == 0 {
+		o.SegmentMs = DefaultSegmentMs
+	}
+	if o.SegmentIndexBytes == 0 {
+		o.SegmentIndexBytes = DefaultSegmentIndexBytes
+	}
+	if o.IndexIntervalBytes == 0 {
+		o.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.RetentionMs == 0 {
+		o.RetentionMs = DefaultRetentionMs
+	}
+	if o.RetentionBytes == 0 {
+		o.RetentionBytes = RetentionInfinite
+	}
+	if o.LocalRetentionMs == 0 {
+		o.LocalRetentionMs = LocalRetentionDefault
+	}
+	if o.LocalRetentionBytes == 0 {
+		o.LocalRetentionBytes = LocalRetentionDefault
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	switch {
+	case o.SegmentBytes < 0 || o.SegmentBytes > 1<<31-1:
+		return o, fmt.Errorf("log: SegmentBytes %d outside (0, MaxInt32]: %w", o.SegmentBytes, ErrInvalidArgument)
+	case o.SegmentMs < 0:
+		return o, fmt.Errorf("log: SegmentMs %d is negative: %w", o.SegmentMs, ErrInvalidArgument)
+	case o.SegmentIndexBytes < 24:
+		return o, fmt.Errorf("log: SegmentIndexBytes %d below two index entries: %w", o.SegmentIndexBytes, ErrInvalidArgument)
+	case o.IndexIntervalBytes < 0:
+		return o, fmt.Errorf("log: IndexIntervalBytes %d is negative: %w", o.IndexIntervalBytes, ErrInvalidArgument)
+	case o.MaxMessageBytes < 0:
+		return o, fmt.Errorf("log: MaxMessageBytes %d is negative: %w", o.MaxMessageBytes, ErrInvalidArgument)
+	case o.RetentionMs < RetentionInfinite, o.RetentionBytes < RetentionInfinite:
+		return o, fmt.Errorf("log: retention below -1: %w", ErrInvalidArgument)
+	case o.LocalRetentionMs < LocalRetentionDefault, o.LocalRetentionBytes < LocalRetentionDefault:
+		return o, fmt.Errorf("log: local retention below -2: %w", ErrInvalidArgument)
+	case o.FlushMessages < 0 || o.FlushMs < 0:
+		return o, fmt.Errorf("log: negative flush setting: %w", ErrInvalidArgument)
+	}
+	return o, nil
+}
+
+// copyEnabled reports whether segments are being uploaded: remote storage
+// on and copy not disabled. Local retention applies only then.
+func (o *Options) copyEnabled() bool {
+	return o.RemoteStorageEnabled && !o.RemoteLogCopyDisabled
+}
+
+// localRetentionMs resolves the retention time used for local deletion
+// (SPEC 2.1): local.retention.ms (with -2 meaning retention.ms) when
+// copying, retention.ms otherwise.
+func (o *Options) localRetentionMs() int64 {
+	if o.copyEnabled() && o.LocalRetentionMs != LocalRetentionDefault {
+		return o.LocalRetentionMs
+	}
+	return o.RetentionMs
+}
+
+// localRetentionBytes resolves the size limit used for local deletion.
+func (o *Options) localRetentionBytes() int64 {
+	if o.copyEnabled() && o.LocalRetentionBytes != LocalRetentionDefault {
+		return o.LocalRetentionBytes
+	}
+	return o.RetentionBytes
+}
+
+func (o *Options) nowMs() int64 { return o.Now().UnixMilli() }

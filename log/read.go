@@ -1,0 +1,149 @@
+package log
+
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// Isolation bounds what a read may return. Kafka: FetchIsolation.
+type Isolation int8
+
+const (
+	// IsolationLogEnd reads up to the log end offset (follower fetches).
+	IsolationLogEnd Isolation = iota
+	// IsolationHighWatermark reads committed records only (consumers with
+	// read_uncommitted).
+	IsolationHighWatermark
+	// IsolationCommitted reads decided records only: below the last
+	// stable offset (consumers with read_committed).
+	IsolationCommitted
+)
+
+func (i Isolation) String() string {
+	switch i {
+	case IsolationLogEnd:
+		return "log-end"
+	case IsolationHighWatermark:
+		return "high-watermark"
+	case IsolationCommitted:
+		return "committed"
+	}
+	return fmt.Sprintf("Isolation(%d)", int8(i))
+}
+
+// FetchDataInfo is the result of a Read.
+type FetchDataInfo struct {
+	// Records holds whole batches, appended to the caller's buffer. The
+	// first batch may start below the requested offset (it contains it);
+	// consumers skip the records before it, as Kafka's do. Empty when
+	// there is nothing to read at the offset under the isolation bound.
+	Records []byte
+	// FetchOffset is the offset requested.
+	FetchOffset int64
+	// BatchBaseOffset, SegmentBaseOffset and Position locate the first
+	// returned batch on disk: what a broker needs to send the bytes with
+	// sendfile instead of copying them (Kafka: LogOffsetMetadata).
+	BatchBaseOffset   int64
+	SegmentBaseOffset int64
+	Position          int64
+	// The log's offsets when the read started.
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	LogEndOffset     int64
+}
+
+// Read returns whole batches starting with the one that holds offset, at
+// most maxBytes of them (but at least one whole batch if minOneMessage),
+// and only batches that end below the isolation bound (log end offset,
+// high watermark or last stable offset). It appends them to dst, which
+// may be nil; reusing dst avoids allocating.
+//
+// Errors: an *OffsetRangeError wrapping ErrOffsetOutOfRange for an offset
+// below the log start offset or above the log end offset, and wrapping
+// ErrOffsetMovedToTieredStorage for an offset in [LogStartOffset,
+// LocalLogStartOffset) (read it from the remote tier). A read at the
+// bound returns no records and no error.
+//
+// Read never takes the log mutex and never blocks the writer.
+func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isolation, minOneMessage bool) (FetchDataInfo, error) {
+	v := l.acquireView()
+	defer v.unref()
+	info := FetchDataInfo{
+		Records:          dst[:0],
+		FetchOffset:      offset,
+		HighWatermark:    l.HighWatermark(),
+		LastStableOffset: l.LastStableOffset(),
+		LogStartOffset:   l.LogStartOffset(),
+		LogEndOffset:     l.LogEndOffset(),
+	}
+	bound := info.LogEndOffset
+	switch isolation {
+	case IsolationHighWatermark:
+		bound = info.HighWatermark
+	case IsolationCommitted:
+		bound = info.LastStableOffset
+	}
+	if offset < info.LogStartOffset || offset > info.LogEndOffset {
+		return info, l.rangeError(offset, ErrOffsetOutOfRange)
+	}
+	if offset < l.LocalLogStartOffset() {
+		return info, l.rangeError(offset, ErrOffsetMovedToTieredStorage)
+	}
+	if offset >= bound {
+		return info, nil
+	}
+	i := v.floor(offset)
+	if i < 0 {
+		// Below every local segment but not below the local log start: a
+		// concurrent retention moved it; the caller retries.
+		return info, l.rangeError(offset, ErrOffsetOutOfRange)
+	}
+	for ; i < len(v.segments); i++ {
+		s := v.segments[i]
+		if s.BaseOffset() >= bound {
+			break
+		}
+		res, err := s.Read(info.Records, offset, maxBytes, -1, minOneMessage)
+		if err != nil {
+			return info, err
+		}
+		if !res.Found {
+			continue // a gap (follower appends may leave one): next segment
+		}
+		info.Records = trimToBound(res.Data, bound)
+		info.BatchBaseOffset = res.BatchBaseOffset
+		info.SegmentBaseOffset = s.BaseOffset()
+		info.Position = res.Position
+		return info, nil
+	}
+	return info, nil
+}
+
+// trimToBound keeps the batches that end below bound. The segment may
+// hold batches appended after the bound was read, and a high watermark
+// inside a batch excludes that batch (Kafka positions the bound at the
+// start of the batch that holds it).
+func trimToBound(data []byte, bound int64) []byte {
+	n := 0
+	for n < len(data) {
+		b, err := record.ReadBatch(data[n:])
+		if err != nil || b.LastOffset() >= bound {
+			break
+		}
+		n += b.Size()
+	}
+	return data[:n]
+}
+
+func (l *UnifiedLog) rangeError(offset int64, err error) error {
+	return &OffsetRangeError{
+		Offset:              offset,
+		LogStartOffset:      l.LogStartOffset(),
+		LocalLogStartOffset: l.LocalLogStartOffset(),
+		LogEndOffset:        l.LogEndOffset(),
+		HighWatermark:       l.HighWatermark(),
+		err:                 err,
+	}
+}

@@ -1,0 +1,185 @@
+package log
+
+// deletePredicate decides whether segment s (with successor next, nil for
+// the active segment) breaches a retention rule. Predicates may keep
+// state across calls (the size rule counts down), so each is called at
+// most once per segment, oldest first.
+type deletePredicate func(s, next *segmentRef) bool
+
+// DeleteOldSegments deletes the local segments that breach the log start
+// offset, the size limit or the time limit, oldest first, and returns how
+// many it deleted (SPEC 2.12). It never deletes a segment holding offsets
+// at or above the high watermark, and with remote storage copying it
+// deletes a segment only once it is in remote storage (its last offset <=
+// HighestOffsetInRemoteStorage) or below the log start offset. When the
+// active segment itself breaches a rule on a remote-enabled log, it is
+// rolled so that a later call can delete it once uploaded.
+//
+// Local retention settings resolve from the total ones when they are
+// LocalRetentionDefault (-2), and apply only while segments are copied.
+func (l *UnifiedLog) DeleteOldSegments() (int, error) {
+	l.mu.Lock()
+	var ev events
+	deleted, err := l.deleteOldSegmentsLocked(&ev)
+	l.mu.Unlock()
+	l.fire(ev)
+	if err != nil {
+		return deleted, err
+	}
+	return deleted, l.flushEpochs()
+}
+
+// deleteOldSegmentsLocked applies the three rules in Kafka's order.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) deleteOldSegmentsLocked(ev *events) (int, error) {
+	if err := l.checkWritableLocked(); err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, rule := range []struct {
+		reason string
+		pred   func() deletePredicate // nil: the rule is off
+	}{
+		{"log-start", l.logStartBreach},
+		{"retention-size", l.sizeBreach},
+		{"retention-time", l.timeBreach},
+	} {
+		pred := rule.pred()
+		if pred == nil {
+			continue
+		}
+		n, err := l.deleteSegmentsLocked(pred, rule.reason, ev)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func (l *UnifiedLog) logStartBreach() deletePredicate {
+	return func(_, next *segmentRef) bool {
+		limit := l.logStartOffset.Load()
+		if l.opts.RemoteStorageEnabled {
+			limit = l.localLogStartOffset.Load()
+		}
+		return next != nil && next.BaseOffset() <= limit
+	}
+}
+
+func (l *UnifiedLog) sizeBreach() deletePredicate {
+	limit := l.opts.localRetentionBytes()
+	var size int64
+	for _, s := range l.mu.segments {
+		size += s.Size()
+	}
+	if limit < 0 || size < limit {
+		return nil
+	}
+	diff := size - limit
+	return func(s, _ *segmentRef) bool {
+		if diff-s.Size() < 0 {
+			return false
+		}
+		diff -= s.Size()
+		return true
+	}
+}
+
+func (l *UnifiedLog) timeBreach() deletePredicate {
+	limit := l.opts.localRetentionMs()
+	if limit < 0 {
+		return nil
+	}
+	now := l.opts.nowMs()
+	return func(s, _ *segmentRef) bool { return now-s.LargestTimestamp() > limit }
+}
+
+// deleteSegmentsLocked finds the deletable prefix of the segments under
+// pred and deletes it.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) deleteSegmentsLocked(pred deletePredicate, reason string, ev *events) (int, error) {
+	deletable, roll := l.deletableLocked(pred)
+	if roll {
+		if err := l.rollLocked(l.logEndOffset.Load(), ev); err != nil {
+			return 0, err
+		}
+	}
+	if deletable == 0 {
+		return 0, nil
+	}
+	if deletable == len(l.mu.segments) {
+		// At least one segment must remain: start an empty one first. (The
+		// active segment is deletable only when non-empty, so the new
+		// segment never takes a deletable segment's base.)
+		if err := l.rollLocked(l.logEndOffset.Load(), ev); err != nil {
+			return 0, err
+		}
+	}
+	victims := l.mu.segments[:deletable]
+	newStart := l.mu.segments[deletable].BaseOffset()
+	// Move the start offset before the segments disappear, so a reader
+	// never finds an offset above the start without its segment.
+	if l.opts.copyEnabled() {
+		if newStart > l.localLogStartOffset.Load() {
+			l.localLogStartOffset.Store(newStart)
+		}
+	} else if _, err := l.maybeIncrementLogStartOffsetLocked(newStart); err != nil {
+		return 0, err
+	}
+	for _, s := range victims {
+		if err := l.removeSegmentLocked(s, reason, ev); err != nil {
+			return 0, l.failLocked(err)
+		}
+	}
+	l.mu.segments = append([]*segmentRef(nil), l.mu.segments[deletable:]...)
+	l.mu.dirDirty = true
+	l.publishLocked()
+	l.checkOffsetsLocked()
+	return deletable, nil
+}
+
+// deletableLocked returns how many of the oldest segments may be deleted
+// under pred, and whether the active segment should be rolled so that it
+// becomes deletable later.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) deletableLocked(pred deletePredicate) (n int, roll bool) {
+	segs := l.mu.segments
+	hw := l.highWatermark.Load()
+	for i, s := range segs {
+		var next *segmentRef
+		upper := l.logEndOffset.Load()
+		if i+1 < len(segs) {
+			next = segs[i+1]
+			upper = next.BaseOffset()
+		}
+		// Never delete offsets at or above the high watermark: the log
+		// start offset must not pass it.
+		breach := hw >= upper && pred(s, next)
+		if breach && l.opts.RemoteStorageEnabled && next == nil && s.Size() > 0 {
+			roll = true
+		}
+		lastAndEmpty := next == nil && s.Size() == 0
+		if !breach || lastAndEmpty || !l.uploadedOrBelowStart(next, upper) {
+			break
+		}
+		n++
+	}
+	return n, roll
+}
+
+// uploadedOrBelowStart reports whether a segment ending before upper may
+// leave local disk: always without remote copying; with it, only once its
+// last offset is in remote storage or the log start offset has passed it.
+func (l *UnifiedLog) uploadedOrBelowStart(next *segmentRef, upper int64) bool {
+	if !l.opts.copyEnabled() {
+		return true
+	}
+	if upper > 0 && upper-1 <= l.highestOffsetInRemoteStorage.Load() {
+		return true
+	}
+	return next != nil && l.logStartOffset.Load() >= next.BaseOffset()
+}

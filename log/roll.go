@@ -1,0 +1,85 @@
+package log
+
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/log/internal/segment"
+)
+
+// events collects what happened inside a critical section so the
+// listener can be told after the mutex is released.
+type events struct {
+	rolled    []int64
+	deleted   []SegmentDeleteInfo
+	recovered []RecoveryTruncation
+}
+
+// fire calls the listener's callbacks. REQUIRES: l.mu not held.
+func (l *UnifiedLog) fire(ev events) {
+	ls := l.opts.Listener
+	for _, b := range ev.rolled {
+		if ls.SegmentRolled != nil {
+			ls.SegmentRolled(b)
+		}
+	}
+	for _, d := range ev.deleted {
+		if ls.SegmentDeleted != nil {
+			ls.SegmentDeleted(d)
+		}
+	}
+	for _, r := range ev.recovered {
+		if ls.RecoveryTruncated != nil {
+			ls.RecoveryTruncated(r)
+		}
+		if ls.Corruption != nil && isCorruption(r.Err) {
+			ls.Corruption(r)
+		}
+	}
+}
+
+// Roll closes the active segment to appends and starts a new, empty one at
+// the log end offset, even if the active segment is not full. A no-op if
+// the active segment is empty.
+func (l *UnifiedLog) Roll() error {
+	l.mu.Lock()
+	var ev events
+	err := l.checkWritableLocked()
+	if err == nil {
+		err = l.rollLocked(l.logEndOffset.Load(), &ev)
+	}
+	l.mu.Unlock()
+	l.fire(ev)
+	return err
+}
+
+// rollLocked starts a new active segment at max(expectedNextOffset, LEO)
+// (SPEC 2.4 roll). If the active segment already starts there and is
+// empty, it stays. The new segment's file creation is not fsynced here:
+// the next flush syncs the directory before it advances the recovery
+// point past the new base.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
+	active := l.mu.segments[len(l.mu.segments)-1]
+	newBase := max(expectedNextOffset, l.logEndOffset.Load())
+	switch {
+	case newBase == active.BaseOffset() && active.Size() == 0:
+		return nil
+	case newBase <= active.BaseOffset():
+		return fmt.Errorf("log: roll to %d at or below the active segment's base %d: %w",
+			newBase, active.BaseOffset(), ErrInvalidArgument)
+	}
+	if err := active.OnBecomeInactive(); err != nil {
+		return l.failLocked(err)
+	}
+	seg, err := segment.Create(l.fs, l.dir, newBase, l.opts.nowMs(), l.segOpts)
+	if err != nil {
+		return l.failLocked(err)
+	}
+	l.mu.segments = append(l.mu.segments, &segmentRef{Segment: seg})
+	l.mu.dirDirty = true
+	l.publishLocked()
+	l.counters.rolls.Add(1)
+	ev.rolled = append(ev.rolled, newBase)
+	return nil
+}

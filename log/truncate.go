@@ -1,0 +1,255 @@
+package log
+
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/log/internal/segment"
+	"github.com/tierlog/tierlog/truncation"
+	"go.uber.org/zap"
+)
+
+// Truncations hold the log mutex for their whole duration, including the
+// rewrite of the segment that loses its tail and the epoch checkpoint
+// write of TruncateFullyAndStartAt, which fsync. This is the one place the
+// log fsyncs under its mutex, on purpose: the truncation count promises
+// that whoever reads it under the mutex sees either the old count with the
+// old log or the new count with the new log (SPEC 2.13), so the change and
+// the count move in one critical section. Readers of records never take
+// the mutex and are not held up; the writer is the one truncating.
+
+// TruncationCount returns the number of truncations that changed this log
+// instance. It takes the log mutex, so it waits for a running truncation:
+// a remote task that reads it before it reads the epoch cache or the
+// segments never pairs the new count with state from before the
+// truncation.
+func (l *UnifiedLog) TruncationCount() truncation.Count {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.truncationCount
+}
+
+// UpdateHighestOffsetInRemoteStorage installs offset (inclusive, the last
+// offset known to be in remote storage) if it was computed under the
+// current truncation count and is higher than the current value, and
+// reports whether it did. An offset computed before a truncation that
+// changed the log is dropped: it may describe records the log no longer
+// has. Ignored (false) when remote storage is disabled.
+func (l *UnifiedLog) UpdateHighestOffsetInRemoteStorage(offset int64, count truncation.Count) bool {
+	if !l.opts.RemoteStorageEnabled {
+		l.logger.Warn("highest offset in remote storage update on a log without remote storage",
+			zap.String("dir", l.dir), zap.Int64("offset", offset))
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !truncation.Fence(offset, count).Valid(l.mu.truncationCount) {
+		l.logger.Info("dropped a highest offset in remote storage computed before a truncation",
+			zap.String("dir", l.dir), zap.Int64("offset", offset),
+			zap.Uint64("count", uint64(count)), zap.Uint64("current", uint64(l.mu.truncationCount)))
+		return false
+	}
+	if offset <= l.highestOffsetInRemoteStorage.Load() {
+		return false
+	}
+	l.highestOffsetInRemoteStorage.Store(offset)
+	return true
+}
+
+// TruncateTo removes every record at or above offset t (SPEC 2.10) and
+// reports whether the log changed. t must be a batch boundary (a leader
+// epoch boundary or a high watermark always is). t at or beyond the log
+// end offset changes no record but still drops an epoch entry that starts
+// at the log end offset (a leader that wrote nothing in its epoch); such a
+// call does not count as a truncation. A t below the high watermark is
+// allowed (an unclean leader change) and logged.
+func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
+	if t < 0 {
+		return false, fmt.Errorf("log: truncate to %d: %w", t, ErrInvalidArgument)
+	}
+	l.mu.Lock()
+	if err := l.checkWritableLocked(); err != nil {
+		l.mu.Unlock()
+		return false, err
+	}
+	leo := l.logEndOffset.Load()
+	if t >= leo {
+		l.epochs.TruncateFromEnd(leo)
+		l.mu.Unlock()
+		return false, l.flushEpochs()
+	}
+	if hw := l.highWatermark.Load(); t < hw {
+		l.logger.Warn("truncating below the high watermark",
+			zap.String("dir", l.dir), zap.Int64("to", t), zap.Int64("highWatermark", hw))
+	}
+	l.countTruncationLocked()
+	var ev events
+	var err error
+	if l.mu.segments[0].BaseOffset() > t {
+		err = l.truncateFullyLocked(t, t, &ev)
+	} else {
+		err = l.truncateToLocked(t, &ev)
+	}
+	l.mu.Unlock()
+	l.fire(ev)
+	if err != nil {
+		return true, err
+	}
+	return true, l.flushEpochs()
+}
+
+// TruncateFullyAndStartAt deletes every segment and starts an empty log
+// at offset n, with log start offset logStart (n when logStart < 0). It
+// always counts as a truncation. The epoch cache is cleared and its
+// checkpoint written before the call returns; the highest offset in
+// remote storage is kept (SPEC 2.10).
+func (l *UnifiedLog) TruncateFullyAndStartAt(n, logStart int64) error {
+	if n < 0 {
+		return fmt.Errorf("log: truncate fully and start at %d: %w", n, ErrInvalidArgument)
+	}
+	if logStart < 0 {
+		logStart = n
+	}
+	if logStart > n {
+		return fmt.Errorf("log: log start offset %d above the new log end offset %d: %w", logStart, n, ErrInvalidArgument)
+	}
+	l.mu.Lock()
+	if err := l.checkWritableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	l.countTruncationLocked()
+	var ev events
+	err := l.truncateFullyLocked(n, logStart, &ev)
+	l.mu.Unlock()
+	l.fire(ev)
+	return err
+}
+
+// countTruncationLocked increments the truncation count at the start of
+// the critical section that changes the log.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) countTruncationLocked() {
+	l.mu.truncationCount++
+	if k := l.testingKnobs.afterTruncationCounted; k != nil {
+		k()
+	}
+}
+
+// truncateToLocked removes [t, LEO) from the segments: later segments are
+// removed whole, the segment holding t is rewritten without its tail.
+//
+// REQUIRES: l.mu held; first segment base <= t < LEO.
+func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
+	segs := l.mu.segments
+	i := len(segs) - 1
+	for segs[i].BaseOffset() > t {
+		i--
+	}
+	for _, s := range segs[i+1:] {
+		if err := l.removeSegmentLocked(s, "truncation", ev); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	replacement, _, err := segs[i].TruncateTo(t)
+	if err != nil {
+		return l.failLocked(err)
+	}
+	newSegs := append(segs[:i:i], &segmentRef{Segment: replacement})
+	if replacement == segs[i].Segment {
+		newSegs[i] = segs[i]
+	}
+	l.mu.segments = newSegs
+	l.mu.dirDirty = true
+	l.publishLocked()
+
+	l.epochs.TruncateFromEnd(t)
+	l.logEndOffset.Store(t)
+	l.logStartOffset.Store(min(l.logStartOffset.Load(), t))
+	l.localLogStartOffset.Store(min(l.localLogStartOffset.Load(), t))
+	l.mu.recoveryPoint = min(l.mu.recoveryPoint, t)
+	if l.highWatermark.Load() > t {
+		l.highWatermark.Store(t)
+	}
+	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	l.checkOffsetsLocked()
+	return nil
+}
+
+// truncateFullyLocked replaces every segment with one empty segment at n.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
+	old := l.mu.segments
+	// Remove first, then create: a segment at base n may exist and its
+	// files must be gone before a new one takes the names. A crash in
+	// between leaves no segment, which Open repairs by creating one at
+	// the checkpointed log start (a truncation is not durable until the
+	// next flush syncs the directory anyway).
+	for _, s := range old {
+		if err := l.removeSegmentLocked(s, "truncation", ev); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	seg, err := segment.Create(l.fs, l.dir, n, l.opts.nowMs(), l.segOpts)
+	if err != nil {
+		return l.failLocked(err)
+	}
+	l.mu.segments = []*segmentRef{{Segment: seg}}
+	l.mu.dirDirty = true
+	l.publishLocked()
+
+	if err := l.epochs.ClearAndFlush(); err != nil {
+		return l.failLocked(err)
+	}
+	l.logEndOffset.Store(n)
+	l.logStartOffset.Store(logStart)
+	if l.opts.RemoteStorageEnabled {
+		l.localLogStartOffset.Store(n)
+	} else {
+		l.localLogStartOffset.Store(logStart)
+	}
+	l.highWatermark.Store(n)
+	l.mu.recoveryPoint = n
+	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	l.checkOffsetsLocked()
+	return nil
+}
+
+// removeSegmentLocked removes a segment's files now; its file handles stay
+// open for readers of older views until the last of those views is
+// released (segmentView.unref closes them).
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) removeSegmentLocked(s *segmentRef, reason string, ev *events) error {
+	size := s.Size()
+	next, err := s.ReadNextOffset()
+	if err != nil {
+		return err
+	}
+	if err := s.RemoveFiles(); err != nil {
+		return err
+	}
+	l.counters.segmentsDeleted.Add(1)
+	ev.deleted = append(ev.deleted, SegmentDeleteInfo{BaseOffset: s.BaseOffset(), NextOffset: next, Bytes: size, Reason: reason})
+	return nil
+}
+
+// checkOffsetsLocked asserts the offset invariants of SPEC 2.5.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) checkOffsetsLocked() {
+	if !invariants.Enabled {
+		return
+	}
+	start, local := l.logStartOffset.Load(), l.localLogStartOffset.Load()
+	hw, leo := l.highWatermark.Load(), l.logEndOffset.Load()
+	invariants.Assertf(start <= hw && hw <= leo, "offsets: log start %d, high watermark %d, log end %d", start, hw, leo)
+	invariants.Assertf(start <= local, "offsets: log start %d above local log start %d", start, local)
+	invariants.Assertf(l.opts.RemoteStorageEnabled || start == local,
+		"offsets: log start %d != local log start %d without remote storage", start, local)
+	if e, ok := l.epochs.Latest(); ok {
+		invariants.Assertf(e.StartOffset <= leo, "epoch %d starts at %d beyond log end %d", e.Epoch, e.StartOffset, leo)
+	}
+}
