@@ -85,6 +85,12 @@ func (e *testEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("truncation-count=%d", e.count)
 	case "set-remote":
 		return e.setRemote(t, d)
+	case "assign-epoch-start":
+		var epoch int32
+		var offset int64
+		d.ScanArgs(t, "epoch", &epoch)
+		d.ScanArgs(t, "offset", &offset)
+		return result(e.log.AssignEpochStartOffset(epoch, offset), epochcache.FormatEntries(e.log.EpochEntries()))
 	case "end-offset-for":
 		var epoch int32
 		d.ScanArgs(t, "epoch", &epoch)
@@ -113,6 +119,25 @@ func (e *testEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		return e.crash(t, d)
 	case "corrupt":
 		return e.corrupt(t, d)
+	case "truncate-file":
+		// Cut a segment file of a closed log, as a crash mid-write does.
+		var base, size int64
+		d.ScanArgs(t, "segment", &base)
+		d.ScanArgs(t, "size", &size)
+		path := e.fs.PathJoin(testDir, segment.LogFileName(base))
+		f, err := e.fs.Open(path)
+		require.NoError(t, err)
+		data := make([]byte, size)
+		_, err = f.ReadAt(data, 0)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		require.NoError(t, e.fs.Remove(path))
+		nf, err := e.fs.Create(path, vfs.WriteCategoryUnspecified)
+		require.NoError(t, err)
+		_, err = nf.Write(data)
+		require.NoError(t, err)
+		require.NoError(t, errors.Join(nf.Sync(), nf.Close()))
+		return "ok"
 	case "cache-truncate-from-end":
 		// Truncate the epoch cache alone, as Kafka's test does to lose a
 		// flushed entry (S-17).
@@ -138,8 +163,8 @@ func (e *testEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		return out
 	case "metrics":
 		m := e.log.Metrics()
-		return fmt.Sprintf("segments=%d rolls=%d deleted=%d truncations=%d recovery-cuts=%d corruptions=%d",
-			m.Segments, m.Rolls, m.SegmentsDeleted, m.Truncations, m.RecoveryCuts, m.CorruptionsFound)
+		return fmt.Sprintf("segments=%d bytes=%d rolls=%d deleted=%d truncations=%d recovery-cuts=%d corruptions=%d",
+			m.Segments, m.Bytes, m.Rolls, m.SegmentsDeleted, m.Truncations, m.RecoveryCuts, m.CorruptionsFound)
 	}
 	d.Fatalf(t, "unknown command %s", d.Cmd)
 	return ""
@@ -152,7 +177,14 @@ func result(err error, ok string) string {
 	return ok
 }
 
+// open starts a fresh log: any open log is closed and its directory
+// removed first.
 func (e *testEnv) open(t *testing.T, d *datadriven.TestData) string {
+	if e.log != nil {
+		_ = e.log.Close()
+		e.log = nil
+		require.NoError(t, e.fs.RemoveAll(testDir))
+	}
 	o := Options{FS: e.fs, Now: e.now, SegmentIndexBytes: 4096}
 	for _, arg := range d.CmdArgs {
 		var v int64

@@ -84,7 +84,14 @@ func (l *UnifiedLog) Flush() error {
 		if i+1 < len(v.segments) && v.segments[i+1].BaseOffset() <= from {
 			continue // wholly below the recovery point: already durable
 		}
-		if err := l.timedSync(s.Flush); err != nil {
+		sync := s.Flush
+		if i+1 == len(v.segments) {
+			// The active segment: its indexes are rebuilt by recovery
+			// after any crash (recovery starts at the segment holding the
+			// recovery point), so only its data needs the fsync.
+			sync = s.FlushData
+		}
+		if err := l.timedSync(sync); err != nil {
 			return l.fail(err)
 		}
 		crossed = crossed || i+1 < len(v.segments)

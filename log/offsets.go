@@ -206,3 +206,26 @@ func (l *UnifiedLog) offsetForTimestamp(ts int64) (OffsetAndEpoch, bool, error) 
 	}
 	return undefinedOffsetAndEpoch, false, nil
 }
+
+// AssignEpochStartOffset records that leader epoch epoch starts at
+// startOffset, as a new leader does before it accepts writes (Kafka:
+// Partition.makeLeader calls it with the log end offset). The entry may
+// have no records yet; a later truncation to the log end offset removes
+// it again if the leader wrote nothing. The epoch checkpoint is written
+// before the call returns, outside the log mutex.
+func (l *UnifiedLog) AssignEpochStartOffset(epoch int32, startOffset int64) error {
+	l.mu.Lock()
+	err := l.checkWritableLocked()
+	if err == nil && startOffset > l.logEndOffset.Load() {
+		err = fmt.Errorf("log: epoch %d start offset %d beyond log end offset %d: %w",
+			epoch, startOffset, l.logEndOffset.Load(), ErrInvalidArgument)
+	}
+	if err == nil {
+		_, err = l.epochs.AssignDeferred(epoch, startOffset)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.flushEpochs()
+}

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/tierlog/tierlog/log/record"
@@ -128,7 +129,14 @@ func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isol
 func trimToBound(data []byte, bound int64) []byte {
 	n := 0
 	for n < len(data) {
-		b, err := record.ReadBatch(data[n:])
+		rest := data[n:]
+		// A read cut by maxBytes ends inside a batch: stop there without
+		// asking ReadBatch, whose torn-tail error would allocate.
+		if len(rest) < record.LogOverhead ||
+			int64(binary.BigEndian.Uint32(rest[8:12]))+record.LogOverhead > int64(len(rest)) {
+			break
+		}
+		b, err := record.ReadBatch(rest)
 		if err != nil || b.LastOffset() >= bound {
 			break
 		}

@@ -156,6 +156,11 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	if err != nil {
 		return l.failLocked(err)
 	}
+	if replacement.Size() == 0 {
+		// An emptied segment restarts its age for the time-based roll,
+		// as Kafka resets its created time.
+		replacement.SetCreatedMs(l.opts.nowMs())
+	}
 	newSegs := append(segs[:i:i], &segmentRef{Segment: replacement})
 	if replacement == segs[i].Segment {
 		newSegs[i] = segs[i]

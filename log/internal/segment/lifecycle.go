@@ -147,6 +147,26 @@ func (s *Segment) Flush() error {
 	return s.writeIndexes(true)
 }
 
+// FlushData makes the appended bytes of the .log durable (fdatasync) and
+// nothing else: the index files and the directory entry are left to Flush,
+// OnBecomeInactive or Close. The log uses it for the active segment, whose
+// indexes recovery rebuilds after any crash anyway (it recovers from the
+// segment holding the recovery point), so an fsync per append costs one
+// fsync instead of three. A failed fsync is sticky, as in Flush.
+func (s *Segment) FlushData() error {
+	if s.w.superseded && !s.closed.Load() {
+		return nil
+	}
+	if err := s.checkWritable(); err != nil {
+		return err
+	}
+	if err := s.logFile.SyncData(); err != nil {
+		s.w.err = ioErr("sync", s.logPath, err)
+		return s.w.err
+	}
+	return nil
+}
+
 // Close releases the segment's file handles. Like Kafka's, it first
 // appends the final time-index entry and writes the pending index entries
 // (fsynced), so a cleanly closed segment reopens with exact indexes; it

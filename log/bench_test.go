@@ -1,0 +1,315 @@
+package log
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// The benchmarks compare the log against a raw-file baseline in the same
+// run: a plain write (and fdatasync) of the same bytes, a plain pread of
+// them. Run: go test -run XXX -bench . -benchtime=2s ./log
+//
+// Files go to a temporary directory on the real file system (vfs.Default).
+// Both sides rotate their file every rotateBytes so that long runs do not
+// fill the disk; the rotation cost is inside both measurements.
+
+const rotateBytes = 256 << 20
+
+// benchBatch builds one client batch of n records of recordBytes each.
+func benchBatch(b *testing.B, n, recordBytes int) []byte {
+	b.Helper()
+	value := make([]byte, recordBytes)
+	for i := range value {
+		value[i] = byte(i * 7)
+	}
+	bl := record.NewBuilder(record.DefaultBuilderOptions())
+	for i := 0; i < n; i++ {
+		bl.Add(1_700_000_000_000, nil, value)
+	}
+	buf, err := bl.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return buf
+}
+
+func benchLog(b *testing.B, dir string, o Options) *UnifiedLog {
+	b.Helper()
+	o.FS = vfs.Default
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = rotateBytes
+	}
+	o.RetentionBytes = rotateBytes
+	l, err := Open(dir, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+func BenchmarkAppend(b *testing.B) {
+	for _, size := range []struct {
+		name    string
+		records int
+	}{{"16KiB", 16}, {"1MiB", 1024}} {
+		for _, sync := range []bool{false, true} {
+			name := fmt.Sprintf("batch-bytes=%s/records=1KiB/sync=%t", size.name, sync)
+			batch := benchBatch(b, size.records, 1024-21) // ~1 KiB per encoded record
+			b.Run(name+"/impl=tierlog", func(b *testing.B) { benchAppendLog(b, batch, sync) })
+			b.Run(name+"/impl=raw-file", func(b *testing.B) { benchAppendRaw(b, batch, sync) })
+		}
+	}
+}
+
+func benchAppendLog(b *testing.B, batch []byte, sync bool) {
+	o := Options{}
+	if sync {
+		o.FlushMessages = 1 // fsync before each append returns
+	}
+	l := benchLog(b, b.TempDir(), o)
+	defer l.Close()
+	records := int64(0)
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		info, err := l.AppendAsLeader(batch, 0, OriginClient)
+		if err != nil {
+			b.Fatal(err)
+		}
+		records += info.Records
+		if (info.LastOffset+1)%8192 == 0 { // now and then: keep the disk bounded
+			l.UpdateHighWatermark(l.LogEndOffset())
+			if _, err := l.DeleteOldSegments(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// AppendAsLeader stamped the base offset in place; a client sends 0.
+		mustBatch(b, batch).SetBaseOffset(0)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+func mustBatch(b *testing.B, buf []byte) record.Batch {
+	bt, err := record.ReadBatch(buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bt
+}
+
+// benchAppendRaw is the baseline: write(2) of the same bytes to a file
+// (and fdatasync when sync), rotating the file like the log's segments.
+func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
+	dir := b.TempDir()
+	n := 0
+	open := func() *os.File {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("raw-%d", n)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+		return f
+	}
+	f := open()
+	written := 0
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.Write(batch); err != nil {
+			b.Fatal(err)
+		}
+		if sync {
+			if err := fdatasync(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		written += len(batch)
+		if written >= rotateBytes {
+			name := f.Name()
+			_ = f.Close()
+			_ = os.Remove(name)
+			f, written = open(), 0
+		}
+	}
+	b.StopTimer()
+	_ = f.Close()
+}
+
+// fillLog appends totalBytes of 16 KiB batches and returns the log's
+// directory and the log (flushed, high watermark at the end).
+func fillLog(b *testing.B, totalBytes int) (string, *UnifiedLog) {
+	dir := b.TempDir()
+	l := benchLog(b, dir, Options{RetentionBytes: RetentionInfinite})
+	batch := benchBatch(b, 16, 1024-21)
+	for written := 0; written < totalBytes; written += len(batch) {
+		if _, err := l.AppendAsLeader(batch, 0, OriginClient); err != nil {
+			b.Fatal(err)
+		}
+		mustBatch(b, batch).SetBaseOffset(0)
+	}
+	if err := l.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	return dir, l
+}
+
+func BenchmarkRead(b *testing.B) {
+	const total = 64 << 20
+	const fetchBytes = 1 << 20
+	b.Run("sequential/fetch-bytes=1MiB/impl=tierlog", func(b *testing.B) {
+		_, l := fillLog(b, total)
+		defer l.Close()
+		buf := make([]byte, 0, 2*fetchBytes)
+		offset := int64(0)
+		b.ReportAllocs()
+		b.ResetTimer()
+		var bytes int64
+		for i := 0; i < b.N; i++ {
+			info, err := l.Read(buf, offset, fetchBytes, IsolationHighWatermark, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bytes += int64(len(info.Records))
+			buf = info.Records[:0]
+			offset = nextOffsetAfter(b, info.Records, offset)
+			if offset >= l.HighWatermark() {
+				offset = 0
+			}
+		}
+		b.SetBytes(bytes / int64(b.N))
+	})
+	b.Run("sequential/fetch-bytes=1MiB/impl=raw-pread", func(b *testing.B) {
+		dir, l := fillLog(b, total)
+		_ = l.Close()
+		f, err := os.Open(filepath.Join(dir, "00000000000000000000.log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		st, _ := f.Stat()
+		buf := make([]byte, fetchBytes)
+		pos := int64(0)
+		b.SetBytes(fetchBytes)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := f.ReadAt(buf, pos); err != nil {
+				b.Fatal(err)
+			}
+			pos += fetchBytes
+			if pos+fetchBytes > st.Size() {
+				pos = 0
+			}
+		}
+	})
+	b.Run("tail-while-appending/batch-bytes=16KiB/impl=tierlog", func(b *testing.B) {
+		l := benchLog(b, b.TempDir(), Options{})
+		defer l.Close()
+		batch := benchBatch(b, 16, 1024-21)
+		buf := make([]byte, 0, 64<<10)
+		b.SetBytes(int64(len(batch)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			info, err := l.AppendAsLeader(batch, 0, OriginClient)
+			if err != nil {
+				b.Fatal(err)
+			}
+			mustBatch(b, batch).SetBaseOffset(0)
+			got, err := l.Read(buf, info.FirstOffset, len(batch), IsolationLogEnd, true)
+			if err != nil || len(got.Records) != len(batch) {
+				b.Fatalf("read %d bytes at %d: %v", len(got.Records), info.FirstOffset, err)
+			}
+			buf = got.Records[:0]
+			if (info.LastOffset+1)%8192 == 0 {
+				l.UpdateHighWatermark(l.LogEndOffset())
+				if _, err := l.DeleteOldSegments(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("tail-while-appending/batch-bytes=16KiB/impl=raw-file", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), "raw"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		batch := benchBatch(b, 16, 1024-21)
+		buf := make([]byte, len(batch))
+		pos := int64(0)
+		b.SetBytes(int64(len(batch)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := f.WriteAt(batch, pos); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.ReadAt(buf, pos); err != nil {
+				b.Fatal(err)
+			}
+			pos += int64(len(batch))
+			if pos >= rotateBytes {
+				pos = 0
+			}
+		}
+	})
+}
+
+// nextOffsetAfter returns the offset after the last whole batch in data.
+func nextOffsetAfter(b *testing.B, data []byte, offset int64) int64 {
+	for len(data) > 0 {
+		bt, err := record.ReadBatch(data)
+		if err != nil {
+			break
+		}
+		offset = bt.NextOffset()
+		data = data[bt.Size():]
+	}
+	return offset
+}
+
+// BenchmarkOffsetLookup reads one batch at a random offset of a warm
+// 64 MiB log (index lookup, header scan, one pread), reporting the p50 and
+// p99 latency of single lookups besides the mean.
+func BenchmarkOffsetLookup(b *testing.B) {
+	_, l := fillLog(b, 64<<20)
+	defer l.Close()
+	hw := l.HighWatermark()
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 0, 64<<10)
+	// Warm the indexes and the page cache.
+	for o := int64(0); o < hw; o += 1000 {
+		if _, err := l.Read(buf, o, 1, IsolationHighWatermark, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		o := rng.Int64N(hw)
+		start := time.Now()
+		info, err := l.Read(buf, o, 1, IsolationHighWatermark, true)
+		lat = append(lat, time.Since(start))
+		if err != nil || len(info.Records) == 0 {
+			b.Fatalf("lookup %d: %v", o, err)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
