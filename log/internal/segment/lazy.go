@@ -23,7 +23,7 @@ func (s *Segment) loadOffsetIndex() error {
 	if s.offsetIdx.loaded.Load() {
 		return nil
 	}
-	entries, _, err := s.offsetIdx.readFile(s.fs)
+	entries, _, err := s.readOwnIndex(&s.offsetIdx.index)
 	if err == errMissingIndex && s.size.Load() == 0 {
 		err = nil // nothing to index
 	}
@@ -52,7 +52,7 @@ func (s *Segment) loadTimeIndex() error {
 	if s.timeIdx.loaded.Load() {
 		return nil
 	}
-	entries, _, err := s.timeIdx.readFile(s.fs)
+	entries, _, err := s.readOwnIndex(&s.timeIdx.index)
 	if err == errMissingIndex && s.size.Load() == 0 {
 		err = nil // nothing to index
 	}
@@ -217,4 +217,15 @@ func (s *Segment) loadFirstBatch() error {
 		s.mu.firstState = firstNone
 	}
 	return nil
+}
+
+// readOwnIndex reads an index file of this segment. A detached segment
+// (its files removed or replaced) reports errBadIndex so the caller
+// rebuilds from the open .log handle: the file under the index's name,
+// if any, belongs to another segment object now.
+func (s *Segment) readOwnIndex(x *index) ([]byte, bool, error) {
+	if s.detached.Load() {
+		return nil, false, errBadIndex
+	}
+	return x.readFile(s.fs)
 }

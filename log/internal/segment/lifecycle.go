@@ -216,6 +216,7 @@ func (s *Segment) RemoveFiles() error {
 		return nil
 	}
 	s.w.superseded = true
+	s.detached.Store(true)
 	return s.removeFiles()
 }
 

@@ -42,6 +42,12 @@ type Segment struct {
 	createdMs atomic.Int64
 	// closed is set by Close; every method then returns ErrClosed.
 	closed atomic.Bool
+	// detached is set once this object's file names no longer belong to
+	// it (RemoveFiles, or TruncateTo/Recover replaced the files): a lazy
+	// index load then rebuilds from the open .log handle instead of
+	// reading an index file that may be another segment's. Atomic because
+	// readers check it; only the writer sets it.
+	detached atomic.Bool
 
 	offsetIdx offsetIndex
 	timeIdx   timeIndex

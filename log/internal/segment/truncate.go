@@ -225,6 +225,7 @@ func (s *Segment) rewrite(cut int64, offsetEntries, timeEntries []byte) (*Segmen
 	// From here the directory holds the new .log: the receiver no longer
 	// matches the disk, whatever happens next.
 	s.w.superseded = true
+	s.detached.Store(true)
 	if err := syncDir(s.fs, s.dir); err != nil {
 		s.w.err = fmt.Errorf("segment: %s: truncation renamed but not synced, reopen the segment: %w", s.logPath, err)
 		return nil, s.w.err
