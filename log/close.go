@@ -37,6 +37,7 @@ func (l *UnifiedLog) Close() error {
 	}
 	// Release the log's reference to the current view: the segments'
 	// handles close once the last reader is done with them.
+	l.released.Store(true)
 	l.view.Load().unref()
 	return err
 }
@@ -75,6 +76,7 @@ func (l *UnifiedLog) Delete() error {
 	l.mu.closed = true
 	l.mu.Unlock()
 	if !wasClosed {
+		l.released.Store(true)
 		l.view.Load().unref()
 	}
 	if err := l.fs.RemoveAll(l.dir); err != nil {

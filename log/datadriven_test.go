@@ -452,7 +452,10 @@ func (e *testEnv) setRemote(t *testing.T, d *datadriven.TestData) string {
 // state prints the log's offsets, segments and epochs.
 func (e *testEnv) state() string {
 	l := e.log
-	v := l.acquireView()
+	v, err := l.acquireView()
+	if err != nil {
+		return "error: " + err.Error()
+	}
 	defer v.unref()
 	var segs []string
 	for i, s := range v.segments {

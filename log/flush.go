@@ -63,8 +63,11 @@ func (l *UnifiedLog) Flush() error {
 	records := l.mu.unflushedRecords
 	dirDirty := l.mu.dirDirty
 	l.mu.dirDirty = false // set again by any change made meanwhile
-	v := l.acquireView()
+	v, err := l.acquireView()
 	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	defer v.unref()
 
 	if upTo <= from && !dirDirty && !l.epochs.Dirty() {

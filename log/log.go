@@ -60,6 +60,9 @@ type UnifiedLog struct {
 	// view is the segment list readers use; replaced (never mutated) with
 	// mu held.
 	view atomic.Pointer[segmentView]
+	// released is set when Close or Delete dropped the log's reference to
+	// the last view: readers then get ErrClosed instead of retrying.
+	released atomic.Bool
 
 	// flushMu serializes flushes. It is held across the fsyncs, with mu
 	// released, so appends continue while a flush runs.
@@ -156,7 +159,10 @@ func (l *UnifiedLog) EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch
 
 // Metrics returns a snapshot of the log's counters and sizes.
 func (l *UnifiedLog) Metrics() Metrics {
-	v := l.acquireView()
+	v, err := l.acquireView()
+	if err != nil {
+		return Metrics{}
+	}
 	defer v.unref()
 	l.mu.Lock()
 	rp, truncations := l.mu.recoveryPoint, l.mu.truncationCount
@@ -183,10 +189,16 @@ func (l *UnifiedLog) Metrics() Metrics {
 }
 
 // acquireView pins the current segment view; the caller must unref it.
-func (l *UnifiedLog) acquireView() *segmentView {
+// It fails only after Close or Delete released the last view.
+func (l *UnifiedLog) acquireView() (*segmentView, error) {
 	for {
 		if v := l.view.Load(); v.tryRef() {
-			return v
+			return v, nil
+		}
+		// The view died: either the writer replaced it (retry: the new
+		// one is already stored) or the log was closed.
+		if l.released.Load() {
+			return nil, ErrClosed
 		}
 	}
 }

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +58,8 @@ func TestS13RetentionNeverDeletesAtOrAboveHighWatermark(t *testing.T) {
 		_, err := l.DeleteOldSegments()
 		require.NoError(t, err)
 		require.LessOrEqual(t, l.LogStartOffset(), hw)
-		v := l.acquireView()
+		v, err := l.acquireView()
+		require.NoError(t, err)
 		require.LessOrEqual(t, v.segments[0].BaseOffset(), hw, "hw %d", hw)
 		for _, s := range v.segments[1:] {
 			require.Greater(t, s.BaseOffset(), hw, "hw %d", hw)
@@ -212,4 +214,88 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestClosedAndDeleted: after Close every method returns ErrClosed (reads
+// included, never a hang); Close is idempotent; Delete removes the
+// directory.
+func TestClosedAndDeleted(t *testing.T) {
+	fs := vfs.NewMem()
+	l := openTestLog(t, fs, Options{})
+	appendRecords(t, l, 0, 3, 0)
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close())
+
+	_, err := l.Read(nil, 0, 100, IsolationLogEnd, true)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = l.AppendAsLeader(buildBatches(t, 1, 1, 10, 0, 0, -1), 0, OriginClient)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = l.TruncateTo(1)
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, l.Flush(), ErrClosed)
+	_, _, err = l.ListOffsets(0)
+	require.ErrorIs(t, err, ErrClosed)
+
+	// The clean close left a marker; a reopen trusts the segments.
+	l = openTestLog(t, fs, Options{})
+	require.Equal(t, int64(3), l.LogEndOffset())
+	require.NoError(t, l.Delete())
+	_, err = fs.Stat("p0")
+	require.True(t, errors.Is(err, os.ErrNotExist), "directory removed: %v", err)
+	_, err = l.Read(nil, 0, 100, IsolationLogEnd, true)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// TestOptionsValidation: Open refuses impossible settings with
+// ErrInvalidArgument and fills the defaults Kafka uses.
+func TestOptionsValidation(t *testing.T) {
+	for _, o := range []Options{
+		{SegmentBytes: -1},
+		{SegmentBytes: 1 << 32},
+		{SegmentIndexBytes: 8},
+		{RetentionBytes: -3},
+		{LocalRetentionMs: -3},
+		{FlushMessages: -1},
+	} {
+		o.FS = vfs.NewMem()
+		_, err := Open("p0", o)
+		require.ErrorIs(t, err, ErrInvalidArgument, "%+v", o)
+	}
+	o, err := Options{}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, int64(1<<30), o.SegmentBytes)
+	require.Equal(t, 4096, o.IndexIntervalBytes)
+	require.Equal(t, RetentionInfinite, o.RetentionBytes)
+	require.Equal(t, LocalRetentionDefault, o.LocalRetentionBytes)
+	// Local retention resolves from the total settings (-2), and applies
+	// only while segments are copied to remote storage.
+	o.RetentionBytes, o.RemoteStorageEnabled = 100, true
+	require.Equal(t, int64(100), o.localRetentionBytes())
+	o.LocalRetentionBytes = 10
+	require.Equal(t, int64(10), o.localRetentionBytes())
+	o.RemoteLogCopyDisabled = true
+	require.Equal(t, int64(100), o.localRetentionBytes())
+}
+
+// TestFlushPolicy: FlushMessages fsyncs once enough records are
+// unflushed; FlushMs once the oldest unflushed append is old enough.
+func TestFlushPolicy(t *testing.T) {
+	now := int64(1_000_000)
+	clock := func() time.Time { return time.UnixMilli(now) }
+	l := openTestLog(t, vfs.NewMem(), Options{FlushMessages: 3, Now: clock})
+	appendRecords(t, l, 0, 2, 0)
+	require.Equal(t, int64(0), l.Metrics().RecoveryPoint)
+	appendRecords(t, l, 0, 1, 0)
+	require.Equal(t, int64(3), l.Metrics().RecoveryPoint, "the third record triggers the flush")
+	require.NoError(t, l.Close())
+
+	l = openTestLog(t, vfs.NewMem(), Options{FlushMs: 100, Now: clock})
+	defer l.Close()
+	appendRecords(t, l, 0, 1, 0)
+	require.NoError(t, l.MaybeFlush())
+	require.Equal(t, int64(0), l.Metrics().RecoveryPoint)
+	now += 100
+	require.NoError(t, l.MaybeFlush())
+	require.Equal(t, int64(1), l.Metrics().RecoveryPoint)
+	require.Positive(t, l.Metrics().Fsyncs)
 }

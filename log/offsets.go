@@ -185,7 +185,10 @@ func (l *UnifiedLog) earliestPendingUpload(epochAt func(int64) int32) OffsetAndE
 // offsetForTimestamp finds the first offset, among local segments at or
 // above the local log start, whose batch has MaxTimestamp >= ts.
 func (l *UnifiedLog) offsetForTimestamp(ts int64) (OffsetAndEpoch, bool, error) {
-	v := l.acquireView()
+	v, err := l.acquireView()
+	if err != nil {
+		return undefinedOffsetAndEpoch, false, err
+	}
 	defer v.unref()
 	start := l.LocalLogStartOffset()
 	for _, s := range v.segments {

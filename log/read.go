@@ -69,7 +69,10 @@ type FetchDataInfo struct {
 //
 // Read never takes the log mutex and never blocks the writer.
 func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isolation, minOneMessage bool) (FetchDataInfo, error) {
-	v := l.acquireView()
+	v, err := l.acquireView()
+	if err != nil {
+		return FetchDataInfo{Records: dst[:0], FetchOffset: offset}, err
+	}
 	defer v.unref()
 	info := FetchDataInfo{
 		Records:          dst[:0],
