@@ -46,6 +46,13 @@ func (l *UnifiedLog) Close() error {
 // that order: the marker must only exist once everything it vouches for
 // is durable.
 func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint) error {
+	// The active segment's indexes are written and fsynced here, not by
+	// the segment's Close after the marker, so that a failure is reported
+	// and the marker never vouches for index files that were not written.
+	v := l.view.Load()
+	if err := v.active().OnBecomeInactive(); err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
 	if err := writeOffsetsCheckpoint(l.fs, l.dir, ckpt); err != nil {
 		return err
 	}

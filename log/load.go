@@ -25,8 +25,8 @@ import (
 //     or corrupt tail and delete every later segment;
 //  4. if the log now ends below the checkpointed log start offset, start
 //     an empty log there;
-//  5. repair the epoch cache against the log (TruncateFromEnd(LEO),
-//     TruncateFromStart(log start)), since truncations flush it lazily;
+//  5. repair the epoch cache against the log (TruncateFromStart(log
+//     start), TruncateFromEnd(LEO)), since truncations flush it lazily;
 //  6. remove the clean-shutdown marker durably, so a crash from now on is
 //     seen as unclean.
 //
@@ -167,6 +167,10 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint int64, ev *events) error {
 				return err
 			}
 		}
+		// The deletions must be durable before the first write (finishLoad
+		// syncs the directory): a later segment that came back after a
+		// crash would overlap the appends that replace it.
+		l.mu.dirDirty = l.mu.dirDirty || i+1 < len(segs)
 		l.mu.segments = segs[:i+1]
 		l.counters.recoveryCuts.Add(1)
 		if isCorruption(tailErr) {
@@ -238,8 +242,11 @@ func (l *UnifiedLog) finishLoad(clean bool, ckpt offsetsCheckpoint) error {
 	} else {
 		l.mu.recoveryPoint = min(ckpt.recoveryPoint, leo)
 	}
-	l.epochs.TruncateFromEnd(leo)
+	// From the start first: with logStart == leo, the other order would
+	// move an older entry up to the LEO, where the next Open's
+	// TruncateFromEnd drops it, so recovering twice would differ.
 	l.epochs.TruncateFromStart(logStart)
+	l.epochs.TruncateFromEnd(leo)
 	l.publishLocked()
 	if err := l.epochs.Flush(); err != nil {
 		return fmt.Errorf("log: %w", err)

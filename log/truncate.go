@@ -10,8 +10,9 @@ import (
 )
 
 // Truncations hold the log mutex for their whole duration, including the
-// rewrite of the segment that loses its tail and the epoch checkpoint
-// write of TruncateFullyAndStartAt, which fsync. This is the one place the
+// rewrite of the segment that loses its tail, the offsets checkpoint write
+// of both truncations and the epoch checkpoint write of
+// TruncateFullyAndStartAt, which fsync. This is the one place the
 // log fsyncs under its mutex, on purpose: the truncation count promises
 // that whoever reads it under the mutex sees either the old count with the
 // old log or the new count with the new log (SPEC 2.13), so the change and
@@ -179,6 +180,12 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	}
 	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
 	l.checkOffsetsLocked()
+	// Checkpoint the lowered recovery point (Kafka's LogManager does too):
+	// segments rolled above t before the next checkpoint would otherwise
+	// sit below the old one, and a crash would skip their recovery.
+	if err := writeOffsetsCheckpoint(l.fs, l.dir, l.offsetsCheckpointLocked()); err != nil {
+		return l.failLocked(err)
+	}
 	return nil
 }
 
@@ -187,6 +194,17 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	old := l.mu.segments
+	// Checkpoint the new log start and recovery point first (Kafka's
+	// LogManager does too): with the old checkpoint, a crash after the
+	// new segment became durable would recover a log start above n (Open
+	// then deletes the new log and starts empty there) or skip recovery
+	// of segments below the old recovery point. A crash before the
+	// segments change leaves the old segments under the new checkpoint,
+	// which Open reads as the old log (or an empty one at n if n is
+	// beyond it).
+	if err := writeOffsetsCheckpoint(l.fs, l.dir, offsetsCheckpoint{logStartOffset: logStart, recoveryPoint: n}); err != nil {
+		return l.failLocked(err)
+	}
 	// Remove first, then create: a segment at base n may exist and its
 	// files must be gone before a new one takes the names. A crash in
 	// between leaves no segment, which Open repairs by creating one at
