@@ -7,6 +7,7 @@ import (
 
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
 )
@@ -40,6 +41,12 @@ type AppendInfo struct {
 	SkippedBatches int
 	// Records is the sum of the batches' offset spans (LastOffsetDelta+1).
 	Records int64
+	// Duplicate is true when a leader append from OriginClient repeated
+	// a batch of an idempotent producer already in the log: nothing was
+	// written, and FirstOffset, LastOffset and MaxTimestamp are the
+	// original batch's (Batches, Bytes and Records are 0). Kafka:
+	// LogAppendInfo of a duplicate.
+	Duplicate bool
 }
 
 // appendAnalysis is the result of checking the batches of an append
@@ -47,6 +54,7 @@ type AppendInfo struct {
 type appendAnalysis struct {
 	info       AppendInfo
 	validBytes int // the prefix of the input to write
+	origin     producer.Origin
 }
 
 // AppendAsLeader appends batches (one or more concatenated record batches
@@ -58,6 +66,15 @@ type appendAnalysis struct {
 //
 // A leaderEpoch older than the latest epoch in the epoch cache is refused
 // with ErrFencedEpoch: appending it would rewrite the epoch history.
+//
+// Batches of idempotent and transactional producers are checked against
+// the producer state (package comment of log/internal/producer): a typed
+// error (*OutOfOrderSequenceError, *InvalidProducerEpochError,
+// *InvalidTxnStateError, *CoordinatorEpochError) refuses the whole append
+// and writes nothing; a retry of a batch already in the log returns the
+// original offsets with Duplicate set and writes nothing. In both cases
+// the caller's buffer has already been stamped with offsets and the
+// epoch. A client may not send control batches (ErrInvalidRecord).
 //
 // The bytes are written with one write call. The append is durable only
 // after a flush (FlushMessages, FlushMs or an explicit Flush).
@@ -95,7 +112,13 @@ func emptyAppend() AppendInfo {
 // analyze validates the batches of an append without the log mutex (SPEC
 // 2.6, analysis pass). It stops at the first batch a follower must skip.
 func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leaderEpoch int32) (appendAnalysis, error) {
-	a := appendAnalysis{info: emptyAppend()}
+	a := appendAnalysis{info: emptyAppend(), origin: producer.OriginReplication}
+	if leader {
+		a.origin = producer.OriginClient
+		if origin == OriginCoordinator {
+			a.origin = producer.OriginCoordinator
+		}
+	}
 	s := record.NewScanner(buf, record.ScannerOptions{MaxBatchBytes: record.MaxBatchSize})
 	lastOffset := int64(math.MinInt64)
 	for i := 0; s.Next(); i++ {
@@ -115,6 +138,8 @@ func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leade
 			return fail(fmt.Errorf("%w: follower batch without a leader epoch", ErrInvalidRecord))
 		case !leader && b.LastOffset() <= lastOffset:
 			return fail(fmt.Errorf("%w: last offset %d after %d", ErrOffsetsOutOfOrder, b.LastOffset(), lastOffset))
+		case leader && origin == OriginClient && b.IsControl():
+			return fail(fmt.Errorf("%w: a client may not send control batches", ErrInvalidRecord))
 		case leader && b.Size() > l.opts.MaxMessageBytes:
 			return fail(fmt.Errorf("%w: %d bytes, max.message.bytes %d", ErrRecordTooLarge, b.Size(), l.opts.MaxMessageBytes))
 		}
@@ -160,13 +185,19 @@ func countBatches(buf []byte) int {
 func (l *UnifiedLog) appendLocked(buf []byte, a appendAnalysis, leader bool, leaderEpoch int32) (AppendInfo, error) {
 	info := a.info
 	l.mu.Lock()
-	ev, err := l.writeLocked(buf, &info, leader, leaderEpoch)
+	ev, err := l.writeLocked(buf, &info, leader, leaderEpoch, a.origin)
 	flushNow := err == nil && l.shouldFlushLocked(info.Records)
 	l.mu.Unlock()
 	l.fire(ev)
 	if err != nil {
 		return emptyAppend(), err
 	}
+	if info.Duplicate {
+		return info, nil
+	}
+	// A roll queued a producer snapshot; the next flush writes it (with
+	// mu released, before the recovery point passes it). Not here: an
+	// append that returns an error must not have written its batches.
 	if err := l.flushEpochs(); err != nil {
 		return emptyAppend(), err
 	}
@@ -181,7 +212,7 @@ func (l *UnifiedLog) appendLocked(buf []byte, a appendAnalysis, leader bool, lea
 // writeLocked is the critical section of an append.
 //
 // REQUIRES: l.mu held.
-func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, leaderEpoch int32) (events, error) {
+func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, leaderEpoch int32, origin producer.Origin) (events, error) {
 	var ev events
 	if err := l.checkWritableLocked(); err != nil {
 		return ev, err
@@ -207,6 +238,17 @@ func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, lead
 	if int64(len(buf)) > l.opts.SegmentBytes {
 		return ev, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrBatchTooLarge, len(buf), l.opts.SegmentBytes)
 	}
+	// Producer state: validated with the final offsets before anything
+	// is written, so a refused append changes nothing.
+	pa, err := l.mu.producers.PrepareAppend(buf, origin)
+	if err != nil {
+		return ev, err
+	}
+	if dup, ok := pa.Duplicate(); ok {
+		*info = AppendInfo{FirstOffset: dup.FirstOffset(), LastOffset: dup.LastOffset,
+			MaxTimestamp: dup.Timestamp, Duplicate: true}
+		return ev, nil
+	}
 	if err := l.maybeRollLocked(len(buf), info, &ev); err != nil {
 		return ev, err
 	}
@@ -214,6 +256,18 @@ func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, lead
 	if err := active.Append(info.LastOffset, buf); err != nil {
 		return ev, l.failLocked(err)
 	}
+	completed, err := l.mu.producers.Apply(pa)
+	invariants.Assertf(err == nil, "producer state apply after prepare: %v", err)
+	for i := range completed {
+		if completed[i].IsAborted {
+			// In memory now; the .txnindex file is written by the flush
+			// that moves the recovery point past this segment, or by
+			// Close (recovery rebuilds it until then).
+			err := active.txn.Append(completed[i].AbortedTxn())
+			invariants.Assertf(err == nil, "txn index append: %v", err)
+		}
+	}
+	l.refreshFirstUnstableOffsetLocked()
 	// Epoch cache: in memory now, durable before the append returns
 	// (flushEpochs) and always before the recovery point passes it. Every
 	// epoch here is >= 0 (checked by analyze or the leader's epoch), so

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/log/internal/producer"
 )
 
 // Close flushes the log, writes its checkpoints and the clean-shutdown
@@ -27,11 +28,16 @@ func (l *UnifiedLog) Close() error {
 	stickyErr := l.mu.err
 	l.mu.closed = true
 	ckpt := l.offsetsCheckpointLocked()
+	// The producer state at the log end, for the next Open to load
+	// instead of replaying the log.
+	leo := l.logEndOffset.Load()
+	l.mu.producers.SetMapEndOffset(leo)
+	snap := pendingSnapshot{offset: leo, data: l.mu.producers.Snapshot(nil)}
 	l.mu.Unlock()
 
 	var err error
 	if stickyErr == nil && flushErr == nil {
-		err = l.writeCleanShutdown(ckpt)
+		err = l.writeCleanShutdown(ckpt, snap)
 	} else {
 		err = errors.Join(stickyErr, flushErr)
 	}
@@ -42,15 +48,25 @@ func (l *UnifiedLog) Close() error {
 	return err
 }
 
-// writeCleanShutdown persists the offsets, the epochs and the marker, in
-// that order: the marker must only exist once everything it vouches for
+// writeCleanShutdown persists the indexes, the producer snapshot, the
+// offsets, the epochs and the marker, in that order: the marker must only exist once everything it vouches for
 // is durable.
-func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint) error {
+func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint, snap pendingSnapshot) error {
 	// The active segment's indexes are written and fsynced here, not by
 	// the segment's Close after the marker, so that a failure is reported
 	// and the marker never vouches for index files that were not written.
+	// Likewise every transaction index (Open trusts them after a clean
+	// shutdown) and the producer snapshot at the log end.
 	v := l.view.Load()
 	if err := v.active().OnBecomeInactive(); err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	for _, s := range v.segments {
+		if err := l.writeTxnIndex(s); err != nil {
+			return err
+		}
+	}
+	if err := producer.WriteSnapshotFile(l.fs, l.dir, snap.offset, snap.data); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
 	if err := writeOffsetsCheckpoint(l.fs, l.dir, ckpt); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -218,6 +220,9 @@ func checkCrashClone(clone *vfs.MemFS, opts Options, m *crashModel) (err error) 
 	if err != nil {
 		return fmt.Errorf("recovered log: %w\n%s", err, s)
 	}
+	if err := checkProducerState(l, s); err != nil {
+		return fmt.Errorf("recovered producer state: %w\n%s", err, s)
+	}
 	for _, b := range s.batches {
 		if !m.history[string(b.data)] {
 			return fmt.Errorf("recovered batch [%d, %d)@%d was never appended\n%s", b.base, b.next, b.epoch, s)
@@ -247,6 +252,9 @@ func checkCrashClone(clone *vfs.MemFS, opts Options, m *crashModel) (err error) 
 	s2, err := readLogState(l2)
 	if err != nil {
 		return fmt.Errorf("log recovered twice: %w\n%s", err, s2)
+	}
+	if err := checkProducerState(l2, s2); err != nil {
+		return fmt.Errorf("producer state recovered twice: %w\n%s", err, s2)
 	}
 	if s.String() != s2.String() {
 		return fmt.Errorf("recovering twice changed the log:\nonce:  %s\ntwice: %s", s, s2)
@@ -364,11 +372,21 @@ func (r *crashRun) open() {
 	}
 }
 
-// appendBatches appends 1-3 batches of 1-5 records as leader.
+// appendBatches appends as leader 1-3 plain batches of 1-5 records, or
+// (half the time) an idempotent or transactional batch of one of three
+// producers, or a transaction marker closing one's open transaction.
 func (r *crashRun) appendBatches() {
 	n := 1 + r.rng.IntN(3)
 	var buf []byte
+	origin := OriginClient
+	if r.rng.IntN(2) == 0 {
+		buf, origin = r.producerBatch()
+		n = 1
+	}
 	for i := range n {
+		if origin != OriginClient || len(buf) > 0 {
+			break
+		}
 		b := buildBatches(r.t, 1, 1+r.rng.IntN(4), r.rng.IntN(200), 1_000_000, 0, -1) // < 1 KiB
 		if int64(len(buf)+len(b)) > r.opts.SegmentBytes {
 			n = i // an append must fit a segment
@@ -390,9 +408,12 @@ func (r *crashRun) appendBatches() {
 		rest = rest[b.Size():]
 	}
 	r.doing = fmt.Sprintf("append %d batches in epoch %d at %d", n, r.epoch, r.m.liveEnd)
-	info, err := r.l.AppendAsLeader(buf, r.epoch, OriginClient)
+	info, err := r.l.AppendAsLeader(buf, r.epoch, origin)
 	if err != nil {
 		r.fatalf("append: %v", err)
+	}
+	if info.Duplicate {
+		r.fatalf("append of a new sequence reported as a duplicate")
 	}
 	if info.FirstOffset != r.m.liveEnd {
 		r.fatalf("appended at %d, model LEO %d", info.FirstOffset, r.m.liveEnd)
@@ -405,6 +426,113 @@ func (r *crashRun) appendBatches() {
 	if policyFlushed { // FlushMessages flushed within the append
 		r.m.flushed()
 	}
+}
+
+// producerBatch builds the next batch of a random producer (ids 1-3)
+// from the live log's producer state, so that it is always accepted: the
+// next sequence in the producer's epoch, transactional if its transaction
+// is open (or, half the time, to open one); or, a third of the time a
+// transaction is open, its COMMIT or ABORT marker (OriginCoordinator).
+func (r *crashRun) producerBatch() ([]byte, AppendOrigin) {
+	pid := int64(1 + r.rng.IntN(3))
+	opts := record.DefaultBuilderOptions()
+	opts.ProducerID, opts.ProducerEpoch = pid, 0
+	seq, open := int32(0), false
+	for _, p := range r.l.ActiveProducers() {
+		if p.ProducerID != pid {
+			continue
+		}
+		opts.ProducerEpoch = p.ProducerEpoch
+		if n := len(p.Batches); n > 0 {
+			seq = p.Batches[n-1].LastSeq + 1
+		}
+		open = p.CurrentTxnFirstOffset >= 0
+	}
+	if open && r.rng.IntN(3) == 0 {
+		typ := record.ControlCommit
+		if r.rng.IntN(2) == 0 {
+			typ = record.ControlAbort
+		}
+		buf, err := record.AppendEndTxnBatch(nil, opts, 1_000_000, typ, 0)
+		if err != nil {
+			r.fatalf("marker: %v", err)
+		}
+		return buf, OriginCoordinator
+	}
+	opts.BaseSequence = seq
+	opts.Transactional = open || r.rng.IntN(2) == 0
+	b := record.NewBuilder(opts)
+	for range 1 + r.rng.IntN(3) {
+		b.Add(1_000_000, nil, make([]byte, r.rng.IntN(100)))
+	}
+	buf, err := b.Build()
+	if err != nil {
+		r.fatalf("producer batch: %v", err)
+	}
+	return buf, OriginClient
+}
+
+// checkProducerState compares the producer state of a recovered log with
+// a fresh producer.Manager replaying every batch the log holds (from its
+// log start), both with the high watermark at the log end: the open
+// transactions, the first unstable offset and the last stable offset, and
+// each producer's epoch and last batch (the dedup window a snapshot
+// keeps: Kafka's snapshot format holds only the last batch, so a reload
+// shortens the window to it).
+//
+// A transaction opened below the log start (retention ran while it was
+// open, or a truncation reopened it) is compared by producer only: the
+// log clamps it to the log start, a replay from the log start cannot see
+// where it began.
+func checkProducerState(l *UnifiedLog, s logState) error {
+	l.UpdateHighWatermark(l.LogEndOffset())
+	oracle := producer.NewManager(producer.Options{})
+	oracle.SetMapEndOffset(s.logStart)
+	for _, b := range s.batches {
+		bt, err := record.ReadBatch(b.data)
+		if err != nil {
+			return err
+		}
+		if _, err := oracle.Replay(bt); err != nil {
+			return fmt.Errorf("oracle replay of [%d, %d): %w", b.base, b.next, err)
+		}
+	}
+	oracle.OnHighWatermarkUpdated(s.leo)
+	got, want := l.OngoingTransactions(), oracle.OngoingTxns()
+	spanning := false
+	for _, t := range got {
+		spanning = spanning || t.FirstOffset < s.logStart
+	}
+	pids := func(ts []producer.TxnMetadata) []int64 {
+		var out []int64
+		for _, t := range ts {
+			out = append(out, t.ProducerID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if !slices.Equal(pids(got), pids(want)) || (!spanning && !slices.Equal(got, want)) {
+		return fmt.Errorf("open transactions %v, a replay of the log has %v", got, want)
+	}
+	if !spanning {
+		wantLSO := oracle.LastStableOffset(s.leo)
+		if lso := l.LastStableOffset(); lso != wantLSO {
+			return fmt.Errorf("last stable offset %d, a replay of the log gives %d", lso, wantLSO)
+		}
+	}
+	last := func(ps []ProducerState) map[int64]string {
+		out := map[int64]string{}
+		for _, p := range ps {
+			if n := len(p.Batches); n > 0 {
+				out[p.ProducerID] = fmt.Sprintf("epoch %d last batch %+v", p.ProducerEpoch, p.Batches[n-1])
+			}
+		}
+		return out
+	}
+	if g, w := last(l.ActiveProducers()), last(oracle.ActiveProducers()); !maps.Equal(g, w) {
+		return fmt.Errorf("producers %v, a replay of the log has %v", g, w)
+	}
+	return nil
 }
 
 func (r *crashRun) flush() {
@@ -500,6 +628,8 @@ func (r *crashRun) run(steps int) {
 			r.truncateTo()
 		case p < 79:
 			r.truncateFully()
+		case p < 94 && len(r.l.OngoingTransactions()) > 0:
+			r.flush() // retention only between transactions; see checkProducerState
 		case p < 94:
 			r.retention()
 		default:
@@ -512,7 +642,8 @@ func (r *crashRun) run(steps int) {
 	}
 }
 
-// TestCrashSweep runs seeded workloads of appends (epoch bumps
+// TestCrashSweep runs seeded workloads of appends (epoch bumps,
+// idempotent and transactional batches and transaction markers
 // included), flushes (explicit and by FlushMessages), rolls on small
 // segments, truncations, full truncations, retention and clean reopens,
 // and before every mutating file operation crashes the file system twice:
@@ -527,6 +658,9 @@ func (r *crashRun) run(steps int) {
 //   - has an epoch cache strictly increasing in both fields, ending at or
 //     below the log end offset, that gives each batch its own epoch;
 //   - has log start <= high watermark <= log end;
+//   - has the producer state of a replay of its batches: open
+//     transactions, last stable offset, each producer's epoch and last
+//     batch (checkProducerState);
 //   - recovers to the same state when crashed again right after Open.
 //
 // -crash.seed reruns one seed; a failure prints the seed and crash point.

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/truncation"
@@ -166,6 +167,9 @@ func (e *testEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("segments=%d bytes=%d rolls=%d deleted=%d truncations=%d recovery-cuts=%d corruptions=%d",
 			m.Segments, m.Bytes, m.Rolls, m.SegmentsDeleted, m.Truncations, m.RecoveryCuts, m.CorruptionsFound)
 	}
+	if out, ok := e.handleProducer(t, d); ok {
+		return out
+	}
 	d.Fatalf(t, "unknown command %s", d.Cmd)
 	return ""
 }
@@ -214,6 +218,8 @@ func (e *testEnv) open(t *testing.T, d *datadriven.TestData) string {
 			o.LocalRetentionMs = v
 		case "flush-messages":
 			o.FlushMessages = v
+		case "producer-expiration-ms":
+			o.ProducerIDExpirationMs = v
 		default:
 			d.Fatalf(t, "unknown open argument %s", arg.Key)
 		}
@@ -237,6 +243,9 @@ func (e *testEnv) open(t *testing.T, d *datadriven.TestData) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
+	// The partition directory is the caller's: make its entry durable, so
+	// that crash keeps it.
+	require.NoError(t, atomicfile.SyncDir(e.fs, ""))
 	e.log = l
 	return e.state()
 }
@@ -386,6 +395,9 @@ func (e *testEnv) read(t *testing.T, d *datadriven.TestData) string {
 	info, err := e.log.Read(nil, offset, maxBytes, isolation, d.HasArg("min-one"))
 	if err != nil {
 		return "error: " + err.Error()
+	}
+	if isolation == IsolationCommitted && d.HasArg("aborted") {
+		return formatBatches(t, info.Records) + "\n" + formatAborted(info.AbortedTransactions)
 	}
 	return formatBatches(t, info.Records)
 }

@@ -15,6 +15,9 @@
 //	  00000000000000000000.timeindex  sparse time index, 12-byte entries
 //	  00000000000000000120.log        active segment
 //	  ...
+//	  00000000000000000120.txnindex   aborted transactions whose marker is in
+//	                                  the segment, 34-byte entries
+//	  00000000000000000120.snapshot   producer state at offset 120 (roll, close)
 //	  leader-epoch-checkpoint         the epoch cache (package epochcache)
 //	  offsets-checkpoint              log start offset, recovery point
 //	  .kafka_cleanshutdown            present only after a clean Close
@@ -45,12 +48,27 @@
 // updates), serialized by the caller. Reads and getters run concurrently
 // and never block on the writer: offsets are atomics, and segments are
 // read through an immutable, refcounted view that the writer replaces.
-// Lock order: UnifiedLog.flushMu -> UnifiedLog.mu -> epochcache.Cache.
+// Lock order: UnifiedLog.flushMu -> UnifiedLog.mu -> epochcache.Cache,
+// and UnifiedLog.mu -> producer.TxnIndex.mu (a leaf readers take too).
+//
+// # Producer state
+//
+// The log owns a producer.Manager (log/internal/producer): appends are
+// validated against it before anything is written (sequences, producer
+// and coordinator epochs; a retried batch is a Duplicate answered with
+// its original offsets) and applied after the write. Transactions give
+// the first unstable offset and LastStableOffset = min(first unstable
+// offset, high watermark); aborted transactions go to the marker
+// segment's .txnindex, and a Read with IsolationCommitted returns those
+// overlapping its records. A snapshot of the state is taken at every roll
+// (written by the next flush, before the recovery point passes it) and
+// at Close; Open loads the newest one and replays the batches after it,
+// recovery rebuilds the state and the transaction indexes of the
+// segments it recovers, and truncations reload and replay.
 //
 // # Not here (yet)
 //
-// Producer state, transactions and the last stable offset (the next
-// issue: LastStableOffset equals the high watermark until then), log
-// compaction, LogAppendTime stamping by the broker, and the remote tier
-// itself (package remote) are outside this package.
+// Log compaction, LogAppendTime stamping by the broker, transaction
+// verification (KIP-890) and the remote tier itself (package remote) are
+// outside this package.
 package log

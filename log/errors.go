@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -35,8 +36,8 @@ var (
 	ErrOffsetMovedToTieredStorage = errors.New("log: offset moved to tiered storage")
 
 	// ErrInvalidRecord means a leader append carried a batch a client may
-	// not send: a base offset other than 0, or an epoch-less batch where
-	// one is required. Kafka: INVALID_RECORD (87).
+	// not send: a base offset other than 0, an epoch-less batch where
+	// one is required, or a control batch from a client. Kafka: INVALID_RECORD (87).
 	ErrInvalidRecord = errors.New("log: invalid record")
 
 	// ErrRecordTooLarge means a batch is larger than MaxMessageBytes.
@@ -60,9 +61,44 @@ var (
 	// watermark past the log end offset.
 	ErrHighWatermarkBeyondEnd = errors.New("log: high watermark beyond log end offset")
 
+	// ErrOutOfOrderSequence: a client batch's first sequence does not
+	// continue its producer's sequence. Returned as an
+	// *OutOfOrderSequenceError. Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER (45).
+	ErrOutOfOrderSequence = producer.ErrOutOfOrderSequence
+
+	// ErrInvalidProducerEpoch: a batch or marker from a producer epoch
+	// older than the current one. Returned as an
+	// *InvalidProducerEpochError. Kafka: INVALID_PRODUCER_EPOCH (47).
+	ErrInvalidProducerEpoch = producer.ErrInvalidProducerEpoch
+
+	// ErrUnknownProducerID: never returned with the default options
+	// (KIP-360 accepts an unknown producer at any sequence); kept so a
+	// broker can map it. Kafka: UNKNOWN_PRODUCER_ID (59).
+	ErrUnknownProducerID = producer.ErrUnknownProducerID
+
+	// ErrInvalidTxnState: a producer with an open transaction wrote a
+	// non-transactional batch. Returned as an *InvalidTxnStateError.
+	// Kafka: INVALID_TXN_STATE (48).
+	ErrInvalidTxnState = producer.ErrInvalidTxnState
+
+	// ErrTransactionCoordinatorFenced: a transaction marker from an older
+	// coordinator epoch. Returned as a *CoordinatorEpochError. Kafka:
+	// TRANSACTION_COORDINATOR_FENCED (52).
+	ErrTransactionCoordinatorFenced = producer.ErrTransactionCoordinatorFenced
+
 	// ErrTornTail is what recovery found at the end of a segment a crash
 	// interrupted mid-write: routine, not corruption.
 	ErrTornTail = record.ErrTornTail
+)
+
+// The typed producer-state errors of an append, for errors.As. Each
+// carries the producer id, the batch's offset and epochs.
+type (
+	OutOfOrderSequenceError   = producer.OutOfOrderSequenceError
+	InvalidProducerEpochError = producer.InvalidProducerEpochError
+	UnknownProducerIDError    = producer.UnknownProducerIDError
+	InvalidTxnStateError      = producer.InvalidTxnStateError
+	CoordinatorEpochError     = producer.CoordinatorEpochError
 )
 
 // OffsetRangeError reports where an offset fell relative to the log's

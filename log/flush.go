@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
@@ -39,10 +40,12 @@ func (l *UnifiedLog) MaybeFlush() error {
 }
 
 // Flush makes every appended record durable: it fsyncs the epoch
-// checkpoint (if dirty), the segments holding offsets at or above the
-// recovery point, and the directory if segments were created, replaced or
-// removed since the last flush; then it advances the recovery point to the
-// log end offset it started with.
+// checkpoint (if dirty), writes the producer snapshots queued by rolls,
+// fsyncs the segments holding offsets at or above the recovery point
+// (with the transaction index of each but the active one), and the
+// directory if segments were created, replaced or removed since the last
+// flush; then it advances the recovery point to the log end offset it
+// started with.
 //
 // The fsyncs run with the log mutex released (flushMu serializes flushes),
 // so appends and reads continue. A failed fsync makes the log refuse
@@ -63,6 +66,9 @@ func (l *UnifiedLog) Flush() error {
 	records := l.mu.unflushedRecords
 	dirDirty := l.mu.dirDirty
 	l.mu.dirDirty = false // set again by any change made meanwhile
+	// Every snapshot at or below upTo is queued by now: a roll queues its
+	// snapshot before the log end offset passes the new base.
+	snaps := slices.Clone(l.mu.pendingSnapshots)
 	v, err := l.acquireView()
 	l.mu.Unlock()
 	if err != nil {
@@ -70,13 +76,18 @@ func (l *UnifiedLog) Flush() error {
 	}
 	defer v.unref()
 
-	if upTo <= from && !dirDirty && !l.epochs.Dirty() {
+	if upTo <= from && !dirDirty && !l.epochs.Dirty() && len(snaps) == 0 {
 		return nil
 	}
 	// The epoch checkpoint first: the recovery point must never pass an
 	// epoch assignment that is not durable, since recovery re-assigns
-	// epochs only above the recovery point.
+	// epochs only above the recovery point. The producer snapshots
+	// likewise: recovery reloads the newest snapshot at or below the
+	// segment it starts from.
 	if err := l.flushEpochs(); err != nil {
+		return err
+	}
+	if err := l.writeSnapshotsFlushMuHeld(snaps); err != nil {
 		return err
 	}
 	crossed := false
@@ -96,6 +107,14 @@ func (l *UnifiedLog) Flush() error {
 		}
 		if err := l.timedSync(sync); err != nil {
 			return l.fail(err)
+		}
+		if i+1 < len(v.segments) {
+			// A segment the recovery point will pass: its transaction
+			// index must be durable too, since recovery will not rebuild
+			// it. (The active segment's is rebuilt by any recovery.)
+			if err := l.writeTxnIndex(s); err != nil {
+				return l.fail(err)
+			}
 		}
 		crossed = crossed || i+1 < len(v.segments)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
 	"go.uber.org/zap"
@@ -38,6 +40,8 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 		return nil, err
 	}
 	l := &UnifiedLog{dir: dir, opts: opts, fs: opts.FS, logger: opts.Logger.With(zap.String("dir", dir))}
+	l.mu.producers = producer.NewManager(producer.Options{})
+	l.firstUnstableOffset.Store(base.UndefinedOffset)
 	l.segOpts = segment.Options{
 		IndexIntervalBytes: opts.IndexIntervalBytes,
 		MaxIndexBytes:      opts.SegmentIndexBytes,
@@ -58,7 +62,7 @@ func (l *UnifiedLog) load(ev *events) error {
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("log: create %s: %w", l.dir, err)
 	}
-	bases, err := l.scanDir()
+	bases, txnFiles, err := l.scanDir()
 	if err != nil {
 		return err
 	}
@@ -74,48 +78,81 @@ func (l *UnifiedLog) load(ev *events) error {
 	if err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
+	recoverFrom, recover := ckpt.recoveryPoint, !clean
 	for _, b := range bases {
 		s, err := segment.Open(l.fs, l.dir, b, l.opts.nowMs(), l.segOpts)
 		if err != nil {
 			return err
 		}
-		l.mu.segments = append(l.mu.segments, &segmentRef{Segment: s})
+		ref := newSegmentRef(s, nil, 0)
+		l.mu.segments = append(l.mu.segments, ref)
+		if !txnFiles[b] {
+			continue
+		}
+		ti, err := l.readTxnIndex(b)
+		switch {
+		case errors.Is(err, ErrCorruption):
+			// Rebuilt by recovering the segment (and the later ones, as
+			// recovery does), clean shutdown or not.
+			l.logger.Error("corrupt transaction index; recovering its segment", zap.Int64("base", b), zap.Error(err))
+			l.counters.corruptionsFound.Add(1)
+			if !recover || b < recoverFrom {
+				recoverFrom = b
+			}
+			recover = true
+			ref.txnPersisted.Store(-1)
+		case err != nil:
+			return err
+		default:
+			ref.txn = ti
+			ref.txnPersisted.Store(int64(ti.Len()))
+		}
 	}
-	if !clean && len(l.mu.segments) > 0 {
-		if err := l.recoverSegments(ckpt.recoveryPoint, ev); err != nil {
+	recovered := recover && len(l.mu.segments) > 0
+	if recovered {
+		if err := l.recoverSegments(recoverFrom, ckpt.logStartOffset, ev); err != nil {
 			return err
 		}
 	}
-	if err := l.ensureStartLocked(ckpt.logStartOffset, ev); err != nil {
+	emptied, err := l.ensureStartLocked(ckpt.logStartOffset, ev)
+	if err != nil {
 		return err
 	}
-	return l.finishLoad(clean, ckpt)
+	if emptied {
+		l.mu.producers.TruncateFullyAndStartAt(ckpt.logStartOffset)
+	}
+	return l.finishLoad(clean, recovered && !emptied, ckpt)
 }
 
 // scanDir removes leftovers of interrupted writes and returns the base
 // offsets of the segments, sorted.
-func (l *UnifiedLog) scanDir() ([]int64, error) {
+// It also reports which segments have a transaction index file.
+func (l *UnifiedLog) scanDir() (bases []int64, txnFiles map[int64]bool, err error) {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
+		return nil, nil, fmt.Errorf("log: list %s: %w", l.dir, err)
 	}
-	var bases []int64
+	txnFiles = make(map[int64]bool)
 	for _, name := range names {
 		b, kind, ok := segment.ParseFileName(name)
 		switch {
 		case ok && kind == segment.KindLog:
 			bases = append(bases, b)
+		case ok && kind == segment.KindTxnIndex:
+			txnFiles[b] = true
 		case ok && kind == segment.KindTemp:
+			// Includes "<offset>.snapshot.tmp" and "<base>.txnindex.tmp"
+			// left by an interrupted atomic write.
 			if err := l.fs.Remove(l.fs.PathJoin(l.dir, name)); err != nil {
-				return nil, fmt.Errorf("log: remove leftover %s: %w", name, err)
+				return nil, nil, fmt.Errorf("log: remove leftover %s: %w", name, err)
 			}
 		}
 	}
 	if err := atomicfile.RemoveTemp(l.fs, l.fs.PathJoin(l.dir, OffsetsCheckpointFileName)); err != nil {
-		return nil, fmt.Errorf("log: %w", err)
+		return nil, nil, fmt.Errorf("log: %w", err)
 	}
 	slices.Sort(bases)
-	return bases, nil
+	return bases, txnFiles, nil
 }
 
 func (l *UnifiedLog) fileExists(name string) (bool, error) {
@@ -129,8 +166,13 @@ func (l *UnifiedLog) fileExists(name string) (bool, error) {
 	return false, fmt.Errorf("log: stat %s: %w", name, err)
 }
 
-// recoverSegments is step 3 of Open.
-func (l *UnifiedLog) recoverSegments(recoveryPoint int64, ev *events) error {
+// recoverSegments is step 3 of Open. The producer state is rebuilt on the
+// way (Kafka's recoverSegment): brought to the first recovered segment's
+// base from the snapshots and the trusted segments below it, then each
+// recovered batch is replayed, and each recovered segment gets a
+// transaction index rebuilt from the aborted transactions its markers
+// complete.
+func (l *UnifiedLog) recoverSegments(recoveryPoint, logStart int64, ev *events) error {
 	segs := l.mu.segments
 	first := 0
 	for i, s := range segs {
@@ -138,17 +180,30 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint int64, ev *events) error {
 			first = i
 		}
 	}
-	assign := func(b record.Batch) error {
+	pm := l.mu.producers
+	if err := l.reloadProducers(pm, segs[:first], logStart, segs[first].BaseOffset()); err != nil {
+		return err
+	}
+	pm.SetMapEndOffset(max(pm.MapEndOffset(), segs[first].BaseOffset()))
+	var txn *producer.TxnIndex
+	onBatch := func(b record.Batch) error {
 		epoch := b.PartitionLeaderEpoch()
 		if latest, ok := l.epochs.Latest(); epoch >= 0 && (!ok || epoch > latest.Epoch) {
 			if _, err := l.epochs.AssignDeferred(epoch, b.BaseOffset()); err != nil {
 				return err
 			}
 		}
+		if b.LastOffset() >= pm.MapEndOffset() {
+			l.replayBatch(pm, b, func(t AbortedTxn) {
+				err := txn.Append(t)
+				invariants.Assertf(err == nil, "rebuilt txn index append: %v", err)
+			})
+		}
 		return nil
 	}
 	for i := first; i < len(segs); i++ {
-		recovered, cut, tailErr, err := recoverOne(segs[i].Segment, assign)
+		txn = &producer.TxnIndex{}
+		recovered, cut, tailErr, err := recoverOne(segs[i].Segment, onBatch)
 		if err != nil {
 			return err
 		}
@@ -156,7 +211,13 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint int64, ev *events) error {
 			// The old object only reads the replaced file now.
 			_ = segs[i].Close()
 		}
-		segs[i] = &segmentRef{Segment: recovered}
+		// The file is rewritten (finishLoad) unless it holds exactly the
+		// rebuilt entries.
+		persisted := int64(-1)
+		if segs[i].txnPersisted.Load() >= 0 && slices.Equal(segs[i].txn.Entries(), txn.Entries()) {
+			persisted = segs[i].txnPersisted.Load()
+		}
+		segs[i] = newSegmentRef(recovered, txn, persisted)
 		if cut == 0 {
 			continue
 		}
@@ -188,40 +249,41 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint int64, ev *events) error {
 
 // ensureStartLocked is step 4 of Open: an empty directory, or a log that
 // ends below the checkpointed log start offset, becomes an empty log at
-// the log start offset.
-func (l *UnifiedLog) ensureStartLocked(logStart int64, ev *events) error {
+// the log start offset (emptied reports the latter).
+func (l *UnifiedLog) ensureStartLocked(logStart int64, ev *events) (emptied bool, err error) {
 	segs := l.mu.segments
 	if len(segs) > 0 {
 		leo, err := segs[len(segs)-1].ReadNextOffset()
 		if err != nil {
-			return err
+			return false, err
 		}
 		if leo >= logStart {
-			return nil
+			return false, nil
 		}
 		l.logger.Warn("log ends below its log start offset; starting empty",
 			zap.Int64("logEndOffset", leo), zap.Int64("logStartOffset", logStart))
 		for _, s := range segs {
 			if err := s.Delete(); err != nil {
-				return err
+				return false, err
 			}
 			ev.deleted = append(ev.deleted, SegmentDeleteInfo{BaseOffset: s.BaseOffset(), Reason: "log-start"})
 		}
 		l.epochs.Clear()
+		emptied = true
 	}
 	s, err := segment.Create(l.fs, l.dir, logStart, l.opts.nowMs(), l.segOpts)
 	if err != nil {
-		return err
+		return false, err
 	}
-	l.mu.segments = []*segmentRef{{Segment: s}}
+	l.mu.segments = []*segmentRef{newSegmentRef(s, nil, 0)}
 	l.mu.dirDirty = true
-	return nil
+	return emptied, nil
 }
 
 // finishLoad sets the offsets (steps 5 and 7 of SPEC 2.11), repairs the
 // epoch cache, publishes the segments and removes the clean-shutdown
 // marker.
-func (l *UnifiedLog) finishLoad(clean bool, ckpt offsetsCheckpoint) error {
+func (l *UnifiedLog) finishLoad(clean, recovered bool, ckpt offsetsCheckpoint) error {
 	segs := l.mu.segments
 	leo, err := segs[len(segs)-1].ReadNextOffset()
 	if err != nil {
@@ -247,6 +309,9 @@ func (l *UnifiedLog) finishLoad(clean bool, ckpt offsetsCheckpoint) error {
 	// TruncateFromEnd drops it, so recovering twice would differ.
 	l.epochs.TruncateFromStart(logStart)
 	l.epochs.TruncateFromEnd(leo)
+	if err := l.loadProducers(recovered, logStart, leo); err != nil {
+		return err
+	}
 	l.publishLocked()
 	if err := l.epochs.Flush(); err != nil {
 		return fmt.Errorf("log: %w", err)
@@ -265,6 +330,32 @@ func (l *UnifiedLog) finishLoad(clean bool, ckpt offsetsCheckpoint) error {
 		l.mu.dirDirty = false
 	}
 	l.checkOffsetsLocked()
+	return nil
+}
+
+// loadProducers is the last step of the producer state's load (Kafka's
+// loadProducerState): after a recovery the state is already known up to
+// the log end; otherwise it is loaded from the newest snapshot at or
+// below the log end (Close writes one there) and the batches after it are
+// replayed. Snapshots above the log end and below the log start are
+// deleted, expired producers dropped, and rebuilt transaction indexes of
+// recovered segments written.
+func (l *UnifiedLog) loadProducers(recovered bool, logStart, leo int64) error {
+	pm := l.mu.producers
+	if recovered {
+		// Recovery replayed every batch up to leo.
+		pm.SetMapEndOffset(max(pm.MapEndOffset(), leo))
+	}
+	if err := l.reloadProducers(pm, l.mu.segments, logStart, leo); err != nil {
+		return err
+	}
+	l.finishProducerRebuildLocked()
+	pm.RemoveExpired(l.opts.nowMs(), l.opts.ProducerIDExpirationMs)
+	for _, s := range l.mu.segments {
+		if err := l.writeTxnIndex(s); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/truncation"
 	"go.uber.org/zap"
@@ -26,7 +27,9 @@ import (
 // it: they read atomics and a refcounted, immutable segment view.
 //
 // Lock order: UnifiedLog.flushMu -> UnifiedLog.mu -> epochcache.Cache
-// (flushMu -> mu). No fsync runs under mu except inside a truncation,
+// (flushMu -> mu), and UnifiedLog.mu -> producer.TxnIndex.mu (a leaf,
+// also taken by readers). The producer state (mu.producers) is guarded
+// by mu. No fsync runs under mu except inside a truncation,
 // which must change the segments, the epoch cache and the truncation count
 // in one critical section (see truncate.go); readers never take mu, so
 // they are not held up by it.
@@ -57,6 +60,14 @@ type UnifiedLog struct {
 	// be copied, -1 if none. Only grows; installed only with the current
 	// truncation count (UpdateHighestOffsetInRemoteStorage).
 	highestOffsetInRemoteStorage atomic.Int64
+	// firstUnstableOffset is the producer state's first unstable offset
+	// (clamped to the log start offset), -1 if none. Refreshed under mu
+	// whenever the producer state or the high watermark changes, after
+	// the high watermark is stored; LastStableOffset loads the high
+	// watermark first, so it never pairs a new high watermark with a
+	// first unstable offset older than it (at worst with a newer one,
+	// which only lowers the answer for that instant).
+	firstUnstableOffset atomic.Int64
 	// view is the segment list readers use; replaced (never mutated) with
 	// mu held.
 	view atomic.Pointer[segmentView]
@@ -87,6 +98,15 @@ type UnifiedLog struct {
 		// returns it, until the log is reopened.
 		err    error
 		closed bool
+		// producers is the producer state (idempotence, transactions):
+		// not safe for concurrent use, so only called with mu held.
+		producers *producer.Manager
+		// pendingSnapshots are the producer snapshots taken at rolls and
+		// not yet written, by offset. Written with flushMu held
+		// (writePendingSnapshots, Flush) before the recovery point passes
+		// their offsets; only a truncation (holding flushMu too) removes
+		// entries other than the written prefix.
+		pendingSnapshots []pendingSnapshot
 	}
 
 	counters counters
@@ -116,10 +136,17 @@ func (l *UnifiedLog) LogEndOffset() int64 { return l.logEndOffset.Load() }
 // HighWatermark returns the first offset not known to be committed.
 func (l *UnifiedLog) HighWatermark() int64 { return l.highWatermark.Load() }
 
-// LastStableOffset returns the first offset not known to be decided. Until
-// producer state and transactions exist (the next issue) every record is
-// decided once committed, so it equals the high watermark.
-func (l *UnifiedLog) LastStableOffset() int64 { return l.highWatermark.Load() }
+// LastStableOffset returns the first offset not known to be decided:
+// min(first unstable offset, high watermark) (SPEC 2.9). Reads with
+// IsolationCommitted stop there. Lock-free; see firstUnstableOffset for
+// why the two loads are race-free in this order.
+func (l *UnifiedLog) LastStableOffset() int64 {
+	hw := l.highWatermark.Load()
+	if fuo := l.firstUnstableOffset.Load(); fuo >= 0 && fuo < hw {
+		return fuo
+	}
+	return hw
+}
 
 // HighestOffsetInRemoteStorage returns the inclusive last offset known to
 // be in remote storage, or -1.

@@ -24,7 +24,7 @@ func (l *UnifiedLog) setHighWatermarkLocked(hw int64) int64 {
 		l.logger.Warn("high watermark moves backwards",
 			zap.String("dir", l.dir), zap.Int64("from", old), zap.Int64("to", hw))
 	}
-	l.highWatermark.Store(hw)
+	l.storeHighWatermarkLocked(hw)
 	return hw
 }
 
@@ -40,7 +40,7 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 	if hw <= l.highWatermark.Load() {
 		return false, nil
 	}
-	l.highWatermark.Store(hw)
+	l.storeHighWatermarkLocked(hw)
 	return true, nil
 }
 
@@ -49,14 +49,19 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 // it, and reports whether it moved. n above the high watermark is refused
 // with an *OffsetRangeError (ErrOffsetOutOfRange): uncommitted records are
 // never made unreadable. With remote storage the local log start rises
-// with it. The epoch cache forgets epochs before n (TruncateFromStart).
-// Segments wholly below n are deleted by the next DeleteOldSegments.
+// with it. The epoch cache forgets epochs before n (TruncateFromStart),
+// the producer state the producers whose last batch is below n, and the
+// producer snapshots below n are deleted. Segments wholly below n are
+// deleted by the next DeleteOldSegments.
 func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 	l.mu.Lock()
 	moved, err := l.maybeIncrementLogStartOffsetLocked(n)
 	l.mu.Unlock()
 	if err != nil {
 		return false, err
+	}
+	if moved {
+		l.deleteSnapshotsBelow(n) // file I/O: after mu
 	}
 	return moved, l.flushEpochs()
 }
@@ -82,11 +87,16 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	if !l.opts.RemoteStorageEnabled {
 		l.localLogStartOffset.Store(n)
 	}
-	if l.highWatermark.Load() < n {
-		l.highWatermark.Store(n)
-	}
 	l.mu.recoveryPoint = max(l.mu.recoveryPoint, n)
 	l.epochs.TruncateFromStart(n)
+	// Producers whose last batch is below n go (issue 4's rule, Kafka's
+	// truncateHead); their snapshot files are deleted after mu.
+	l.mu.producers.TruncateHead(n)
+	if l.highWatermark.Load() < n {
+		l.storeHighWatermarkLocked(n)
+	} else {
+		l.refreshFirstUnstableOffsetLocked()
+	}
 	return true, nil
 }
 

@@ -71,6 +71,12 @@ type Options struct {
 	// time. Kafka: flush.ms.
 	FlushMs int64
 
+	// ProducerIDExpirationMs is how long a producer may stay idle (no
+	// batch, no marker) before RemoveExpiredProducers drops its state,
+	// unless it has an open transaction. Default 1 day. Kafka:
+	// producer.id.expiration.ms.
+	ProducerIDExpirationMs int64
+
 	// FS is where the log's files live. Default vfs.Default.
 	FS vfs.FS
 	// Logger receives the log's events. Default zap.NewNop().
@@ -91,6 +97,8 @@ const (
 	DefaultIndexIntervalBytes       = 4096
 	DefaultMaxMessageBytes          = 1<<20 + 12
 	DefaultRetentionMs        int64 = 7 * 24 * 60 * 60 * 1000
+	// DefaultProducerIDExpirationMs is Kafka's producer.id.expiration.ms.
+	DefaultProducerIDExpirationMs int64 = 24 * 60 * 60 * 1000
 )
 
 // withDefaults returns a copy of o with defaults filled in, or an error
@@ -123,6 +131,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.LocalRetentionBytes == 0 {
 		o.LocalRetentionBytes = LocalRetentionDefault
 	}
+	if o.ProducerIDExpirationMs == 0 {
+		o.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+	}
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
@@ -147,6 +158,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("log: retention below -1: %w", ErrInvalidArgument)
 	case o.LocalRetentionMs < LocalRetentionDefault, o.LocalRetentionBytes < LocalRetentionDefault:
 		return o, fmt.Errorf("log: local retention below -2: %w", ErrInvalidArgument)
+	case o.ProducerIDExpirationMs < 0:
+		return o, fmt.Errorf("log: ProducerIDExpirationMs %d is negative: %w", o.ProducerIDExpirationMs, ErrInvalidArgument)
 	case o.FlushMessages < 0 || o.FlushMs < 0:
 		return o, fmt.Errorf("log: negative flush setting: %w", ErrInvalidArgument)
 	}

@@ -48,6 +48,12 @@ type FetchDataInfo struct {
 	BatchBaseOffset   int64
 	SegmentBaseOffset int64
 	Position          int64
+	// AbortedTransactions are, for IsolationCommitted only, the aborted
+	// transactions that overlap the returned records (marker at or above
+	// FetchOffset, first offset below the end of the last returned
+	// batch), in marker order: a broker sends them with the records so the
+	// consumer drops their data. Nil when there are none.
+	AbortedTransactions []AbortedTxn
 	// The log's offsets when the read started.
 	HighWatermark    int64
 	LastStableOffset int64
@@ -120,6 +126,9 @@ func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isol
 		info.BatchBaseOffset = res.BatchBaseOffset
 		info.SegmentBaseOffset = s.BaseOffset()
 		info.Position = res.Position
+		if isolation == IsolationCommitted && len(info.Records) > 0 {
+			info.AbortedTransactions = collectAborted(v.segments[i:], offset, lastNextOffset(info.Records))
+		}
 		return info, nil
 	}
 	return info, nil
@@ -146,6 +155,39 @@ func trimToBound(data []byte, bound int64) []byte {
 		n += b.Size()
 	}
 	return data[:n]
+}
+
+// collectAborted gathers the aborted transactions overlapping
+// [fetchOffset, upper) from the transaction indexes of segs, the segment
+// holding fetchOffset first: an index holds the transactions whose marker
+// is in its segment, so a transaction overlapping the range may be listed
+// by a later segment; the search stops once an entry's last stable offset
+// reaches upper (Kafka: collectAbortedTransactions).
+func collectAborted(segs []*segmentRef, fetchOffset, upper int64) []AbortedTxn {
+	var out []AbortedTxn
+	for _, s := range segs {
+		var complete bool
+		out, complete = s.txn.CollectAborted(out, fetchOffset, upper)
+		if complete {
+			break
+		}
+	}
+	return out
+}
+
+// lastNextOffset returns the offset after the last whole batch of data
+// (trimToBound left only whole batches).
+func lastNextOffset(data []byte) int64 {
+	next := int64(-1)
+	for len(data) >= record.LogOverhead {
+		b, err := record.ReadBatch(data)
+		if err != nil {
+			break
+		}
+		next = b.NextOffset()
+		data = data[b.Size():]
+	}
+	return next
 }
 
 func (l *UnifiedLog) rangeError(offset int64, err error) error {

@@ -20,9 +20,19 @@ type deletePredicate func(s, next *segmentRef) bool
 func (l *UnifiedLog) DeleteOldSegments() (int, error) {
 	l.mu.Lock()
 	var ev events
+	startBefore := l.logStartOffset.Load()
 	deleted, err := l.deleteOldSegmentsLocked(&ev)
+	startAfter := l.logStartOffset.Load()
 	l.mu.Unlock()
 	l.fire(ev)
+	if len(ev.rolled) > 0 {
+		if werr := l.writePendingSnapshots(); err == nil {
+			err = werr
+		}
+	}
+	if startAfter > startBefore {
+		l.deleteSnapshotsBelow(startAfter) // file I/O: after mu
+	}
 	if err != nil {
 		return deleted, err
 	}

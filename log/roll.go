@@ -49,14 +49,18 @@ func (l *UnifiedLog) Roll() error {
 	}
 	l.mu.Unlock()
 	l.fire(ev)
-	return err
+	if err != nil || len(ev.rolled) == 0 {
+		return err
+	}
+	return l.writePendingSnapshots()
 }
 
 // rollLocked starts a new active segment at max(expectedNextOffset, LEO)
 // (SPEC 2.4 roll). If the active segment already starts there and is
 // empty, it stays. The new segment's file creation is not fsynced here:
 // the next flush syncs the directory before it advances the recovery
-// point past the new base.
+// point past the new base. A producer snapshot at the new base is
+// queued; the caller writes it after releasing mu.
 //
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
@@ -76,8 +80,16 @@ func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
 	if err != nil {
 		return l.failLocked(err)
 	}
-	l.mu.segments = append(l.mu.segments, &segmentRef{Segment: seg})
+	l.mu.segments = append(l.mu.segments, newSegmentRef(seg, nil, 0))
 	l.mu.dirDirty = true
+	// The producer snapshot named by the new base (Kafka takes one at
+	// every roll): the state is known up to newBase, every batch below it
+	// being applied. Queued here, written with mu released
+	// (writePendingSnapshots, Flush) and always before the recovery point
+	// passes newBase.
+	pm := l.mu.producers
+	pm.SetMapEndOffset(newBase)
+	l.mu.pendingSnapshots = append(l.mu.pendingSnapshots, pendingSnapshot{offset: newBase, data: pm.Snapshot(nil)})
 	l.publishLocked()
 	l.counters.rolls.Add(1)
 	ev.rolled = append(ev.rolled, newBase)

@@ -4,20 +4,23 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/truncation"
 	"go.uber.org/zap"
 )
 
-// Truncations hold the log mutex for their whole duration, including the
-// rewrite of the segment that loses its tail, the offsets checkpoint write
+// Truncations hold flushMu and the log mutex for their whole duration,
+// including the rewrite of the segment that loses its tail, the offsets checkpoint write
 // of both truncations and the epoch checkpoint write of
 // TruncateFullyAndStartAt, which fsync. This is the one place the
 // log fsyncs under its mutex, on purpose: the truncation count promises
 // that whoever reads it under the mutex sees either the old count with the
 // old log or the new count with the new log (SPEC 2.13), so the change and
 // the count move in one critical section. Readers of records never take
-// the mutex and are not held up; the writer is the one truncating.
+// the mutex and are not held up; the writer is the one truncating. The
+// producer state is rebuilt in the same critical section (snapshot
+// deletions and loads are file I/O under the mutex for the same reason).
 
 // TruncationCount returns the number of truncations that changed this log
 // instance. It takes the log mutex, so it waits for a running truncation:
@@ -68,6 +71,11 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	if t < 0 {
 		return false, fmt.Errorf("log: truncate to %d: %w", t, ErrInvalidArgument)
 	}
+	// flushMu first: no flush may be writing a queued producer snapshot
+	// that this truncation drops (it would leave a snapshot above the
+	// new log end on disk).
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
 		l.mu.Unlock()
@@ -114,6 +122,8 @@ func (l *UnifiedLog) TruncateFullyAndStartAt(n, logStart int64) error {
 	if logStart > n {
 		return fmt.Errorf("log: log start offset %d above the new log end offset %d: %w", logStart, n, ErrInvalidArgument)
 	}
+	l.flushMu.Lock() // see TruncateTo
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
 		l.mu.Unlock()
@@ -162,13 +172,29 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 		// as Kafka resets its created time.
 		replacement.SetCreatedMs(l.opts.nowMs())
 	}
-	newSegs := append(segs[:i:i], &segmentRef{Segment: replacement})
+	// The cut segment's transaction index loses the aborted transactions
+	// whose marker is at or above t. A replaced segment gets a copy (its
+	// readers keep the old one); an unchanged one (t in a gap after its
+	// last batch) keeps its ref, which its views share.
+	ref := segs[i]
 	if replacement == segs[i].Segment {
-		newSegs[i] = segs[i]
+		if segs[i].txn.TruncateTo(t) > 0 {
+			ref.txnPersisted.Store(-1)
+		}
+	} else {
+		nt := truncatedTxnIndex(segs[i].txn, t)
+		persisted := segs[i].txnPersisted.Load()
+		if nt.Len() != segs[i].txn.Len() {
+			persisted = -1
+		}
+		ref = newSegmentRef(replacement, nt, persisted)
 	}
-	l.mu.segments = newSegs
+	l.mu.segments = append(segs[:i:i], ref)
 	l.mu.dirDirty = true
 	l.publishLocked()
+	if err := l.writeTxnIndex(ref); err != nil {
+		return l.failLocked(err)
+	}
 
 	l.epochs.TruncateFromEnd(t)
 	l.logEndOffset.Store(t)
@@ -179,6 +205,15 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 		l.highWatermark.Store(t)
 	}
 	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	// Producer state (Kafka's truncateTo): snapshots above t go, queued
+	// or on disk; the state is reloaded from the newest snapshot at or
+	// below t and the batches after it up to t are replayed. The snapshot
+	// deletions are made durable by the checkpoint write below.
+	l.dropPendingSnapshotsAboveLocked(t)
+	if err := l.reloadProducers(l.mu.producers, l.mu.segments, l.logStartOffset.Load(), t); err != nil {
+		return l.failLocked(err)
+	}
+	l.finishProducerRebuildLocked()
 	l.checkOffsetsLocked()
 	// Checkpoint the lowered recovery point (Kafka's LogManager does too):
 	// segments rolled above t before the next checkpoint would otherwise
@@ -194,6 +229,13 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	old := l.mu.segments
+	// No producer state survives (S-16): the snapshot files go first, so
+	// a crash from here on never pairs an old snapshot with the new log.
+	l.mu.pendingSnapshots = nil
+	if _, err := producer.DeleteSnapshotsAbove(l.fs, l.dir, -1); err != nil {
+		return l.failLocked(err)
+	}
+	l.mu.producers.TruncateFullyAndStartAt(n)
 	// Checkpoint the new log start and recovery point first (Kafka's
 	// LogManager does too): with the old checkpoint, a crash after the
 	// new segment became durable would recover a log start above n (Open
@@ -219,7 +261,7 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	if err != nil {
 		return l.failLocked(err)
 	}
-	l.mu.segments = []*segmentRef{{Segment: seg}}
+	l.mu.segments = []*segmentRef{newSegmentRef(seg, nil, 0)}
 	l.mu.dirDirty = true
 	l.publishLocked()
 
@@ -233,7 +275,7 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	} else {
 		l.localLogStartOffset.Store(logStart)
 	}
-	l.highWatermark.Store(n)
+	l.storeHighWatermarkLocked(n)
 	l.mu.recoveryPoint = n
 	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
 	l.checkOffsetsLocked()

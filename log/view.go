@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 )
 
@@ -17,6 +18,25 @@ import (
 type segmentRef struct {
 	*segment.Segment
 	refs atomic.Int32
+	// txn is the segment's aborted-transaction index (never nil). The
+	// writer appends to the active segment's under l.mu; readers collect
+	// from it concurrently (TxnIndex has its own leaf mutex).
+	txn *producer.TxnIndex
+	// txnPersisted is the number of entries the .txnindex file holds, -1
+	// if unknown (the file must be rewritten). Written by the writer with
+	// l.flushMu or on a closed log; see writeTxnIndex.
+	txnPersisted atomic.Int64
+}
+
+// newSegmentRef wraps a segment with its transaction index (nil: empty)
+// and the number of entries its file holds (-1: unknown).
+func newSegmentRef(s *segment.Segment, txn *producer.TxnIndex, persisted int64) *segmentRef {
+	if txn == nil {
+		txn = &producer.TxnIndex{}
+	}
+	r := &segmentRef{Segment: s, txn: txn}
+	r.txnPersisted.Store(persisted)
+	return r
 }
 
 // segmentView is an immutable list of the log's segments, sorted by base

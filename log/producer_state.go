@@ -1,0 +1,415 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/log/internal/producer"
+	"github.com/tierlog/tierlog/log/internal/segment"
+	"github.com/tierlog/tierlog/log/record"
+	"go.uber.org/zap"
+)
+
+// This file wires the producer state (package log/internal/producer) into
+// the log: the first unstable offset, the transaction indexes, the
+// snapshot queue and the replays that rebuild the state from segments.
+// DESIGN.md section 5.2 lists the commit points, section 6 the locks.
+
+// AbortedTxn is an aborted transaction a read with IsolationCommitted
+// returns: the producer's records in [FirstOffset, LastOffset] are not to
+// be delivered (LastOffset is the ABORT marker). Kafka: AbortedTransaction
+// of a FetchResponse, plus the index's last stable offset.
+type AbortedTxn = producer.AbortedTxn
+
+// ProducerState is one producer's state: epoch, coordinator epoch, last
+// timestamp, open transaction and most recent batches (the dedup window).
+// Kafka: DescribeProducers' ProducerState.
+type ProducerState = producer.ProducerStateEntry
+
+// BatchMetadata is one batch of a producer's dedup window.
+type BatchMetadata = producer.BatchMetadata
+
+// pendingSnapshot is a producer snapshot taken at a roll and not yet
+// written: the state at offset (the new segment's base).
+type pendingSnapshot struct {
+	offset int64
+	data   []byte
+}
+
+// FirstUnstableOffset returns the first offset of the oldest transaction
+// that is open or whose marker may not be replicated yet (never below the
+// log start offset), and false if there is none. Kafka:
+// firstUnstableOffset.
+func (l *UnifiedLog) FirstUnstableOffset() (int64, bool) {
+	fuo := l.firstUnstableOffset.Load()
+	return fuo, fuo >= 0
+}
+
+// ActiveProducers returns the state of every producer the log holds
+// state for, by producer id. Kafka: activeProducers (DescribeProducers).
+func (l *UnifiedLog) ActiveProducers() []ProducerState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.producers.ActiveProducers()
+}
+
+// OngoingTransactions returns the open transactions (producer id, first
+// offset), oldest first.
+func (l *UnifiedLog) OngoingTransactions() []producer.TxnMetadata {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.producers.OngoingTxns()
+}
+
+// RemoveExpiredProducers drops the producers idle for at least
+// Options.ProducerIDExpirationMs that have no open transaction and
+// returns how many it dropped. A broker calls it periodically (Kafka:
+// the producer-expiration task, producer.id.expiration.check.interval.ms).
+func (l *UnifiedLog) RemoveExpiredProducers() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return 0, err
+	}
+	return l.mu.producers.RemoveExpired(l.opts.nowMs(), l.opts.ProducerIDExpirationMs), nil
+}
+
+// ProducerSnapshot returns the bytes of the producer snapshot taken at
+// offset (a segment boundary: snapshots are taken at every roll and on
+// clean close), as the remote copy task uploads them with the segment
+// that ends there. A snapshot queued at a roll and not yet written is
+// returned from memory. A missing snapshot is an error wrapping
+// fs.ErrNotExist.
+func (l *UnifiedLog) ProducerSnapshot(offset int64) ([]byte, error) {
+	l.mu.Lock()
+	if err := l.checkWritableLocked(); errors.Is(err, ErrClosed) {
+		l.mu.Unlock()
+		return nil, err
+	}
+	for _, p := range l.mu.pendingSnapshots {
+		if p.offset == offset {
+			data := bytes.Clone(p.data)
+			l.mu.Unlock()
+			return data, nil
+		}
+	}
+	l.mu.Unlock()
+	data, err := producer.ReadSnapshotFile(l.fs, l.dir, offset)
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	return data, nil
+}
+
+// LoadProducerSnapshot replaces the producer state with the snapshot in
+// data, taken at offset (LogStartOffset <= offset <= LogEndOffset), as a
+// rebuild from remote storage does after TruncateFullyAndStartAt(offset).
+// The snapshot is written as the log's snapshot file at offset first
+// (atomically), then loaded; the batches of [offset, LogEndOffset) are
+// replayed over it and snapshots above offset are deleted. Bytes that do
+// not decode are refused with an error wrapping ErrCorruption and change
+// nothing.
+func (l *UnifiedLog) LoadProducerSnapshot(data []byte, offset int64) error {
+	if _, err := producer.DecodeSnapshot(data); err != nil {
+		return fmt.Errorf("log: load producer snapshot at %d: %w", offset, err)
+	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	err := l.checkWritableLocked()
+	if err == nil && (offset < l.logStartOffset.Load() || offset > l.logEndOffset.Load()) {
+		err = fmt.Errorf("log: load producer snapshot at %d outside [%d, %d]: %w",
+			offset, l.logStartOffset.Load(), l.logEndOffset.Load(), ErrInvalidArgument)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The file first (flushMu held: no flush or truncation writes or
+	// deletes snapshots meanwhile), so that a crash after the load finds
+	// it. vfs.File.Write may modify its input: write a copy.
+	if err := producer.WriteSnapshotFile(l.fs, l.dir, offset, bytes.Clone(data)); err != nil {
+		return l.fail(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	l.dropPendingSnapshotsAboveLocked(offset)
+	if _, err := producer.DeleteSnapshotsAbove(l.fs, l.dir, offset); err != nil {
+		return l.failLocked(err)
+	}
+	pm := l.mu.producers
+	if err := pm.LoadSnapshot(data, offset); err != nil {
+		return fmt.Errorf("log: load producer snapshot at %d: %w", offset, err)
+	}
+	if err := l.replayProducers(pm, l.mu.segments, pm.MapEndOffset(), l.logEndOffset.Load(), nil); err != nil {
+		return l.failLocked(err)
+	}
+	l.finishProducerRebuildLocked()
+	return nil
+}
+
+// refreshFirstUnstableOffsetLocked publishes the producer state's first
+// unstable offset, clamped to the log start offset (Kafka does the same:
+// a transaction whose start retention removed is unstable from the log
+// start on).
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) refreshFirstUnstableOffsetLocked() {
+	fuo, ok := l.mu.producers.FirstUnstableOffset()
+	if !ok {
+		l.firstUnstableOffset.Store(base.UndefinedOffset)
+		return
+	}
+	l.firstUnstableOffset.Store(max(fuo, l.logStartOffset.Load()))
+}
+
+// storeHighWatermarkLocked stores hw and lets the producer state forget
+// the completed transactions below it, in one critical section, so that
+// LastStableOffset never pairs a new high watermark with a stale first
+// unstable offset that is higher than the true one.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) storeHighWatermarkLocked(hw int64) {
+	l.highWatermark.Store(hw)
+	l.mu.producers.OnHighWatermarkUpdated(hw)
+	l.refreshFirstUnstableOffsetLocked()
+}
+
+// finishProducerRebuildLocked ends every rebuild of the producer state
+// (open, truncation, snapshot load): the state is known up to the log end
+// offset, the log start rule applies, and the completed transactions below
+// the high watermark are stable.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) finishProducerRebuildLocked() {
+	pm := l.mu.producers
+	pm.SetMapEndOffset(max(pm.MapEndOffset(), l.logEndOffset.Load()))
+	pm.TruncateHead(l.logStartOffset.Load())
+	pm.OnHighWatermarkUpdated(l.highWatermark.Load())
+	l.refreshFirstUnstableOffsetLocked()
+}
+
+// reportSnapshotLoad logs the snapshots a load found corrupt (and
+// deleted).
+func (l *UnifiedLog) reportSnapshotLoad(res producer.SnapshotLoad) {
+	for _, c := range res.Corrupt {
+		l.counters.corruptionsFound.Add(1)
+		l.logger.Error("deleted a corrupt producer snapshot; rebuilding the state from the log",
+			zap.Int64("offset", c.Offset), zap.Error(c.Err))
+	}
+}
+
+// reloadProducersLocked brings pm to the state of the log [logStart, end)
+// from the snapshots and the segments segs: Kafka's truncateAndReload plus
+// the replay of the batches after the snapshot.
+//
+// REQUIRES: l.mu held (or Open, before the log is shared).
+func (l *UnifiedLog) reloadProducers(pm *producer.Manager, segs []*segmentRef, logStart, end int64) error {
+	res, err := pm.TruncateAndReload(l.fs, l.dir, logStart, end)
+	if err != nil {
+		return fmt.Errorf("log: reload producer state: %w", err)
+	}
+	l.reportSnapshotLoad(res)
+	return l.replayProducers(pm, segs, pm.MapEndOffset(), end, nil)
+}
+
+// replayProducers replays into pm every batch of segs that ends at or
+// above from and starts below to, reading the segments in bounded chunks.
+// onAborted, if not nil, receives each aborted transaction with the base
+// of the segment holding its marker.
+func (l *UnifiedLog) replayProducers(pm *producer.Manager, segs []*segmentRef, from, to int64,
+	onAborted func(segBase int64, t AbortedTxn)) error {
+	const chunk = 1 << 20
+	var buf []byte
+	for i, s := range segs {
+		if s.BaseOffset() >= to {
+			break
+		}
+		if i+1 < len(segs) && segs[i+1].BaseOffset() <= from {
+			continue
+		}
+		off := max(from, s.BaseOffset())
+		for off < to {
+			res, err := s.Read(buf[:0], off, chunk, -1, true)
+			if err != nil {
+				return err
+			}
+			if !res.Found || len(res.Data) == 0 {
+				break
+			}
+			buf = res.Data
+			progressed := false
+			for rest := res.Data; len(rest) >= record.LogOverhead; {
+				b, err := record.ReadBatch(rest)
+				if err != nil {
+					break // the chunk ends inside a batch: read on from off
+				}
+				rest = rest[b.Size():]
+				if b.BaseOffset() >= to {
+					off = to
+					break
+				}
+				if b.LastOffset() >= from {
+					l.replayBatch(pm, b, func(t AbortedTxn) {
+						if onAborted != nil {
+							onAborted(s.BaseOffset(), t)
+						}
+					})
+				}
+				off = b.NextOffset()
+				progressed = true
+			}
+			if !progressed {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// replayBatch applies one batch read back from the log. A batch the state
+// cannot apply (a malformed transaction marker that passed its CRC) is
+// logged and skipped: the log holds it, so the state moves past it.
+func (l *UnifiedLog) replayBatch(pm *producer.Manager, b record.Batch, onAborted func(AbortedTxn)) {
+	completed, err := pm.Replay(b)
+	if err != nil {
+		l.logger.Error("producer state skips a batch it cannot replay",
+			zap.Int64("baseOffset", b.BaseOffset()), zap.Error(err))
+		pm.SetMapEndOffset(max(pm.MapEndOffset(), b.NextOffset()))
+		return
+	}
+	for _, c := range completed {
+		if c.IsAborted {
+			onAborted(c.AbortedTxn())
+		}
+	}
+}
+
+// dropPendingSnapshotsAboveLocked forgets queued snapshots above offset
+// (a truncation below them).
+//
+// REQUIRES: l.mu and l.flushMu held (writePendingSnapshots relies on the
+// queue changing only at its end while it writes).
+func (l *UnifiedLog) dropPendingSnapshotsAboveLocked(offset int64) {
+	l.mu.pendingSnapshots = slices.DeleteFunc(l.mu.pendingSnapshots, func(p pendingSnapshot) bool {
+		return p.offset > offset
+	})
+}
+
+// writePendingSnapshots writes the snapshots queued by rolls. Called
+// after an operation that rolled, with l.mu not held.
+func (l *UnifiedLog) writePendingSnapshots() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	snaps := slices.Clone(l.mu.pendingSnapshots)
+	l.mu.Unlock()
+	return l.writeSnapshotsFlushMuHeld(snaps)
+}
+
+// writeSnapshotsFlushMuHeld writes snaps, a prefix of the queue copied
+// under l.mu, and removes them from the queue. flushMu keeps truncations
+// (which drop queued snapshots and delete snapshot files) out until the
+// files are written; appends only add to the end of the queue.
+//
+// REQUIRES: l.flushMu held, l.mu not held.
+func (l *UnifiedLog) writeSnapshotsFlushMuHeld(snaps []pendingSnapshot) error {
+	if len(snaps) == 0 {
+		return nil
+	}
+	for _, p := range snaps {
+		// A copy: vfs.File.Write may modify its input, and
+		// ProducerSnapshot may read the queued bytes meanwhile.
+		if err := producer.WriteSnapshotFile(l.fs, l.dir, p.offset, bytes.Clone(p.data)); err != nil {
+			return l.fail(err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.mu.pendingSnapshots
+	if len(q) >= len(snaps) && q[0].offset == snaps[0].offset {
+		l.mu.pendingSnapshots = append(q[:0], q[len(snaps):]...)
+	}
+	return nil
+}
+
+// deleteSnapshotsBelow removes the snapshot files below a new log start
+// offset, outside l.mu. Best effort: a failure is logged, and a snapshot
+// below the log start is never loaded (TruncateAndReload deletes it).
+func (l *UnifiedLog) deleteSnapshotsBelow(offset int64) {
+	if _, err := producer.DeleteSnapshotsBelow(l.fs, l.dir, offset); err != nil {
+		l.logger.Warn("could not delete producer snapshots below the log start offset",
+			zap.Int64("logStartOffset", offset), zap.Error(err))
+	}
+}
+
+// writeTxnIndex writes s's transaction index file if it differs from
+// what the file holds (atomic replace: temp, fsync, rename, directory
+// fsync). Only the writer changes an index, and the log calls this for a
+// segment that no longer takes appends (Flush, for segments below the
+// active one) or with the log closed, so the entries do not change during
+// the write.
+func (l *UnifiedLog) writeTxnIndex(s *segmentRef) error {
+	data := s.txn.AppendEncoded(nil, 0)
+	n := int64(len(data) / producer.AbortedTxnSize)
+	if s.txnPersisted.Load() == n {
+		return nil
+	}
+	path := l.fs.PathJoin(l.dir, segment.TxnIndexFileName(s.BaseOffset()))
+	if err := atomicfile.Write(l.fs, path, data); err != nil {
+		return fmt.Errorf("log: write %s: %w", path, err)
+	}
+	s.txnPersisted.Store(n)
+	return nil
+}
+
+// readTxnIndex loads the transaction index file of the segment at base.
+// A missing file is an empty index; a corrupt one is returned as an
+// error wrapping ErrCorruption (Open then recovers the segment, which
+// rebuilds it).
+func (l *UnifiedLog) readTxnIndex(segBase int64) (*producer.TxnIndex, error) {
+	path := l.fs.PathJoin(l.dir, segment.TxnIndexFileName(segBase))
+	f, err := l.fs.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &producer.TxnIndex{}, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("log: open %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("log: stat %s: %w", path, err)
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && len(data) > 0 {
+		return nil, fmt.Errorf("log: read %s: %w", path, err)
+	}
+	ti, err := producer.ParseTxnIndex(data, segBase)
+	if err != nil {
+		return nil, fmt.Errorf("log: %s: %w", path, err)
+	}
+	return ti, nil
+}
+
+// truncatedTxnIndex returns a copy of ti without the entries whose marker
+// is at or above offset. A copy, so that readers of older views keep the
+// index they started with.
+func truncatedTxnIndex(ti *producer.TxnIndex, offset int64) *producer.TxnIndex {
+	nt := &producer.TxnIndex{}
+	for _, t := range ti.Entries() {
+		if t.LastOffset < offset {
+			err := nt.Append(t)
+			invariants.Assertf(err == nil, "copying an ordered txn index: %v", err)
+		}
+	}
+	return nt
+}
