@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 	"github.com/tierlog/tierlog/log/internal/producer"
+	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -63,6 +65,34 @@ func (e *testEnv) handleProducer(t *testing.T, d *datadriven.TestData) (string, 
 		require.NoError(t, err)
 		require.NoError(t, f.Sync())
 		require.NoError(t, f.Close())
+		return "ok", true
+	case "save-producer-snapshot":
+		// Keep a snapshot's bytes, as the remote tier stores them with a
+		// segment, for load-producer-snapshot.
+		var offset int64
+		d.ScanArgs(t, "offset", &offset)
+		data, err := e.log.ProducerSnapshot(offset)
+		if err != nil {
+			return "error: " + err.Error(), true
+		}
+		e.savedSnapshot = data
+		return fmt.Sprintf("saved %d bytes", len(data)), true
+	case "load-producer-snapshot":
+		// Replace the producer state from the saved bytes, as a rebuild
+		// from remote storage does.
+		var offset int64
+		d.ScanArgs(t, "offset", &offset)
+		err := e.log.LoadProducerSnapshot(e.savedSnapshot, offset)
+		return result(err, e.producers()), true
+	case "corrupt-txnindex":
+		var base int64
+		d.ScanArgs(t, "segment", &base)
+		path := e.fs.PathJoin(testDir, segment.TxnIndexFileName(base))
+		f, err := e.fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte{0x7f, 0x7f}, 0) // version 0x7f7f
+		require.NoError(t, err)
+		require.NoError(t, errors.Join(f.Sync(), f.Close()))
 		return "ok", true
 	case "remove-expired":
 		n, err := e.log.RemoveExpiredProducers()

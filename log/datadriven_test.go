@@ -41,6 +41,8 @@ type testEnv struct {
 	count truncation.Count
 	// listener events, printed by the next command that asks.
 	events []string
+	// savedSnapshot holds producer snapshot bytes between commands.
+	savedSnapshot []byte
 }
 
 const testDir = "p0"

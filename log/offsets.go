@@ -89,9 +89,13 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	}
 	l.mu.recoveryPoint = max(l.mu.recoveryPoint, n)
 	l.epochs.TruncateFromStart(n)
-	// Producers whose last batch is below n go (issue 4's rule, Kafka's
-	// truncateHead); their snapshot files are deleted after mu.
-	l.mu.producers.TruncateHead(n)
+	// Producers are kept (they expire by time), as in Kafka since KIP-360:
+	// dropping those whose last batch is below n (issue 4's wording, the
+	// pre-2.4 rule) would forget the dedup window and open transactions
+	// of producers restored from a remote snapshot, whose batches all lie
+	// below the new log start. Completed transactions below n are
+	// forgotten; snapshot files below n are deleted after mu.
+	l.mu.producers.OnLogStartOffsetIncremented(n)
 	if l.highWatermark.Load() < n {
 		l.storeHighWatermarkLocked(n)
 	} else {

@@ -186,14 +186,15 @@ func (l *UnifiedLog) storeHighWatermarkLocked(hw int64) {
 
 // finishProducerRebuildLocked ends every rebuild of the producer state
 // (open, truncation, snapshot load): the state is known up to the log end
-// offset, the log start rule applies, and the completed transactions below
+// offset, the log start rule applies (OnLogStartOffsetIncremented: see
+// maybeIncrementLogStartOffsetLocked), and the completed transactions below
 // the high watermark are stable.
 //
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) finishProducerRebuildLocked() {
 	pm := l.mu.producers
 	pm.SetMapEndOffset(max(pm.MapEndOffset(), l.logEndOffset.Load()))
-	pm.TruncateHead(l.logStartOffset.Load())
+	pm.OnLogStartOffsetIncremented(l.logStartOffset.Load())
 	pm.OnHighWatermarkUpdated(l.highWatermark.Load())
 	l.refreshFirstUnstableOffsetLocked()
 }
