@@ -24,6 +24,11 @@
 // A value is installed only together with the count it was computed
 // under, and only if the log's count has not moved since.
 //
-// This package decides; package log keeps the count and executes. Later
-// issues add the follower's divergence planning here.
+// # Plans
+//
+// PlanDivergence decides where a follower cuts its log after the leader's
+// OffsetsForLeaderEpoch answer, and PlanOutOfRangeReset what it does after
+// OFFSET_OUT_OF_RANGE. Both are pure functions of plain values.
+//
+// This package decides; package log keeps the count and executes.
 package truncation
