@@ -1,0 +1,161 @@
+// Command compare runs tierlog's log, a raw-file baseline and peer
+// libraries through the same workloads in one process, interleaved, and
+// prints a markdown table of medians with each figure's ratio to the raw
+// file and to the best peer. See ../../README.md.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/storage/wal"
+)
+
+const (
+	tierlogName = "tierlog"
+	rawName     = "raw file"
+)
+
+// entry describes one implementation: how to make it for the main
+// workloads and for the many-partitions workload, where some peers need
+// smaller preallocated segments (their defaults would reserve 64 MB of
+// disk per partition).
+type entry struct {
+	make           func() impl
+	makePartition  func() impl
+	prepPartitions func() (restore func())
+}
+
+func entries() []entry {
+	return []entry{
+		{make: func() impl { return &tierlogImpl{} }},
+		{make: func() impl { return &rawImpl{} }},
+		{make: func() impl { return &tidwallImpl{} }},
+		{
+			make: func() impl { return &etcdImpl{} },
+			prepPartitions: func() func() {
+				// etcd's segment size is a package variable: 1 MiB
+				// instead of 64 MB preallocated per partition.
+				old := wal.SegmentSizeBytes
+				wal.SegmentSizeBytes = 1 << 20
+				return func() { wal.SegmentSizeBytes = old }
+			},
+		},
+		{
+			make:          func() impl { return &raftwalImpl{} },
+			makePartition: func() impl { return &raftwalImpl{segmentBytes: 1 << 20} },
+		},
+		{make: func() impl { return &pebbleImpl{} }},
+	}
+}
+
+func main() {
+	if err := run(os.Stdout, os.Stderr, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+func run(stdout, stderr io.Writer, args []string) error {
+	fl := flag.NewFlagSet("compare", flag.ContinueOnError)
+	cfg := config{}
+	var appendMiB, syncMiB int64
+	fl.IntVar(&cfg.reps, "reps", 3, "repetitions of every workload (medians are printed)")
+	fl.Int64Var(&appendMiB, "append-mib", 256, "MiB per no-fsync append run; also the size of the log read and reopened (1024 for the issue's 1 GiB open test)")
+	fl.Int64Var(&syncMiB, "sync-mib", 16, "MiB per fsync-per-batch append run")
+	fl.IntVar(&cfg.pointReads, "point-reads", 100_000, "random point reads per repetition")
+	fl.DurationVar(&cfg.pointReadsMax, "point-reads-max", 4*time.Second, "time limit per implementation and repetition for the point reads")
+	fl.IntVar(&cfg.partitions, "partitions", 10_000, "open partitions for the memory and descriptor workload (0 skips it)")
+	fl.DurationVar(&cfg.partitionsMax, "partitions-max", 40*time.Second, "time limit per implementation for opening the partitions")
+	var heapMiB int64
+	fl.Int64Var(&heapMiB, "partitions-heap-mib", 2048, "heap growth per implementation at which the partitions workload stops")
+	fl.StringVar(&cfg.dir, "dir", os.TempDir(), "directory for the logs (on the disk to measure)")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	cfg.appendBytes, cfg.syncBytes, cfg.partitionsHeapMax = appendMiB<<20, syncMiB<<20, heapMiB<<20
+	if cfg.reps < 1 || cfg.appendBytes <= 0 || cfg.syncBytes <= 0 {
+		return fmt.Errorf("-reps, -append-mib and -sync-mib must be positive")
+	}
+	loadStart := loadAvg()
+	root, err := os.MkdirTemp(cfg.dir, "tierlog-compare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+
+	ents := entries()
+	impls := make([]impl, len(ents))
+	for i, e := range ents {
+		impls[i] = e.make()
+	}
+	res := newResults()
+	start := time.Now()
+	for rep := 0; rep < cfg.reps; rep++ {
+		// Round-robin over the implementations within each workload,
+		// starting one implementation later each repetition, so that
+		// load from other users of the machine spreads over all of them
+		// and none always runs first on a cold cache.
+		base := filepath.Join(root, fmt.Sprintf("r%d", rep))
+		for k := range impls {
+			im := impls[(k+rep)%len(impls)]
+			fmt.Fprintf(stderr, "[%6.1fs] rep %d/%d fill, read, reopen: %s\n", time.Since(start).Seconds(), rep+1, cfg.reps, im.Name())
+			runFilled(im, filepath.Join(base, fmt.Sprintf("read%d", k)), cfg, res)
+		}
+		for i, c := range appendCases[1:] {
+			total := cfg.appendBytes
+			if c.sync {
+				total = cfg.syncBytes
+			}
+			fmt.Fprintf(stderr, "[%6.1fs] rep %d/%d %s\n", time.Since(start).Seconds(), rep+1, cfg.reps, c.name)
+			for k := range impls {
+				im := impls[(k+rep)%len(impls)]
+				dir := filepath.Join(base, fmt.Sprintf("append%d-%d", i, k))
+				if err := runAppendOnly(im, dir, c, total, res); err != nil {
+					res.note(c.name, im.Name(), "error: "+err.Error())
+				}
+			}
+		}
+		_ = os.RemoveAll(base)
+	}
+	if cfg.partitions > 0 {
+		for i, e := range ents {
+			fmt.Fprintf(stderr, "[%6.1fs] partitions %s\n", time.Since(start).Seconds(), impls[i].Name())
+			mk := e.make
+			if e.makePartition != nil {
+				mk = e.makePartition
+			}
+			restore := func() {}
+			if e.prepPartitions != nil {
+				restore = e.prepPartitions()
+			}
+			if err := runPartitions(mk, filepath.Join(root, "partitions"), cfg, res); err != nil {
+				res.note(secPartitions, impls[i].Name(), "error: "+err.Error())
+			}
+			restore()
+		}
+	}
+	fmt.Fprintf(stderr, "[%6.1fs] done\n", time.Since(start).Seconds())
+
+	header(stdout, cfg, args, loadStart)
+	printTables(stdout, res, impls)
+	printPending(stdout)
+	printGoals(stdout, res, impls, cfg.partitions)
+	fmt.Fprintf(stdout, "Wall time of the run: %s.\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// runFilled runs the workloads that need a filled log for im. A failure
+// is noted in the table and the run goes on.
+func runFilled(im impl, dir string, cfg config, res *results) {
+	defer os.RemoveAll(dir)
+	if err := runReadAndOpen(im, dir, cfg, res); err != nil {
+		_ = im.Close()
+		res.note(appendCases[0].name, im.Name(), "error: "+err.Error())
+		res.note(secSeqRead, im.Name(), "error: "+err.Error())
+	}
+}
