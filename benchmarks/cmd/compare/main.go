@@ -106,6 +106,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 			fmt.Fprintf(stderr, "[%6.1fs] rep %d/%d fill, read, reopen: %s\n", time.Since(start).Seconds(), rep+1, cfg.reps, im.Name())
 			runFilled(im, filepath.Join(base, fmt.Sprintf("read%d", k)), cfg, res)
 		}
+		// The tierlog-only producer rows, next to this repetition's plain
+		// tierlog append of the same bytes, which they are compared with.
+		runProducerRep(rep, base, cfg.appendBytes, res, stderr, func() float64 { return time.Since(start).Seconds() })
 		for i, c := range appendCases[1:] {
 			total := cfg.appendBytes
 			if c.sync {
@@ -143,6 +146,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 
 	header(stdout, cfg, args, loadStart)
 	printTables(stdout, res, impls)
+	printProducer(stdout, res)
 	printPending(stdout)
 	printGoals(stdout, res, impls, cfg.partitions)
 	fmt.Fprintf(stdout, "Wall time of the run: %s.\n", time.Since(start).Round(time.Second))

@@ -23,6 +23,12 @@ func (r *results) add(section string, im impl, metric string, v float64) {
 	r.vals[k] = append(r.vals[k], v)
 }
 
+// addRow is add for a row that is not an impl (the producer rows).
+func (r *results) addRow(section, name, metric string, v float64) {
+	k := cellKey{rowKey{section, name}, metric}
+	r.vals[k] = append(r.vals[k], v)
+}
+
 // note records a remark shown in the row's notes, once.
 func (r *results) note(section, impl, text string) {
 	k := rowKey{section, impl}
