@@ -1,0 +1,99 @@
+// Package remote is the remote tier of a partition log (KIP-405 tiered
+// storage): which segments live in object storage, in which state, holding
+// which offsets of which leader epochs.
+//
+// # Model
+//
+// A leader copies each rolled local segment below the last stable offset to
+// object storage (package objstore). Every copy attempt gets a fresh
+// SegmentID and is described by a SegmentMetadata: its inclusive offsets
+// [StartOffset, EndOffset], the leader epochs with records in it
+// (SegmentLeaderEpochs: epoch -> first offset inside the segment), size,
+// timestamps and a lifecycle State. Today the package holds the metadata
+// plane only: MetadataManager (Kafka: RemoteLogMetadataManager). The data
+// plane (StorageManager) and the per-partition tasks (Manager) come later.
+//
+// Segment states and the only transitions allowed (SPEC 4.2); any state may
+// also move to itself (an idempotent retry); anything else is a
+// *TransitionError and changes nothing:
+//
+//	(none) --add--> COPY_SEGMENT_STARTED --> COPY_SEGMENT_FINISHED
+//	                      |                          |
+//	                      +--> DELETE_SEGMENT_STARTED <--+
+//	                                  |
+//	                                  v
+//	                      DELETE_SEGMENT_FINISHED (forgotten)
+//
+// Visibility: SegmentFor returns only COPY_SEGMENT_FINISHED segments; the
+// listings return STARTED, FINISHED and DELETE_STARTED ones (so crashed
+// copies and deletions can be cleaned up); DELETE_FINISHED segments are
+// forgotten.
+//
+// # The epoch-aware lookup
+//
+// Leaders with different histories may upload overlapping segments. Per
+// epoch the manager keeps offsetToID: the epoch's start offset inside a
+// finished segment -> that segment. When a segment finishes, for each of
+// its epochs (start s, end eEnd inside the segment), mappings with a key
+// >= s are superseded while the epoch's highest offset <= eEnd; then s maps
+// to the new segment. SegmentFor(epoch, offset) takes the mapping with the
+// greatest key <= offset and returns its segment iff offset lies at or
+// below the epoch's end in that segment. SPEC 4.3's example (S-30):
+//
+//	offset          0        50       80       100      120
+//	X (1st)         [ epoch 0          | epoch 1          ]   [0,119]
+//	A (2nd)                  [ epoch 0 | epoch 2 ]            [50,99]
+//
+//	epoch 0: {0->X, 50->A}   epoch 1: {80->X}   epoch 2: {80->A}
+//	SegmentFor(0,49)=X  (0,60)=A  (1,99)=X  (2,99)=A  (2,100)=none
+//	HighestOffsetForEpoch: 0 -> 79, 1 -> 119, 2 -> 99
+//
+// # Storage
+//
+// The metadata lives in a Pebble database on the same vfs.FS as the log, so
+// one simulated crash hits both. Keys (big-endian integers):
+//
+//	key                                                  value
+//	-------------------------------------------------    ------------------------------
+//	0x00 "tierlog-remote-metadata-version"               format version u32 (1)
+//	P | 's' | startOffset u64 | segment id [16]          SegmentMetadata (versioned, CRC-32C)
+//	P | 'e' | epoch u32 | epoch start in segment u64     segment id [16]   (offsetToID)
+//	P | 'h' | epoch u32                                  highest offset u64 (never lowered)
+//	P | 'd'                                              partition delete marker (CRC-32C)
+//
+//	P = 0x01 | topic id [16] | partition u32 | len(topic) u8 | topic
+//
+// P is self-delimiting, so one partition's keys form one range: listing a
+// partition's segments by start offset is a range scan over P|'s', and
+// forgetting a partition is one range deletion. The per-epoch index
+// ('e', 'h') is stored, not recomputed, because it depends on the order in
+// which segments finished (the superseding rule), which the segments alone
+// do not record.
+//
+// Open scans the database once and builds the in-memory index (per
+// partition: segments by id and by start offset; per epoch: offsetToID,
+// members, highest offset, sizes), checking keys against values and every
+// mapping against its segment (ErrCorruption otherwise). Queries are served
+// from memory: SegmentFor is a map lookup and two binary searches, well
+// under the 50 µs p99 goal at 100,000 segments (BenchmarkSegmentFor).
+//
+// # Commit points
+//
+// Every write (AddSegment, UpdateSegment, PutPartitionDeleteMetadata) is
+// one Pebble batch committed with pebble.Sync: the segment's value and
+// every index change it implies land together or not at all. The commit
+// point is the fsync of Pebble's WAL holding the batch; the change is then
+// applied to memory and the call returns. A crash before the fsync loses
+// the change (the caller saw no success); after it, Open finds it. A
+// failed commit makes the manager refuse further writes (the disk may or
+// may not hold the change) until it is reopened.
+//
+// # Concurrency
+//
+// A MetadataManager is safe for concurrent use. Writers are serialised and
+// hold no lock readers take while they fsync; readers take a read lock for
+// the duration of a lookup or a listing copy.
+//
+// This package does not copy, fetch or delete segment data, and does not
+// decide what to copy or expire: those are the StorageManager and Manager.
+package remote
