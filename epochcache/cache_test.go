@@ -3,6 +3,7 @@ package epochcache
 import (
 	"errors"
 	"fmt"
+	"github.com/tierlog/tierlog/internal/testseed"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -167,8 +168,7 @@ func (n *naive) truncateFromStart(start int64) {
 // every operation; a checkpoint-backed cache reopened at the end must hold
 // the same entries.
 func TestAgainstNaiveModel(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t, 1)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for round := range 20 {
 		mem := vfs.NewMem()

@@ -2,11 +2,11 @@ package epochcache
 
 import (
 	"errors"
+	"github.com/tierlog/tierlog/internal/testseed"
 	iofs "io/fs"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -79,13 +79,8 @@ func (f *hookFile) Close() error {
 // write or, once the write in flight has renamed its temp file, that
 // write's list: never a torn file, never an older list.
 func TestCrashAtEveryStep(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
+	seed := testseed.Seed(t, 0x5eed)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	defer func() {
-		if t.Failed() {
-			t.Logf("seed %d", seed)
-		}
-	}()
 
 	mem := vfs.NewCrashableMem()
 	if err := mem.MkdirAll(testDir, 0o755); err != nil {

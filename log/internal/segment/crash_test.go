@@ -3,9 +3,9 @@ package segment
 import (
 	"bytes"
 	"fmt"
+	"github.com/tierlog/tierlog/internal/testseed"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/log/record"
@@ -114,13 +114,8 @@ type crashModel struct {
 // everything flushed (for truncation and recovery: exactly the old or the
 // new content, never a mix), readable through the rebuilt indexes.
 func TestCrashAtEveryStep(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
+	seed := testseed.Seed(t, 0x5e6)
 	rng := rand.New(rand.NewPCG(seed, 0x5e6))
-	defer func() {
-		if t.Failed() {
-			t.Logf("seed %d", seed)
-		}
-	}()
 	opts := Options{IndexIntervalBytes: 300}
 	mem := newMemDir(t)
 	if err := syncDir(mem, ""); err != nil {
