@@ -35,6 +35,11 @@ var (
 	// *OffsetRangeError.
 	ErrOffsetMovedToTieredStorage = errors.New("log: offset moved to tiered storage")
 
+	// ErrSegmentNotFound means OpenSegment found no rolled segment at the
+	// base offset asked for: retention or a truncation removed it, or it
+	// is the active segment.
+	ErrSegmentNotFound = errors.New("log: segment not found")
+
 	// ErrInvalidRecord means a leader append carried a batch a client may
 	// not send: a base offset other than 0, an epoch-less batch where
 	// one is required, or a control batch from a client. Kafka: INVALID_RECORD (87).

@@ -1,0 +1,129 @@
+package log
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/tierlog/tierlog/epochcache"
+)
+
+// This file is what the remote tier reads of a log to copy its segments
+// (SPEC 4.5): the segment list, a rolled segment's files, and the epoch
+// entries the copy records. Nothing here takes l.mu for longer than a
+// copy of a small slice; the bytes are read from pinned segments, so an
+// upload never blocks an append.
+
+// SegmentInfo describes one local segment, from a snapshot of the list.
+type SegmentInfo struct {
+	// BaseOffset is the segment's first offset.
+	BaseOffset int64
+	// NextOffset is the next segment's base offset; for the active
+	// segment, the log end offset at the time of the snapshot.
+	NextOffset int64
+	// SizeBytes is the size of the .log file.
+	SizeBytes int64
+	// MaxTimestampMs is the largest batch timestamp (the creation time
+	// when no batch has one).
+	MaxTimestampMs int64
+	// Active is true for the last segment, the one appends go to; it is
+	// never copied to remote storage.
+	Active bool
+}
+
+// Segments returns the local segments holding offsets at or above from,
+// starting with the one holding from (Kafka's logSegments(from, ∞) with
+// the floor segment included, which the copy task needs), in offset order.
+func (l *UnifiedLog) Segments(from int64) ([]SegmentInfo, error) {
+	v, err := l.acquireView()
+	if err != nil {
+		return nil, err
+	}
+	defer v.unref()
+	i := max(v.floor(from), 0)
+	leo := l.LogEndOffset()
+	out := make([]SegmentInfo, 0, len(v.segments)-i)
+	for j := i; j < len(v.segments); j++ {
+		s := v.segments[j]
+		info := SegmentInfo{
+			BaseOffset:     s.BaseOffset(),
+			NextOffset:     leo,
+			SizeBytes:      s.Size(),
+			MaxTimestampMs: s.LargestTimestamp(),
+			Active:         j == len(v.segments)-1,
+		}
+		if !info.Active {
+			info.NextOffset = v.segments[j+1].BaseOffset()
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// SegmentFiles is a rolled segment pinned for a copy: its files stay
+// readable until Close even if retention deletes or a truncation replaces
+// them meanwhile (the copy then uploads the old bytes, and the truncation
+// count fences the result; SPEC 2.13).
+type SegmentFiles struct {
+	Info SegmentInfo
+	// Log reads the .log file in [0, Info.SizeBytes).
+	Log io.ReaderAt
+	// OffsetIndex and TimeIndex are the index entries in file format.
+	OffsetIndex, TimeIndex []byte
+	// TxnIndex is the .txnindex content; empty when the segment has no
+	// aborted transaction.
+	TxnIndex []byte
+
+	view *segmentView
+}
+
+// Close releases the pinned segment. It is idempotent.
+func (f *SegmentFiles) Close() error {
+	if f.view != nil {
+		f.view.unref()
+		f.view = nil
+	}
+	return nil
+}
+
+// OpenSegment pins the rolled segment whose base offset is base. It fails
+// with an error wrapping ErrSegmentNotFound when no such segment is in
+// the log any more, or when it is the active segment.
+func (l *UnifiedLog) OpenSegment(base int64) (*SegmentFiles, error) {
+	v, err := l.acquireView()
+	if err != nil {
+		return nil, err
+	}
+	i := v.floor(base)
+	if i < 0 || v.segments[i].BaseOffset() != base || i == len(v.segments)-1 {
+		v.unref()
+		return nil, fmt.Errorf("%w: no rolled segment at base offset %d", ErrSegmentNotFound, base)
+	}
+	s := v.segments[i]
+	offIdx, timeIdx, err := s.IndexBytes()
+	if err != nil {
+		v.unref()
+		return nil, fmt.Errorf("log: indexes of segment %d: %w", base, err)
+	}
+	return &SegmentFiles{
+		Info: SegmentInfo{
+			BaseOffset:     base,
+			NextOffset:     v.segments[i+1].BaseOffset(),
+			SizeBytes:      s.Size(),
+			MaxTimestampMs: s.LargestTimestamp(),
+		},
+		Log:         s.Segment,
+		OffsetIndex: offIdx,
+		TimeIndex:   timeIdx,
+		TxnIndex:    s.txn.AppendEncoded(nil, 0),
+		view:        v,
+	}, nil
+}
+
+// EpochEntriesInRange returns the epoch entries covering [start, end)
+// (start -1: from the beginning of the cache), the first clipped to start
+// at start. The copy task records EpochEntriesInRange(base, next) as a
+// remote segment's epochs and uploads EpochEntriesInRange(-1, next) as
+// its leader-epoch checkpoint (SPEC 4.1, 4.2).
+func (l *UnifiedLog) EpochEntriesInRange(start, end int64) []epochcache.Entry {
+	return l.epochs.EntriesInRange(start, end)
+}
