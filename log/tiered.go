@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/log/internal/producer"
 )
 
 // This file is what the remote tier reads of a log to copy its segments
@@ -126,4 +127,40 @@ func (l *UnifiedLog) OpenSegment(base int64) (*SegmentFiles, error) {
 // its leader-epoch checkpoint (SPEC 4.1, 4.2).
 func (l *UnifiedLog) EpochEntriesInRange(start, end int64) []epochcache.Entry {
 	return l.epochs.EntriesInRange(start, end)
+}
+
+// Retention returns the log's effective retention.ms and retention.bytes
+// (defaults filled; RetentionInfinite for no limit): the remote tier's
+// expiration task applies them to local plus remote data (SPEC 4.8).
+func (l *UnifiedLog) Retention() (ms, bytes int64) {
+	return l.opts.RetentionMs, l.opts.RetentionBytes
+}
+
+// CollectAbortedTransactions returns the aborted transactions overlapping
+// [fetchOffset, upper) that the local segments' transaction indexes hold,
+// from the segment holding fetchOffset (or the first local segment) on,
+// stopping once the search is complete. A remote read finishes with it
+// when the remote indexes did not complete the search (SPEC 4.9).
+func (l *UnifiedLog) CollectAbortedTransactions(fetchOffset, upper int64) ([]AbortedTxn, error) {
+	v, err := l.acquireView()
+	if err != nil {
+		return nil, err
+	}
+	defer v.unref()
+	return collectAborted(v.segments[max(v.floor(fetchOffset), 0):], fetchOffset, upper), nil
+}
+
+// CollectAbortedFromIndex appends to dst the aborted transactions of a
+// .txnindex file's bytes (of the segment based at segmentBase) that
+// overlap [fetchOffset, upper), and reports whether the search is
+// complete (an entry's last stable offset reached upper, so no later
+// segment can add to it). Bytes that do not parse are an error wrapping
+// ErrCorruption. The remote tier reads uploaded indexes with it.
+func CollectAbortedFromIndex(dst []AbortedTxn, data []byte, segmentBase, fetchOffset, upper int64) ([]AbortedTxn, bool, error) {
+	ti, err := producer.ParseTxnIndex(data, segmentBase)
+	if err != nil {
+		return dst, false, fmt.Errorf("log: transaction index of segment %d: %w", segmentBase, err)
+	}
+	out, complete := ti.CollectAborted(dst, fetchOffset, upper)
+	return out, complete, nil
 }

@@ -1,0 +1,210 @@
+package tierstate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/invariants"
+)
+
+// Phase is where a partition stands in the classic-to-diskless switch
+// (SPEC 6.3). Phases only move forward, except that an operator may abort
+// a pending seal (seal pending -> classic).
+type Phase int8
+
+const (
+	// PhaseClassic: not switched. Tag 100 absent or -1. Classic produce.
+	PhaseClassic Phase = iota
+	// PhaseSealPending: the switch is armed (tag 100 = -2) and the leader
+	// must seal its log and propose the seal. Classic produce is refused
+	// (Kafka: REPLICA_NOT_AVAILABLE); followers replicate the frozen prefix.
+	PhaseSealPending
+	// PhaseOne: the seal S >= 0 is committed, the classic prefix [0, S) may
+	// not be in remote storage yet. Diskless produce from S.
+	PhaseOne
+	// PhaseTwo: the leader proved the prefix is in remote storage
+	// (classicPrefixInRemoteStorage, tag 103); every active replica is in
+	// the ISR and any replica can lead.
+	PhaseTwo
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseClassic:
+		return "classic"
+	case PhaseSealPending:
+		return "seal-pending"
+	case PhaseOne:
+		return "phase-1"
+	case PhaseTwo:
+		return "phase-2"
+	}
+	return fmt.Sprintf("Phase(%d)", int8(p))
+}
+
+// Values of classicToDisklessStartOffset (tag 100) that are not a seal.
+const (
+	// NoSeal: not switched (Inkless: NO_CLASSIC_TO_DISKLESS_START_OFFSET).
+	// Also what an absent tag 100 means.
+	NoSeal = base.UndefinedOffset
+	// SealPending: switch armed, seal not committed yet (Inkless:
+	// CLASSIC_TO_DISKLESS_SWITCH_PENDING).
+	SealPending int64 = -2
+)
+
+// epochField is a leader epoch stored plus one, so that the zero State has
+// undefined (-1) epochs and is a valid classic partition.
+type epochField int32
+
+func epochOf(e int32) epochField { return epochField(e + 1) }
+func (e epochField) get() int32  { return int32(e) - 1 }
+
+// State is the switch state of one partition: the Inkless fields of its
+// PartitionRecord (SPEC 6.2) plus whether the partition consolidates. It
+// is an immutable value: every transition returns a new State, and
+// States compare with ==. The zero State is a classic, non-consolidating
+// partition.
+//
+// Invariants (checked by validate after every transition):
+//   - phase >= PhaseOne iff a seal >= 0 is held (the field stays 0 otherwise).
+//   - classicPrefixInRemoteStorage iff phase == PhaseTwo.
+//   - a recorded epoch R >= 0 only in PhaseTwo, and then below the
+//     diskless leader epoch (the flag commit writes E_d = epoch + 1 >= R + 1).
+//   - a diskless leader epoch (>= 0) and producer states only with a
+//     committed seal (PhaseOne, PhaseTwo).
+//   - epochs are >= -1.
+type State struct {
+	phase Phase
+	// seal is S, the first diskless offset; set only in PhaseOne and
+	// PhaseTwo. Tag 100.
+	seal int64
+	// producerStates is tag 101's payload (encodeProducerStates): a string
+	// so that the State stays immutable and comparable.
+	producerStates string
+	// disklessLeaderEpoch is E_d, tag 102.
+	disklessLeaderEpoch epochField
+	// lastClassicLeaderEpoch is R, tag 104: the epoch of the record at
+	// S-1 on the leader that asked for phase 2.
+	lastClassicLeaderEpoch epochField
+	// consolidating is not a metadata field: the partition's topic
+	// consolidates diskless records into its local log (Inkless
+	// consolidation enabled and the topic diskless with remote storage).
+	consolidating bool
+}
+
+// Phase returns the partition's phase.
+func (s State) Phase() Phase { return s.phase }
+
+// Seal returns classicToDisklessStartOffset (tag 100) as the metadata
+// holds it: NoSeal (-1) for a classic partition, SealPending (-2) while
+// the seal is pending, the committed seal S >= 0 in phases 1 and 2.
+func (s State) Seal() int64 {
+	switch s.phase {
+	case PhaseClassic:
+		return NoSeal
+	case PhaseSealPending:
+		return SealPending
+	}
+	return s.seal
+}
+
+// SealCommitted reports whether a seal S >= 0 is committed (phases 1
+// and 2).
+func (s State) SealCommitted() bool { return s.phase >= PhaseOne }
+
+// ClassicPrefixInRemoteStorage returns the phase-2 flag (tag 103).
+func (s State) ClassicPrefixInRemoteStorage() bool { return s.phase == PhaseTwo }
+
+// LastClassicLeaderEpoch returns the recorded epoch R (tag 104), or
+// base.UndefinedEpoch when none was recorded.
+func (s State) LastClassicLeaderEpoch() int32 { return s.lastClassicLeaderEpoch.get() }
+
+// DisklessLeaderEpoch returns E_d (tag 102), or base.UndefinedEpoch
+// (Inkless: NO_DISKLESS_LEADER_EPOCH).
+func (s State) DisklessLeaderEpoch() int32 { return s.disklessLeaderEpoch.get() }
+
+// Consolidating reports whether the partition consolidates diskless
+// records into its local log.
+func (s State) Consolidating() bool { return s.consolidating }
+
+// ProducerStates returns a copy of the producer states committed with the
+// seal (tag 101); nil when there are none.
+func (s State) ProducerStates() []ProducerStateEntry {
+	ps, err := decodeProducerStates([]byte(s.producerStates))
+	// The string was encoded by this package (validate checks it too).
+	invariants.Assertf(err == nil, "corrupt producer states in a State: %v", err)
+	return ps
+}
+
+// UsesRecordedEpoch reports whether the partition is in phase 2 with a
+// recorded epoch R >= 0: the condition for the phase-2 rebuild (SPEC
+// 5.2). Without R (-1: older controllers, an empty prefix, or an
+// operator's start-phase-2) the upstream rebuild applies (SPEC 6.15).
+func (s State) UsesRecordedEpoch() bool {
+	return s.phase == PhaseTwo && s.lastClassicLeaderEpoch.get() >= 0
+}
+
+// RunsReplicaCheck reports whether a replica of this partition runs the
+// phase-2 replica check when it is new to the broker or its leader epoch
+// rose (SPEC 6.11): consolidating, phase 2 and R >= 0.
+func (s State) RunsReplicaCheck() bool { return s.consolidating && s.UsesRecordedEpoch() }
+
+// WithConsolidating returns the State with the consolidating property
+// set. It is configuration, not a metadata field, so it may change in any
+// phase.
+func (s State) WithConsolidating(consolidating bool) State {
+	s.consolidating = consolidating
+	return s
+}
+
+// String prints the State for logs and tests, for example
+// "phase-2 seal=100 recorded-epoch=2 diskless-epoch=6 producers=1 consolidating".
+func (s State) String() string {
+	var b strings.Builder
+	b.WriteString(s.phase.String())
+	if s.phase >= PhaseOne {
+		fmt.Fprintf(&b, " seal=%d", s.seal)
+	}
+	if s.phase == PhaseTwo {
+		fmt.Fprintf(&b, " recorded-epoch=%d", s.LastClassicLeaderEpoch())
+	}
+	if e := s.DisklessLeaderEpoch(); e != base.UndefinedEpoch {
+		fmt.Fprintf(&b, " diskless-epoch=%d", e)
+	}
+	if n := producerStateCount(s.producerStates); n > 0 {
+		fmt.Fprintf(&b, " producers=%d", n)
+	}
+	if s.consolidating {
+		b.WriteString(" consolidating")
+	}
+	return b.String()
+}
+
+// validate checks the State's invariants. A State built by this package
+// always passes; tests and assertions call it after every transition.
+func (s State) validate() error {
+	r, ed := s.LastClassicLeaderEpoch(), s.DisklessLeaderEpoch()
+	switch {
+	case s.phase < PhaseClassic || s.phase > PhaseTwo:
+		return fmt.Errorf("unknown phase %d", s.phase)
+	case s.phase >= PhaseOne && s.seal < 0:
+		return fmt.Errorf("%s with negative seal %d", s.phase, s.seal)
+	case s.phase < PhaseOne && s.seal != 0:
+		return fmt.Errorf("%s keeps seal %d", s.phase, s.seal)
+	case r < base.UndefinedEpoch || ed < base.UndefinedEpoch:
+		return fmt.Errorf("epochs below -1: recorded %d, diskless %d", r, ed)
+	case r != base.UndefinedEpoch && s.phase != PhaseTwo:
+		return fmt.Errorf("recorded epoch %d in %s", r, s.phase)
+	case r != base.UndefinedEpoch && ed <= r:
+		return fmt.Errorf("recorded epoch %d not below diskless epoch %d", r, ed)
+	case ed != base.UndefinedEpoch && s.phase < PhaseOne:
+		return fmt.Errorf("diskless epoch %d in %s", ed, s.phase)
+	case s.producerStates != "" && s.phase < PhaseOne:
+		return fmt.Errorf("producer states in %s", s.phase)
+	}
+	if _, err := decodeProducerStates([]byte(s.producerStates)); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package tierstate
+
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/invariants"
+)
+
+// FromPartitionRecord builds the State of a partition from the Inkless
+// fields of its full PartitionRecord (a new partition or a metadata
+// snapshot): an absent field takes its default (tag 100 -1, tag 101
+// none, tags 102 and 104 -1, tag 103 false). The result is not
+// consolidating; see WithConsolidating.
+//
+// Fields that contradict each other are a *TagError: a tag 100 below -2
+// (ErrInvalidSeal), epochs below -1 (ErrInvalidEpoch), producer states, a
+// diskless epoch or the phase-2 flag without a committed seal
+// (ErrSealNotCommitted), a recorded epoch >= 0 without the flag
+// (ErrRecordedEpochNotWithFlag) or not below the diskless epoch
+// (ErrInvalidRecordedEpoch). An empty producer-state list is the same as
+// none.
+func FromPartitionRecord(t Tags) (State, error) {
+	var s State
+	if f := t.ClassicToDisklessStartOffset; f.Present {
+		switch {
+		case f.Value < SealPending:
+			return State{}, &TagError{Tag: TagClassicToDisklessStartOffset, Reason: ErrInvalidSeal, Detail: fmt.Sprint(f.Value)}
+		case f.Value == SealPending:
+			s.phase = PhaseSealPending
+		case f.Value >= 0:
+			s.phase, s.seal = PhaseOne, f.Value
+		}
+	}
+	committed := s.phase == PhaseOne
+	if f := t.ProducerStates; f.Present && len(f.Value) > 0 {
+		if !committed {
+			return State{}, &TagError{Tag: TagProducerStates, Reason: ErrSealNotCommitted, Detail: s.phase.String()}
+		}
+		s.producerStates = encodeProducerStates(f.Value)
+	}
+	if f := t.DisklessLeaderEpoch; f.Present {
+		switch {
+		case f.Value < base.UndefinedEpoch:
+			return State{}, &TagError{Tag: TagDisklessLeaderEpoch, Reason: ErrInvalidEpoch, Detail: fmt.Sprint(f.Value)}
+		case f.Value >= 0 && !committed:
+			return State{}, &TagError{Tag: TagDisklessLeaderEpoch, Reason: ErrSealNotCommitted, Detail: s.phase.String()}
+		}
+		s.disklessLeaderEpoch = epochOf(f.Value)
+	}
+	if f := t.ClassicPrefixInRemoteStorage; f.Present && f.Value {
+		if !committed {
+			return State{}, &TagError{Tag: TagClassicPrefixInRemoteStorage, Reason: ErrSealNotCommitted, Detail: s.phase.String()}
+		}
+		s.phase = PhaseTwo
+	}
+	if f := t.LastClassicLeaderEpoch; f.Present {
+		switch {
+		case f.Value < base.UndefinedEpoch:
+			return State{}, &TagError{Tag: TagLastClassicLeaderEpoch, Reason: ErrInvalidEpoch, Detail: fmt.Sprint(f.Value)}
+		case f.Value >= 0 && s.phase != PhaseTwo:
+			return State{}, &TagError{Tag: TagLastClassicLeaderEpoch, Reason: ErrRecordedEpochNotWithFlag, Detail: s.phase.String()}
+		}
+		if ed := s.DisklessLeaderEpoch(); f.Value >= 0 && ed <= f.Value {
+			return State{}, &TagError{Tag: TagLastClassicLeaderEpoch, Reason: ErrInvalidRecordedEpoch,
+				Detail: fmt.Sprintf("%d not below diskless epoch %d", f.Value, ed)}
+		}
+		s.lastClassicLeaderEpoch = epochOf(f.Value)
+	}
+	invariants.Assertf(s.validate() == nil, "FromPartitionRecord built an invalid state: %v", s.validate())
+	return s, nil
+}
+
+// Tags returns the fields of the State's full PartitionRecord (Kafka's
+// toRecord): defaults are omitted, so FromPartitionRecord(s.Tags()) gives
+// s back (but not consolidating).
+func (s State) Tags() Tags {
+	var t Tags
+	if s.phase != PhaseClassic {
+		t.ClassicToDisklessStartOffset = Some(s.Seal())
+	}
+	if s.producerStates != "" {
+		t.ProducerStates = Some(s.ProducerStates())
+	}
+	if e := s.DisklessLeaderEpoch(); e != base.UndefinedEpoch {
+		t.DisklessLeaderEpoch = Some(e)
+	}
+	if s.phase == PhaseTwo {
+		t.ClassicPrefixInRemoteStorage = Some(true)
+	}
+	if e := s.LastClassicLeaderEpoch(); e != base.UndefinedEpoch {
+		t.LastClassicLeaderEpoch = Some(e)
+	}
+	return t
+}
+
+// ChangeTags returns the change record that takes a partition from one
+// State to another: the fields that differ, with an explicit -1 in tag
+// 100 for an abort. Applying it, from.ApplyChange(ChangeTags(from, to)),
+// gives to (consolidating aside) whenever to is a State some operation
+// reaches from from. Identical States give an empty record; Kafka still
+// writes one when it only bumps the leader epoch (arm, re-arm).
+func ChangeTags(from, to State) Tags {
+	var t Tags
+	if from.Seal() != to.Seal() {
+		t.ClassicToDisklessStartOffset = Some(to.Seal())
+	}
+	if to.phase < PhaseOne {
+		// A negative tag 100 drops the other fields by itself.
+		return t
+	}
+	if from.producerStates != to.producerStates {
+		t.ProducerStates = Some(to.ProducerStates())
+		if t.ProducerStates.Value == nil {
+			t.ProducerStates.Value = []ProducerStateEntry{}
+		}
+	}
+	if from.disklessLeaderEpoch != to.disklessLeaderEpoch {
+		t.DisklessLeaderEpoch = Some(to.DisklessLeaderEpoch())
+	}
+	if from.ClassicPrefixInRemoteStorage() != to.ClassicPrefixInRemoteStorage() {
+		t.ClassicPrefixInRemoteStorage = Some(to.ClassicPrefixInRemoteStorage())
+	}
+	if from.lastClassicLeaderEpoch != to.lastClassicLeaderEpoch {
+		t.LastClassicLeaderEpoch = Some(to.LastClassicLeaderEpoch())
+	}
+	return t
+}
+
+// ApplyChange merges a PartitionChangeRecord's Inkless fields into the
+// State (SPEC 6.2): an absent field keeps its value, a present one
+// (including an explicit -1) replaces it, and a negative tag 100 also
+// drops tags 101, 102 and 104. Kafka's merge applies any record
+// verbatim; ApplyChange also refuses, as a *TransitionError with the
+// State unchanged, a record that no switch operation writes:
+//
+//	tag 100 < -2                                ErrInvalidSeal
+//	tag 100 = -1 or -2 after the commit         ErrSealCommitted
+//	tag 100 = -1 or -2 with tags 101..104       ErrConflictingTags
+//	tag 100 >= 0 on a classic partition         ErrNotSwitching (arm first)
+//	tag 100 above the committed seal            ErrSealIncrease
+//	tag 100 changing a phase-2 seal             ErrInPhaseTwo
+//	tag 101 (not empty), 102 >= 0 in a phase
+//	without a committed seal                    ErrSealNotCommitted
+//	tag 103 = true before the seal's record     ErrSealNotCommitted
+//	tag 103 = false in phase 2                  ErrPhaseBackwards
+//	tags 102, 104 < -1                          ErrInvalidEpoch
+//	tag 102 below the current E_d               ErrDisklessEpochDecrease
+//	tag 104 changed except with the flag        ErrRecordedEpochNotWithFlag
+//	R >= 0 not below the resulting E_d          ErrInvalidRecordedEpoch
+//
+// Rewriting a field with its current value is always accepted. The
+// committed seal may fall (operator re-seal, start-phase-2) but never
+// rise, and the diskless epoch never falls.
+func (s State) ApplyChange(t Tags) (State, error) {
+	n := s
+	refusef := func(reason error, format string, args ...any) (State, error) {
+		return s, refuse(OpApplyChange, s.phase, t.phaseAfter(s), reason, format, args...)
+	}
+	if f := t.ClassicToDisklessStartOffset; f.Present {
+		v := f.Value
+		switch {
+		case v < SealPending:
+			return refusef(ErrInvalidSeal, "tag 100 = %d", v)
+		case v < 0:
+			if s.SealCommitted() {
+				return refusef(ErrSealCommitted, "tag 100 = %d with seal %d committed", v, s.seal)
+			}
+			if t.ProducerStates.Present || t.DisklessLeaderEpoch.Present ||
+				t.ClassicPrefixInRemoteStorage.Present || t.LastClassicLeaderEpoch.Present {
+				return refusef(ErrConflictingTags, "record %s", t)
+			}
+			n = State{consolidating: s.consolidating}
+			if v == SealPending {
+				n.phase = PhaseSealPending
+			}
+			return n, nil
+		case s.phase == PhaseClassic:
+			return refusef(ErrNotSwitching, "tag 100 = %d without a pending seal", v)
+		case s.SealCommitted() && v > s.seal:
+			return refusef(ErrSealIncrease, "tag 100 = %d above committed seal %d", v, s.seal)
+		case s.phase == PhaseTwo && v != s.seal:
+			return refusef(ErrInPhaseTwo, "tag 100 = %d changes seal %d", v, s.seal)
+		}
+		if n.phase == PhaseSealPending {
+			n.phase = PhaseOne
+		}
+		n.seal = v
+	}
+	if f := t.ProducerStates; f.Present {
+		enc := encodeProducerStates(f.Value)
+		if enc != n.producerStates && !n.SealCommitted() {
+			return refusef(ErrSealNotCommitted, "tag 101 with %d producers in %s", len(f.Value), n.phase)
+		}
+		n.producerStates = enc
+	}
+	if f := t.DisklessLeaderEpoch; f.Present {
+		switch {
+		case f.Value < base.UndefinedEpoch:
+			return refusef(ErrInvalidEpoch, "tag 102 = %d", f.Value)
+		case f.Value < n.DisklessLeaderEpoch():
+			return refusef(ErrDisklessEpochDecrease, "tag 102 = %d below %d", f.Value, n.DisklessLeaderEpoch())
+		case f.Value >= 0 && !n.SealCommitted():
+			return refusef(ErrSealNotCommitted, "tag 102 = %d in %s", f.Value, n.phase)
+		}
+		n.disklessLeaderEpoch = epochOf(f.Value)
+	}
+	settingFlag := false
+	if f := t.ClassicPrefixInRemoteStorage; f.Present {
+		switch {
+		case !f.Value && s.phase == PhaseTwo:
+			return refusef(ErrPhaseBackwards, "tag 103 = false")
+		case f.Value && !s.SealCommitted():
+			// The flag follows the seal's own record (SPEC 6.6 check 5).
+			return refusef(ErrSealNotCommitted, "tag 103 = true in %s", s.phase)
+		case f.Value && s.phase == PhaseOne:
+			n.phase, settingFlag = PhaseTwo, true
+		}
+	}
+	if f := t.LastClassicLeaderEpoch; f.Present {
+		switch {
+		case f.Value < base.UndefinedEpoch:
+			return refusef(ErrInvalidEpoch, "tag 104 = %d", f.Value)
+		case f.Value == s.LastClassicLeaderEpoch():
+		case !settingFlag:
+			return refusef(ErrRecordedEpochNotWithFlag, "tag 104 = %d (was %d) without setting tag 103",
+				f.Value, s.LastClassicLeaderEpoch())
+		}
+		n.lastClassicLeaderEpoch = epochOf(f.Value)
+	}
+	if r, ed := n.LastClassicLeaderEpoch(), n.DisklessLeaderEpoch(); r >= 0 && ed <= r {
+		// The flag commit writes E_d = leader epoch + 1 and R <= leader epoch.
+		return refusef(ErrInvalidRecordedEpoch, "recorded epoch %d not below diskless epoch %d", r, ed)
+	}
+	invariants.Assertf(n.validate() == nil, "ApplyChange(%s) on %s built an invalid state: %v", t, s, n.validate())
+	return n, nil
+}
+
+// phaseAfter is the phase a change record aims at, for error reports.
+func (t Tags) phaseAfter(s State) Phase {
+	p := s.phase
+	if f := t.ClassicToDisklessStartOffset; f.Present {
+		switch {
+		case f.Value == SealPending:
+			p = PhaseSealPending
+		case f.Value < 0:
+			p = PhaseClassic
+		case p < PhaseOne:
+			p = PhaseOne
+		}
+	}
+	if f := t.ClassicPrefixInRemoteStorage; f.Present {
+		if f.Value {
+			p = PhaseTwo
+		} else if p == PhaseTwo {
+			p = PhaseOne
+		}
+	}
+	return p
+}

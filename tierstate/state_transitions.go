@@ -1,0 +1,292 @@
+package tierstate
+
+import (
+	"math"
+
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/invariants"
+)
+
+// The switch operations (SPEC 6.3, 6.6, 6.13). Each is a pure decision:
+// it returns the State the controller commits, or a *TransitionError
+// (the State is unchanged and no record is written). ChangeTags gives the
+// change record of an accepted transition.
+//
+//	            arm (operator sets diskless.enable, or re-arms)
+//	  classic ─────────────────────────> seal pending ──┐ arm (re-arm)
+//	     ^  <─────────────────────────────    │  │ <────┘
+//	     │        abort (operator -1)         │  │
+//	     │                       commit-seal  │  │ reseal (operator S)
+//	     │                 (InitDisklessLog)  v  v
+//	     │                                  phase 1 ──┐ reseal (S' <= S)
+//	     │                                    │  │ <──┘
+//	     │            set-classic-prefix-flag │  │ start-phase-2 (S' <= S, operator)
+//	     │    (SetClassicPrefixInRemoteStorage) v  v
+//	     x  (no way back)                     phase 2 ──┐ set-classic-prefix-flag,
+//	                                                 <──┘ same seal: no change
+//
+// Leader, ISR and reassignment changes that the same records carry are
+// the controller's; this package decides only the switch fields.
+
+// Operation names, as TransitionError.Op reports them.
+const (
+	OpArm              = "arm"
+	OpAbort            = "abort"
+	OpCommitSeal       = "commit-seal"
+	OpReseal           = "reseal"
+	OpSetClassicPrefix = "set-classic-prefix-flag"
+	OpStartPhaseTwo    = "start-phase-2"
+	OpElectReplica     = "elect-replica"
+	OpApplyChange      = "apply-change"
+)
+
+// ArmSwitch marks the seal pending (tag 100 = -2): the controller does it
+// for every partition when diskless.enable becomes true, and the operator
+// re-arms a pending switch with `kafka-topic-switch.sh seal -2` (SPEC 6.3,
+// protocol step 1). Kafka also bumps the leader epoch in the same record,
+// so the leader seals. Allowed from classic and seal pending; refused
+// with ErrSealCommitted once a seal is committed.
+func (s State) ArmSwitch() (State, error) {
+	if s.SealCommitted() {
+		return s, refuse(OpArm, s.phase, PhaseSealPending, ErrSealCommitted, "seal %d", s.seal)
+	}
+	return s.checked(State{phase: PhaseSealPending, consolidating: s.consolidating}), nil
+}
+
+// AbortSwitch returns a pending switch to classic (operator `seal -1`,
+// written as an explicit tag 100 = -1 that also drops tags 101, 102 and
+// 104). Refused with ErrSealCommitted after the commit and with
+// ErrNotSwitching on a classic partition (nothing to abort).
+func (s State) AbortSwitch() (State, error) {
+	switch s.phase {
+	case PhaseClassic:
+		return s, refuse(OpAbort, s.phase, PhaseClassic, ErrNotSwitching, "")
+	case PhaseOne, PhaseTwo:
+		return s, refuse(OpAbort, s.phase, PhaseClassic, ErrSealCommitted, "seal %d", s.seal)
+	}
+	return s.checked(State{consolidating: s.consolidating}), nil
+}
+
+// CommitSeal commits the seal the leader proposed with InitDisklessLog
+// (SPEC 6.3 step 4): seal pending -> phase 1 at seal, with the leader's
+// producer states. The diskless leader epoch is not written here: the
+// phase-2 flag writes it (KC-589, SPEC 6.3 step 4 [Δ]). The leader-epoch
+// and leader checks of the request are the controller's, on its
+// partition registration. Refused: a negative seal (ErrInvalidSeal),
+// classic (ErrNotSwitching), an already committed seal
+// (ErrSealCommitted).
+func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, error) {
+	switch {
+	case s.phase == PhaseClassic:
+		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrNotSwitching, "seal %d", seal)
+	case s.SealCommitted():
+		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrSealCommitted, "seal %d, request %d", s.seal, seal)
+	case seal < 0:
+		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrInvalidSeal, "seal %d", seal)
+	}
+	return s.checked(State{
+		phase:          PhaseOne,
+		seal:           seal,
+		producerStates: encodeProducerStates(producers),
+		consolidating:  s.consolidating,
+	}), nil
+}
+
+// Reseal is the operator's `kafka-topic-switch.sh seal <offset>` with a
+// value >= 0 (AlterDisklessSwitch, SPEC 6.3 "Operator override"): from
+// seal pending it commits the seal; in phase 1 it moves the committed seal
+// down (or rewrites it), for example to the log end offset of a
+// last-known leader that lost records (SPEC 6.14). Producer states are
+// kept unless clearProducerStates (--clear-producer-states). Refused: a
+// negative seal (ErrInvalidSeal), classic (ErrNotSwitching), a seal above
+// the committed one (ErrSealIncrease), phase 2 (ErrInPhaseTwo: R and E_d
+// were recorded for the seal at the flag commit [INF]).
+//
+// The tool's own check (log start <= seal <= the leader's LEO) needs the
+// leader's log and is not made here.
+func (s State) Reseal(seal int64, clearProducerStates bool) (State, error) {
+	to := PhaseOne
+	switch {
+	case s.phase == PhaseClassic:
+		return s, refuse(OpReseal, s.phase, to, ErrNotSwitching, "seal %d", seal)
+	case s.phase == PhaseTwo:
+		return s, refuse(OpReseal, s.phase, s.phase, ErrInPhaseTwo, "seal %d, request %d", s.seal, seal)
+	case seal < 0:
+		return s, refuse(OpReseal, s.phase, to, ErrInvalidSeal, "seal %d", seal)
+	case s.phase == PhaseOne && seal > s.seal:
+		return s, refuse(OpReseal, s.phase, to, ErrSealIncrease, "seal %d, request %d", s.seal, seal)
+	}
+	n := s
+	n.phase, n.seal = PhaseOne, seal
+	if clearProducerStates {
+		n.producerStates = ""
+	}
+	return s.checked(n), nil
+}
+
+// Leadership is what the controller's partition registration holds
+// besides the switch State: the leader's broker id and the leader epoch.
+type Leadership struct {
+	Leader      int32
+	LeaderEpoch int32
+}
+
+// ClassicPrefixRequest is one partition of a SetClassicPrefixInRemoteStorage
+// request (API key 503, SPEC 6.6).
+type ClassicPrefixRequest struct {
+	// BrokerID is the sender.
+	BrokerID int32
+	// LeaderEpoch is the sender's leader epoch.
+	LeaderEpoch int32
+	// Seal is the seal the sender proved to be in remote storage.
+	Seal int64
+	// LastClassicLeaderEpoch is R: the sender's epoch at Seal-1, or -1
+	// when its log holds no record below the seal.
+	LastClassicLeaderEpoch int32
+}
+
+// SetClassicPrefixInRemoteStorage decides the controller's answer to the
+// phase-2 request (SPEC 6.6), with the partition's leadership p. Checks,
+// in the controller's order (the broker epoch and an unknown partition,
+// check 1, come before and are not the State's):
+//
+//  2. flag already set: the same seal is an idempotent retry, answered
+//     NONE with no record (this returns s unchanged and no error; it runs
+//     before the epoch checks because the commit bumped the leader
+//     epoch); another seal is ErrSealMismatch (INVALID_REQUEST);
+//  3. request leader epoch above p's: ErrLeaderEpochAhead
+//     (NOT_CONTROLLER); below: ErrFencedEpoch (FENCED_LEADER_EPOCH);
+//  4. sender not p.Leader: ErrNotLeader;
+//  5. seal not committed (classic: ErrNotSwitching, pending:
+//     ErrSealNotCommitted) or different from the request's
+//     (ErrSealMismatch), all INVALID_REQUEST;
+//  6. R outside [-1, p.LeaderEpoch]: ErrInvalidRecordedEpoch [SEED-857].
+//
+// A partition leader epoch whose successor is below an E_d already
+// recorded (by an older controller's seal commit) is inconsistent and
+// refused with ErrDisklessEpochDecrease: E_d never falls.
+//
+// The committed State is phase 2 with R recorded and the diskless leader
+// epoch E_d = p.LeaderEpoch + 1, the epoch the record itself produces
+// (the record bumps the leader epoch exactly once), hence above every
+// classic and phase-1 epoch and above R.
+func (s State) SetClassicPrefixInRemoteStorage(req ClassicPrefixRequest, p Leadership) (State, error) {
+	const op = OpSetClassicPrefix
+	to := PhaseTwo
+	if p.LeaderEpoch < 0 || p.LeaderEpoch == math.MaxInt32 {
+		return s, refuse(op, s.phase, to, ErrInvalidArgument, "partition leader epoch %d", p.LeaderEpoch)
+	}
+	if s.phase == PhaseTwo {
+		if req.Seal == s.seal {
+			return s, nil
+		}
+		return s, refuse(op, s.phase, to, ErrSealMismatch, "flag set at seal %d, request %d", s.seal, req.Seal)
+	}
+	switch {
+	case req.LeaderEpoch > p.LeaderEpoch:
+		return s, refuse(op, s.phase, to, ErrLeaderEpochAhead, "request epoch %d, partition %d", req.LeaderEpoch, p.LeaderEpoch)
+	case req.LeaderEpoch < p.LeaderEpoch:
+		return s, refuse(op, s.phase, to, ErrFencedEpoch, "request epoch %d, partition %d", req.LeaderEpoch, p.LeaderEpoch)
+	case req.BrokerID != p.Leader:
+		return s, refuse(op, s.phase, to, ErrNotLeader, "sender %d, leader %d", req.BrokerID, p.Leader)
+	case s.phase == PhaseClassic:
+		return s, refuse(op, s.phase, to, ErrNotSwitching, "request seal %d", req.Seal)
+	case s.phase == PhaseSealPending:
+		return s, refuse(op, s.phase, to, ErrSealNotCommitted, "request seal %d", req.Seal)
+	case req.Seal != s.seal:
+		return s, refuse(op, s.phase, to, ErrSealMismatch, "seal %d, request %d", s.seal, req.Seal)
+	case req.LastClassicLeaderEpoch < base.UndefinedEpoch || req.LastClassicLeaderEpoch > p.LeaderEpoch:
+		return s, refuse(op, s.phase, to, ErrInvalidRecordedEpoch, "%d outside [-1, %d]", req.LastClassicLeaderEpoch, p.LeaderEpoch)
+	case p.LeaderEpoch+1 < s.DisklessLeaderEpoch():
+		// Only an E_d written by the seal commit of older controllers can
+		// be set here, and it is an epoch the partition already had.
+		return s, refuse(op, s.phase, to, ErrDisklessEpochDecrease, "diskless epoch %d, partition leader epoch %d",
+			s.DisklessLeaderEpoch(), p.LeaderEpoch)
+	}
+	n := s
+	n.phase = PhaseTwo
+	n.lastClassicLeaderEpoch = epochOf(req.LastClassicLeaderEpoch)
+	n.disklessLeaderEpoch = epochOf(p.LeaderEpoch + 1)
+	return s.checked(n), nil
+}
+
+// StartPhaseTwo is the operator's recovery of a phase-1 partition whose
+// classic prefix is lost on every replica (AlterDisklessSwitch with
+// ClassicPrefixInRemoteStorage, `kafka-topic-switch.sh start-phase-2`,
+// SPEC 6.13): phase 1 -> phase 2 at seal, which may be below the
+// committed seal (the records between are lost). Like the flag commit the
+// record bumps the leader epoch once and writes E_d = currentLeaderEpoch
+// + 1; producer states are kept (the request may not clear them). No
+// leader reports an epoch at seal-1, so R stays -1 [INF] and brokers use
+// the upstream rebuild (SPEC 6.15). Refused: classic (ErrNotSwitching),
+// seal pending (ErrSealNotCommitted), phase 2 (ErrInPhaseTwo), a negative
+// seal (ErrInvalidSeal), a seal above the committed one
+// (ErrSealIncrease), an E_d that would fall (ErrDisklessEpochDecrease).
+//
+// The tool's checks (no replica holds the whole prefix, the data-loss
+// confirmation) need the replicas' descriptions and are not made here.
+func (s State) StartPhaseTwo(seal int64, currentLeaderEpoch int32) (State, error) {
+	const op = OpStartPhaseTwo
+	to := PhaseTwo
+	switch {
+	case currentLeaderEpoch < 0 || currentLeaderEpoch == math.MaxInt32:
+		return s, refuse(op, s.phase, to, ErrInvalidArgument, "partition leader epoch %d", currentLeaderEpoch)
+	case s.phase == PhaseClassic:
+		return s, refuse(op, s.phase, to, ErrNotSwitching, "seal %d", seal)
+	case s.phase == PhaseSealPending:
+		return s, refuse(op, s.phase, to, ErrSealNotCommitted, "seal %d", seal)
+	case s.phase == PhaseTwo:
+		return s, refuse(op, s.phase, to, ErrInPhaseTwo, "seal %d, request %d", s.seal, seal)
+	case seal < 0:
+		return s, refuse(op, s.phase, to, ErrInvalidSeal, "seal %d", seal)
+	case seal > s.seal:
+		return s, refuse(op, s.phase, to, ErrSealIncrease, "seal %d, request %d", s.seal, seal)
+	case currentLeaderEpoch+1 < s.DisklessLeaderEpoch():
+		return s, refuse(op, s.phase, to, ErrDisklessEpochDecrease, "diskless epoch %d, partition leader epoch %d",
+			s.DisklessLeaderEpoch(), currentLeaderEpoch)
+	}
+	n := s
+	n.phase, n.seal = PhaseTwo, seal
+	n.lastClassicLeaderEpoch = epochOf(base.UndefinedEpoch)
+	n.disklessLeaderEpoch = epochOf(currentLeaderEpoch + 1)
+	return s.checked(n), nil
+}
+
+// ValidateElectReplica checks the switch part of the operator's election
+// of a replica outside the ISR (AlterDisklessSwitch with LeaderId,
+// `kafka-topic-switch.sh elect --replica`, SPEC 6.13): it needs phase 1
+// and a request that names the committed seal. It changes no switch
+// field. Refused: classic (ErrNotSwitching), seal pending
+// (ErrSealNotCommitted), phase 2 (ErrInPhaseTwo: any replica can lead
+// already), another seal (ErrSealMismatch). The replica's own checks
+// (active, log directory online, HW == S, gap-free coverage) are not the
+// State's.
+func (s State) ValidateElectReplica(seal int64) error {
+	const op = OpElectReplica
+	switch {
+	case s.phase == PhaseClassic:
+		return refuse(op, s.phase, s.phase, ErrNotSwitching, "seal %d", seal)
+	case s.phase == PhaseSealPending:
+		return refuse(op, s.phase, s.phase, ErrSealNotCommitted, "seal %d", seal)
+	case s.phase == PhaseTwo:
+		return refuse(op, s.phase, s.phase, ErrInPhaseTwo, "seal %d", s.seal)
+	case seal != s.seal:
+		return refuse(op, s.phase, s.phase, ErrSealMismatch, "seal %d, request %d", s.seal, seal)
+	}
+	return nil
+}
+
+// checked asserts the invariants of a transition's result: the new State
+// is valid, the phase moved forward unless an abort took a pending seal
+// back to classic, and a committed seal never rose.
+func (s State) checked(n State) State {
+	if invariants.Enabled {
+		invariants.Assertf(n.validate() == nil, "%s -> %s: %v", s, n, n.validate())
+		invariants.Assertf(n.phase >= s.phase || (s.phase == PhaseSealPending && n.phase == PhaseClassic),
+			"phase went back: %s -> %s", s, n)
+		invariants.Assertf(!s.SealCommitted() || n.seal <= s.seal, "seal rose: %s -> %s", s, n)
+		invariants.Assertf(!s.SealCommitted() || n.DisklessLeaderEpoch() >= s.DisklessLeaderEpoch(),
+			"diskless epoch fell: %s -> %s", s, n)
+	}
+	return n
+}
