@@ -9,9 +9,11 @@
 // SegmentID and is described by a SegmentMetadata: its inclusive offsets
 // [StartOffset, EndOffset], the leader epochs with records in it
 // (SegmentLeaderEpochs: epoch -> first offset inside the segment), size,
-// timestamps and a lifecycle State. Today the package holds the metadata
-// plane only: MetadataManager (Kafka: RemoteLogMetadataManager). The data
-// plane (StorageManager) and the per-partition tasks (Manager) come later.
+// timestamps and a lifecycle State. The metadata plane is MetadataManager
+// (Kafka: RemoteLogMetadataManager); the data plane is StorageManager
+// (Kafka: RemoteStorageManager: each copy's chunked, checksummed objects
+// and their manifest in an objstore.Store, see DESIGN.md 5.6); the
+// per-partition tasks (Manager) drive both.
 //
 // Segment states and the only transitions allowed (SPEC 4.2); any state may
 // also move to itself (an idempotent retry); anything else is a

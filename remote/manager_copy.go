@@ -1,0 +1,278 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/truncation"
+	"go.uber.org/zap"
+)
+
+// copyState is the copy task's memory between runs (SPEC 4.5).
+type copyState struct {
+	// known is false until the copied offset is derived, and again after
+	// a rejected install: the next run derives it anew.
+	known bool
+	// copied is the highest offset of this lineage in remote storage, and
+	// copiedEpoch its epoch.
+	copied      int64
+	copiedEpoch int32
+	// count is the truncation count copied was derived under (SEED #857):
+	// a different count means the log truncated since, and copied may
+	// point past the discarded tail.
+	count truncation.Count
+	// logStartReported: the log start was reported once.
+	logStartReported bool
+}
+
+// CopyCandidate is a local segment the copy task uploads.
+type CopyCandidate struct {
+	BaseOffset int64
+	// NextOffset is the next segment's base: the remote segment ends at
+	// NextOffset - 1.
+	NextOffset int64
+}
+
+// CopyCandidates returns the segments of segs (from Segments(from): the
+// floor segment of from first) that may be copied with last stable
+// offset lso: each rolled segment whose next segment starts at or below
+// lso. The active segment never is (SPEC 4.5 step 3, S-34).
+func CopyCandidates(segs []log.SegmentInfo, lso int64) []CopyCandidate {
+	var out []CopyCandidate
+	for _, s := range segs {
+		if s.Active || s.NextOffset > lso {
+			break
+		}
+		out = append(out, CopyCandidate{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset})
+	}
+	return out
+}
+
+// runCopy is one run of a leader's copy task (SPEC 4.5, with SEED #857's
+// truncation fence).
+func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
+	pt.copyMu.Lock()
+	defer pt.copyMu.Unlock()
+	if pt.copyCancelled {
+		return fmt.Errorf("%w: the copy task of %s cancelled itself", ErrTaskCancelled, pt.p.TopicIDPartition)
+	}
+	tp, l, st := pt.p.TopicIDPartition, pt.p.Log, &pt.copy
+	if !st.logStartReported {
+		// Once per task: a new leader first deletes the copies that an
+		// earlier leader (or this broker before a crash) left unfinished,
+		// then reports the log start.
+		if err := m.deleteDanglingCopies(ctx, tp); err != nil {
+			return err
+		}
+		if err := m.reportLogStart(tp, l); err != nil {
+			return err
+		}
+		st.logStartReported = true
+	}
+	// The count first, under the log lock: everything read after it
+	// (epochs, segments) is at least as new, so an install with it fails
+	// if a truncation changed the log after this point.
+	count := l.TruncationCount()
+	if !st.known || st.count != count {
+		off, epoch, err := m.findHighestRemoteOffset(tp, l)
+		if err != nil {
+			return err
+		}
+		st.known, st.copied, st.copiedEpoch, st.count = true, off, epoch, count
+		if !installRemoteOffset(l, off, count) {
+			st.known = false // truncated during the lookup: derive again
+			return nil
+		}
+	}
+	lso := l.LastStableOffset()
+	if lso <= 0 || st.copied >= lso {
+		pt.recordCopyLag(nil)
+		return nil
+	}
+	segs, err := l.Segments(max(st.copied+1, l.LogStartOffset()))
+	if err != nil {
+		return err
+	}
+	cands := CopyCandidates(segs, lso)
+	for i, c := range cands {
+		pt.recordCopyLag(segs[i:len(cands)])
+		if err := context.Cause(ctx); err != nil {
+			return err
+		}
+		end, lastEpoch, err := m.copySegment(ctx, pt, c)
+		if err != nil {
+			return err
+		}
+		st.copied, st.copiedEpoch = end, lastEpoch
+		if !installRemoteOffset(l, end, count) {
+			// A truncation ran during the upload: the log may no longer
+			// hold what was uploaded, so resuming after end could skip
+			// the records that replaced the discarded tail. The next run
+			// derives the copied offset again (SEED #857).
+			st.known = false
+			m.logger.Info("truncation during upload; copied offset is derived again",
+				zap.Stringer("partition", tp), zap.Int64("uploaded-end", end))
+			return nil
+		}
+	}
+	pt.recordCopyLag(nil)
+	return nil
+}
+
+// deleteDanglingCopies deletes the partition's COPY_SEGMENT_STARTED
+// segments that no copy of this Manager is uploading: a crash or a
+// leadership change interrupted them, and only their leader could have
+// finished them. Their objects may be partly written; their metadata
+// names them, so the deletion removes every one (the commit point of a
+// copy is COPY_SEGMENT_FINISHED, never an object).
+func (m *Manager) deleteDanglingCopies(ctx context.Context, tp TopicIDPartition) error {
+	segs, err := m.meta.ListSegments(tp)
+	if err != nil {
+		return err
+	}
+	for i := range segs {
+		if segs[i].State != CopySegmentStarted || m.beingCopied(segs[i].SegmentID) {
+			continue
+		}
+		if err := m.deleteSegment(ctx, &segs[i]); err != nil {
+			return err
+		}
+		m.logger.Info("deleted an unfinished copy", zap.Stringer("partition", tp),
+			zap.Stringer("segment", segs[i].SegmentID))
+	}
+	return nil
+}
+
+// installRemoteOffset installs offset as the log's highest offset in
+// remote storage under count and reports false only when a truncation
+// since count dropped it (a value not above the current one is not
+// installed either, but that is no reason to derive progress again).
+func installRemoteOffset(l PartitionLog, offset int64, count truncation.Count) bool {
+	return l.UpdateHighestOffsetInRemoteStorage(offset, count) || l.TruncationCount() == count
+}
+
+// findHighestRemoteOffset runs FindHighestRemoteOffset over l's cache and
+// the metadata.
+func (m *Manager) findHighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (int64, int32, error) {
+	return FindHighestRemoteOffset(l.EpochEntries(),
+		func(e int32) (int64, bool, error) { return m.meta.HighestOffsetForEpoch(tp, e) },
+		l.EndOffsetForEpoch)
+}
+
+// reportLogStart raises the log start to the first remote segment's start
+// (Kafka: findLogStartOffset, reported once per copy task): for the
+// earliest cached epoch upward, the start of the first segment listed for
+// that epoch; the local log start when none is.
+func (m *Manager) reportLogStart(tp TopicIDPartition, l PartitionLog) error {
+	start, err := m.findLogStartOffset(tp, l)
+	if err != nil {
+		return err
+	}
+	_, err = l.UpdateLogStartOffsetFromRemoteTier(start)
+	return err
+}
+
+func (m *Manager) findLogStartOffset(tp TopicIDPartition, l PartitionLog) (int64, error) {
+	for _, e := range l.EpochEntries() {
+		segs, err := m.meta.ListSegmentsForEpoch(tp, e.Epoch)
+		if err != nil {
+			return base.UndefinedOffset, err
+		}
+		if len(segs) > 0 {
+			return segs[0].StartOffset, nil
+		}
+	}
+	return l.LocalLogStartOffset(), nil
+}
+
+// copySegment uploads one candidate (SPEC 4.5 step 4). Commit points:
+// AddSegment(COPY_SEGMENT_STARTED) records the attempt (and so its object
+// keys) before any object is written; UpdateSegment(COPY_SEGMENT_FINISHED)
+// makes the copy visible. A failed upload is deleted at once; a crash
+// leaves a STARTED segment that expiration deletes (SPEC 4.8) and whose
+// objects DeleteOrphans can sweep.
+func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCandidate) (end int64, lastEpoch int32, err error) {
+	tp, l := pt.p.TopicIDPartition, pt.p.Log
+	files, err := l.OpenSegment(c.BaseOffset)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer files.Close()
+	epochs := l.EpochEntriesInRange(c.BaseOffset, c.NextOffset)
+	if len(epochs) == 0 {
+		return 0, 0, fmt.Errorf("%w: segment %d of %s", ErrNoLeaderEpoch, c.BaseOffset, tp)
+	}
+	snapshot, err := l.ProducerSnapshot(c.NextOffset)
+	if err != nil {
+		return 0, 0, fmt.Errorf("remote: producer snapshot at %d of %s: %w", c.NextOffset, tp, err)
+	}
+	seg := SegmentMetadata{
+		SegmentID:           NewSegmentID(tp),
+		StartOffset:         c.BaseOffset,
+		EndOffset:           c.NextOffset - 1,
+		SegmentLeaderEpochs: epochs,
+		SizeBytes:           files.Info.SizeBytes,
+		MaxTimestampMs:      files.Info.MaxTimestampMs,
+		BrokerID:            m.opts.BrokerID,
+		EventTimestampMs:    m.opts.Now().UnixMilli(),
+		State:               CopySegmentStarted,
+		TxnIndexEmpty:       len(files.TxnIndex) == 0,
+	}
+	data := SegmentData{
+		Log: files.Log, LogSize: files.Info.SizeBytes,
+		OffsetIndex: files.OffsetIndex, TimeIndex: files.TimeIndex, TxnIndex: files.TxnIndex,
+		ProducerSnapshot: snapshot,
+		LeaderEpochs:     l.EpochEntriesInRange(base.UndefinedOffset, c.NextOffset),
+	}
+	m.beginCopy(seg.SegmentID)
+	defer m.endCopy(seg.SegmentID)
+	if err := m.meta.AddSegment(ctx, seg); err != nil {
+		return 0, 0, err
+	}
+	m.notify(func(ls *ManagerListener) {
+		if ls.CopyStart != nil {
+			ls.CopyStart(CopyInfo{Segment: seg})
+		}
+	})
+	start := m.opts.Now()
+	custom, err := m.storage.CopySegment(ctx, &seg, data)
+	if err == nil && len(custom) > MaxCustomMetadataBytes {
+		pt.copyCancelled = true
+		err = fmt.Errorf("%w: %d bytes for segment %s (limit %d); the copy task of %s is cancelled",
+			ErrCustomMetadataTooLarge, len(custom), seg.SegmentID, MaxCustomMetadataBytes, tp)
+	}
+	if err != nil {
+		m.metrics.copyErrors.Add(1)
+		// Delete the dangling copy now rather than leave it to retention
+		// (Kafka does the same). Its own failure is reported with the
+		// copy's.
+		derr := m.deleteSegment(context.WithoutCancel(ctx), &seg)
+		err = errors.Join(fmt.Errorf("remote: copy segment %d of %s: %w", c.BaseOffset, tp, err), derr)
+		m.notify(func(ls *ManagerListener) {
+			if ls.CopyError != nil {
+				ls.CopyError(CopyInfo{Segment: seg, Duration: m.opts.Now().Sub(start)}, err)
+			}
+		})
+		return 0, 0, err
+	}
+	if err := m.meta.UpdateSegment(ctx, SegmentMetadataUpdate{
+		SegmentID: seg.SegmentID, State: CopySegmentFinished,
+		EventTimestampMs: m.opts.Now().UnixMilli(), BrokerID: m.opts.BrokerID, CustomMetadata: custom,
+	}); err != nil {
+		return 0, 0, err
+	}
+	seg.State = CopySegmentFinished
+	dur := m.opts.Now().Sub(start)
+	m.metrics.segmentsCopied.Add(1)
+	m.metrics.bytesCopied.Add(seg.SizeBytes)
+	m.metrics.copyNanos.Add(int64(dur))
+	m.notify(func(ls *ManagerListener) {
+		if ls.CopyEnd != nil {
+			ls.CopyEnd(CopyInfo{Segment: seg, Duration: dur})
+		}
+	})
+	return seg.EndOffset, epochs[len(epochs)-1].Epoch, nil
+}

@@ -1,0 +1,165 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"go.uber.org/zap"
+)
+
+// runFollower is one run of a follower's task (SPEC 4.6): install the
+// highest offset of this log's lineage that the leader tiered, so the
+// follower may delete local segments below it. The truncation count is
+// read first and fences the install (SEED #857): an offset computed from
+// an epoch cache that a truncation then cut is dropped.
+func (m *Manager) runFollower(ctx context.Context, pt *partitionTasks) error {
+	pt.followerMu.Lock()
+	defer pt.followerMu.Unlock()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	tp, l := pt.p.TopicIDPartition, pt.p.Log
+	count := l.TruncationCount()
+	off, _, err := m.findHighestRemoteOffset(tp, l)
+	if err != nil {
+		return err
+	}
+	if !installRemoteOffset(l, off, count) {
+		m.logger.Debug("follower task: truncation during the lookup; offset dropped",
+			zap.Stringer("partition", tp), zap.Int64("offset", off))
+	}
+	return nil
+}
+
+// runExpiration is one run of a leader's expiration task (SPEC 4.8).
+func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
+	pt.expireMu.Lock()
+	defer pt.expireMu.Unlock()
+	tp, l := pt.p.TopicIDPartition, pt.p.Log
+	all, err := m.meta.ListSegments(tp)
+	if err != nil || len(all) == 0 {
+		return err
+	}
+	remoteEpochs := segmentEpochs(all)
+	entries := l.EpochEntries()
+	lineage := FilterLineage(entries)
+	guard := m.crossTier(tp)
+	logStart := l.LogStartOffset()
+	if guard.Consolidating {
+		// The seal pins the local log start of a consolidating partition;
+		// the cross-tier start is its real log start.
+		if guard.Known {
+			logStart = guard.Start
+		} else if logStart, err = m.findLogStartOffset(tp, l); err != nil {
+			return err
+		}
+	}
+	retentionMs, retentionBytes := l.Retention()
+	in := RetentionInput{
+		Lineage: lineage, LogStart: logStart, LogEnd: l.LogEndOffset(),
+		RetentionMs: retentionMs, RetentionBytes: retentionBytes, NowMs: m.opts.Now().UnixMilli(),
+		BeingCopied: m.beingCopied,
+	}
+	if retentionBytes > -1 {
+		if in.LocalOnlyBytes, err = localOnlyBytes(l); err != nil {
+			return err
+		}
+	}
+	for _, e := range lineage {
+		segs, err := m.meta.ListSegmentsForEpoch(tp, e.Epoch)
+		if err != nil {
+			return err
+		}
+		in.SegmentsByEpoch = append(in.SegmentsByEpoch, segs)
+	}
+	plan := PlanRetention(in)
+	// Report the new log start before deleting (SPEC 4.8 step 6): a
+	// reader is never sent to a segment being deleted.
+	if plan.NewLogStart >= 0 {
+		if _, err := l.UpdateLogStartOffsetFromRemoteTier(plan.NewLogStart); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, d := range plan.Delete {
+		if err := context.Cause(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := m.deleteScheduled(ctx, tp, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(entries) > 0 {
+		cleanup := PlanEpochCleanup(entries[0].Epoch, remoteEpochs, func(e int32) []SegmentMetadata {
+			segs, err := m.meta.ListSegmentsForEpoch(tp, e)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			return segs
+		}, guard)
+		for _, d := range cleanup {
+			if err := context.Cause(ctx); err != nil {
+				return errors.Join(append(errs, err)...)
+			}
+			if err := m.deleteScheduled(ctx, tp, d); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) deleteScheduled(ctx context.Context, tp TopicIDPartition, d ScheduledDelete) error {
+	if err := m.deleteSegment(ctx, &d.Segment); err != nil {
+		return err
+	}
+	m.logger.Info("deleted remote segment", zap.Stringer("partition", tp),
+		zap.Stringer("segment", d.Segment.SegmentID), zap.Int64("start", d.Segment.StartOffset),
+		zap.Int64("end", d.Segment.EndOffset), zap.Stringer("reason", d.Reason))
+	m.notify(func(ls *ManagerListener) {
+		if ls.SegmentDeleted != nil {
+			ls.SegmentDeleted(d.Segment, d.Reason)
+		}
+	})
+	return nil
+}
+
+// crossTier asks the consolidation state about tp.
+func (m *Manager) crossTier(tp TopicIDPartition) CrossTierGuard {
+	if m.opts.Consolidation == nil {
+		return CrossTierGuard{}
+	}
+	c, start, known := m.opts.Consolidation.CrossTierLogStart(tp)
+	return CrossTierGuard{Consolidating: c, Start: start, Known: known}
+}
+
+// segmentEpochs returns the sorted distinct epochs of segs.
+func segmentEpochs(segs []SegmentMetadata) []int32 {
+	var out []int32
+	for _, s := range segs {
+		for _, e := range s.SegmentLeaderEpochs {
+			out = append(out, e.Epoch)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// localOnlyBytes sums the local segments not yet in remote storage: those
+// based at or above the highest remote offset (Kafka:
+// onlyLocalLogSegmentsSize).
+func localOnlyBytes(l PartitionLog) (int64, error) {
+	segs, err := l.Segments(0)
+	if err != nil {
+		return 0, err
+	}
+	h := l.HighestOffsetInRemoteStorage()
+	var n int64
+	for _, s := range segs {
+		if s.BaseOffset >= h {
+			n += s.SizeBytes
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,285 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote/objstore"
+	"github.com/tierlog/tierlog/remote/objstore/mem"
+)
+
+// mgrEnv is a Manager over Pebble metadata and a StorageManager on an
+// in-memory store, with the tasks driven by hand.
+type mgrEnv struct {
+	t       *testing.T
+	fs      vfs.FS
+	meta    *MetadataManager
+	store   objstore.Store
+	storage *StorageManager
+	hooks   *hookStorage
+	mgr     *Manager
+	nowMs   atomic.Int64
+}
+
+// hookStorage runs hooks around the data plane's calls.
+type hookStorage struct {
+	SegmentStorage
+	beforeCopy func(m *SegmentMetadata) error
+	copies     atomic.Int64
+	deletes    atomic.Int64
+}
+
+func (h *hookStorage) CopySegment(ctx context.Context, m *SegmentMetadata, d SegmentData) ([]byte, error) {
+	h.copies.Add(1)
+	if h.beforeCopy != nil {
+		if err := h.beforeCopy(m); err != nil {
+			return nil, err
+		}
+	}
+	return h.SegmentStorage.CopySegment(ctx, m, d)
+}
+
+func (h *hookStorage) DeleteSegment(ctx context.Context, m *SegmentMetadata) error {
+	h.deletes.Add(1)
+	return h.SegmentStorage.DeleteSegment(ctx, m)
+}
+
+func newMgrEnv(t *testing.T, store objstore.Store) *mgrEnv {
+	t.Helper()
+	e := &mgrEnv{t: t, fs: vfs.NewMem()}
+	e.nowMs.Store(1_000_000)
+	var err error
+	e.meta, err = Open(e.fs, "meta", MetadataOptions{})
+	require.NoError(t, err)
+	if store == nil {
+		store = mem.New(mem.Options{})
+	}
+	e.store = store
+	e.storage, err = NewStorageManager(store, StorageOptions{ChunkSize: 512})
+	require.NoError(t, err)
+	e.hooks = &hookStorage{SegmentStorage: e.storage}
+	e.mgr, err = NewManager(e.meta, e.hooks, ManagerOptions{
+		BrokerID: 1, TaskInterval: -1, Now: func() time.Time { return time.UnixMilli(e.nowMs.Load()) },
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, e.mgr.Close())
+		require.NoError(t, e.meta.Close())
+	})
+	return e
+}
+
+// openLog opens a remote-enabled log in dir on the env's FS.
+func (e *mgrEnv) openLog(dir string, o log.Options) *log.UnifiedLog {
+	e.t.Helper()
+	o.FS = e.fs
+	o.RemoteStorageEnabled = true
+	o.Now = func() time.Time { return time.UnixMilli(e.nowMs.Load()) }
+	if o.SegmentIndexBytes == 0 {
+		o.SegmentIndexBytes = 4096
+	}
+	if o.IndexIntervalBytes == 0 {
+		o.IndexIntervalBytes = 64
+	}
+	l, err := log.Open(dir, o)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// appendSegments appends n records per segment, one per batch, in epoch,
+// rolling after each segment, and commits them.
+func appendSegments(t *testing.T, l *log.UnifiedLog, epoch int32, segments, n int) {
+	t.Helper()
+	for range segments {
+		for range n {
+			opts := record.DefaultBuilderOptions()
+			b := record.NewBuilder(opts)
+			b.Add(1_000_000, []byte("k"), []byte(fmt.Sprintf("value-%d", l.LogEndOffset())))
+			batch, err := b.Build()
+			require.NoError(t, err)
+			_, err = l.AppendAsLeader(batch, epoch, log.OriginClient)
+			require.NoError(t, err)
+		}
+		require.NoError(t, l.Roll())
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+}
+
+func finished(t *testing.T, meta *MetadataManager, tp TopicIDPartition) []SegmentMetadata {
+	t.Helper()
+	all, err := meta.ListSegments(tp)
+	require.NoError(t, err)
+	var out []SegmentMetadata
+	for _, s := range all {
+		if s.State == CopySegmentFinished {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func spans(segs []SegmentMetadata) string {
+	s := ""
+	for _, m := range segs {
+		s += fmt.Sprintf("[%d,%d]%s ", m.StartOffset, m.EndOffset, epochcache.FormatEntries(m.SegmentLeaderEpochs))
+	}
+	return s
+}
+
+// TestCopyTaskCopiesRolledSegmentsBelowLSO: the copy task uploads every
+// rolled segment below the last stable offset, never the active one, and
+// installs the highest copied offset (SPEC 4.5, S-34). A second run copies
+// nothing new.
+func TestCopyTaskCopiesRolledSegmentsBelowLSO(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	l := e.openLog("p0", log.Options{})
+	appendSegments(t, l, 0, 3, 5)
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	require.Equal(t, "[0,4]0@0 [5,9]0@5 [10,14]0@10 ", spans(finished(t, e.meta, tp)))
+	require.EqualValues(t, 14, l.HighestOffsetInRemoteStorage())
+	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	require.EqualValues(t, 3, e.hooks.copies.Load())
+	met := e.mgr.Metrics()
+	require.EqualValues(t, 3, met.SegmentsCopied)
+	require.Zero(t, met.Partitions[tp].CopyLagSegments)
+}
+
+// TestFailedCopyDeletesTheDanglingSegment (S-35): the upload fails; the
+// STARTED metadata is moved to DELETE_STARTED and DELETE_FINISHED, the
+// data deleted once, the failure counted, and the highest remote offset
+// unchanged.
+func TestFailedCopyDeletesTheDanglingSegment(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	l := e.openLog("p0", log.Options{})
+	appendSegments(t, l, 0, 2, 5)
+	boom := errors.New("upload refused")
+	e.hooks.beforeCopy = func(*SegmentMetadata) error { return boom }
+	var events []string
+	e.mgr.opts.Listener.CopyStart = func(CopyInfo) { events = append(events, "start") }
+	e.mgr.opts.Listener.CopyError = func(_ CopyInfo, err error) { events = append(events, "error") }
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	err := e.mgr.RunCopy(context.Background(), tp)
+	require.ErrorIs(t, err, boom)
+	all, err := e.meta.ListSegments(tp)
+	require.NoError(t, err)
+	require.Empty(t, all, "the dangling copy is DELETE_SEGMENT_FINISHED (forgotten)")
+	require.EqualValues(t, 1, e.hooks.copies.Load())
+	require.EqualValues(t, 1, e.hooks.deletes.Load())
+	require.EqualValues(t, 1, e.mgr.Metrics().CopyErrors)
+	require.EqualValues(t, base.UndefinedOffset, l.HighestOffsetInRemoteStorage())
+	require.Equal(t, []string{"start", "error"}, events)
+}
+
+// truncatingLog runs a hook inside one of the log's reads, as a
+// truncation racing with a task would.
+type truncatingLog struct {
+	*log.UnifiedLog
+	afterEndOffset func()
+}
+
+func (l *truncatingLog) EndOffsetForEpoch(epoch int32) (int64, int32, bool) {
+	end, found, ok := l.UnifiedLog.EndOffsetForEpoch(epoch)
+	if f := l.afterEndOffset; f != nil {
+		l.afterEndOffset = nil
+		f()
+	}
+	return end, found, ok
+}
+
+// TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup
+// (SEED #857, S-52): the follower's log truncates while the task computes
+// the highest remote offset from the old epoch cache. The install carries
+// the count read before the lookup and is dropped; the next run installs
+// the offset of the truncated log.
+func TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	// The leader tiered [0,99] in epoch 0 and [100,149] in epoch 1.
+	e.addFinished(tp, 0, 99, []epochcache.Entry{{Epoch: 0, StartOffset: 0}})
+	e.addFinished(tp, 100, 149, []epochcache.Entry{{Epoch: 1, StartOffset: 100}})
+	// The follower holds [0,100) in epoch 0 and [100,150) in epoch 1.
+	inner := e.openLog("p0", log.Options{})
+	appendSegments(t, inner, 0, 1, 100)
+	appendSegments(t, inner, 1, 1, 50)
+	l := &truncatingLog{UnifiedLog: inner}
+	l.afterEndOffset = func() {
+		// The follower finds that its epoch 1 diverged and cuts it.
+		_, err := inner.TruncateTo(100)
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{tp, l}}))
+	require.NoError(t, e.mgr.RunFollower(context.Background(), tp))
+	require.EqualValues(t, base.UndefinedOffset, inner.HighestOffsetInRemoteStorage(),
+		"149 was computed before the truncation to 100: dropped")
+	require.NoError(t, e.mgr.RunFollower(context.Background(), tp))
+	require.EqualValues(t, 99, inner.HighestOffsetInRemoteStorage())
+}
+
+// addFinished records a finished remote segment (metadata only).
+func (e *mgrEnv) addFinished(tp TopicIDPartition, start, end int64, epochs []epochcache.Entry) SegmentMetadata {
+	e.t.Helper()
+	m := SegmentMetadata{
+		SegmentID: NewSegmentID(tp), StartOffset: start, EndOffset: end, SegmentLeaderEpochs: epochs,
+		SizeBytes: end - start + 1, MaxTimestampMs: 0, State: CopySegmentStarted, TxnIndexEmpty: true,
+	}
+	ctx := context.Background()
+	require.NoError(e.t, e.meta.AddSegment(ctx, m))
+	require.NoError(e.t, e.meta.UpdateSegment(ctx, SegmentMetadataUpdate{SegmentID: m.SegmentID, State: CopySegmentFinished}))
+	m.State = CopySegmentFinished
+	return m
+}
+
+// TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload (SEED
+// #857, S-52): the leader loses leadership during the upload of [10,19]
+// and truncates to 15; a new epoch writes 15..29. The install of 19 is
+// dropped, and the next run derives the copied offset again (14, capped
+// by the log's end of epoch 0) and uploads the records that replaced the
+// discarded tail instead of resuming after 19.
+func TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	l := e.openLog("p0", log.Options{})
+	appendSegments(t, l, 0, 3, 10) // [0,10) [10,20) [20,30), active at 30
+	e.hooks.beforeCopy = func(m *SegmentMetadata) error {
+		if m.StartOffset == 10 {
+			_, err := l.TruncateTo(15)
+			require.NoError(t, err)
+		}
+		return nil
+	}
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	require.EqualValues(t, 9, l.HighestOffsetInRemoteStorage(), "19 was uploaded under the old count: dropped")
+	require.Equal(t, "[0,9]0@0 [10,19]0@10 ", spans(finished(t, e.meta, tp)))
+
+	e.hooks.beforeCopy = nil
+	appendSegments(t, l, 1, 1, 15) // 15..29 in epoch 1, then roll
+	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	got := finished(t, e.meta, tp)
+	end := int64(-1)
+	for _, s := range got {
+		end = max(end, s.EndOffset)
+	}
+	require.EqualValues(t, 29, end, "segments %s", spans(got))
+	require.EqualValues(t, 29, l.HighestOffsetInRemoteStorage())
+	// Offset 15 of epoch 1 (the new leader's record) is in remote storage.
+	seg, ok, err := e.meta.SegmentFor(tp, 1, 15)
+	require.NoError(t, err)
+	require.True(t, ok, "the records that replaced the discarded tail are uploaded: %s", spans(got))
+	require.LessOrEqual(t, seg.StartOffset, int64(15))
+}

@@ -1,0 +1,496 @@
+package remote
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/remote/objstore"
+)
+
+// maxManifestBytes is the size of the largest manifest decodeManifest can
+// accept; a larger object is corrupt and is not read past this.
+const maxManifestBytes = manifestFixedLen + (8+manifestChunkLen)*maxChunksPerSegment +
+	manifestIndexLen*numIndexTypes + crcLen
+
+// FetchSegment returns the bytes [start, start+length) of the segment's
+// original .log; length -1 means to the end, and start == size (or length
+// 0) gives an empty body. Kafka: fetchLogSegment (whose end position is
+// inclusive; here it is a length).
+//
+// Only the chunks the range touches are read: one ranged Get per data
+// object the range spans (one for an uncompressed segment) and per
+// ReadAheadBytes of stored bytes. The first Get is issued before
+// FetchSegment returns, so that a missing object is reported here; later
+// ones as the body reaches them. Ask for the bytes you need: a chunk is
+// read whole even for one byte of it. Each
+// chunk is checked against its CRC-32C before any of its bytes are
+// returned, and decompressed into a buffer of exactly its raw length.
+//
+// The body yields exactly the range and then io.EOF, or fails: a chunk
+// that fails its checksum or does not decompress to its raw length is a
+// *CorruptionError, a body the store cuts short wraps objstore.ErrShortRead,
+// and once ctx is done reads fail with its error. Never a short read that
+// looks complete. The caller must Close the body.
+//
+// A range outside [0, size] fails with ErrInvalidArgument; a segment
+// without a manifest with ErrSegmentDataNotFound.
+func (s *StorageManager) FetchSegment(ctx context.Context, m *SegmentMetadata, start, length int64) (io.ReadCloser, error) {
+	if start < 0 || length < -1 {
+		return nil, s.count(fmt.Errorf("%w: remote: fetch segment: start %d length %d", ErrInvalidArgument, start, length))
+	}
+	man, keys, err := s.loadManifest(ctx, m)
+	if err != nil {
+		return nil, s.count(err)
+	}
+	if start > man.logSize || (length >= 0 && length > man.logSize-start) {
+		return nil, s.count(fmt.Errorf("%w: remote: fetch [%d, +%d) of segment %s of %d bytes",
+			ErrInvalidArgument, start, length, m.SegmentID, man.logSize))
+	}
+	end := man.logSize
+	if length >= 0 {
+		end = start + length
+	}
+	if start == end {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	r := &segmentReader{ctx: ctx, s: s, man: man, keys: keys, id: m.SegmentID,
+		start: start, end: end, next: man.chunkAt(start), last: man.chunkAt(end - 1)}
+	if err := r.openRun(); err != nil {
+		_ = r.Close()
+		return nil, s.count(err)
+	}
+	return r, nil
+}
+
+// segmentReader is the body FetchSegment returns. It reads the chunks
+// [next, last] in order from runs of chunks in one data object (one ranged
+// Get each) and serves the part of each chunk inside [start, end). One
+// goroutine at a time.
+type segmentReader struct {
+	ctx  context.Context
+	s    *StorageManager
+	man  *manifest
+	keys segmentKeys
+	id   SegmentID
+
+	start, end int64 // the raw range requested
+	next, last int   // next chunk to load; last chunk of the range
+
+	body    io.ReadCloser // the current run's Get body; nil between runs
+	bodyKey string
+	bodyEnd int // last chunk the current body holds
+
+	cur    []byte  // unread bytes of the current chunk inside the range
+	stored *[]byte // pooled buffer of the current chunk's stored bytes
+	raw    *[]byte // pooled buffer of its decompressed bytes
+	err    error   // sticky: io.EOF, the first failure, or errReaderClosed
+}
+
+var errReaderClosed = errors.New("remote: read of a closed segment body")
+
+func (r *segmentReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		if r.next > r.last {
+			r.err = io.EOF
+			r.closeBody()
+			return 0, io.EOF
+		}
+		if err := r.loadChunk(); err != nil {
+			if _, corrupt := err.(*CorruptionError); !corrupt { // it names the segment already
+				err = fmt.Errorf("remote: fetch segment %s: %w", r.id, err)
+			}
+			r.err = r.s.count(err)
+			r.closeBody()
+			return 0, r.err
+		}
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+// Close releases the body and the buffers; later reads fail.
+func (r *segmentReader) Close() error {
+	r.closeBody()
+	putBuffer(r.stored)
+	putBuffer(r.raw)
+	r.stored, r.raw, r.cur = nil, nil, nil
+	if r.err == nil || r.err == io.EOF {
+		r.err = errReaderClosed
+	}
+	return nil
+}
+
+func (r *segmentReader) closeBody() {
+	if r.body != nil {
+		_ = r.body.Close()
+		r.body = nil
+	}
+}
+
+// openRun issues the ranged Get of the chunks from r.next on: up to the
+// last chunk of the range in the same data object, and at most
+// ReadAheadBytes of stored bytes (but at least one chunk).
+func (r *segmentReader) openRun() error {
+	first := &r.man.chunks[r.next]
+	j, window := r.next, first.storedLen
+	for j < r.last {
+		c := &r.man.chunks[j+1]
+		if c.object != first.object || window+c.storedLen > int64(r.s.opts.ReadAheadBytes) {
+			break
+		}
+		window += c.storedLen
+		j++
+	}
+	key := r.keys.data(first.object)
+	off, n := first.storedOffset, r.man.chunks[j].storedEnd()-first.storedOffset
+	r.s.metrics.getRequests.Add(1)
+	body, err := r.s.store.Get(r.ctx, key, off, n)
+	if err != nil {
+		if objstore.IsNotExist(err) {
+			return fmt.Errorf("%w: %s: %w", ErrSegmentDataNotFound, r.id, err)
+		}
+		return err
+	}
+	r.body, r.bodyKey, r.bodyEnd = body, key, j
+	return nil
+}
+
+// loadChunk reads, verifies and decompresses chunk r.next and points
+// r.cur at its bytes inside the range.
+func (r *segmentReader) loadChunk() error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if r.body == nil {
+		if err := r.openRun(); err != nil {
+			return err
+		}
+	}
+	k := r.next
+	c := &r.man.chunks[k]
+	if r.stored == nil || int64(cap(*r.stored)) < c.storedLen {
+		putBuffer(r.stored)
+		r.stored = getBuffer(int(r.man.chunkSize))
+	}
+	stored := (*r.stored)[:c.storedLen]
+	n, err := io.ReadFull(r.body, stored)
+	r.s.metrics.bytesFetched.Add(int64(n))
+	if err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			err = fmt.Errorf("%w: chunk %d: got %d of %d bytes", objstore.ErrShortRead, k, n, c.storedLen)
+		}
+		return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
+	}
+	if k == r.bodyEnd {
+		// The run is complete; a body with more bytes is a store returning
+		// another range than asked for.
+		var one [1]byte
+		if m, err := r.body.Read(one[:]); m > 0 {
+			return objstore.NewOpError(objstore.OpGet, r.bodyKey,
+				fmt.Errorf("%w: body longer than chunks %d..%d", objstore.ErrSizeMismatch, r.next, r.bodyEnd))
+		} else if err != nil && err != io.EOF {
+			return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
+		}
+		r.closeBody()
+	}
+	corrupt := func(format string, args ...any) *CorruptionError {
+		return &CorruptionError{SegmentID: r.id, Key: r.bodyKey, Offset: c.storedOffset,
+			Reason: fmt.Sprintf("chunk %d (raw [%d, %d)): ", k, c.rawOffset, c.rawOffset+c.rawLen) + fmt.Sprintf(format, args...)}
+	}
+	if got := crc32.Checksum(stored, castagnoli); got != c.crc {
+		return r.s.corruption(corrupt("checksum %08x, manifest says %08x", got, c.crc))
+	}
+	raw := stored
+	if c.codec == codecZstd {
+		if r.raw == nil || int64(cap(*r.raw)) < c.rawLen {
+			putBuffer(r.raw)
+			r.raw = getBuffer(int(r.man.chunkSize))
+		}
+		// The capacity is the raw length: the decoder stops there
+		// (WithDecodeAllCapLimit), so a hostile frame cannot grow it.
+		out, err := r.s.decoder.DecodeAll(stored, (*r.raw)[:0:c.rawLen])
+		if err != nil {
+			return r.s.corruption(corrupt("zstd: %v", err))
+		}
+		if int64(len(out)) != c.rawLen {
+			return r.s.corruption(corrupt("decompressed to %d bytes, want %d", len(out), c.rawLen))
+		}
+		raw = out
+	}
+	r.s.metrics.chunksFetched.Add(1)
+	lo, hi := max(r.start-c.rawOffset, 0), min(r.end-c.rawOffset, c.rawLen)
+	r.cur = raw[lo:hi]
+	r.next++
+	return nil
+}
+
+// corruption logs a detected corruption and returns err.
+func (s *StorageManager) corruption(err *CorruptionError) error {
+	s.logger.Warn("remote segment data corrupt", zap.Stringer("segment", err.SegmentID),
+		zap.String("key", err.Key), zap.Int64("offset", err.Offset), zap.String("reason", err.Reason))
+	return err
+}
+
+// FetchIndex returns the auxiliary index t of the segment, checked against
+// its CRC-32C (a mismatch is a *CorruptionError). The transaction index of
+// a segment without aborted transactions is ErrIndexNotFound. Kafka:
+// fetchIndex.
+func (s *StorageManager) FetchIndex(ctx context.Context, m *SegmentMetadata, t IndexType) ([]byte, error) {
+	b, _, err := s.fetchIndex(ctx, m, t)
+	return b, s.count(err)
+}
+
+// FetchLeaderEpochs returns the decoded IndexLeaderEpoch index: the
+// leader's epoch entries before the segment end (SPEC 4.1), oldest first.
+// Bytes that pass their checksum but do not parse as the canonical
+// checkpoint text of strictly increasing entries are a *CorruptionError.
+func (s *StorageManager) FetchLeaderEpochs(ctx context.Context, m *SegmentMetadata) ([]epochcache.Entry, error) {
+	b, corrupt, err := s.fetchIndex(ctx, m, IndexLeaderEpoch)
+	if err != nil {
+		return nil, s.count(err)
+	}
+	entries, reason := parseEpochCheckpoint(b)
+	if reason != "" {
+		return nil, s.count(s.corruption(corrupt("leader-epoch checkpoint: " + reason)))
+	}
+	return entries, nil
+}
+
+// fetchIndex reads index t; corrupt makes a *CorruptionError about it.
+func (s *StorageManager) fetchIndex(ctx context.Context, m *SegmentMetadata, t IndexType) (b []byte, corrupt func(string) *CorruptionError, err error) {
+	if !t.valid() {
+		return nil, nil, fmt.Errorf("%w: remote: index type %d", ErrInvalidArgument, t)
+	}
+	man, keys, err := s.loadManifest(ctx, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	ix, ok := man.index(t)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s index of segment %s", ErrIndexNotFound, t, m.SegmentID)
+	}
+	corrupt = func(reason string) *CorruptionError {
+		return &CorruptionError{SegmentID: m.SegmentID, Key: keys.indexes(), Offset: ix.offset,
+			Reason: t.String() + " index: " + reason}
+	}
+	b = []byte{}
+	if ix.size > 0 {
+		s.metrics.getRequests.Add(1)
+		b, err = objstore.ReadRange(ctx, s.store, keys.indexes(), ix.offset, ix.size)
+		if err != nil {
+			if objstore.IsNotExist(err) {
+				err = fmt.Errorf("%w: %s: %w", ErrSegmentDataNotFound, m.SegmentID, err)
+			}
+			return nil, nil, fmt.Errorf("remote: fetch %s index of segment %s: %w", t, m.SegmentID, err)
+		}
+		s.metrics.bytesFetched.Add(ix.size)
+	}
+	if got := crc32.Checksum(b, castagnoli); got != ix.crc {
+		return nil, nil, s.corruption(corrupt(fmt.Sprintf("checksum %08x, manifest says %08x", got, ix.crc)))
+	}
+	return b, corrupt, nil
+}
+
+// loadManifest returns the segment's manifest, from the cache or the
+// store, checked against m (ids, start offset, size).
+func (s *StorageManager) loadManifest(ctx context.Context, m *SegmentMetadata) (*manifest, segmentKeys, error) {
+	keys, err := s.keysFor(m)
+	if err != nil {
+		return nil, keys, err
+	}
+	if s.cache != nil {
+		if man := s.cache.get(m.SegmentID); man != nil {
+			s.metrics.manifestHits.Add(1)
+			return man, keys, nil
+		}
+	}
+	s.metrics.manifestMisses.Add(1)
+	key := keys.manifest()
+	b, err := s.readManifest(ctx, key)
+	if err != nil {
+		if objstore.IsNotExist(err) {
+			return nil, keys, fmt.Errorf("%w: %s: %w", ErrSegmentDataNotFound, m.SegmentID, err)
+		}
+		return nil, keys, fmt.Errorf("remote: read manifest of segment %s: %w", m.SegmentID, err)
+	}
+	corrupt := func(reason string) error {
+		return s.corruption(&CorruptionError{SegmentID: m.SegmentID, Key: key, Offset: -1, Reason: reason})
+	}
+	if b == nil {
+		return nil, keys, corrupt(fmt.Sprintf("manifest larger than %d bytes", maxManifestBytes))
+	}
+	man, err := decodeManifest(b)
+	if err != nil {
+		return nil, keys, corrupt(err.Error())
+	}
+	tp := m.SegmentID.TopicIDPartition
+	switch {
+	case man.topicID != tp.TopicID || man.partition != tp.Partition || man.segmentID != m.SegmentID.ID:
+		return nil, keys, corrupt(fmt.Sprintf("manifest of segment %s:%d/%s", man.topicID, man.partition, man.segmentID))
+	case man.startOffset != m.StartOffset:
+		return nil, keys, corrupt(fmt.Sprintf("manifest start offset %d, metadata says %d", man.startOffset, m.StartOffset))
+	case man.logSize != m.SizeBytes:
+		return nil, keys, corrupt(fmt.Sprintf("manifest log size %d, metadata says %d", man.logSize, m.SizeBytes))
+	}
+	if s.cache != nil {
+		s.cache.add(m.SegmentID, man)
+	}
+	return man, keys, nil
+}
+
+// readManifest reads the manifest object, at most maxManifestBytes of it:
+// nil, nil when it is larger.
+func (s *StorageManager) readManifest(ctx context.Context, key string) ([]byte, error) {
+	s.metrics.getRequests.Add(1)
+	body, err := s.store.Get(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(io.LimitReader(body, maxManifestBytes+1))
+	s.metrics.bytesFetched.Add(n)
+	if err != nil {
+		return nil, objstore.NewOpError(objstore.OpGet, key, err)
+	}
+	if n > maxManifestBytes {
+		return nil, nil
+	}
+	return buf.Bytes(), nil
+}
+
+// manifestCache is an LRU of decoded manifests by segment id. Manifests
+// are immutable, so they are shared with readers without copying.
+type manifestCache struct {
+	capacity int
+	mu       struct {
+		sync.Mutex
+		order *list.List // of *manifestCacheEntry, most recent first
+		byID  map[SegmentID]*list.Element
+	}
+}
+
+type manifestCacheEntry struct {
+	id  SegmentID
+	man *manifest
+}
+
+func newManifestCache(capacity int) *manifestCache {
+	c := &manifestCache{capacity: capacity}
+	c.mu.order = list.New()
+	c.mu.byID = make(map[SegmentID]*list.Element)
+	return c
+}
+
+func (c *manifestCache) get(id SegmentID) *manifest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.mu.byID[id]
+	if !ok {
+		return nil
+	}
+	c.mu.order.MoveToFront(e)
+	return e.Value.(*manifestCacheEntry).man
+}
+
+func (c *manifestCache) add(id SegmentID, man *manifest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.mu.byID[id]; ok {
+		e.Value.(*manifestCacheEntry).man = man
+		c.mu.order.MoveToFront(e)
+		return
+	}
+	c.mu.byID[id] = c.mu.order.PushFront(&manifestCacheEntry{id: id, man: man})
+	for c.mu.order.Len() > c.capacity {
+		oldest := c.mu.order.Back()
+		c.mu.order.Remove(oldest)
+		delete(c.mu.byID, oldest.Value.(*manifestCacheEntry).id)
+	}
+}
+
+func (c *manifestCache) remove(id SegmentID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.mu.byID[id]; ok {
+		c.mu.order.Remove(e)
+		delete(c.mu.byID, id)
+	}
+}
+
+// appendEpochCheckpoint appends entries in Kafka's leader-epoch-checkpoint
+// text format (SPEC 3.6, DESIGN.md 4.2): "0\n<N>\n" then N lines
+// "<epoch> <startOffset>\n".
+func appendEpochCheckpoint(b []byte, entries []epochcache.Entry) []byte {
+	b = append(b, "0\n"...)
+	b = strconv.AppendInt(b, int64(len(entries)), 10)
+	b = append(b, '\n')
+	for _, e := range entries {
+		b = strconv.AppendInt(b, int64(e.Epoch), 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, e.StartOffset, 10)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// parseEpochCheckpoint parses what appendEpochCheckpoint wrote, and only
+// that (the remote copy is written by this package alone, so anything
+// else is corruption): it returns the entries, or a reason.
+func parseEpochCheckpoint(text []byte) ([]epochcache.Entry, string) {
+	b := text
+	line := func() (string, bool) {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return "", false
+		}
+		l := string(b[:i])
+		b = b[i+1:]
+		return l, true
+	}
+	if v, ok := line(); !ok || v != "0" {
+		return nil, fmt.Sprintf("version line %q, want \"0\"", v)
+	}
+	c, ok := line()
+	count, err := strconv.Atoi(c)
+	if !ok || err != nil || count < 0 || count > len(b)/4 { // an entry line is at least "0 0\n"
+		return nil, fmt.Sprintf("entry count %q for %d bytes", c, len(b))
+	}
+	entries := make([]epochcache.Entry, 0, count)
+	for i := range count {
+		l, ok := line()
+		epochText, offsetText, ok2 := strings.Cut(l, " ")
+		epoch, err1 := strconv.ParseInt(epochText, 10, 32)
+		offset, err2 := strconv.ParseInt(offsetText, 10, 64)
+		if !ok || !ok2 || err1 != nil || err2 != nil || epoch < 0 || offset < 0 {
+			return nil, fmt.Sprintf("entry %d: bad line %q", i, l)
+		}
+		e := epochcache.Entry{Epoch: int32(epoch), StartOffset: offset}
+		if i > 0 && (e.Epoch <= entries[i-1].Epoch || e.StartOffset <= entries[i-1].StartOffset) {
+			return nil, fmt.Sprintf("entries not strictly increasing: %s then %s", entries[i-1], e)
+		}
+		entries = append(entries, e)
+	}
+	if len(b) != 0 {
+		return nil, fmt.Sprintf("%d bytes after %d entries", len(b), count)
+	}
+	if !bytes.Equal(appendEpochCheckpoint(nil, entries), text) {
+		return nil, "numbers not in canonical form"
+	}
+	return entries, ""
+}

@@ -1,0 +1,135 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/remote/objstore"
+	"github.com/tierlog/tierlog/remote/objstore/s3"
+)
+
+// openS3ForStorage opens the S3 adapter on a fresh bucket of the shared
+// versitygw server (skipped without one, failed under TIERLOG_REQUIRE_S3=1).
+func openS3ForStorage(t *testing.T, srv *s3test.Server) (*s3.Store, s3.Options) {
+	t.Helper()
+	o := s3.Options{
+		Endpoint:        srv.URL,
+		Bucket:          s3test.NewBucketName(t),
+		Region:          s3test.Region,
+		AccessKeyID:     s3test.AccessKeyID,
+		SecretAccessKey: s3test.SecretAccessKey,
+		RootCAs:         srv.RootCAs,
+		RequestTimeout:  10 * time.Second,
+		Retry:           s3.RetryPolicy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
+		PathSafeKeys:    true, // versitygw's posix backend stores objects as files
+		CreateBucket:    true,
+		// Small parts, so that an uncompressed segment of a few MiB takes
+		// the multipart path of objstore.PutLarge.
+		MultipartThresholdBytes: 5 << 20,
+		PartBytes:               5 << 20,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store, err := s3.Open(ctx, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	return store, o
+}
+
+// TestStorageS3 runs the round trip, a corruption on the server's disk,
+// orphan sweeping and deletion against a real S3 server.
+func TestStorageS3(t *testing.T) {
+	srv := s3test.Start(t)
+	for _, compression := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compression=%t", compression), func(t *testing.T) {
+			ctx := context.Background()
+			store, o := openS3ForStorage(t, srv)
+			opts := StorageOptions{KeyPrefix: "cluster-1/", ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression}
+			s := newTestStorage(t, store, opts)
+			c := newTestCopy(storageTopic, 21, 1200, 10_500, true)
+			_, err := s.CopySegment(ctx, &c.m, c.data)
+			require.NoError(t, err)
+			checkFetches(t, s, &c.m, c.src)
+			checkIndexes(t, s, c)
+			cold := newTestStorage(t, store, opts)
+			checkFetches(t, cold, &c.m, c.src)
+			checkIndexes(t, cold, c)
+
+			// Flip a byte of chunk 3 in the server's file: S3 has no
+			// checksum for ranged reads, the chunk's CRC-32C catches it.
+			keys, err := s.keysFor(&c.m)
+			require.NoError(t, err)
+			man := s.cache.get(c.m.SegmentID)
+			ch := man.chunks[3]
+			path := filepath.Join(srv.DataDir, o.Bucket, filepath.FromSlash(keys.data(ch.object))+"!")
+			flipFileByte(t, path, ch.storedOffset+1)
+			_, err = fetchAll(ctx, s, &c.m, ch.rawOffset, 10)
+			requireCorrupt(t, err, keys.data(ch.object))
+			got, err := fetchAll(ctx, s, &c.m, 0, 100)
+			require.NoError(t, err)
+			require.Equal(t, c.src[:100], got)
+			flipFileByte(t, path, ch.storedOffset+1)
+
+			// A crashed copy (no manifest) is swept; the copied segment is
+			// kept; then DeleteSegment removes everything.
+			crashed := newTestCopy(storageTopic, 22, 5000, 100, false)
+			ckeys, err := s.keysFor(&crashed.m)
+			require.NoError(t, err)
+			putBytes(t, store, ckeys.data(0), crashed.src)
+			deleted, err := s.DeleteOrphans(ctx, storageTopic, func(id SegmentID) bool { return id == c.m.SegmentID })
+			require.NoError(t, err)
+			require.Equal(t, []SegmentID{crashed.m.SegmentID}, deleted)
+			checkFetches(t, s, &c.m, c.src)
+			require.NoError(t, s.DeleteSegment(ctx, &c.m))
+			require.NoError(t, s.DeleteSegment(ctx, &c.m))
+			var left []string
+			require.NoError(t, objstore.ListAll(ctx, store, "", func(oi objstore.ObjectInfo) error {
+				left = append(left, oi.Key)
+				return nil
+			}))
+			require.Empty(t, left)
+		})
+	}
+	t.Run("multipart", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("12 MiB upload")
+		}
+		ctx := context.Background()
+		store, _ := openS3ForStorage(t, srv)
+		s := newTestStorage(t, store, StorageOptions{ChunkSize: 1 << 20})
+		c := newTestCopy(storageTopic, 23, 0, 12<<20+123, false)
+		_, err := s.CopySegment(ctx, &c.m, c.data)
+		require.NoError(t, err)
+		n := int64(len(c.src))
+		for _, r := range [][2]int64{{0, 10}, {5<<20 - 5, 10}, {(1 << 20) - 1, 2 << 20}, {n - 100, -1}} {
+			got, err := fetchAll(ctx, s, &c.m, r[0], r[1])
+			require.NoError(t, err)
+			end := n
+			if r[1] >= 0 {
+				end = r[0] + r[1]
+			}
+			require.Equal(t, c.src[r[0]:end], got, "range %v", r)
+		}
+	})
+}
+
+func flipFileByte(t *testing.T, path string, at int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err, "the posix backend's file of the object (escaped name %s)", strings.TrimPrefix(path, os.TempDir()))
+	defer f.Close()
+	b := []byte{0}
+	_, err = f.ReadAt(b, at)
+	require.NoError(t, err)
+	b[0] ^= 0x40
+	_, err = f.WriteAt(b, at)
+	require.NoError(t, err)
+}
