@@ -120,8 +120,10 @@ type StorageOptions struct {
 	// ReadAheadBytes bounds the stored bytes one ranged Get of a fetch asks
 	// for (a Get always covers at least one chunk). A longer range is read
 	// in several Gets as its body is consumed, so a caller that asks for
-	// the rest of a segment and stops after a few batches does not leave a
-	// large transfer behind. Default 8 MiB.
+	// the rest of a segment and stops after a few batches (Kafka's
+	// fetchLogSegment(start) pattern: a stream to the segment end, read up
+	// to max.partition.fetch.bytes, about 1 MiB) does not leave a large
+	// transfer behind. Default twice ChunkSize.
 	ReadAheadBytes int
 	// ManifestCacheEntries is how many decoded manifests are kept (LRU,
 	// keyed by segment id) so that fetches from a hot segment read only
@@ -135,7 +137,6 @@ type StorageOptions struct {
 
 const (
 	defaultChunkSize            = 1 << 20
-	defaultReadAheadBytes       = 8 << 20
 	defaultDataObjectBytes      = 16 << 20
 	defaultManifestCacheEntries = 256
 	// checksumBlockBytes is the read size of the checksum pass of an
@@ -226,7 +227,7 @@ func NewStorageManager(store objstore.Store, opts StorageOptions) (*StorageManag
 		return bad("data object bytes %d below the chunk size %d", opts.DataObjectBytes, opts.ChunkSize)
 	}
 	if opts.ReadAheadBytes == 0 {
-		opts.ReadAheadBytes = defaultReadAheadBytes
+		opts.ReadAheadBytes = 2 * opts.ChunkSize
 	}
 	if opts.ReadAheadBytes < 0 {
 		return bad("read-ahead bytes %d", opts.ReadAheadBytes)
@@ -271,7 +272,7 @@ func (s *StorageManager) Metrics() StorageMetrics {
 // count records a failed call (and a corruption) in the metrics and
 // returns err unchanged.
 func (s *StorageManager) count(err error) error {
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrIndexNotFound) { // an answer, not a failure
 		s.metrics.errors.Add(1)
 		if errors.Is(err, ErrCorrupt) {
 			s.metrics.corruptions.Add(1)

@@ -307,7 +307,7 @@ func TestNewStorageManagerOptions(t *testing.T) {
 	s = newTestStorage(t, store, StorageOptions{})
 	require.Equal(t, defaultChunkSize, s.opts.ChunkSize)
 	require.Equal(t, defaultDataObjectBytes, s.opts.DataObjectBytes)
-	require.Equal(t, defaultReadAheadBytes, s.opts.ReadAheadBytes)
+	require.Equal(t, 2*defaultChunkSize, s.opts.ReadAheadBytes)
 	require.Equal(t, defaultManifestCacheEntries, s.cache.capacity)
 }
 
@@ -346,7 +346,8 @@ func TestStorageFetchReadsOnlyNeededChunks(t *testing.T) {
 		t.Run(fmt.Sprintf("compression=%t", compression), func(t *testing.T) {
 			ctx := context.Background()
 			store := &countingStore{Store: newMemStore()}
-			opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression}
+			// A read-ahead window larger than the segment: a Get per object.
+			opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression, ReadAheadBytes: 1 << 20}
 			writer := newTestStorage(t, store, opts)
 			c := newTestCopy(storageTopic, 3, 0, 10_500, false)
 			_, err := writer.CopySegment(ctx, &c.m, c.data)
@@ -703,7 +704,7 @@ func testStorageCorruption(t *testing.T, storeName string, compression bool) {
 	}
 }
 
-// caseChunk: chunk.
+// caseChunk: a flipped byte in a chunk fails that chunk only, after the verified chunks before it.
 func (fx *corruptionFixture) caseChunk(t *testing.T) {
 	ctx := context.Background()
 	ch := fx.man.chunks[2]
@@ -731,7 +732,7 @@ func (fx *corruptionFixture) caseChunk(t *testing.T) {
 	require.Positive(t, fx.s.Metrics().Corruptions)
 }
 
-// caseManifestByte: manifest byte.
+// caseManifestByte: a flipped manifest byte fails every read of the segment.
 func (fx *corruptionFixture) caseManifestByte(t *testing.T) {
 	ctx := context.Background()
 	for _, at := range []int{0, 5, 30, 60, len(fx.manBytes) / 2, len(fx.manBytes) - 1} {
@@ -744,7 +745,7 @@ func (fx *corruptionFixture) caseManifestByte(t *testing.T) {
 	}
 }
 
-// caseManifestTruncatedOrGarbage: manifest truncated or garbage.
+// caseManifestTruncatedOrGarbage: a cut, extended or random manifest is corruption, not a short read.
 func (fx *corruptionFixture) caseManifestTruncatedOrGarbage(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range []func([]byte) []byte{
@@ -757,11 +758,12 @@ func (fx *corruptionFixture) caseManifestTruncatedOrGarbage(t *testing.T) {
 		rewrite(t, fx.store, fx.keys.manifest(), f)
 		_, err := fx.s.FetchSegment(ctx, &fx.c.m, 0, -1)
 		requireCorrupt(t, err, fx.keys.manifest())
-		require.NoError(t, fx.store.Put(ctx, fx.keys.manifest(), bytes.NewReader(fx.manBytes), int64(len(fx.manBytes)), objstore.PutOptions{}))
+		putBytes(t, fx.store, fx.keys.manifest(), fx.manBytes)
 	}
 }
 
-// caseManifestOfAnotherSegment: manifest of another segment.
+// caseManifestOfAnotherSegment: a valid manifest under the keys of another
+// segment is caught by the ids, start offset and size it carries.
 func (fx *corruptionFixture) caseManifestOfAnotherSegment(t *testing.T) {
 	ctx := context.Background()
 	for _, mutate := range []func(*SegmentMetadata){
@@ -775,7 +777,7 @@ func (fx *corruptionFixture) caseManifestOfAnotherSegment(t *testing.T) {
 		mutate(&other)
 		otherKeys, err := fx.s.keysFor(&other)
 		require.NoError(t, err)
-		require.NoError(t, fx.store.Put(ctx, otherKeys.manifest(), bytes.NewReader(fx.manBytes), int64(len(fx.manBytes)), objstore.PutOptions{}))
+		putBytes(t, fx.store, otherKeys.manifest(), fx.manBytes)
 		_, err = fx.s.FetchSegment(ctx, &other, 0, 1)
 		requireCorrupt(t, err, otherKeys.manifest())
 		if otherKeys != fx.keys {
@@ -784,7 +786,7 @@ func (fx *corruptionFixture) caseManifestOfAnotherSegment(t *testing.T) {
 	}
 }
 
-// caseIndex: index.
+// caseIndex: a flipped index byte fails that index only.
 func (fx *corruptionFixture) caseIndex(t *testing.T) {
 	ctx := context.Background()
 	ix, ok := fx.man.index(IndexTimestamp)
@@ -799,7 +801,7 @@ func (fx *corruptionFixture) caseIndex(t *testing.T) {
 	require.Equal(t, fx.c.data.OffsetIndex, got)
 }
 
-// caseLeaderEpochsWithAValidChecksum: leader epochs with a valid checksum.
+// caseLeaderEpochsWithAValidChecksum: epoch checkpoint bytes that pass their checksum but do not parse.
 func (fx *corruptionFixture) caseLeaderEpochsWithAValidChecksum(t *testing.T) {
 	ctx := context.Background()
 	// The bytes are replaced and the manifest resealed, so only the
@@ -823,7 +825,8 @@ func (fx *corruptionFixture) caseLeaderEpochsWithAValidChecksum(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// caseDataObjectTruncatedOrMissing: data object truncated or missing.
+// caseDataObjectTruncatedOrMissing: a data object shorter than the manifest
+// says, or gone, is an error and never a short read.
 func (fx *corruptionFixture) caseDataObjectTruncatedOrMissing(t *testing.T) {
 	ctx := context.Background()
 	rewrite(t, fx.store, fx.keys.data(0), func(b []byte) []byte { return b[:len(b)-10] })
@@ -839,7 +842,8 @@ func (fx *corruptionFixture) caseDataObjectTruncatedOrMissing(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// caseZstdFrameWithAValidChecksum: zstd frame with a valid checksum.
+// caseZstdFrameWithAValidChecksum: frames that pass their checksum but do
+// not decompress to the raw length, including one that would inflate past it.
 func (fx *corruptionFixture) caseZstdFrameWithAValidChecksum(t *testing.T) {
 	ctx := context.Background()
 	k := slices.IndexFunc(fx.man.chunks, func(ch manifestChunk) bool { return ch.codec == codecZstd })
