@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +72,8 @@ type SegmentData struct {
 	// Log is the segment's .log file; read only in [0, LogSize). It must
 	// not change during the copy (a rolled segment below the last stable
 	// offset never does): the chunk checksums are computed in a first pass
-	// over it (see CopySegment).
+	// over it (see CopySegment). As io.ReaderAt promises, parallel ReadAt
+	// calls must be safe: a multipart upload reads parts concurrently.
 	Log io.ReaderAt
 	// LogSize is the size of the .log in bytes; it must equal the
 	// metadata's SizeBytes.
@@ -644,7 +646,12 @@ func (s *StorageManager) DeleteOrphans(ctx context.Context, tp TopicIDPartition,
 	}
 	var segments []*found // in key order, so by start offset
 	err = objstore.ListAll(ctx, s.store, prefix, func(o objstore.ObjectInfo) error {
-		uuid, start, _, ok := parseSegmentObject(o.Key[len(prefix):])
+		rest, ok := strings.CutPrefix(o.Key, prefix)
+		var uuid UUID
+		var start int64
+		if ok {
+			uuid, start, _, ok = parseSegmentObject(rest)
+		}
 		if !ok {
 			s.logger.Warn("remote: object of an unknown layout under a partition prefix left alone",
 				zap.String("key", o.Key))

@@ -202,7 +202,7 @@ func (r *segmentReader) loadChunk() error {
 		var one [1]byte
 		if m, err := r.body.Read(one[:]); m > 0 {
 			return objstore.NewOpError(objstore.OpGet, r.bodyKey,
-				fmt.Errorf("%w: body longer than chunks %d..%d", objstore.ErrSizeMismatch, r.next, r.bodyEnd))
+				fmt.Errorf("%w: body longer than the range ending with chunk %d", objstore.ErrSizeMismatch, k))
 		} else if err != nil && err != io.EOF {
 			return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
 		}
