@@ -52,6 +52,8 @@ type SegmentStorage interface {
 	DeleteSegment(ctx context.Context, m *SegmentMetadata) error
 }
 
+var _ SegmentStorage = (*StorageManager)(nil)
+
 // ConsolidationState tells the expiration task whether a partition is
 // consolidating (phase 2 of the classic-to-diskless switch) and its
 // cross-tier log start, the partition's authoritative log start (SPEC
