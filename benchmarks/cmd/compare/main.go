@@ -74,12 +74,26 @@ func run(stdout, stderr io.Writer, args []string) error {
 	var heapMiB int64
 	fl.Int64Var(&heapMiB, "partitions-heap-mib", 2048, "heap growth per implementation at which the partitions workload stops")
 	fl.StringVar(&cfg.dir, "dir", os.TempDir(), "directory for the logs (on the disk to measure)")
+	var remoteMiB int64
+	fl.Int64Var(&remoteMiB, "remote-segment-mib", 64, "MiB of the segment the remote rows copy and read (0 skips them)")
+	fl.IntVar(&cfg.remoteReads, "remote-reads", 5000, "16 KiB remote reads per read row and repetition")
+	fl.DurationVar(&cfg.remoteReadsMax, "remote-reads-max", 4*time.Second, "time limit per remote read row and repetition")
+	fl.StringVar(&cfg.s3.endpoint, "s3-endpoint", "", "S3 endpoint (host:port or URL) for the remote rows on S3; credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (none: no S3 rows)")
+	fl.StringVar(&cfg.s3.bucket, "s3-bucket", "", "existing S3 bucket for the remote rows on S3 (objects go under a fresh prefix, deleted at the end)")
+	fl.StringVar(&cfg.s3.region, "s3-region", "", "S3 region (default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	cfg.appendBytes, cfg.syncBytes, cfg.partitionsHeapMax = appendMiB<<20, syncMiB<<20, heapMiB<<20
+	cfg.remoteSegmentBytes = remoteMiB << 20
 	if cfg.reps < 1 || cfg.appendBytes <= 0 || cfg.syncBytes <= 0 {
 		return fmt.Errorf("-reps, -append-mib and -sync-mib must be positive")
+	}
+	if remoteMiB < 0 || remoteMiB > 2000 || cfg.remoteReads < 1 {
+		return fmt.Errorf("-remote-segment-mib must be 0 to 2000 and -remote-reads positive")
+	}
+	if (cfg.s3.endpoint == "") != (cfg.s3.bucket == "") {
+		return fmt.Errorf("-s3-endpoint and -s3-bucket go together")
 	}
 	loadStart := loadAvg()
 	root, err := os.MkdirTemp(cfg.dir, "tierlog-compare-")
@@ -95,6 +109,11 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	res := newResults()
 	start := time.Now()
+	var rr *remoteRun
+	if cfg.remoteSegmentBytes > 0 {
+		fmt.Fprintf(stderr, "[%6.1fs] remote: building the %s segment and setting up the stores\n", time.Since(start).Seconds(), mib(cfg.remoteSegmentBytes))
+		rr = newRemoteRun(filepath.Join(root, "remote"), cfg)
+	}
 	for rep := 0; rep < cfg.reps; rep++ {
 		// Round-robin over the implementations within each workload,
 		// starting one implementation later each repetition, so that
@@ -123,7 +142,15 @@ func run(stdout, stderr io.Writer, args []string) error {
 				}
 			}
 		}
+		// The tierlog-only remote rows, each beside the raw object-store
+		// call.
+		if rr != nil {
+			rr.runRep(rep, res, stderr, func() float64 { return time.Since(start).Seconds() })
+		}
 		_ = os.RemoveAll(base)
+	}
+	if rr != nil {
+		rr.close() // before the partitions workload measures heap and descriptors
 	}
 	if cfg.partitions > 0 {
 		for i, e := range ents {
@@ -147,7 +174,10 @@ func run(stdout, stderr io.Writer, args []string) error {
 	header(stdout, cfg, args, loadStart)
 	printTables(stdout, res, impls)
 	printProducer(stdout, res)
-	printPending(stdout)
+	if rr != nil {
+		printRemote(stdout, rr, res)
+	}
+	printPending(stdout, rr != nil)
 	printGoals(stdout, res, impls, cfg.partitions)
 	fmt.Fprintf(stdout, "Wall time of the run: %s.\n", time.Since(start).Round(time.Second))
 	return nil

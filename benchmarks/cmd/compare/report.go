@@ -54,8 +54,8 @@ func header(w io.Writer, cfg config, args []string, loadStart string) {
 	fmt.Fprintf(w, "tierlog measured: %s.\n\n", tierlogVersion())
 	fmt.Fprintf(w, "Command: `cd benchmarks && go run ./cmd/compare%s`\n\n", strings.Join(append([]string{""}, args...), " "))
 	fmt.Fprintf(w, "Size: %d repetitions (medians shown), %s per no-fsync append run and in the read/open log, "+
-		"%s per fsync-per-batch run, %d point reads, up to %d partitions. Directory: %s.\n\n",
-		cfg.reps, mib(cfg.appendBytes), mib(cfg.syncBytes), cfg.pointReads, cfg.partitions, cfg.dir)
+		"%s per fsync-per-batch run, %d point reads, up to %d partitions%s. Directory: %s.\n\n",
+		cfg.reps, mib(cfg.appendBytes), mib(cfg.syncBytes), cfg.pointReads, cfg.partitions, remoteSize(cfg), cfg.dir)
 	fmt.Fprintf(w, "Load average (1, 5, 15 min) at start: %s, at end: %s. The machine is shared with other "+
 		"engineers' builds and tests, so differences of a few percent are noise.\n\n", loadStart, loadAvg())
 	fmt.Fprintf(w, "Each cell: median (ratio to the raw file · ratio to the best peer). Ratios are value ÷ reference; "+
@@ -64,6 +64,18 @@ func header(w io.Writer, cfg config, args []string, loadStart string) {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
+
+// remoteSize is the remote rows' part of the header's size line.
+func remoteSize(cfg config) string {
+	if cfg.remoteSegmentBytes == 0 {
+		return ", no remote rows"
+	}
+	s3 := "fs store only"
+	if cfg.s3.endpoint != "" {
+		s3 = "fs and S3 stores"
+	}
+	return fmt.Sprintf(", a %s remote segment and up to %d remote reads per row (%s)", mib(cfg.remoteSegmentBytes), cfg.remoteReads, s3)
+}
 
 func cpuModel() string {
 	data, err := os.ReadFile("/proc/cpuinfo")

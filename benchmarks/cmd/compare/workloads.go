@@ -36,6 +36,13 @@ type config struct {
 	// heap grew by this many bytes.
 	partitionsHeapMax int64
 	dir               string
+
+	// remoteSegmentBytes is the size of the segment the remote rows copy
+	// and read; 0 skips them.
+	remoteSegmentBytes int64
+	remoteReads        int           // per read row and repetition
+	remoteReadsMax     time.Duration // per read row and repetition
+	s3                 s3Flags       // S3 rows when endpoint is set
 }
 
 // appendCase is one append workload.
