@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log"
@@ -188,6 +189,12 @@ func (m *Manager) findLogStartOffset(tp TopicIDPartition, l PartitionLog) (int64
 	return l.LocalLogStartOffset(), nil
 }
 
+// danglingDeleteTimeout bounds the cleanup of a failed copy, which runs
+// even when the run's context ended (a cancelled upload still leaves
+// objects) but must not hold the task, and so Close, for long; what it
+// cannot finish stays DELETE_SEGMENT_STARTED for the next expiration run.
+const danglingDeleteTimeout = 10 * time.Second
+
 // copySegment uploads one candidate (SPEC 4.5 step 4). Commit points:
 // AddSegment(COPY_SEGMENT_STARTED) records the attempt (and so its object
 // keys) before any object is written; UpdateSegment(COPY_SEGMENT_FINISHED)
@@ -249,7 +256,9 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 		// Delete the dangling copy now rather than leave it to retention
 		// (Kafka does the same). Its own failure is reported with the
 		// copy's.
-		derr := m.deleteSegment(context.WithoutCancel(ctx), &seg)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), danglingDeleteTimeout)
+		derr := m.deleteSegment(dctx, &seg)
+		cancel()
 		err = errors.Join(fmt.Errorf("remote: copy segment %d of %s: %w", c.BaseOffset, tp, err), derr)
 		m.notify(func(ls *ManagerListener) {
 			if ls.CopyError != nil {

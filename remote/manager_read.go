@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -208,13 +207,18 @@ func (s *batchStream) nextFits(budget int) (record.Batch, bool, error) {
 	return b, b.Size() <= budget, nil
 }
 
-// corrupt classifies a read error: a body that ends early is a short
-// object (corruption of what the metadata promises); other errors pass.
+// corrupt classifies a read error. A body that ends cleanly before the
+// size the metadata promises (io.ReadFull's own io.EOF or
+// io.ErrUnexpectedEOF, compared by identity) is a short object:
+// corruption. Anything else, a connection cut mid-body
+// (objstore.ErrShortRead, which also wraps io.ErrUnexpectedEOF) or a
+// context error, is an I/O failure and passes unchanged: corruption is
+// never an I/O error (DESIGN.md section 3).
 func (s *batchStream) corrupt(what string, err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return fmt.Errorf("%w: remote segment %s: %s at %d cut short", ErrCorruption, s.seg.SegmentID, what, s.pos)
 	}
-	return err
+	return fmt.Errorf("remote: segment %s: %s at %d: %w", s.seg.SegmentID, what, s.pos, err)
 }
 
 // lookupPosition returns the position of the floor entry of offset in the

@@ -81,6 +81,21 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 			return err
 		}
 	}
+	// Every pending deletion is retried on every run, not only those the
+	// walk reaches (SPEC 4.8 step 5 retries DELETE_SEGMENT_STARTED only on
+	// the walk, which stops at the first valid segment retention keeps: a
+	// failed cleanup above it would keep its objects for as long as
+	// retention keeps that segment, forever with infinite retention).
+	// Such segments are invisible to readers already.
+	scheduled := map[SegmentID]bool{}
+	for _, d := range plan.Delete {
+		scheduled[d.Segment.SegmentID] = true
+	}
+	for _, s := range all {
+		if s.State == DeleteSegmentStarted && !scheduled[s.SegmentID] {
+			plan.Delete = append(plan.Delete, ScheduledDelete{Segment: s, Reason: DeleteRetry})
+		}
+	}
 	var errs []error
 	for _, d := range plan.Delete {
 		if err := context.Cause(ctx); err != nil {
