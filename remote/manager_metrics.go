@@ -38,11 +38,12 @@ type PartitionMetrics struct {
 	Leader bool
 	// CopyLagSegments and CopyLagBytes count the segments eligible for a
 	// copy but not uploaded yet, as of the last copy run;
-	// CopyLagOldestMs is the largest timestamp of the oldest of them (-1
-	// when none lags).
+	// CopyLagOldestMs is the largest record timestamp of the oldest of
+	// them (-1 when none lags) and CopyLagAge how long ago that was.
 	CopyLagSegments int64
 	CopyLagBytes    int64
 	CopyLagOldestMs int64
+	CopyLagAge      time.Duration
 	// HighestOffsetInRemoteStorage is the log's current value.
 	HighestOffsetInRemoteStorage int64
 }
@@ -115,6 +116,9 @@ func (m *Manager) Metrics() ManagerMetrics {
 			CopyLagOldestMs: pt.lag.oldestMs,
 		}
 		pt.lag.mu.Unlock()
+		if pm.CopyLagOldestMs >= 0 {
+			pm.CopyLagAge = m.opts.Now().Sub(time.UnixMilli(pm.CopyLagOldestMs))
+		}
 		pm.HighestOffsetInRemoteStorage = pt.p.Log.HighestOffsetInRemoteStorage()
 		out.Partitions[pt.p.TopicIDPartition] = pm
 	}

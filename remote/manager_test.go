@@ -283,3 +283,33 @@ func TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload(t *testing.T)
 	require.True(t, ok, "the records that replaced the discarded tail are uploaded: %s", spans(got))
 	require.LessOrEqual(t, seg.StartOffset, int64(15))
 }
+
+// TestCopyLagMetrics: a copy run that fails midway leaves the segments it
+// did not upload as lag, with the age of the oldest; a successful run
+// clears it.
+func TestCopyLagMetrics(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	l := e.openLog("p0", log.Options{})
+	appendSegments(t, l, 0, 3, 5)
+	boom := errors.New("refused")
+	e.hooks.beforeCopy = func(m *SegmentMetadata) error {
+		if m.StartOffset == 5 {
+			return boom
+		}
+		return nil
+	}
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	e.nowMs.Add(60_000)
+	require.ErrorIs(t, e.mgr.RunCopy(context.Background(), tp), boom)
+	pm := e.mgr.Metrics().Partitions[tp]
+	require.EqualValues(t, 2, pm.CopyLagSegments, "[5,9] and [10,14] wait")
+	require.Positive(t, pm.CopyLagBytes)
+	require.Equal(t, 60*time.Second, pm.CopyLagAge, "records stamped at the start, 60 s ago")
+	require.EqualValues(t, 4, pm.HighestOffsetInRemoteStorage)
+	e.hooks.beforeCopy = nil
+	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	pm = e.mgr.Metrics().Partitions[tp]
+	require.Zero(t, pm.CopyLagSegments)
+	require.Zero(t, pm.CopyLagAge)
+}
