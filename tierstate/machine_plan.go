@@ -1,0 +1,183 @@
+package tierstate
+
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/remote"
+)
+
+// The rebuild's decisions, as pure functions of plain values: the
+// Machine asks its sources and feeds the answers through these.
+
+// RebuildMode says which rebuild applies to a partition.
+type RebuildMode int8
+
+const (
+	// RebuildUpstream is Kafka's TierStateMachine (SPEC 5.1): rebuild from
+	// the remote segment holding the record just below the source's
+	// local log start, and start the local log after that segment.
+	RebuildUpstream RebuildMode = iota
+	// RebuildPhaseTwo is Inkless's phase-2 rebuild (SPEC 5.2, SEED-857):
+	// rebuild from the segment holding seal - 1 in the recorded epoch R,
+	// whatever the source's local log start, and start the local log at
+	// the seal.
+	RebuildPhaseTwo
+)
+
+func (m RebuildMode) String() string {
+	switch m {
+	case RebuildUpstream:
+		return "upstream"
+	case RebuildPhaseTwo:
+		return "phase-2"
+	}
+	return fmt.Sprintf("RebuildMode(%d)", int8(m))
+}
+
+// ModeFor returns the rebuild of a partition in switch state s: phase 2
+// with a recorded epoch R >= 0 uses RebuildPhaseTwo; every other partition
+// (classic, phase 1, phase 2 with R = -1 from an older controller or an
+// operator's start-phase-2) keeps the upstream rebuild (SPEC 5.2, 6.15,
+// S-49).
+func ModeFor(s State) RebuildMode {
+	if s.UsesRecordedEpoch() {
+		return RebuildPhaseTwo
+	}
+	return RebuildUpstream
+}
+
+// OffsetAndEpoch is an offset and the leader epoch of the record there
+// (Kafka: OffsetAndEpoch). Printed as epoch@offset.
+type OffsetAndEpoch struct {
+	Offset int64
+	Epoch  int32
+}
+
+func (o OffsetAndEpoch) String() string { return fmt.Sprintf("%d@%d", o.Epoch, o.Offset) }
+
+// EpochEndOffset is one partition's OffsetsForLeaderEpoch answer: the
+// largest epoch <= the requested one that the leader knows and its
+// exclusive end offset, or base.UndefinedEpoch and base.UndefinedOffset
+// when it has none (SPEC 3.3).
+type EpochEndOffset struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+func (e EpochEndOffset) String() string { return fmt.Sprintf("(%d, %d)", e.Epoch, e.EndOffset) }
+
+// NeedsEpochQuery reports whether the upstream rebuild asks the leader
+// OffsetsForLeaderEpoch(localStart.Epoch - 1) to find the epoch of the
+// record at localStart.Offset - 1 (SPEC 5.1 step 3). An epoch 0 needs no
+// question, nor does an unknown (negative) one: there is no earlier epoch
+// to ask about, and the lookup in that epoch decides.
+func NeedsEpochQuery(localStart OffsetAndEpoch) bool { return localStart.Epoch > 0 }
+
+// UpstreamTarget is SPEC 5.1 steps 2 and 3: the record just below the
+// leader's local log start, and its epoch. answer is the leader's reply to
+// OffsetsForLeaderEpoch(localStart.Epoch - 1), ignored unless
+// NeedsEpochQuery. An answer ending after the target means the target lies
+// in the answered epoch (epochs without records are skipped: cache
+// {0:20, 1:85, 3:90, 4:98} with local start 90 asks for 2, gets (1, 90),
+// and looks in epoch 1); otherwise the target is in the local start's
+// epoch.
+func UpstreamTarget(localStart OffsetAndEpoch, answer EpochEndOffset) OffsetAndEpoch {
+	target := OffsetAndEpoch{Offset: localStart.Offset - 1, Epoch: localStart.Epoch}
+	if NeedsEpochQuery(localStart) && answer.EndOffset > target.Offset {
+		target.Epoch = answer.Epoch
+	}
+	return target
+}
+
+// PhaseTwoTarget is SPEC 5.2 step 3: the record at seal - 1 in the recorded
+// epoch. ok is false unless s uses the recorded epoch and has a record
+// below the seal.
+func PhaseTwoTarget(s State) (target OffsetAndEpoch, ok bool) {
+	if !s.UsesRecordedEpoch() || s.Seal() < 1 {
+		return OffsetAndEpoch{Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch}, false
+	}
+	return OffsetAndEpoch{Offset: s.Seal() - 1, Epoch: s.LastClassicLeaderEpoch()}, true
+}
+
+// RestorePlan is what a rebuild installs from the segment it found.
+type RestorePlan struct {
+	// NextOffset is where the local log restarts (its log end, local log
+	// start and high watermark) and where the fetch continues.
+	NextOffset int64
+	// Epochs are the checkpoint's entries that start below NextOffset.
+	Epochs []epochcache.Entry
+	// Dropped are the checkpoint's entries at or above NextOffset: in
+	// phase 2 the epochs past the seal (a discarded classic tail).
+	Dropped []epochcache.Entry
+	// RestoreSnapshot: the segment's producer snapshot (taken at its end
+	// + 1) is the producer state at NextOffset.
+	RestoreSnapshot bool
+}
+
+// PlanRestore decides the restore from the segment seg found for target
+// and the segment's leader-epoch checkpoint (the leader's cache before
+// the segment end, SPEC 4.1):
+//
+//	                 next offset        epochs kept         producer snapshot
+//	upstream (5.1)   seg.EndOffset + 1  all (< next)        restored
+//	phase 2 (5.2)    seal               starting < seal     only if seg.EndOffset == seal - 1
+//
+// In phase 2 the segment may cross the seal (an unclean election before the
+// switch discarded its records past the seal): its records below the seal
+// are the committed prefix, because each epoch has one leader. Sealing
+// aborted every undecided transaction, so without the snapshot the empty
+// producer state at the seal is right.
+//
+// The kept entries must map target.Offset to target.Epoch, the epoch the
+// segment was found in; otherwise the checkpoint is not this segment's
+// history (ErrRemoteEpochsInconsistent) and nothing is restored.
+func PlanRestore(mode RebuildMode, seal int64, target OffsetAndEpoch, seg remote.SegmentMetadata,
+	checkpoint []epochcache.Entry) (RestorePlan, error) {
+	var p RestorePlan
+	switch mode {
+	case RebuildPhaseTwo:
+		p.NextOffset = seal
+		p.RestoreSnapshot = seg.EndOffset == seal-1
+	default:
+		p.NextOffset = seg.EndOffset + 1
+		p.RestoreSnapshot = true
+	}
+	if target.Offset < seg.StartOffset || target.Offset > seg.EndOffset || p.NextOffset <= target.Offset {
+		return RestorePlan{}, fmt.Errorf("%w: segment [%d, %d] does not hold the target %s below the next offset %d",
+			ErrRemoteEpochsInconsistent, seg.StartOffset, seg.EndOffset, target, p.NextOffset)
+	}
+	for _, e := range checkpoint {
+		if e.StartOffset < p.NextOffset {
+			p.Epochs = append(p.Epochs, e)
+		} else {
+			p.Dropped = append(p.Dropped, e)
+		}
+	}
+	if got, ok := epochAt(p.Epochs, target.Offset); !ok || got != target.Epoch {
+		return RestorePlan{}, fmt.Errorf("%w: checkpoint %s maps %d to epoch %s, the segment was found in epoch %d",
+			ErrRemoteEpochsInconsistent, epochcache.FormatEntries(checkpoint), target.Offset, formatEpoch(got, ok), target.Epoch)
+	}
+	return p, nil
+}
+
+// epochAt is epochcache's EpochForOffset over a sorted entry list: the
+// epoch of the last entry starting at or below offset.
+func epochAt(entries []epochcache.Entry, offset int64) (int32, bool) {
+	epoch, ok := base.UndefinedEpoch, false
+	for _, e := range entries {
+		if e.StartOffset > offset {
+			break
+		}
+		epoch, ok = e.Epoch, true
+	}
+	return epoch, ok
+}
+
+func formatEpoch(epoch int32, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprint(epoch)
+}

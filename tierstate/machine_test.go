@@ -1,0 +1,238 @@
+package tierstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/remote"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func entries(pairs ...int64) []epochcache.Entry {
+	var out []epochcache.Entry
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, epochcache.Entry{Epoch: int32(pairs[i]), StartOffset: pairs[i+1]})
+	}
+	return out
+}
+
+// TestUpstreamTarget: SPEC 5.1 step 3, including the skipped epochs of its
+// example and the answers of a DisklessLeaderEndPoint (which echoes the
+// requested epoch with the seal as end offset, SPEC 5.1 observation).
+func TestUpstreamTarget(t *testing.T) {
+	for _, tc := range []struct {
+		local  OffsetAndEpoch
+		answer EpochEndOffset
+		want   OffsetAndEpoch
+	}{
+		// {0:20, 1:85, 3:90, 4:98}, local start 90: ask 2 -> (1, 90).
+		{OffsetAndEpoch{90, 3}, EpochEndOffset{1, 90}, OffsetAndEpoch{89, 1}},
+		// Local start inside epoch 3: the previous epoch ends before 94.
+		{OffsetAndEpoch{95, 3}, EpochEndOffset{1, 90}, OffsetAndEpoch{94, 3}},
+		// Epoch 0: no question, the answer is ignored.
+		{OffsetAndEpoch{50, 0}, EpochEndOffset{7, 1000}, OffsetAndEpoch{49, 0}},
+		// No answer (undefined): the local start's epoch.
+		{OffsetAndEpoch{7, 7}, EpochEndOffset{base.UndefinedEpoch, base.UndefinedOffset}, OffsetAndEpoch{6, 7}},
+		// Diskless endpoint, E_d = 5, seal 100: asks 4, gets (4, 100).
+		{OffsetAndEpoch{100, 5}, EpochEndOffset{4, 100}, OffsetAndEpoch{99, 4}},
+	} {
+		require.Equal(t, tc.want, UpstreamTarget(tc.local, tc.answer), "%v %v", tc.local, tc.answer)
+	}
+	require.False(t, NeedsEpochQuery(OffsetAndEpoch{10, 0}))
+	require.False(t, NeedsEpochQuery(OffsetAndEpoch{10, base.UndefinedEpoch}))
+	require.True(t, NeedsEpochQuery(OffsetAndEpoch{10, 1}))
+}
+
+// TestPlanRestore: the restore decided from a segment (SPEC 5.1 steps 6,
+// 8, 9; 5.2 steps 4, 6, 7).
+func TestPlanRestore(t *testing.T) {
+	seg := func(start, end int64) remote.SegmentMetadata {
+		return remote.SegmentMetadata{StartOffset: start, EndOffset: end}
+	}
+	for _, tc := range []struct {
+		name       string
+		mode       RebuildMode
+		seal       int64
+		target     OffsetAndEpoch
+		seg        remote.SegmentMetadata
+		checkpoint []epochcache.Entry
+		want       string
+	}{
+		{"upstream", RebuildUpstream, NoSeal, OffsetAndEpoch{4, 4}, seg(0, 4), entries(0, 0, 2, 1, 4, 2),
+			"next=5 epochs=0@0 2@1 4@2 dropped=(empty) snapshot=true"},
+		{"phase 2 ends at the seal", RebuildPhaseTwo, 100, OffsetAndEpoch{99, 2}, seg(50, 99), entries(0, 0, 2, 80),
+			"next=100 epochs=0@0 2@80 dropped=(empty) snapshot=true"},
+		{"phase 2 crosses the seal", RebuildPhaseTwo, 100, OffsetAndEpoch{99, 2}, seg(50, 119), entries(2, 50, 3, 100),
+			"next=100 epochs=2@50 dropped=3@100 snapshot=false"},
+		{"phase 2 one epoch across", RebuildPhaseTwo, 100, OffsetAndEpoch{99, 2}, seg(60, 109), entries(2, 50),
+			"next=100 epochs=2@50 dropped=(empty) snapshot=false"},
+		{"checkpoint maps the target elsewhere", RebuildUpstream, NoSeal, OffsetAndEpoch{9, 2}, seg(5, 9), entries(1, 0, 3, 5),
+			"error: inconsistent"},
+		{"empty checkpoint", RebuildUpstream, NoSeal, OffsetAndEpoch{9, 2}, seg(5, 9), nil, "error: inconsistent"},
+		{"segment does not hold the target", RebuildPhaseTwo, 100, OffsetAndEpoch{99, 2}, seg(0, 50), entries(2, 0),
+			"error: inconsistent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := PlanRestore(tc.mode, tc.seal, tc.target, tc.seg, tc.checkpoint)
+			got := fmt.Sprintf("next=%d epochs=%s dropped=%s snapshot=%t", p.NextOffset,
+				epochcache.FormatEntries(p.Epochs), epochcache.FormatEntries(p.Dropped), p.RestoreSnapshot)
+			if err != nil {
+				require.ErrorIs(t, err, ErrRemoteEpochsInconsistent)
+				got = "error: inconsistent"
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestModeAndPhaseTwoTarget(t *testing.T) {
+	require.Equal(t, RebuildUpstream, ModeFor(State{}))
+	s := phaseTwoState(t, 100, 2, 4)
+	require.Equal(t, RebuildPhaseTwo, ModeFor(s))
+	target, ok := PhaseTwoTarget(s)
+	require.True(t, ok)
+	require.Equal(t, OffsetAndEpoch{Offset: 99, Epoch: 2}, target)
+	s = phaseTwoState(t, 100, base.UndefinedEpoch, 4)
+	require.Equal(t, RebuildUpstream, ModeFor(s), "R = -1 keeps the upstream rebuild")
+	_, ok = PhaseTwoTarget(s)
+	require.False(t, ok)
+}
+
+func TestRebuildAction(t *testing.T) {
+	wrap := func(err error, changed bool) error {
+		return &RebuildError{Step: StepSegmentLookup, LocalLogChanged: changed, Err: err}
+	}
+	require.Equal(t, ActionNone, RebuildAction(nil))
+	require.Equal(t, ActionMarkFailed, RebuildAction(wrap(fmt.Errorf("x: %w", base.ErrFencedEpoch), false)))
+	require.Equal(t, ActionStop, RebuildAction(wrap(context.Canceled, false)))
+	require.Equal(t, ActionRetry, RebuildAction(wrap(context.DeadlineExceeded, false)))
+	require.Equal(t, ActionRetry, RebuildAction(wrap(&SegmentNotFoundError{Epoch: 2, Offset: 99}, false)))
+	require.Equal(t, ActionRetry, RebuildAction(wrap(ErrRemoteStorageNotReady, false)))
+	require.Equal(t, ActionOffline, RebuildAction(wrap(errors.New("log: write refused"), true)))
+
+	var nf *SegmentNotFoundError
+	err := wrap(&SegmentNotFoundError{Partition: testTP, Epoch: 2, Offset: 99}, false)
+	require.ErrorAs(t, err, &nf)
+	require.Equal(t, int64(99), nf.Offset)
+	require.ErrorIs(t, err, ErrRemoteSegmentNotFound)
+	require.ErrorIs(t, ErrLeaderLogStartBeyondNextOffset, ErrOffsetOutOfRange)
+}
+
+func TestNewMachineValidates(t *testing.T) {
+	_, err := NewMachine(MachineOptions{})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	m, err := NewMachine(MachineOptions{Leader: newFakeLeader(), Metadata: fakeMeta{}, Data: newFakeData()})
+	require.NoError(t, err)
+	_, err = m.Rebuild(context.Background(), RebuildRequest{})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+type fakeMeta struct {
+	seg remote.SegmentMetadata
+	ok  bool
+	err error
+}
+
+func (f fakeMeta) SegmentFor(remote.TopicIDPartition, int32, int64) (remote.SegmentMetadata, bool, error) {
+	return f.seg, f.ok, f.err
+}
+
+// cancellingLeader cancels the rebuild's context while it answers.
+type cancellingLeader struct {
+	*fakeLeader
+	cancel context.CancelFunc
+}
+
+func (c cancellingLeader) FetchEpochEndOffset(ctx context.Context, tp remote.TopicIDPartition, cur, epoch int32) (EpochEndOffset, error) {
+	c.cancel()
+	return c.fakeLeader.FetchEpochEndOffset(ctx, tp, cur, epoch)
+}
+
+// TestRebuildCancelledMidway: a context cancelled while the source answers
+// stops the rebuild before its remote reads, with the local log untouched;
+// the listener and the logger see the failure.
+func TestRebuildCancelledMidway(t *testing.T) {
+	l, err := log.Open("p0", log.Options{FS: vfs.NewMem(), RemoteStorageEnabled: true})
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = l.AppendAsLeader(producerBatch(t, 3, base.NoProducerID, 0), 1, log.OriginClient)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	leader := newFakeLeader()
+	leader.local = OffsetAndEpoch{Offset: 10, Epoch: 2}
+	core, logs := observer.New(zap.InfoLevel)
+	var started, finished int
+	var finishedErr error
+	seg := remote.SegmentMetadata{StartOffset: 0, EndOffset: 9, SegmentID: remote.SegmentID{ID: remote.UUID{9}}}
+	m, err := NewMachine(MachineOptions{Leader: cancellingLeader{leader, cancel}, Metadata: fakeMeta{seg: seg, ok: true},
+		Data: newFakeData(), Logger: zap.New(core), Listener: MachineListener{
+			RebuildStarted:  func(RebuildStart) { started++ },
+			RebuildFinished: func(_ RebuildResult, err error) { finished++; finishedErr = err },
+		}})
+	require.NoError(t, err)
+	_, err = m.Rebuild(ctx, RebuildRequest{Partition: testTP, Log: l})
+	require.ErrorIs(t, err, context.Canceled)
+	var re *RebuildError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, StepSegmentLookup, re.Step, "cancelled before the lookup: %v", err)
+	require.False(t, re.LocalLogChanged)
+	require.Equal(t, ActionStop, RebuildAction(err))
+	require.EqualValues(t, 3, l.LogEndOffset())
+	require.Equal(t, 1, started)
+	require.Equal(t, 1, finished)
+	require.Equal(t, err, finishedErr)
+	require.Equal(t, 1, logs.FilterMessage("rebuild from remote storage failed").Len())
+}
+
+// TestRebuildClosedLog: a closed log is refused without being "changed".
+func TestRebuildClosedLog(t *testing.T) {
+	l, err := log.Open("p0", log.Options{FS: vfs.NewMem(), RemoteStorageEnabled: true})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	data := newFakeData()
+	seg := remote.SegmentMetadata{StartOffset: 0, EndOffset: 9, SegmentID: remote.SegmentID{ID: remote.UUID{9}}}
+	data.segments[seg.SegmentID.ID] = fakeSegment{epochs: entries(0, 0), snapshot: producerSnapshot(t)}
+	leader := newFakeLeader()
+	leader.local = OffsetAndEpoch{Offset: 10, Epoch: 0}
+	m, err := NewMachine(MachineOptions{Leader: leader, Metadata: fakeMeta{seg: seg, ok: true}, Data: data})
+	require.NoError(t, err)
+	_, err = m.Rebuild(context.Background(), RebuildRequest{Partition: testTP, Log: l})
+	require.ErrorIs(t, err, log.ErrClosed)
+	require.Equal(t, ActionRetry, RebuildAction(err))
+
+	// A metadata error is returned as such.
+	l2, err := log.Open("p1", log.Options{FS: vfs.NewMem(), RemoteStorageEnabled: true})
+	require.NoError(t, err)
+	defer l2.Close()
+	m, err = NewMachine(MachineOptions{Leader: leader, Metadata: fakeMeta{err: remote.ErrClosed}, Data: data})
+	require.NoError(t, err)
+	_, err = m.Rebuild(context.Background(), RebuildRequest{Partition: testTP, Log: l2})
+	require.ErrorIs(t, err, remote.ErrClosed)
+}
+
+// TestRebuildSourceStartsAtZero: a source whose local log starts at 0 has
+// no record below it; the lookup is not even made.
+func TestRebuildSourceStartsAtZero(t *testing.T) {
+	l, err := log.Open("p0", log.Options{FS: vfs.NewMem(), RemoteStorageEnabled: true})
+	require.NoError(t, err)
+	defer l.Close()
+	leader := newFakeLeader()
+	leader.local = OffsetAndEpoch{Offset: 0, Epoch: 0}
+	m, err := NewMachine(MachineOptions{Leader: leader, Metadata: fakeMeta{err: errors.New("not asked")}, Data: newFakeData()})
+	require.NoError(t, err)
+	_, err = m.Rebuild(context.Background(), RebuildRequest{Partition: testTP, Log: l})
+	var nf *SegmentNotFoundError
+	require.ErrorAs(t, err, &nf)
+	require.Equal(t, int64(-1), nf.Offset)
+	require.Equal(t, ActionRetry, RebuildAction(err))
+}
