@@ -55,10 +55,20 @@
 // States are values; share them freely. ValidateFetch holds no lock and
 // reads the log's offsets through its lock-free getters.
 //
+// # Rebuild, replica check and recreate
+//
+// Machine is the tier state machine (SPEC 5): a fetcher whose fetch was
+// answered OFFSET_MOVED_TO_TIERED_STORAGE rebuilds its log's leader
+// epochs, producer state and log start from one remote segment, upstream
+// style or, for a phase-2 partition with a recorded epoch, from the
+// segment holding seal - 1 in that epoch, starting the log at the seal.
+// CheckReplica, ShouldCheckReplica, Recreate and CheckAndRecreate are the
+// phase-2 replica check and its recreate (SPEC 6.11): a replica that fails
+// is deleted and rebuilt, never truncated in place.
+//
 // # What this package does not do yet
 //
-// The tier state machine (the rebuild, SPEC 5), the phase-2 replica check
-// and recreate (SPEC 6.11), the at-seal follower fetch (SPEC 6.10) and the
-// operator's Describe (SPEC 6.13) are later issues. Leader, ISR and
-// reassignment changes that switch records carry are the controller's.
+// The at-seal follower fetch (SPEC 6.10) and the operator's Describe (SPEC
+// 6.13) are later work. Leader, ISR and reassignment changes that switch
+// records carry are the controller's.
 package tierstate

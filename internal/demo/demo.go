@@ -299,3 +299,24 @@ func ReadAll(ctx context.Context, l *log.UnifiedLog, mgr *remote.Manager) (map[i
 	}
 	return out, remoteCount, nil
 }
+
+// ValueAt returns the value of the record at offset in batches.
+func ValueAt(batches []byte, offset int64) ([]byte, error) {
+	it := record.NewIter(record.IterOptions{})
+	for len(batches) > 0 {
+		b, err := record.ReadBatch(batches)
+		if err != nil {
+			return nil, err
+		}
+		for it.Reset(b); it.Next(); {
+			if r := it.Record(); r.Offset == offset {
+				return append([]byte(nil), r.Value...), nil
+			}
+		}
+		if err := it.Err(); err != nil {
+			return nil, err
+		}
+		batches = batches[b.Size():]
+	}
+	return nil, fmt.Errorf("demo: no record at %d", offset)
+}

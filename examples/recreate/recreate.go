@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/tierstate"
+)
+
+const (
+	seal          = 100
+	recordedEpoch = 2 // A's epoch at seal - 1
+	bLeaderEpoch  = 5 // the delta that makes B leader in phase 2
+)
+
+func recreate(ctx context.Context, c *demo.Cluster, store string) (outcome, error) {
+	tp := demo.Partition
+	var o outcome
+	c.Printf("tierlog recreate example (SEED #857): partition %s, remote tier on a %s", tp, store)
+	a, err := c.OpenLog("broker-A")
+	if err != nil {
+		return o, err
+	}
+	defer a.Close()
+	b, err := c.OpenLog("broker-B")
+	if err != nil {
+		return o, err
+	}
+	cLog, err := c.OpenLog("broker-C")
+	if err != nil {
+		return o, err
+	}
+	defer cLog.Close()
+
+	// Epoch 0: A leads and writes [0, 80); B and C replicate.
+	committed, err := demo.Produce(a, 0, 80, "A", c.NowMs)
+	if err != nil {
+		return o, err
+	}
+	a.UpdateHighWatermark(a.LogEndOffset())
+	for _, f := range []*log.UnifiedLog{b, cLog} {
+		if err := (&demo.Fetcher{Cluster: c, Leader: demo.Endpoint{Log: a, Epoch: 0}, Follower: f}).CatchUp(ctx); err != nil {
+			return o, err
+		}
+	}
+	// Epoch 1: B leads and writes [80, 100); nobody fetches it; B goes
+	// offline.
+	if _, err := demo.Produce(b, 1, 20, "B", c.NowMs); err != nil {
+		return o, err
+	}
+	// Epoch 2: A leads and writes its own [80, 100); C replicates.
+	more, err := demo.Produce(a, recordedEpoch, 20, "A", c.NowMs)
+	if err != nil {
+		return o, err
+	}
+	for k, v := range more {
+		committed[k] = v
+	}
+	if err := (&demo.Fetcher{Cluster: c, Leader: demo.Endpoint{Log: a, Epoch: recordedEpoch}, Follower: cLog}).CatchUp(ctx); err != nil {
+		return o, err
+	}
+	a.UpdateHighWatermark(a.LogEndOffset())
+	c.Printf("1. A and C hold [0, 100) in epochs %s; B (offline) holds [0, 100) in epochs %s",
+		epochcache.FormatEntries(a.EpochEntries()), epochcache.FormatEntries(b.EpochEntries()))
+
+	// The switch: seal at 100, A uploads the classic prefix, phase 2 with
+	// lastClassicLeaderEpoch = 2.
+	st, err := tierstate.State{}.ArmSwitch()
+	if err == nil {
+		st, err = st.CommitSeal(seal, nil)
+	}
+	if err != nil {
+		return o, err
+	}
+	if err := a.Roll(); err != nil {
+		return o, err
+	}
+	aMgr, err := c.NewManager(1)
+	if err != nil {
+		return o, err
+	}
+	defer aMgr.Close()
+	if err := aMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: a}}, nil); err != nil {
+		return o, err
+	}
+	if err := aMgr.RunCopy(ctx, tp); err != nil {
+		return o, err
+	}
+	segs, err := c.Meta.ListSegments(tp)
+	if err != nil {
+		return o, err
+	}
+	for _, s := range segs {
+		c.Printf("2. A sealed at %d and uploaded [%d, %d] epochs %s", seal, s.StartOffset, s.EndOffset, epochcache.FormatEntries(s.SegmentLeaderEpochs))
+	}
+	st, err = st.SetClassicPrefixInRemoteStorage(
+		tierstate.ClassicPrefixRequest{BrokerID: 1, LeaderEpoch: recordedEpoch, Seal: seal, LastClassicLeaderEpoch: recordedEpoch},
+		tierstate.Leadership{Leader: 1, LeaderEpoch: recordedEpoch})
+	if err != nil {
+		return o, err
+	}
+	st = st.WithConsolidating(true)
+	c.Printf("   switch state: %s", st)
+	// Diskless records from the seal on, consolidated into A's log in the
+	// diskless epoch; A's tiered prefix leaves its disk.
+	diskless, err := demo.Produce(a, st.DisklessLeaderEpoch(), 20, "diskless", c.NowMs)
+	if err != nil {
+		return o, err
+	}
+	for k, v := range diskless {
+		committed[k] = v
+	}
+	a.UpdateHighWatermark(a.LogEndOffset())
+	c.NowMs += 10
+	if _, err := a.DeleteOldSegments(); err != nil {
+		return o, err
+	}
+	c.Printf("   A consolidated diskless records [%d, %d) in epoch %d; its local log starts at %d",
+		seal, a.LogEndOffset(), st.DisklessLeaderEpoch(), a.LocalLogStartOffset())
+
+	// 3. B comes back; the delta makes it leader in epoch 5.
+	bMgr, err := c.NewManager(2)
+	if err != nil {
+		return o, err
+	}
+	defer bMgr.Close()
+	if err := bMgr.OnLeadershipChange(nil, []remote.Partition{{TopicIDPartition: tp, Log: b}}); err != nil {
+		return o, err
+	}
+	o.beforeEpochs = epochcache.FormatEntries(b.EpochEntries())
+	c.Printf("3. B is back. Before: log [%d, %d), epochs %s, value at 80 %q",
+		b.LogStartOffset(), b.LogEndOffset(), o.beforeEpochs, readValue(b, 80))
+	run, why := tierstate.ShouldCheckReplica(st, tierstate.ReplicaDelta{NewToBroker: true, LeaderEpoch: bLeaderEpoch})
+	c.Printf("   delta: B leads epoch %d; replica check: %v (%s)", bLeaderEpoch, run, why)
+	if !run {
+		return o, fmt.Errorf("the replica check did not run: %s", why)
+	}
+	decision, res := tierstate.CheckAndRecreate(ctx, st, b, nil, tierstate.RecreateDeps{
+		Partition: tp, Fetchers: stopper{c}, RemoteTasks: bMgr,
+		DeleteCurrentLog: b.Delete,
+	})
+	c.Printf("   check: %s", decision)
+	for _, f := range decision.Failures {
+		o.failures = append(o.failures, f.String())
+	}
+	c.Printf("   recreate: %s", res)
+	if res.Outcome != tierstate.Recreated {
+		return o, fmt.Errorf("B was not recreated: %s", res)
+	}
+
+	// 4. The leadership change creates an empty log; the consolidation
+	// fetch sends it to remote storage; the phase-2 rebuild restores the
+	// committed prefix's state at the seal.
+	b, err = c.OpenLog("broker-B")
+	if err != nil {
+		return o, err
+	}
+	defer b.Close()
+	if err := bMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: b}}, nil); err != nil {
+		return o, err
+	}
+	source := demo.Endpoint{Log: a, Epoch: st.DisklessLeaderEpoch()}
+	m, err := c.NewMachine(source)
+	if err != nil {
+		return o, err
+	}
+	c.Printf("4. B's new log is empty; consolidation fetch at 0:")
+	f := demo.Fetcher{Cluster: c, Leader: source, Follower: b, Machine: m, State: st}
+	if err := f.CatchUp(ctx); err != nil {
+		return o, err
+	}
+	if len(f.Rebuilds) != 1 {
+		return o, fmt.Errorf("expected one rebuild, got %d", len(f.Rebuilds))
+	}
+	o.rebuiltAt = f.Rebuilds[0].NextOffset
+	o.afterEpochs = epochcache.FormatEntries(b.EpochEntries())
+	o.logStart, o.localLogStart = b.LogStartOffset(), b.LocalLogStartOffset()
+
+	// 5. B serves A's records: [0, 100) from remote storage, then the
+	// diskless records from its log.
+	got, fromRemote, err := demo.ReadAll(ctx, b, bMgr)
+	if err != nil {
+		return o, err
+	}
+	for k, v := range committed {
+		if !bytes.Equal(got[k], v) {
+			return o, fmt.Errorf("B serves %q at %d, the partition committed %q", got[k], k, v)
+		}
+	}
+	if len(got) != len(committed) {
+		return o, fmt.Errorf("B serves %d records, the partition committed %d", len(got), len(committed))
+	}
+	o.value80, o.value99 = string(got[80]), string(got[99])
+	c.Printf("5. After: log start %d, local log start %d, log end %d, epochs %s (rebuilt at %d with the epochs below the seal)",
+		o.logStart, o.localLogStart, b.LogEndOffset(), o.afterEpochs, o.rebuiltAt)
+	c.Printf("   B serves the partition's %d committed records (%d from remote storage): value at 80 %q, at 99 %q",
+		len(got), fromRemote, o.value80, o.value99)
+	return o, nil
+}
+
+// stopper stands in for the broker's fetcher manager.
+type stopper struct{ c *demo.Cluster }
+
+func (s stopper) StopFetchers(_ context.Context, tp remote.TopicIDPartition) error {
+	s.c.Printf("   stopped the replica, move and consolidation fetchers of %s", tp)
+	return nil
+}
+
+// readValue returns the value of the record at offset in l's local log.
+func readValue(l *log.UnifiedLog, offset int64) string {
+	fd, err := l.Read(nil, offset, 1, log.IsolationLogEnd, true)
+	if err != nil || len(fd.Records) == 0 {
+		return fmt.Sprintf("(none: %v)", err)
+	}
+	v, err := demo.ValueAt(fd.Records, offset)
+	if err != nil {
+		return err.Error()
+	}
+	return string(v)
+}
