@@ -2,7 +2,12 @@ package log
 
 import (
 	"errors"
+
 	"fmt"
+	iofs "io/fs"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/internal/atomicfile"
@@ -89,8 +94,20 @@ func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint, snap pendingSnap
 	return nil
 }
 
+// DeletedDirSuffix ends the name a deleted log's directory is renamed to
+// before its files are removed (Kafka's "-delete" directories).
+const DeletedDirSuffix = ".deleted"
+
 // Delete closes the log without flushing and removes its directory with
 // everything in it. Every method called afterwards returns ErrClosed.
+//
+// The removal is crash-atomic: the directory is first renamed to
+// "<dir>.<nanos>-<seq>.deleted" and the parent directory fsynced (the commit
+// point), and only then are the files removed. A crash before the rename
+// leaves the whole log; after it, no log at dir (a new Open creates an
+// empty one) and a leftover directory that RemoveDeletedDirs deletes. A
+// partly deleted log, with some segments gone and others not, is never
+// left at dir: a recreate (SEED #857) relies on it.
 func (l *UnifiedLog) Delete() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -102,8 +119,41 @@ func (l *UnifiedLog) Delete() error {
 		l.released.Store(true)
 		l.view.Load().unref()
 	}
-	if err := l.fs.RemoveAll(l.dir); err != nil {
+	if _, err := l.fs.Stat(l.dir); errors.Is(err, iofs.ErrNotExist) {
+		return nil // deleted already (Delete is idempotent)
+	}
+	gone := fmt.Sprintf("%s.%d-%d%s", l.dir, time.Now().UnixNano(), deleteSeq.Add(1), DeletedDirSuffix)
+	if err := l.fs.Rename(l.dir, gone); err != nil {
 		return fmt.Errorf("log: delete %s: %w", l.dir, err)
 	}
+	if err := atomicfile.SyncDir(l.fs, l.fs.PathDir(l.dir)); err != nil {
+		return fmt.Errorf("log: delete %s: %w", l.dir, err)
+	}
+	if err := l.fs.RemoveAll(gone); err != nil {
+		return fmt.Errorf("log: delete %s (renamed to %s): %w", l.dir, gone, err)
+	}
 	return nil
+}
+
+// deleteSeq makes the renamed directories of Deletes in one process
+// unique even when the clock does not move between them.
+var deleteSeq atomic.Uint64
+
+// RemoveDeletedDirs removes what crashed Deletes left in parent: the
+// directories whose names end in DeletedDirSuffix. A broker calls it at
+// startup for each log directory, before it opens logs.
+func RemoveDeletedDirs(fs vfs.FS, parent string) error {
+	names, err := fs.List(parent)
+	if err != nil {
+		return fmt.Errorf("log: list %s: %w", parent, err)
+	}
+	var errs []error
+	for _, n := range names {
+		if strings.HasSuffix(n, DeletedDirSuffix) {
+			if err := fs.RemoveAll(fs.PathJoin(parent, n)); err != nil {
+				errs = append(errs, fmt.Errorf("log: remove %s: %w", n, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
