@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,6 +36,9 @@ var Partition = remote.TopicIDPartition{
 // Cluster is the shared remote tier and a directory for the brokers'
 // logs.
 type Cluster struct {
+	// FS holds the logs and the metadata: vfs.Default, or a crashable
+	// MemFS in tests.
+	FS      vfs.FS
 	Dir     string
 	Store   objstore.Store
 	Meta    *remote.MetadataManager
@@ -51,7 +52,12 @@ type Cluster struct {
 // NewCluster opens the metadata store under dir and a StorageManager over
 // store.
 func NewCluster(dir string, store objstore.Store, out io.Writer) (*Cluster, error) {
-	meta, err := remote.Open(vfs.Default, filepath.Join(dir, "remote-metadata"), remote.MetadataOptions{})
+	return NewClusterOn(vfs.Default, dir, store, out)
+}
+
+// NewClusterOn is NewCluster on fs.
+func NewClusterOn(fs vfs.FS, dir string, store objstore.Store, out io.Writer) (*Cluster, error) {
+	meta, err := remote.Open(fs, fs.PathJoin(dir, "remote-metadata"), remote.MetadataOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +65,7 @@ func NewCluster(dir string, store objstore.Store, out io.Writer) (*Cluster, erro
 	if err != nil {
 		return nil, errors.Join(err, meta.Close())
 	}
-	return &Cluster{Dir: dir, Store: store, Meta: meta, Storage: sm, Out: out, NowMs: time.Now().UnixMilli()}, nil
+	return &Cluster{FS: fs, Dir: dir, Store: store, Meta: meta, Storage: sm, Out: out, NowMs: time.Now().UnixMilli()}, nil
 }
 
 // Close closes the metadata store. The logs are the caller's.
@@ -76,16 +82,22 @@ func (c *Cluster) Printf(format string, args ...any) {
 // storage enabled, with small segments so that a demo rolls often and a
 // local retention that deletes whatever is tiered.
 func (c *Cluster) OpenLog(broker string) (*log.UnifiedLog, error) {
-	dir := filepath.Join(c.Dir, broker, fmt.Sprintf("%s-%d", Partition.Topic, Partition.Partition))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir := c.LogDir(broker)
+	if err := c.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	return log.Open(dir, log.Options{
+		FS:                   c.FS,
 		RemoteStorageEnabled: true,
 		SegmentBytes:         16 << 10,
 		LocalRetentionMs:     1,
 		Now:                  func() time.Time { return time.UnixMilli(c.NowMs) },
 	})
+}
+
+// LogDir is the directory of broker's log of the partition.
+func (c *Cluster) LogDir(broker string) string {
+	return c.FS.PathJoin(c.Dir, broker, fmt.Sprintf("%s-%d", Partition.Topic, Partition.Partition))
 }
 
 // NewManager returns a remote-log manager of one broker, driven by hand.
