@@ -96,6 +96,21 @@
 // hold no lock readers take while they fsync; readers take a read lock for
 // the duration of a lookup or a listing copy.
 //
-// This package does not copy, fetch or delete segment data, and does not
-// decide what to copy or expire: those are the StorageManager and Manager.
+// # The remote-log manager
+//
+// Manager (Kafka: RemoteLogManager, SPEC 4.4 to 4.9) runs per partition a
+// copy and an expiration task on leaders and a follower task on followers,
+// at a fixed delay or by hand (RunCopy, RunExpiration, RunFollower), and
+// serves reads below the local log start (Read). Every install of the
+// log's highest offset in remote storage carries the truncation count read
+// under the log lock before the task read the epoch cache or the segments
+// (SEED #857), so progress computed before a truncation is never installed
+// after it; the copy task then derives its copied offset again. The
+// decisions are pure functions with their own tests: CopyCandidates,
+// FindHighestRemoteOffset, FilterLineage, SegmentWithinLineage,
+// PlanRetention, PlanEpochCleanup (with the consolidating-partition
+// guard). Commit points and the crash argument: DESIGN.md 5.7.
+//
+// A MetadataManager, a StorageManager and a Manager are safe for
+// concurrent use; see each type's comment for its locks.
 package remote
