@@ -1,0 +1,125 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/log"
+)
+
+// TestManagerDataDriven runs testdata/manager: the remote-log manager's
+// tasks over a real log, Pebble metadata and a StorageManager on a mem
+// store (SPEC 4.4-4.8 scenarios).
+//
+//	open [local-retention-ms=N] [retention-ms=N]   the leader's log p0
+//	append epoch=E segments=N records=N          N segments of N records, rolled, committed
+//	leader | follower                            OnLeadershipChange
+//	fail-copy [from=O]                           copies of segments starting at >= O fail
+//	copy | expire | follower-task                one run of the task
+//	advance ms=N                                 move the clock
+//	retention                                    the log's DeleteOldSegments
+//	state                                        log offsets, remote segments, storage calls, metrics
+//	events                                       the listener's events since the last call
+func TestManagerDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata/manager", func(t *testing.T, path string) {
+		e := newMgrEnv(t, nil)
+		tp := testPartition(0)
+		var l *log.UnifiedLog
+		var events []string
+		e.mgr.opts.Listener = ManagerListener{
+			CopyStart: func(c CopyInfo) { events = append(events, fmt.Sprintf("copy-start [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset)) },
+			CopyEnd:   func(c CopyInfo) { events = append(events, fmt.Sprintf("copy-end [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset)) },
+			CopyError: func(c CopyInfo, err error) {
+				events = append(events, fmt.Sprintf("copy-error [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset))
+			},
+			SegmentDeleted: func(m SegmentMetadata, r DeleteReason) {
+				events = append(events, fmt.Sprintf("deleted [%d,%d] (%s)", m.StartOffset, m.EndOffset, r))
+			},
+		}
+		ctx := context.Background()
+		result := func(err error) string {
+			if err != nil {
+				return "error: " + strings.ReplaceAll(err.Error(), tp.String(), "p0")
+			}
+			return "ok"
+		}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			num := func(key string, def int64) int64 {
+				v := def
+				if d.HasArg(key) {
+					d.ScanArgs(t, key, &v)
+				}
+				return v
+			}
+			switch d.Cmd {
+			case "open":
+				l = e.openLog("p0", log.Options{LocalRetentionMs: num("local-retention-ms", 0), RetentionMs: num("retention-ms", 0)})
+				return "ok"
+			case "append":
+				appendSegments(t, l, int32(num("epoch", 0)), int(num("segments", 1)), int(num("records", 5)))
+				return fmt.Sprintf("log end %d", l.LogEndOffset())
+			case "leader":
+				return result(e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+			case "follower":
+				return result(e.mgr.OnLeadershipChange(nil, []Partition{{tp, l}}))
+			case "fail-copy":
+				from := num("from", 0)
+				e.hooks.beforeCopy = func(m *SegmentMetadata) error {
+					if m.StartOffset >= from {
+						return errors.New("injected upload failure")
+					}
+					return nil
+				}
+				return "ok"
+			case "copy":
+				return result(e.mgr.RunCopy(ctx, tp))
+			case "expire":
+				return result(e.mgr.RunExpiration(ctx, tp))
+			case "follower-task":
+				return result(e.mgr.RunFollower(ctx, tp))
+			case "advance":
+				e.nowMs.Add(num("ms", 0))
+				return "ok"
+			case "retention":
+				n, err := l.DeleteOldSegments()
+				if err != nil {
+					return result(err)
+				}
+				return fmt.Sprintf("deleted %d local segments", n)
+			case "events":
+				out := strings.Join(events, "\n")
+				events = nil
+				if out == "" {
+					return "(none)"
+				}
+				return out
+			case "state":
+				var b strings.Builder
+				fmt.Fprintf(&b, "log: start %d, local start %d, end %d, highest remote %d\n", l.LogStartOffset(),
+					l.LocalLogStartOffset(), l.LogEndOffset(), l.HighestOffsetInRemoteStorage())
+				all, err := e.meta.ListSegments(tp)
+				require.NoError(t, err)
+				if len(all) == 0 {
+					b.WriteString("remote: (none)\n")
+				}
+				for _, s := range all {
+					fmt.Fprintf(&b, "remote: [%d,%d] %s %s\n", s.StartOffset, s.EndOffset, epochcache.FormatEntries(s.SegmentLeaderEpochs), s.State)
+				}
+				m := e.mgr.Metrics()
+				fmt.Fprintf(&b, "storage calls: copy %d, delete %d\n", e.hooks.copies.Load(), e.hooks.deletes.Load())
+				fmt.Fprintf(&b, "metrics: copied %d, copy errors %d, deleted %d, delete errors %d, lag %d segments",
+					m.SegmentsCopied, m.CopyErrors, m.SegmentsDeleted, m.DeleteErrors, m.Partitions[tp].CopyLagSegments)
+				return b.String()
+			}
+			d.Fatalf(t, "unknown command %q", d.Cmd)
+			return ""
+		})
+	})
+}
