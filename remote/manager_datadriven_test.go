@@ -34,8 +34,12 @@ func TestManagerDataDriven(t *testing.T) {
 		var l *log.UnifiedLog
 		var events []string
 		e.mgr.opts.Listener = ManagerListener{
-			CopyStart: func(c CopyInfo) { events = append(events, fmt.Sprintf("copy-start [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset)) },
-			CopyEnd:   func(c CopyInfo) { events = append(events, fmt.Sprintf("copy-end [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset)) },
+			CopyStart: func(c CopyInfo) {
+				events = append(events, fmt.Sprintf("copy-start [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset))
+			},
+			CopyEnd: func(c CopyInfo) {
+				events = append(events, fmt.Sprintf("copy-end [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset))
+			},
 			CopyError: func(c CopyInfo, err error) {
 				events = append(events, fmt.Sprintf("copy-error [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset))
 			},
