@@ -172,3 +172,14 @@ func removeLeftoverTmp(fsys vfs.FS, path string) error {
 	}
 	return nil
 }
+
+// AppendCheckpoint appends the leader-epoch-checkpoint text of entries to
+// b: the bytes Kafka's file holds, which the remote tier also uploads with
+// every segment (SPEC 4.1).
+func AppendCheckpoint(b []byte, entries []Entry) []byte { return appendCheckpoint(b, entries) }
+
+// ParseCheckpoint parses leader-epoch-checkpoint text with the rules of
+// the file (SPEC 3.6), returning the entries in text order, not
+// normalised. Malformed text is a *CheckpointError wrapping ErrCorruption
+// whose Path is name.
+func ParseCheckpoint(name string, data []byte) ([]Entry, error) { return parseCheckpoint(name, data) }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -434,63 +433,31 @@ func (c *manifestCache) remove(id SegmentID) {
 }
 
 // appendEpochCheckpoint appends entries in Kafka's leader-epoch-checkpoint
-// text format (SPEC 3.6, DESIGN.md 4.2): "0\n<N>\n" then N lines
-// "<epoch> <startOffset>\n".
+// text format (epochcache.AppendCheckpoint; DESIGN.md 4.2).
 func appendEpochCheckpoint(b []byte, entries []epochcache.Entry) []byte {
-	b = append(b, "0\n"...)
-	b = strconv.AppendInt(b, int64(len(entries)), 10)
-	b = append(b, '\n')
-	for _, e := range entries {
-		b = strconv.AppendInt(b, int64(e.Epoch), 10)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, e.StartOffset, 10)
-		b = append(b, '\n')
-	}
-	return b
+	return epochcache.AppendCheckpoint(b, entries)
 }
 
 // parseEpochCheckpoint parses what appendEpochCheckpoint wrote, and only
 // that (the remote copy is written by this package alone, so anything
-// else is corruption): it returns the entries, or a reason.
+// else is corruption): the file's syntax (epochcache.ParseCheckpoint),
+// entries strictly increasing in epoch and start offset, non-negative,
+// and the canonical text. It returns the entries, or a reason.
 func parseEpochCheckpoint(text []byte) ([]epochcache.Entry, string) {
-	b := text
-	line := func() (string, bool) {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			return "", false
+	entries, err := epochcache.ParseCheckpoint("remote epoch checkpoint", text)
+	if err != nil {
+		return nil, err.Error()
+	}
+	for i, e := range entries {
+		if e.Epoch < 0 || e.StartOffset < 0 {
+			return nil, fmt.Sprintf("entry %d: negative %s", i, e)
 		}
-		l := string(b[:i])
-		b = b[i+1:]
-		return l, true
-	}
-	if v, ok := line(); !ok || v != "0" {
-		return nil, fmt.Sprintf("version line %q, want \"0\"", v)
-	}
-	c, ok := line()
-	count, err := strconv.Atoi(c)
-	if !ok || err != nil || count < 0 || count > len(b)/4 { // an entry line is at least "0 0\n"
-		return nil, fmt.Sprintf("entry count %q for %d bytes", c, len(b))
-	}
-	entries := make([]epochcache.Entry, 0, count)
-	for i := range count {
-		l, ok := line()
-		epochText, offsetText, ok2 := strings.Cut(l, " ")
-		epoch, err1 := strconv.ParseInt(epochText, 10, 32)
-		offset, err2 := strconv.ParseInt(offsetText, 10, 64)
-		if !ok || !ok2 || err1 != nil || err2 != nil || epoch < 0 || offset < 0 {
-			return nil, fmt.Sprintf("entry %d: bad line %q", i, l)
-		}
-		e := epochcache.Entry{Epoch: int32(epoch), StartOffset: offset}
 		if i > 0 && (e.Epoch <= entries[i-1].Epoch || e.StartOffset <= entries[i-1].StartOffset) {
 			return nil, fmt.Sprintf("entries not strictly increasing: %s then %s", entries[i-1], e)
 		}
-		entries = append(entries, e)
-	}
-	if len(b) != 0 {
-		return nil, fmt.Sprintf("%d bytes after %d entries", len(b), count)
 	}
 	if !bytes.Equal(appendEpochCheckpoint(nil, entries), text) {
-		return nil, "numbers not in canonical form"
+		return nil, "not in canonical form"
 	}
 	return entries, ""
 }
