@@ -59,24 +59,10 @@ type outcome struct {
 }
 
 func run(ctx context.Context, out io.Writer, cfg config) (outcome, error) {
-	dir := cfg.dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "tierlog-recreate-")
-		if err != nil {
-			return outcome{}, err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	}
-	store, what, err := cfg.store.Open(ctx, dir)
+	c, what, closeAll, err := demo.Setup(ctx, cfg.dir, cfg.store, out)
 	if err != nil {
 		return outcome{}, err
 	}
-	defer store.Close()
-	c, err := demo.NewCluster(dir, store, out)
-	if err != nil {
-		return outcome{}, err
-	}
-	defer c.Close()
+	defer closeAll()
 	return recreate(ctx, c, what)
 }

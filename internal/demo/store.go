@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -69,4 +70,40 @@ func (f *StoreFlags) Open(ctx context.Context, dir string) (objstore.Store, stri
 		KeyPrefix: prefix, PathSafeKeys: true, CreateBucket: true,
 	})
 	return s, fmt.Sprintf("S3 bucket %s at %s, prefix %s", f.Bucket, f.Endpoint, prefix), err
+}
+
+// Setup opens the store the flags select and a cluster over it, in dir or,
+// when dir is "", in a new temporary directory. close releases everything
+// (and removes the temporary directory); describe says what the store is.
+func Setup(ctx context.Context, dir string, flags StoreFlags, out io.Writer) (c *Cluster, describe string, close func(), err error) {
+	var cleanups []func()
+	close = func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "tierlog-demo-")
+		if err != nil {
+			return nil, "", nil, err
+		}
+		cleanups = append(cleanups, func() { _ = os.RemoveAll(tmp) })
+		dir = tmp
+	}
+	store, describe, err := flags.Open(ctx, dir)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cleanups = append(cleanups, func() { _ = store.Close() })
+	c, err = NewCluster(dir, store, out)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cleanups = append(cleanups, func() { _ = c.Close() })
+	return c, describe, close, nil
 }
