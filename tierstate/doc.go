@@ -66,9 +66,23 @@
 // phase-2 replica check and its recreate (SPEC 6.11): a replica that fails
 // is deleted and rebuilt, never truncated in place.
 //
+// # Operator recovery
+//
+// Describe, CheckElectReplica and PlanStartPhaseTwo are the checks
+// kafka-topic-switch.sh makes for a phase-1 partition that lost its
+// classic prefix (SPEC 6.13). Describe is one replica's
+// DescribeDisklessSwitchReplica answer: its log's offsets, whether its
+// broker fenced it, the cross-tier log start X and the end of the
+// gap-free run of finished remote segments from X, capped at the seal. A
+// ReplicaDescription says whether the log and remote storage cover
+// [X, S), whether the replica holds the prefix, and what start-phase-2
+// would lose. CheckElectReplica adds HW == S and gap-free coverage to
+// State.ValidateElectReplica; PlanStartPhaseTwo refuses while a replica
+// holds the prefix, puts the seal at the highest remote end, needs the
+// loss accepted, and gives the State that State.StartPhaseTwo commits.
+//
 // # What this package does not do yet
 //
-// The at-seal follower fetch (SPEC 6.10) and the operator's Describe (SPEC
-// 6.13) are later work. Leader, ISR and reassignment changes that switch
+// The at-seal follower fetch (SPEC 6.10) is later work. Leader, ISR and reassignment changes that switch
 // records carry are the controller's.
 package tierstate
