@@ -81,8 +81,23 @@
 // holds the prefix, puts the seal at the highest remote end, needs the
 // loss accepted, and gives the State that State.StartPhaseTwo commits.
 //
-// # What this package does not do yet
+// # Followers at the seal
 //
-// The at-seal follower fetch (SPEC 6.10) is later work. Leader, ISR and reassignment changes that switch
-// records carry are the controller's.
+// ValidateFetchAtSeal answers a follower fetch at or past the seal of a
+// switched partition (IsFetchAtSeal) without reading the leader's local
+// records: an empty response with the high watermark clamped to the seal,
+// after validating the follower's lineage at the seal, or nothing at all
+// while the leader itself is below the seal. When it says so, the leader
+// records the follower and ShouldAdmitAtSeal decides the ISR expansion on
+// the seal rather than on the leader's high watermark. On the follower,
+// HandOffAtSeal decides after each append whether the partition leaves the
+// classic fetcher, and RouteFollowerFetcher which fetcher a metadata delta
+// starts: a follower leaves classic replication only once the leader
+// admitted it to the ISR.
+//
+// # What this package does not do
+//
+// Leader, ISR and reassignment changes that switch records carry are the
+// controller's; positions, AlterPartition requests and fetchers are the
+// broker's. The package decides; it keeps no cluster state.
 package tierstate
