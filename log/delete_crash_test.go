@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/crashtest"
 )
 
 // TestDeleteIsCrashAtomic crashes before every file operation of Delete
@@ -23,28 +23,18 @@ func TestDeleteIsCrashAtomic(t *testing.T) {
 	for _, d := range []string{"", "p0"} {
 		require.NoError(t, atomicfile.SyncDir(mem, d))
 	}
-	armed, points := false, 0
-	var failure error
-	check := func(op errorfs.Op) error {
-		if !armed || failure != nil || op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
-			return nil
-		}
-		points++
-		clone := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
-		if err := checkDeleteClone(clone); err != nil {
-			failure = fmt.Errorf("crash point %d (before %s %s): %w", points, opKindName(op.Kind), op.Path, err)
-		}
-		return nil
-	}
-	l := openTestLog(t, unlinkEachFS{errorfs.Wrap(mem, errorfs.InjectorFunc(check))}, Options{SegmentBytes: 400})
+	rec := crashtest.New(1, func(int, string) error {
+		return checkDeleteClone(mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}))
+	})
+	l := openTestLog(t, unlinkEachFS{rec.Wrap(mem)}, Options{SegmentBytes: 400})
 	appendRecords(t, l, 0, 10, 1_000)
 	appendRecords(t, l, 1, 10, 1_000)
 	require.NoError(t, l.Flush())
-	armed = true
+	rec.Arm(true)
 	require.NoError(t, l.Delete())
-	armed = false
-	require.NoError(t, failure)
-	require.Greater(t, points, 2)
+	rec.Arm(false)
+	require.NoError(t, rec.Err())
+	require.Greater(t, rec.Checked(), 2)
 	// After the Delete itself: no log, no leftover.
 	names, err := mem.List("")
 	require.NoError(t, err)

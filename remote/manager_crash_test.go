@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/crashtest"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote/objstore"
@@ -48,11 +47,9 @@ func TestCopyAndExpirationCrash(t *testing.T) {
 	}
 	c := newCrashTiering(t, stride)
 	c.run()
-	if c.failure != nil {
-		t.Fatal(c.failure)
-	}
-	t.Logf("%d crash points checked", c.checked)
-	require.Greater(t, c.checked, 20/stride)
+	require.NoError(t, c.rec.Err())
+	t.Logf("%d crash points checked", c.rec.Checked())
+	require.Greater(t, c.rec.Checked(), 20/stride)
 }
 
 const (
@@ -66,31 +63,35 @@ const (
 )
 
 type crashTiering struct {
-	t       *testing.T
-	mem     *vfs.MemFS
-	store   *mem.Mem
-	nowMs   atomic.Int64
-	stride  int
-	points  int
-	checked int
-	armed   bool
-	phase   string
+	t     *testing.T
+	mem   *vfs.MemFS
+	store *mem.Mem
+	nowMs atomic.Int64
+	rec   *crashtest.Recorder
+	phase atomic.Value // string: the step crashed in, for messages
 	// batches holds every acknowledged batch: base offset -> bytes.
 	batches map[int64][]byte
 	order   []int64
 	// expireTo is the highest log start expiration may reach.
 	expireTo int64
-	// mu serializes crash points: Pebble writes its WAL from its own
-	// goroutine. failure is the first failed check (Fatal may only run on
-	// the test's goroutine); later crash points are skipped.
-	mu      sync.Mutex
-	failure error
 }
 
 func newCrashTiering(t *testing.T, stride int) *crashTiering {
 	c := &crashTiering{t: t, mem: vfs.NewCrashableMem(), store: mem.New(mem.Options{}),
-		stride: stride, batches: map[int64][]byte{}}
+		batches: map[int64][]byte{}}
 	c.nowMs.Store(crashStartMs)
+	c.phase.Store("setup")
+	c.rec = crashtest.New(stride, func(_ int, _ string) error {
+		clone := c.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+		store, err := cloneMem(c.store)
+		if err == nil {
+			err = c.recover(clone, store)
+		}
+		if err != nil {
+			return fmt.Errorf("in the %s: %w", c.phase.Load(), err)
+		}
+		return nil
+	})
 	require.NoError(t, c.mem.MkdirAll("p0", 0o755))
 	for _, d := range []string{"", "p0"} {
 		require.NoError(t, atomicfile.SyncDir(c.mem, d))
@@ -98,28 +99,7 @@ func newCrashTiering(t *testing.T, stride int) *crashTiering {
 	return c
 }
 
-func (c *crashTiering) fs() vfs.FS {
-	return errorfs.Wrap(c.mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
-			c.crashPoint(fmt.Sprintf("%s %s", opName(op.Kind), op.Path))
-		}
-		return nil
-	}))
-}
-
-func opName(k errorfs.OpKind) string {
-	switch k {
-	case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
-		return "sync"
-	case errorfs.OpRename:
-		return "rename"
-	case errorfs.OpRemove, errorfs.OpRemoveAll:
-		return "remove"
-	case errorfs.OpCreate:
-		return "create"
-	}
-	return "write"
-}
+func (c *crashTiering) fs() vfs.FS { return c.rec.Wrap(c.mem) }
 
 func (c *crashTiering) logOptions(fs vfs.FS) log.Options {
 	return log.Options{
@@ -192,9 +172,8 @@ func (c *crashTiering) run() {
 }
 
 func (c *crashTiering) setPhase(phase string, armed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.phase, c.armed = phase, armed
+	c.phase.Store(phase)
+	c.rec.Arm(armed)
 }
 
 // crashStore gives a crash point before every object put and delete.
@@ -218,26 +197,7 @@ func (s crashStore) Delete(ctx context.Context, key string) error {
 	return s.Mem.Delete(ctx, key)
 }
 
-func (c *crashTiering) crashPoint(what string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.armed || c.failure != nil {
-		return
-	}
-	c.points++
-	if c.points%c.stride != 0 {
-		return
-	}
-	c.checked++
-	clone := c.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
-	store, err := cloneMem(c.store)
-	if err == nil {
-		err = c.recover(clone, store)
-	}
-	if err != nil {
-		c.failure = fmt.Errorf("crash point %d (%s, before %s): %w", c.points, c.phase, what, err)
-	}
-}
+func (c *crashTiering) crashPoint(what string) { c.rec.Point(what) }
 
 func cloneMem(src *mem.Mem) (*mem.Mem, error) {
 	ctx := context.Background()

@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/crashtest"
 	"github.com/tierlog/tierlog/internal/demo"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
@@ -93,28 +93,18 @@ func TestRecreateCrash(t *testing.T) {
 	require.NoError(t, bl.Flush())
 	require.NoError(t, bl.Close())
 
-	points := 0
-	var failure error
-	armed := false
-	inject := errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if !armed || failure != nil || op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
-			return nil
-		}
-		points++
+	rec := crashtest.New(1, func(int, string) error {
 		clone := bfs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 		c := &demo.Cluster{FS: clone, Dir: "b", Store: src.Store, Meta: src.Meta, Storage: src.Storage, NowMs: src.NowMs}
-		if err := restartB(ctx, c, st, source, committed); err != nil {
-			failure = fmt.Errorf("crash point %d (before %v %s): %w", points, op.Kind, op.Path, err)
-		}
-		return nil
+		return restartB(ctx, c, st, source, committed)
 	})
-	b := &demo.Cluster{FS: errorfs.Wrap(bfs, inject), Dir: "b", Store: src.Store, Meta: src.Meta, Storage: src.Storage, NowMs: src.NowMs}
-	armed = true
+	b := &demo.Cluster{FS: rec.Wrap(bfs), Dir: "b", Store: src.Store, Meta: src.Meta, Storage: src.Storage, NowMs: src.NowMs}
+	rec.Arm(true)
 	require.NoError(t, restartB(ctx, b, st, source, committed), "the recreate itself")
-	armed = false
-	require.NoError(t, failure)
-	t.Logf("%d crash points", points)
-	require.Greater(t, points, 10)
+	rec.Arm(false)
+	require.NoError(t, rec.Err())
+	t.Logf("%d crash points", rec.Checked())
+	require.Greater(t, rec.Checked(), 10)
 }
 
 // restartB opens B's log on c as a restarted broker does, classifies the
