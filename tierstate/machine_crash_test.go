@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/crashtest"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 )
@@ -88,19 +88,16 @@ func runRebuildCrash(t *testing.T, state State) {
 	}
 	var images []*vfs.MemFS
 	var ops []string
-	armed := false
 	rng := rand.New(rand.NewPCG(7, 7))
-	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		// Runs on the goroutine doing the I/O (the test's): the log does
-		// its file operations synchronously. Only clones here; the checks
-		// run afterwards on the test goroutine.
-		if armed && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
-			ops = append(ops, fmt.Sprintf("%s %s", crashOpName(op.Kind), op.Path))
-			images = append(images, mem.CrashClone(vfs.CrashCloneCfg{}))
-			images = append(images, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rng}))
-		}
+	// The check only takes the images (with and without half the unsynced
+	// data); they are opened afterwards on the test goroutine.
+	rec := crashtest.New(1, func(_ int, what string) error {
+		ops = append(ops, what)
+		images = append(images, mem.CrashClone(vfs.CrashCloneCfg{}))
+		images = append(images, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rng}))
 		return nil
-	}))
+	})
+	fs := rec.Wrap(mem)
 	opts := func(fs vfs.FS) log.Options {
 		return log.Options{FS: fs, RemoteStorageEnabled: true, SegmentIndexBytes: 4096,
 			Now: func() time.Time { return time.UnixMilli(testNowMs) }}
@@ -151,9 +148,10 @@ func runRebuildCrash(t *testing.T, state State) {
 	require.NoError(t, l.Flush())
 	old := readCrashState(l)
 
-	armed = true
+	rec.Arm(true)
 	require.NoError(t, rebuild(l))
-	armed = false
+	rec.Arm(false)
+	require.NoError(t, rec.Err())
 	// And a crash right after it returned.
 	ops = append(ops, "(the end of the rebuild)")
 	images = append(images, mem.CrashClone(vfs.CrashCloneCfg{}), mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rng}))
@@ -188,22 +186,4 @@ func runRebuildCrash(t *testing.T, state State) {
 	for _, c := range []string{"old", "restartable", "new"} {
 		require.Positive(t, classes[c], "no crash image is %s", c)
 	}
-}
-
-func crashOpName(k errorfs.OpKind) string {
-	switch k {
-	case errorfs.OpCreate:
-		return "create"
-	case errorfs.OpRemove, errorfs.OpRemoveAll:
-		return "remove"
-	case errorfs.OpRename:
-		return "rename"
-	case errorfs.OpLink:
-		return "link"
-	case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
-		return "sync"
-	case errorfs.OpMkdirAll:
-		return "mkdir"
-	}
-	return "write"
 }
