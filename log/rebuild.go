@@ -65,19 +65,7 @@ func (l *UnifiedLog) TruncateFullyAndRestore(r RemoteRestore) error {
 	if err != nil {
 		return err
 	}
-	l.flushMu.Lock() // see TruncateTo
-	defer l.flushMu.Unlock()
-	l.mu.Lock()
-	if err := l.checkWritableLocked(); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	l.countTruncationLocked()
-	var ev events
-	err = l.restoreLocked(r, epochs, &ev)
-	l.mu.Unlock()
-	l.fire(ev)
-	return err
+	return l.countedTruncation(func(ev *events) error { return l.restoreLocked(r, epochs, ev) })
 }
 
 // validateRestore checks r and returns the entries to write: r.Epochs

@@ -122,7 +122,15 @@ func (l *UnifiedLog) TruncateFullyAndStartAt(n, logStart int64) error {
 	if logStart > n {
 		return fmt.Errorf("log: log start offset %d above the new log end offset %d: %w", logStart, n, ErrInvalidArgument)
 	}
-	l.flushMu.Lock() // see TruncateTo
+	return l.countedTruncation(func(ev *events) error { return l.truncateFullyLocked(n, logStart, ev) })
+}
+
+// countedTruncation runs do as one truncation that always counts: under
+// flushMu (see TruncateTo) and mu, after the writability check and the
+// count, with the events fired once mu is released. TruncateFullyAndStartAt
+// and TruncateFullyAndRestore share it.
+func (l *UnifiedLog) countedTruncation(do func(ev *events) error) error {
+	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
@@ -131,7 +139,7 @@ func (l *UnifiedLog) TruncateFullyAndStartAt(n, logStart int64) error {
 	}
 	l.countTruncationLocked()
 	var ev events
-	err := l.truncateFullyLocked(n, logStart, &ev)
+	err := do(&ev)
 	l.mu.Unlock()
 	l.fire(ev)
 	return err
