@@ -140,6 +140,21 @@ func (v FetchValidation) String() string {
 	return s + " (" + v.Reason + ")"
 }
 
+// checkLeaderEpoch is Kafka's leader-epoch fencing of a fetch
+// (Partition.localLogWithEpochOrThrow): a request epoch older than the
+// leader's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, and an
+// undefined one skips the check. FetchRead means it passes.
+func checkLeaderEpoch(current, leader int32) (FetchOutcome, string) {
+	switch {
+	case current == base.UndefinedEpoch:
+	case current < leader:
+		return FetchFencedLeaderEpoch, fmt.Sprintf("request epoch %d older than leader epoch %d", current, leader)
+	case current > leader:
+		return FetchUnknownLeaderEpoch, fmt.Sprintf("request epoch %d newer than leader epoch %d", current, leader)
+	}
+	return FetchRead, ""
+}
+
 // ValidateFetch decides what the leader answers to one partition of a
 // fetch before it reads records (SPEC 3.3 last paragraph, 4.9 leader
 // side), from its log l and its current leader epoch. It reads the log's
@@ -173,13 +188,8 @@ func (v FetchValidation) String() string {
 // a read that returns nothing, not an error; the isolation bound is the
 // read's. This validates only; the caller reads with l.Read.
 func ValidateFetch(l FetchLog, leaderEpoch int32, req FetchRequest) FetchValidation {
-	if req.CurrentLeaderEpoch != base.UndefinedEpoch {
-		switch {
-		case req.CurrentLeaderEpoch < leaderEpoch:
-			return epochError(FetchFencedLeaderEpoch, "request epoch %d older than leader epoch %d", req.CurrentLeaderEpoch, leaderEpoch)
-		case req.CurrentLeaderEpoch > leaderEpoch:
-			return epochError(FetchUnknownLeaderEpoch, "request epoch %d newer than leader epoch %d", req.CurrentLeaderEpoch, leaderEpoch)
-		}
+	if o, reason := checkLeaderEpoch(req.CurrentLeaderEpoch, leaderEpoch); o != FetchRead {
+		return epochError(o, reason)
 	}
 	v := FetchValidation{
 		DivergingEpoch:      base.UndefinedEpoch,
@@ -234,7 +244,7 @@ func (v FetchValidation) outOfRange(l FetchLog, req FetchRequest, why string) Fe
 	return v
 }
 
-func epochError(o FetchOutcome, format string, args ...any) FetchValidation {
+func epochError(o FetchOutcome, reason string) FetchValidation {
 	return FetchValidation{
 		Outcome:             o,
 		DivergingEpoch:      base.UndefinedEpoch,
@@ -243,6 +253,6 @@ func epochError(o FetchOutcome, format string, args ...any) FetchValidation {
 		LogStartOffset:      base.UndefinedOffset,
 		LogEndOffset:        base.UndefinedOffset,
 		LocalLogStartOffset: base.UndefinedOffset,
-		Reason:              fmt.Sprintf(format, args...),
+		Reason:              reason,
 	}
 }

@@ -369,13 +369,11 @@ func sealFetchStep(seal int64, view sealReadView, o int64) (SealFetchStep, int64
 // brokerEpoch the fetch's broker epoch too (step 2, which records
 // without a read).
 func checkSealFetcher(leader SealLeader, replica SealReplica, req SealFetchRequest, brokerEpoch bool) (SealFetchError, string) {
-	if c := req.CurrentLeaderEpoch; c != base.UndefinedEpoch {
-		switch {
-		case c < leader.LeaderEpoch:
-			return SealErrorFencedLeaderEpoch, fmt.Sprintf("request epoch %d older than leader epoch %d", c, leader.LeaderEpoch)
-		case c > leader.LeaderEpoch:
-			return SealErrorUnknownLeaderEpoch, fmt.Sprintf("request epoch %d newer than leader epoch %d", c, leader.LeaderEpoch)
-		}
+	switch o, reason := checkLeaderEpoch(req.CurrentLeaderEpoch, leader.LeaderEpoch); o {
+	case FetchFencedLeaderEpoch:
+		return SealErrorFencedLeaderEpoch, reason
+	case FetchUnknownLeaderEpoch:
+		return SealErrorUnknownLeaderEpoch, reason
 	}
 	if !leader.IsLeader {
 		return SealErrorNotLeaderOrFollower, "this broker does not lead the partition"
