@@ -191,57 +191,13 @@ func (e *rebuildEnv) handleLog(t *testing.T, d *datadriven.TestData) string {
 	if l == nil {
 		return fmt.Sprintf("no %s log", name)
 	}
-	var offset int64
+	if out, ok := logCommand(t, d, l); ok {
+		if out != "" {
+			return out
+		}
+		return e.logState(name)
+	}
 	switch d.Cmd {
-	case "append":
-		var epoch int32
-		count := 1
-		producer := base.NoProducerID
-		d.ScanArgs(t, "epoch", &epoch)
-		d.MaybeScanArgs(t, "count", &count)
-		d.MaybeScanArgs(t, "producer", &producer)
-		info, err := l.AppendAsLeader(producerBatch(t, count, producer, 0), epoch, log.OriginClient)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		return fmt.Sprintf("[%d, %d) epoch=%d", info.FirstOffset, info.LastOffset+1, epoch)
-	case "append-follower":
-		var epoch int32
-		count := 1
-		d.ScanArgs(t, "epoch", &epoch)
-		d.MaybeScanArgs(t, "count", &count)
-		info, err := l.AppendAsFollower(testBatch(t, count, l.LogEndOffset(), epoch), epoch)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		return fmt.Sprintf("[%d, %d) epoch=%d", info.FirstOffset, info.LastOffset+1, epoch)
-	case "assign-epoch":
-		var epoch int32
-		d.ScanArgs(t, "epoch", &epoch)
-		d.ScanArgs(t, "offset", &offset)
-		if err := l.AssignEpochStartOffset(epoch, offset); err != nil {
-			return "error: " + err.Error()
-		}
-	case "set-hw":
-		d.ScanArgs(t, "offset", &offset)
-		l.UpdateHighWatermark(offset)
-	case "set-remote":
-		d.ScanArgs(t, "offset", &offset)
-		if !l.UpdateHighestOffsetInRemoteStorage(offset, l.TruncationCount()) {
-			return "not installed"
-		}
-	case "truncate-to":
-		d.ScanArgs(t, "offset", &offset)
-		if _, err := l.TruncateTo(offset); err != nil {
-			return "error: " + err.Error()
-		}
-	case "truncate-fully":
-		logStart := base.UndefinedOffset
-		d.ScanArgs(t, "offset", &offset)
-		d.MaybeScanArgs(t, "log-start", &logStart)
-		if err := l.TruncateFullyAndStartAt(offset, logStart); err != nil {
-			return "error: " + err.Error()
-		}
 	case "reopen":
 		_ = l.Close()
 		l, err := log.Open(logDir(name), e.logOptions(e.remote[name]))

@@ -158,70 +158,9 @@ func (e *sealEnv) handleLog(t *testing.T, d *datadriven.TestData) string {
 		return e.logState(name)
 	}
 	l := e.log(t, d, name)
-	var offset int64
-	switch d.Cmd {
-	case "append":
-		var epoch int32
-		count := 1
-		d.ScanArgs(t, "epoch", &epoch)
-		d.MaybeScanArgs(t, "count", &count)
-		info, err := l.AppendAsLeader(testBatch(t, count, 0, base.UndefinedEpoch), epoch, log.OriginClient)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		return fmt.Sprintf("[%d, %d) epoch=%d", info.FirstOffset, info.LastOffset+1, epoch)
-	case "assign-epoch":
-		var epoch int32
-		d.ScanArgs(t, "epoch", &epoch)
-		d.ScanArgs(t, "offset", &offset)
-		if err := l.AssignEpochStartOffset(epoch, offset); err != nil {
-			return "error: " + err.Error()
-		}
-	case "roll":
-		if err := l.Roll(); err != nil {
-			return "error: " + err.Error()
-		}
-	case "set-hw":
-		d.ScanArgs(t, "offset", &offset)
-		l.UpdateHighWatermark(offset)
-	case "inc-log-start":
-		d.ScanArgs(t, "offset", &offset)
-		if _, err := l.MaybeIncrementLogStartOffset(offset); err != nil {
-			return "error: " + err.Error()
-		}
-	case "set-remote":
-		d.ScanArgs(t, "offset", &offset)
-		if !l.UpdateHighestOffsetInRemoteStorage(offset, l.TruncationCount()) {
-			return "not installed"
-		}
-	case "delete-old-segments":
-		if _, err := l.DeleteOldSegments(); err != nil {
-			return "error: " + err.Error()
-		}
-	case "truncate-fully":
-		logStart := base.UndefinedOffset
-		d.ScanArgs(t, "offset", &offset)
-		d.MaybeScanArgs(t, "log-start", &logStart)
-		if err := l.TruncateFullyAndStartAt(offset, logStart); err != nil {
-			return "error: " + err.Error()
-		}
-	case "restore":
-		r := log.RemoteRestore{LogStartOffset: base.UndefinedOffset}
-		var epochs []string
-		d.ScanArgs(t, "next", &r.NextOffset)
-		d.MaybeScanArgs(t, "log-start", &r.LogStartOffset)
-		d.MaybeScanArgs(t, "epochs", &epochs)
-		for _, s := range epochs {
-			var en epochcache.Entry
-			_, err := fmt.Sscanf(s, "%d@%d", &en.Epoch, &en.StartOffset)
-			require.NoError(t, err, "epoch entry %q", s)
-			r.Epochs = append(r.Epochs, en)
-		}
-		if err := l.TruncateFullyAndRestore(r); err != nil {
-			return "error: " + err.Error()
-		}
-	case "state":
-	default:
+	if out, ok := logCommand(t, d, l); ok && out != "" {
+		return out
+	} else if !ok && d.Cmd != "state" {
 		d.Fatalf(t, "unknown command %s", d.Cmd)
 	}
 	return e.logState(name)
