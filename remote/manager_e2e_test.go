@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
 	"github.com/tierlog/tierlog/remote/objstore/mem"
-	"github.com/tierlog/tierlog/remote/objstore/s3"
 )
 
 // TestTieringEndToEnd runs the whole tier on each store: append across
@@ -31,17 +29,7 @@ func TestTieringEndToEnd(t *testing.T) {
 	})
 	t.Run("s3", func(t *testing.T) {
 		srv := s3test.Start(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := s3.Open(ctx, s3.Options{
-			Endpoint: srv.URL, Bucket: s3test.NewBucketName(t), Region: s3test.Region,
-			AccessKeyID: s3test.AccessKeyID, SecretAccessKey: s3test.SecretAccessKey,
-			RootCAs: srv.RootCAs, RequestTimeout: 10 * time.Second,
-			PathSafeKeys: true, CreateBucket: true,
-		})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		runTieringEndToEnd(t, s)
+		runTieringEndToEnd(t, s3test.OpenStore(t, srv.StoreOptions(t)))
 	})
 }
 

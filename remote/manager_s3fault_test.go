@@ -217,18 +217,13 @@ func TestManagerUnderS3Faults(t *testing.T) {
 // the server, and proxied, through a new fault proxy, with a short request
 // timeout and two quick attempts per request.
 func openProxiedS3(t *testing.T, srv *s3test.Server) (direct, proxied *s3.Store, proxy *s3test.FaultProxy) {
-	o := s3.Options{
-		Endpoint: srv.URL, Bucket: s3test.NewBucketName(t), Region: s3test.Region,
-		AccessKeyID: s3test.AccessKeyID, SecretAccessKey: s3test.SecretAccessKey,
-		RootCAs: srv.RootCAs, RequestTimeout: 10 * time.Second,
-		PathSafeKeys: true, CreateBucket: true,
-	}
-	direct = openS3(t, o) // creates the bucket
+	o := srv.StoreOptions(t)
+	direct = s3test.OpenStore(t, o) // creates the bucket
 	proxy = s3test.NewFaultProxy(t, srv)
 	o.Endpoint, o.RootCAs, o.CreateBucket = proxy.URL(), proxy.RootCAs(), false
 	o.RequestTimeout = 250 * time.Millisecond
 	o.Retry = s3.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
-	return direct, openS3(t, o), proxy
+	return direct, s3test.OpenStore(t, o), proxy
 }
 
 // s3FaultRun drives the phases of TestManagerUnderS3Faults and sums what
@@ -401,16 +396,6 @@ func checkFinishedChain(t *testing.T, e *mgrEnv, tp TopicIDPartition, l *log.Uni
 		next = s.EndOffset + 1
 	}
 	require.Equal(t, next-1, l.HighestOffsetInRemoteStorage())
-}
-
-func openS3(t *testing.T, o s3.Options) *s3.Store {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := s3.Open(ctx, o)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 func listKeys(t *testing.T, s objstore.Store) []string {

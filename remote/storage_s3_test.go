@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,27 +19,11 @@ import (
 // versitygw server (skipped without one, failed under TIERLOG_REQUIRE_S3=1).
 func openS3ForStorage(t *testing.T, srv *s3test.Server) (*s3.Store, s3.Options) {
 	t.Helper()
-	o := s3.Options{
-		Endpoint:        srv.URL,
-		Bucket:          s3test.NewBucketName(t),
-		Region:          s3test.Region,
-		AccessKeyID:     s3test.AccessKeyID,
-		SecretAccessKey: s3test.SecretAccessKey,
-		RootCAs:         srv.RootCAs,
-		RequestTimeout:  10 * time.Second,
-		Retry:           s3.RetryPolicy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
-		PathSafeKeys:    true, // versitygw's posix backend stores objects as files
-		CreateBucket:    true,
-		// Small parts, so that an uncompressed segment of a few MiB takes
-		// the multipart path of objstore.PutLarge.
-		MultipartThresholdBytes: 5 << 20,
-		PartBytes:               5 << 20,
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	store, err := s3.Open(ctx, o)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
+	o := srv.StoreOptions(t)
+	// Small parts, so that an uncompressed segment of a few MiB takes the
+	// multipart path of objstore.PutLarge.
+	o.MultipartThresholdBytes, o.PartBytes = 5<<20, 5<<20
+	store := s3test.OpenStore(t, o)
 	return store, o
 }
 

@@ -22,8 +22,8 @@ func BenchmarkPut64MiB(b *testing.B) {
 	const concurrency = 4
 	srv := s3test.Start(b)
 	ctx := context.Background()
-	o := testOptions(b, srv)
-	s := open(b, o)
+	o := srv.StoreOptions(b)
+	s := s3test.OpenStore(b, o)
 	data := bytes.Repeat([]byte("tierlog-segment-"), size/16)
 	// A warm-up upload, so the first sub-benchmark does not pay for a cold
 	// server (the two otherwise differ by run order more than by client).

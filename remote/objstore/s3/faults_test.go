@@ -19,15 +19,15 @@ import (
 // the real server created, with fast retries.
 func proxied(t *testing.T) (*s3.Store, *s3test.FaultProxy) {
 	srv := s3test.Start(t)
-	o := testOptions(t, srv)
-	open(t, o) // creates the bucket directly
+	o := srv.StoreOptions(t)
+	s3test.OpenStore(t, o) // creates the bucket directly
 	p := s3test.NewFaultProxy(t, srv)
 	o.Endpoint = p.URL()
 	o.RootCAs = p.RootCAs()
 	o.CreateBucket = false
 	o.RequestTimeout = 500 * time.Millisecond
 	o.Retry = s3.RetryPolicy{MaxAttempts: 5, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}
-	return open(t, o), p
+	return s3test.OpenStore(t, o), p
 }
 
 func testCtx(t *testing.T) context.Context {

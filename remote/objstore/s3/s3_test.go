@@ -24,36 +24,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
 
-// testOptions returns options for a fresh bucket on the shared server.
-func testOptions(t testing.TB, srv *s3test.Server) s3.Options {
-	return s3.Options{
-		Endpoint:        srv.URL,
-		Bucket:          s3test.NewBucketName(t),
-		Region:          s3test.Region,
-		AccessKeyID:     s3test.AccessKeyID,
-		SecretAccessKey: s3test.SecretAccessKey,
-		RootCAs:         srv.RootCAs,
-		RequestTimeout:  10 * time.Second,
-		Retry:           s3.RetryPolicy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
-		PathSafeKeys:    true, // versitygw's posix backend stores objects as files
-		CreateBucket:    true,
-	}
-}
-
-func open(t testing.TB, o s3.Options) *s3.Store {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := s3.Open(ctx, o)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 func TestConformance(t *testing.T) {
 	srv := s3test.Start(t)
 	objstoretest.RunConformance(t, func(t *testing.T) objstore.Store {
-		return open(t, testOptions(t, srv))
+		return s3test.OpenStore(t, srv.StoreOptions(t))
 	})
 }
 
@@ -91,10 +65,10 @@ func rawNames(t *testing.T, c *minio.Client, bucket string) []string {
 func TestKeyLayout(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
-	o := testOptions(t, srv)
+	o := srv.StoreOptions(t)
 	o.KeyPrefix = "cluster-1/"
 	o.SaltHexDigits = 1 // 16 salts: a listing without '/' in its prefix asks each
-	s := open(t, o)
+	s := s3test.OpenStore(t, o)
 
 	var keys []string
 	for p := range 5 {
@@ -169,13 +143,13 @@ func salt(first string, digits int) string {
 // shows the secret key.
 func TestSecretsRedacted(t *testing.T) {
 	srv := s3test.Start(t)
-	o := testOptions(t, srv)
+	o := srv.StoreOptions(t)
 	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
 		out := fmt.Sprintf(f, o)
 		require.NotContains(t, out, s3test.SecretAccessKey, f)
 		require.NotContains(t, out, s3test.AccessKeyID, f)
 	}
-	s := open(t, o)
+	s := s3test.OpenStore(t, o)
 	require.NotContains(t, s.String(), s3test.SecretAccessKey)
 	require.NotContains(t, fmt.Sprintf("%v %+v", s, s), s3test.SecretAccessKey)
 
@@ -200,12 +174,12 @@ func TestSecretsRedacted(t *testing.T) {
 // from the standard AWS variables only.
 func TestEnvironmentCredentials(t *testing.T) {
 	srv := s3test.Start(t)
-	o := testOptions(t, srv)
+	o := srv.StoreOptions(t)
 	o.AccessKeyID, o.SecretAccessKey, o.Region = "", "", ""
 	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKeyID)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretAccessKey)
 	t.Setenv("AWS_REGION", s3test.Region)
-	s := open(t, o)
+	s := s3test.OpenStore(t, o)
 	require.NoError(t, s.Put(context.Background(), "k", strings.NewReader("v"), 1, objstore.PutOptions{}))
 
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
@@ -237,8 +211,8 @@ func TestOptionsValidation(t *testing.T) {
 func TestChecksumMismatch(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
-	o := testOptions(t, srv)
-	s := open(t, o)
+	o := srv.StoreOptions(t)
+	s := s3test.OpenStore(t, o)
 	data := bytes.Repeat([]byte("tierlog "), 4096)
 	require.NoError(t, s.Put(ctx, "seg/1.log", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}))
 	got, err := objstore.ReadAll(ctx, s, "seg/1.log")
@@ -282,7 +256,7 @@ func (c cancelingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // use one there); a ReaderAt shorter than the size is ErrShortRead.
 func TestPutMultipartSmallAndShort(t *testing.T) {
 	srv := s3test.Start(t)
-	s := open(t, testOptions(t, srv))
+	s := s3test.OpenStore(t, srv.StoreOptions(t))
 	data := bytes.Repeat([]byte("p"), 4<<20)
 
 	ctx, cancel := context.WithCancel(context.Background())

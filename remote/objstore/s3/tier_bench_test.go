@@ -51,8 +51,8 @@ func tierSegment(data []byte) (remote.SegmentMetadata, remote.SegmentData) {
 func BenchmarkTierCopy64MiB(b *testing.B) {
 	srv := s3test.Start(b)
 	ctx := context.Background()
-	o := testOptions(b, srv)
-	s := open(b, o)
+	o := srv.StoreOptions(b)
+	s := s3test.OpenStore(b, o)
 	data := bytes.Repeat([]byte("tierlog-segment-"), tierSegmentBytes/16)
 	sm, err := remote.NewStorageManager(s, remote.StorageOptions{})
 	require.NoError(b, err)
@@ -90,8 +90,8 @@ func BenchmarkTierReadCold(b *testing.B) {
 	const readBytes = 16 << 10
 	srv := s3test.Start(b)
 	ctx := context.Background()
-	o := testOptions(b, srv)
-	s := open(b, o)
+	o := srv.StoreOptions(b)
+	s := s3test.OpenStore(b, o)
 	data := make([]byte, tierSegmentBytes)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range data {
