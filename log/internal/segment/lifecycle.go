@@ -137,12 +137,8 @@ func (s *Segment) Flush() error {
 	if s.w.superseded && !s.closed.Load() {
 		return nil
 	}
-	if err := s.checkWritable(); err != nil {
+	if err := s.FlushData(); err != nil {
 		return err
-	}
-	if err := s.logFile.SyncData(); err != nil {
-		s.w.err = ioErr("sync", s.logPath, err)
-		return s.w.err
 	}
 	return s.writeIndexes(true)
 }
