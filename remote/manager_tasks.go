@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"go.uber.org/zap"
 )
 
@@ -66,12 +67,10 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 			return err
 		}
 	}
+	// Every decision of the run is taken over the one listing above, so
+	// the walk never mixes two states of the metadata.
 	for _, e := range lineage {
-		segs, err := m.meta.ListSegmentsForEpoch(tp, e.Epoch)
-		if err != nil {
-			return err
-		}
-		in.SegmentsByEpoch = append(in.SegmentsByEpoch, segs)
+		in.SegmentsByEpoch = append(in.SegmentsByEpoch, segmentsOfEpoch(all, e.Epoch))
 	}
 	plan := PlanRetention(in)
 	// Report the new log start before deleting (SPEC 4.8 step 6): a
@@ -97,21 +96,19 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 		}
 	}
 	var errs []error
+	attempted := map[SegmentID]bool{}
 	for _, d := range plan.Delete {
 		if err := context.Cause(ctx); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
+		attempted[d.Segment.SegmentID] = true
 		if err := m.deleteScheduled(ctx, tp, d); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(entries) > 0 {
 		cleanup := PlanEpochCleanup(entries[0].Epoch, remoteEpochs, func(e int32) []SegmentMetadata {
-			segs, err := m.meta.ListSegmentsForEpoch(tp, e)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			return segs
+			return slices.DeleteFunc(segmentsOfEpoch(all, e), func(s SegmentMetadata) bool { return attempted[s.SegmentID] })
 		}, guard)
 		for _, d := range cleanup {
 			if err := context.Cause(ctx); err != nil {
@@ -147,6 +144,19 @@ func (m *Manager) crossTier(tp TopicIDPartition) CrossTierGuard {
 	}
 	c, start, known := m.opts.Consolidation.CrossTierLogStart(tp)
 	return CrossTierGuard{Consolidating: c, Start: start, Known: known}
+}
+
+// segmentsOfEpoch returns the segments of segs (a ListSegments listing,
+// sorted by start offset) with records in epoch, in the same order: what
+// ListSegmentsForEpoch answers, from the same snapshot.
+func segmentsOfEpoch(segs []SegmentMetadata, epoch int32) []SegmentMetadata {
+	var out []SegmentMetadata
+	for _, s := range segs {
+		if slices.ContainsFunc(s.SegmentLeaderEpochs, func(e epochcache.Entry) bool { return e.Epoch == epoch }) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // segmentEpochs returns the sorted distinct epochs of segs.

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -136,7 +137,7 @@ func TestTaskDecisionsDataDriven(t *testing.T) {
 					in.BeingCopied = func(id SegmentID) bool { return id.ID == nameID(c) }
 				}
 				for _, e := range lineage {
-					in.SegmentsByEpoch = append(in.SegmentsByEpoch, segmentsOfEpoch(segs, e.Epoch))
+					in.SegmentsByEpoch = append(in.SegmentsByEpoch, segmentsOfEpoch(sortedSegments(segs), e.Epoch))
 				}
 				plan := PlanRetention(in)
 				var b strings.Builder
@@ -154,7 +155,7 @@ func TestTaskDecisionsDataDriven(t *testing.T) {
 					guard.Start, guard.Known = num("x", 0), true
 				}
 				out := PlanEpochCleanup(int32(num("earliest", 0)), segmentEpochs(segs),
-					func(e int32) []SegmentMetadata { return segmentsOfEpoch(segs, e) }, guard)
+					func(e int32) []SegmentMetadata { return segmentsOfEpoch(sortedSegments(segs), e) }, guard)
 				var names []string
 				for _, s := range out {
 					names = append(names, idName(s.Segment.SegmentID.ID))
@@ -170,17 +171,11 @@ func TestTaskDecisionsDataDriven(t *testing.T) {
 	})
 }
 
-// segmentsOfEpoch lists the segments with records in epoch, sorted by
-// start offset, as ListSegmentsForEpoch does (DELETE_FINISHED forgotten).
-func segmentsOfEpoch(segs []SegmentMetadata, epoch int32) []SegmentMetadata {
-	var out []SegmentMetadata
-	for _, s := range segs {
-		if s.State != DeleteSegmentFinished && slices.ContainsFunc(s.SegmentLeaderEpochs,
-			func(e epochcache.Entry) bool { return e.Epoch == epoch }) {
-			out = append(out, s)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b SegmentMetadata) int { return int(a.StartOffset - b.StartOffset) })
+// sortedSegments returns the live segments of segs as ListSegments lists
+// them: DELETE_SEGMENT_FINISHED forgotten, sorted by start offset.
+func sortedSegments(segs []SegmentMetadata) []SegmentMetadata {
+	out := slices.DeleteFunc(slices.Clone(segs), func(s SegmentMetadata) bool { return s.State == DeleteSegmentFinished })
+	slices.SortStableFunc(out, func(a, b SegmentMetadata) int { return cmp.Compare(a.StartOffset, b.StartOffset) })
 	return out
 }
 
