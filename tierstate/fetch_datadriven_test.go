@@ -126,22 +126,7 @@ func (e *fetchEnv) handle(t *testing.T, d *datadriven.TestData) string {
 }
 
 func (e *fetchEnv) fetch(t *testing.T, d *datadriven.TestData) FetchValidation {
-	req := FetchRequest{LastFetchedEpoch: base.UndefinedEpoch, CurrentLeaderEpoch: base.UndefinedEpoch}
-	var fetcher string
-	d.ScanArgs(t, "fetcher", &fetcher)
-	switch fetcher {
-	case "follower":
-		req.Fetcher = FetcherFollower
-	case "future":
-		req.Fetcher = FetcherFuture
-	case "consumer":
-		req.Fetcher = FetcherConsumer
-	default:
-		d.Fatalf(t, "unknown fetcher %s", fetcher)
-	}
-	d.ScanArgs(t, "offset", &req.FetchOffset)
-	d.MaybeScanArgs(t, "last-fetched-epoch", &req.LastFetchedEpoch)
-	d.MaybeScanArgs(t, "current-epoch", &req.CurrentLeaderEpoch)
+	req := scanFetchRequest(t, d, fetcherRequired)
 	leaderEpoch, ok := e.log.LatestEpoch()
 	if !ok {
 		leaderEpoch = 0

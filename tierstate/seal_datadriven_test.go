@@ -257,33 +257,12 @@ func (e *sealEnv) replica(id int32) SealReplica {
 	return r
 }
 
-func scanSealFetchRequest(t *testing.T, d *datadriven.TestData) FetchRequest {
-	req := FetchRequest{Fetcher: FetcherFollower, LastFetchedEpoch: base.UndefinedEpoch, CurrentLeaderEpoch: base.UndefinedEpoch}
-	if d.HasArg("fetcher") {
-		var f string
-		d.ScanArgs(t, "fetcher", &f)
-		switch f {
-		case "follower":
-		case "consumer":
-			req.Fetcher = FetcherConsumer
-		case "future":
-			req.Fetcher = FetcherFuture
-		default:
-			d.Fatalf(t, "unknown fetcher %s", f)
-		}
-	}
-	d.ScanArgs(t, "offset", &req.FetchOffset)
-	d.MaybeScanArgs(t, "last-fetched-epoch", &req.LastFetchedEpoch)
-	d.MaybeScanArgs(t, "current-epoch", &req.CurrentLeaderEpoch)
-	return req
-}
-
 // fetch answers a follower fetch as the leader's fetch path would: the
 // at-seal branch for a fetch at or past the seal, recording the position
 // the answer names and asking for admission when it says so.
 func (e *sealEnv) fetch(t *testing.T, d *datadriven.TestData) string {
 	leaderLog := e.log(t, d, "leader")
-	req := SealFetchRequest{FetchRequest: scanSealFetchRequest(t, d), BrokerEpoch: NoBrokerEpoch}
+	req := SealFetchRequest{FetchRequest: scanFetchRequest(t, d, FetcherFollower), BrokerEpoch: NoBrokerEpoch}
 	d.ScanArgs(t, "replica", &req.ReplicaID)
 	d.MaybeScanArgs(t, "broker-epoch", &req.BrokerEpoch)
 	if !IsFetchAtSeal(e.state, req.FetchRequest) {
@@ -366,5 +345,5 @@ func checkSealDecision(t *testing.T, seal int64, d SealFetchDecision) {
 
 func (e *sealEnv) genericFetch(t *testing.T, d *datadriven.TestData) string {
 	l := e.log(t, d, "leader")
-	return "generic: " + ValidateFetch(l, e.leaderEpoch, scanSealFetchRequest(t, d)).String()
+	return "generic: " + ValidateFetch(l, e.leaderEpoch, scanFetchRequest(t, d, FetcherFollower)).String()
 }

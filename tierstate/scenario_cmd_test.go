@@ -103,3 +103,30 @@ func logCommand(t *testing.T, d *datadriven.TestData, l *log.UnifiedLog) (out st
 	}
 	return "", false
 }
+
+// fetcherRequired makes scanFetchRequest require the fetcher= argument.
+const fetcherRequired Fetcher = -1
+
+// scanFetchRequest reads a fetch request from d: fetcher=consumer|follower|future
+// (def when absent, required when def is fetcherRequired), offset=O,
+// [last-fetched-epoch=E], [current-epoch=E].
+func scanFetchRequest(t *testing.T, d *datadriven.TestData, def Fetcher) FetchRequest {
+	req := FetchRequest{Fetcher: def, LastFetchedEpoch: base.UndefinedEpoch, CurrentLeaderEpoch: base.UndefinedEpoch}
+	if d.HasArg("fetcher") || def == fetcherRequired {
+		var name string
+		d.ScanArgs(t, "fetcher", &name)
+		req.Fetcher = fetcherRequired
+		for _, f := range []Fetcher{FetcherConsumer, FetcherFollower, FetcherFuture} {
+			if f.String() == name {
+				req.Fetcher = f
+			}
+		}
+		if req.Fetcher == fetcherRequired {
+			d.Fatalf(t, "unknown fetcher %s", name)
+		}
+	}
+	d.ScanArgs(t, "offset", &req.FetchOffset)
+	d.MaybeScanArgs(t, "last-fetched-epoch", &req.LastFetchedEpoch)
+	d.MaybeScanArgs(t, "current-epoch", &req.CurrentLeaderEpoch)
+	return req
+}
