@@ -3,6 +3,7 @@ package epochcache
 import (
 	"errors"
 	"fmt"
+	"github.com/tierlog/tierlog/internal/crashtest"
 	"github.com/tierlog/tierlog/internal/testseed"
 	"math/rand/v2"
 	"slices"
@@ -372,11 +373,11 @@ func TestReadersDoNotWaitForIO(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	hfs := &hookFS{FS: mem, after: func(op, name string) {
+	hfs := crashtest.AfterEach(mem, func(op, name string) {
 		if op == "sync" && name == testPath+tmpSuffix {
 			once.Do(func() { close(entered); <-release })
 		}
-	}}
+	})
 	c, err := Open(hfs, testPath)
 	require.NoError(t, err)
 	writeDone := make(chan error)

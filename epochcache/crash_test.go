@@ -2,6 +2,7 @@ package epochcache
 
 import (
 	"errors"
+	"github.com/tierlog/tierlog/internal/crashtest"
 	"github.com/tierlog/tierlog/internal/testseed"
 	iofs "io/fs"
 	"math/rand/v2"
@@ -10,67 +11,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
-
-// hookFS calls after() once each mutating operation (create, write, sync,
-// close, rename, remove, directory sync...) has returned, so a test can
-// take a CrashClone at every step of a checkpoint write.
-type hookFS struct {
-	vfs.FS
-	after func(op, name string)
-}
-
-func (fs *hookFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, category)
-	if err != nil {
-		return nil, err
-	}
-	fs.after("create", name)
-	return &hookFile{File: f, fs: fs, name: name}, nil
-}
-
-func (fs *hookFS) OpenDir(name string) (vfs.File, error) {
-	f, err := fs.FS.OpenDir(name)
-	if err != nil {
-		return nil, err
-	}
-	return &hookFile{File: f, fs: fs, name: name}, nil
-}
-
-func (fs *hookFS) Rename(oldname, newname string) error {
-	err := fs.FS.Rename(oldname, newname)
-	fs.after("rename", newname)
-	return err
-}
-
-func (fs *hookFS) Remove(name string) error {
-	err := fs.FS.Remove(name)
-	fs.after("remove", name)
-	return err
-}
-
-type hookFile struct {
-	vfs.File
-	fs   *hookFS
-	name string
-}
-
-func (f *hookFile) Write(p []byte) (int, error) {
-	n, err := f.File.Write(p)
-	f.fs.after("write", f.name)
-	return n, err
-}
-
-func (f *hookFile) Sync() error {
-	err := f.File.Sync()
-	f.fs.after("sync", f.name)
-	return err
-}
-
-func (f *hookFile) Close() error {
-	err := f.File.Close()
-	f.fs.after("close", f.name)
-	return err
-}
 
 // TestCrashAtEveryStep runs a fixed series of checkpoint writes (assigns
 // and flushed truncations) and, after every mutating file operation, takes
@@ -115,7 +55,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 			}
 		}
 	}
-	hfs := &hookFS{FS: mem, after: check}
+	hfs := crashtest.AfterEach(mem, check)
 	c, err := Open(hfs, testPath)
 	if err != nil {
 		t.Fatal(err)

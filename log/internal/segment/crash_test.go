@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"fmt"
+	"github.com/tierlog/tierlog/internal/crashtest"
 	"github.com/tierlog/tierlog/internal/testseed"
 	"math/rand/v2"
 	"testing"
@@ -10,92 +11,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/log/record"
 )
-
-// hookFS calls after() once each mutating file operation (create, open
-// for writing, write, sync, close, rename, remove, directory sync) has
-// returned, so a test can take a CrashClone at every step.
-type hookFS struct {
-	vfs.FS
-	after func(op, name string)
-}
-
-func (fs *hookFS) wrap(f vfs.File, name string) vfs.File {
-	return &hookFile{File: f, fs: fs, name: name}
-}
-
-func (fs *hookFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, category)
-	if err != nil {
-		return nil, err
-	}
-	fs.after("create", name)
-	return fs.wrap(f, name), nil
-}
-
-func (fs *hookFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := fs.FS.OpenReadWrite(name, category, opts...)
-	if err != nil {
-		return nil, err
-	}
-	fs.after("open-rw", name)
-	return fs.wrap(f, name), nil
-}
-
-func (fs *hookFS) OpenDir(name string) (vfs.File, error) {
-	f, err := fs.FS.OpenDir(name)
-	if err != nil {
-		return nil, err
-	}
-	return fs.wrap(f, name), nil
-}
-
-func (fs *hookFS) Rename(oldname, newname string) error {
-	err := fs.FS.Rename(oldname, newname)
-	fs.after("rename", newname)
-	return err
-}
-
-func (fs *hookFS) Remove(name string) error {
-	err := fs.FS.Remove(name)
-	fs.after("remove", name)
-	return err
-}
-
-type hookFile struct {
-	vfs.File
-	fs   *hookFS
-	name string
-}
-
-func (f *hookFile) Write(p []byte) (int, error) {
-	n, err := f.File.Write(p)
-	f.fs.after("write", f.name)
-	return n, err
-}
-
-func (f *hookFile) WriteAt(p []byte, off int64) (int, error) {
-	n, err := f.File.WriteAt(p, off)
-	f.fs.after("write-at", f.name)
-	return n, err
-}
-
-func (f *hookFile) Sync() error {
-	err := f.File.Sync()
-	f.fs.after("sync", f.name)
-	return err
-}
-
-func (f *hookFile) SyncData() error {
-	err := f.File.SyncData()
-	f.fs.after("sync-data", f.name)
-	return err
-}
-
-func (f *hookFile) Close() error {
-	err := f.File.Close()
-	f.fs.after("close", f.name)
-	return err
-}
 
 // crashModel is what a crash may leave of the .log: after Open + Recover,
 // either a batch-aligned prefix of model at least durable bytes long, or,
@@ -134,7 +49,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 			}
 		}
 	}
-	hfs := &hookFS{FS: mem, after: check}
+	hfs := crashtest.AfterEach(mem, check)
 
 	s, err := Create(hfs, testDir, 0, 0, opts)
 	if err != nil {
