@@ -1,0 +1,251 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// localBatchPositions returns the byte positions of the batches of the
+// local segment file path.
+func localBatchPositions(t *testing.T, fs vfs.FS, path string) []int64 {
+	t.Helper()
+	return localBatchPositionsOf(t, readVFSFile(t, fs, path))
+}
+
+func readVFSFile(t *testing.T, fs vfs.FS, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	require.NoError(t, err)
+	return b
+}
+
+// damageVFSFile applies f to the bytes of path in place (the log's open
+// handle sees the change: the mem FS shares the file's bytes).
+func damageVFSFile(t *testing.T, fs vfs.FS, path string, f func([]byte)) {
+	t.Helper()
+	b := readVFSFile(t, fs, path)
+	f(b)
+	w, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	_, err = w.WriteAt(b, 0)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+}
+
+// TestCopyRefusesCorruptLocalSegment: a local segment whose batch fails
+// its CRC, its framing or the offset order is not tiered: the copy fails
+// with a *BatchCorruptionError naming the segment and the batch, the
+// failed copy's objects and metadata are gone, the highest remote offset
+// stays below the segment, the corruption is counted and reported, and
+// the next run stops at the segment without reading it again.
+func TestCopyRefusesCorruptLocalSegment(t *testing.T) {
+	damages := []struct {
+		name   string
+		damage func(b []byte, pos int64) // b is the segment file, pos the third batch's position
+		reason string
+	}{
+		{"flipped value byte (crc)", func(b []byte, pos int64) { b[pos+record.HeaderSize+3] ^= 0x40 }, "fails its check"},
+		{"flipped crc field", func(b []byte, pos int64) { b[pos+17] ^= 1 }, "fails its check"},
+		{"flipped magic", func(b []byte, pos int64) { b[pos+16] = 1 }, "fails its check"},
+		{"base offset moved back (outside the crc)", func(b []byte, pos int64) {
+			binary.BigEndian.PutUint64(b[pos:], 5)
+		}, "base offset 5 below 7"},
+		{"base offset past the segment", func(b []byte, pos int64) {
+			binary.BigEndian.PutUint64(b[pos:], 1000)
+		}, "beyond the segment's end offset 9"},
+		{"length below the header", func(b []byte, pos int64) { binary.BigEndian.PutUint32(b[pos+8:], 10) }, "below the header size"},
+		{"length past the segment end", func(b []byte, pos int64) { binary.BigEndian.PutUint32(b[pos+8:], 1<<20) }, "the segment has"},
+	}
+	for _, compression := range []bool{false, true} {
+		for _, d := range damages {
+			t.Run(fmt.Sprintf("compression=%t/%s", compression, d.name), func(t *testing.T) {
+				e := newMgrEnv(t, nil)
+				// Small chunks and objects: a compressed copy uploads
+				// objects before it reaches the damage.
+				storage, err := NewStorageManager(e.store, StorageOptions{ChunkSize: 64, DataObjectBytes: 64, Compression: compression})
+				require.NoError(t, err)
+				e.hooks.SegmentStorage = storage
+				var reported []error
+				e.mgr.opts.Listener.Corruption = func(_ TopicIDPartition, err error) { reported = append(reported, err) }
+				tp := testPartition(0)
+				l := e.openLog("p0", log.Options{})
+				appendSegments(t, l, 0, 3, 5)
+				path := "p0/00000000000000000005.log"
+				positions := localBatchPositions(t, e.fs, path)
+				require.Len(t, positions, 5)
+				damageVFSFile(t, e.fs, path, func(b []byte) { d.damage(b, positions[2]) })
+
+				require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+				err = e.mgr.RunCopy(context.Background(), tp)
+				var bce *BatchCorruptionError
+				require.ErrorAs(t, err, &bce)
+				require.ErrorIs(t, err, ErrCorruption)
+				require.NotErrorIs(t, err, ErrCorrupt, "local damage, not remote")
+				require.EqualValues(t, 5, bce.StartOffset)
+				require.Equal(t, positions[2], bce.Position)
+				require.False(t, bce.Remote)
+				require.Contains(t, bce.Reason, d.reason)
+
+				require.Equal(t, "[0,4]0@0 ", spans(finished(t, e.meta, tp)))
+				all, err := e.meta.ListSegments(tp)
+				require.NoError(t, err)
+				require.Len(t, all, 1, "the failed copy's metadata is deleted")
+				for _, k := range listKeys(t, e.store) {
+					require.Contains(t, k, all[0].SegmentID.ID.String(), "only the good segment's objects remain")
+				}
+				require.EqualValues(t, 4, l.HighestOffsetInRemoteStorage())
+				met := e.mgr.Metrics()
+				require.EqualValues(t, 1, met.CopyCorruptions)
+				require.EqualValues(t, 1, met.CopyErrors)
+				require.EqualValues(t, 5, met.Partitions[tp].CopyStalledAt)
+				require.Len(t, reported, 1)
+				require.ErrorAs(t, reported[0], &bce)
+
+				// The next run stops at the segment: no new attempt.
+				copies := e.hooks.copies.Load()
+				err = e.mgr.RunCopy(context.Background(), tp)
+				require.ErrorIs(t, err, ErrCopyStalled)
+				require.ErrorAs(t, err, &bce)
+				require.Equal(t, copies, e.hooks.copies.Load())
+				require.EqualValues(t, 1, e.mgr.Metrics().CopyCorruptions)
+				require.EqualValues(t, 4, l.HighestOffsetInRemoteStorage())
+
+				// A truncation below the segment clears the stall; the
+				// records appended after it are copied.
+				_, err = l.TruncateTo(5)
+				require.NoError(t, err)
+				appendSegments(t, l, 0, 1, 5)
+				require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+				require.Equal(t, "[0,4]0@0 [5,9]0@5 ", spans(finished(t, e.meta, tp)))
+				require.EqualValues(t, -1, e.mgr.Metrics().Partitions[tp].CopyStalledAt)
+			})
+		}
+	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r     io.ReaderAt
+	bytes atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.bytes.Add(int64(n))
+	return n, err
+}
+
+// validSegment returns n batches of one record each, from base, and the
+// metadata of a segment holding them.
+func validSegment(t *testing.T, base int64, n int) ([]byte, SegmentMetadata) {
+	t.Helper()
+	var seg []byte
+	for i := range n {
+		b := record.NewBuilder(record.DefaultBuilderOptions())
+		b.Add(1_000_000, []byte("k"), bytes.Repeat([]byte{byte('a' + i%26)}, 20+i*7%300))
+		batch, err := b.Build()
+		require.NoError(t, err)
+		rb, err := record.ReadBatch(batch)
+		require.NoError(t, err)
+		rb.SetBaseOffset(base + int64(i))
+		seg = append(seg, batch...)
+	}
+	c := newTestCopy(storageTopic, 1, base, len(seg), false)
+	c.m.EndOffset = base + int64(n) - 1
+	return seg, c.m
+}
+
+// TestCopyVerifiesInTheDataPlanesPass: the StorageManager's own pass over
+// the log (the checksum pass uncompressed, the compressing pass
+// compressed) feeds every byte to the verifier, so the check adds no read
+// of the segment: an uncompressed copy reads it twice as before
+// (checksums, upload), a compressed one once.
+func TestCopyVerifiesInTheDataPlanesPass(t *testing.T) {
+	src, m := validSegment(t, 100, 40)
+	for _, compression := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compression=%t", compression), func(t *testing.T) {
+			s := newTestStorage(t, newMemStore(), StorageOptions{ChunkSize: 100, DataObjectBytes: 300, Compression: compression})
+			counted := &countingReaderAt{r: bytes.NewReader(src)}
+			vlog := &verifiedLog{r: counted, v: newBatchVerifier(&m)}
+			c := newTestCopy(storageTopic, 1, m.StartOffset, len(src), false)
+			c.m, c.data.Log, c.data.LeaderEpochs = m, vlog, []epochcache.Entry{{Epoch: 4, StartOffset: 100}}
+			c.m.SegmentLeaderEpochs = c.data.LeaderEpochs
+			_, err := s.CopySegment(context.Background(), &c.m, c.data)
+			require.NoError(t, err)
+			require.EqualValues(t, len(src), vlog.v.fed, "the data plane's pass fed every byte")
+			require.NoError(t, vlog.result(context.Background()))
+			passes := int64(2)
+			if compression {
+				passes = 1
+			}
+			require.Equal(t, passes*int64(len(src)), counted.bytes.Load())
+		})
+	}
+}
+
+// TestBatchVerifierPieces: feeding a segment in pieces of any size finds
+// the same outcome, at the same position, as feeding it whole.
+func TestBatchVerifierPieces(t *testing.T) {
+	seed := testseed.Seed(t, 10)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	src, m := validSegment(t, 7, 12)
+	positions := localBatchPositionsOf(t, src)
+	for round := range 200 {
+		b := bytes.Clone(src)
+		wantPos := int64(-1)
+		if round%4 != 0 { // damage one batch, keep a quarter intact
+			k := rng.IntN(len(positions))
+			wantPos = positions[k]
+			b[positions[k]+record.HeaderSize+int64(rng.IntN(10))] ^= byte(1 + rng.IntN(255))
+		}
+		v := newBatchVerifier(&m)
+		var err error
+		for rest := b; len(rest) > 0 && err == nil; {
+			n := min(1+rng.IntN(150), len(rest))
+			err = v.feed(rest[:n])
+			rest = rest[n:]
+		}
+		if err == nil {
+			err = v.finish()
+		}
+		if wantPos < 0 {
+			require.NoError(t, err, "round %d", round)
+			continue
+		}
+		var bce *BatchCorruptionError
+		require.ErrorAs(t, err, &bce, "round %d", round)
+		require.Equal(t, wantPos, bce.Position, "round %d", round)
+	}
+	// A segment cut inside a batch's length field.
+	v := newBatchVerifier(&SegmentMetadata{StartOffset: 7, EndOffset: 18, SizeBytes: int64(len(src)) + 5})
+	require.NoError(t, v.feed(append(bytes.Clone(src), 0, 0, 0, 0, 0)))
+	require.ErrorContains(t, v.finish(), "too few for a batch")
+}
+
+func localBatchPositionsOf(t *testing.T, b []byte) []int64 {
+	t.Helper()
+	var out []int64
+	sc := record.NewScanner(b, record.ScannerOptions{})
+	for sc.Next() {
+		out = append(out, sc.Pos())
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
