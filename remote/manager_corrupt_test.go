@@ -249,3 +249,144 @@ func localBatchPositionsOf(t *testing.T, b []byte) []int64 {
 	require.NoError(t, sc.Err())
 	return out
 }
+
+// readEnv is a log of three segments of five one-record batches, all
+// copied, with the local bytes of segment [5, 9] at hand for retiering.
+type readEnv struct {
+	*mgrEnv
+	tp        TopicIDPartition
+	l         *log.UnifiedLog
+	seg       SegmentMetadata // the remote [5, 9]
+	local     []byte          // its .log
+	positions []int64         // its batches' positions
+}
+
+func newReadEnv(t *testing.T) *readEnv {
+	e := &readEnv{mgrEnv: newMgrEnv(t, nil), tp: testPartition(0)}
+	e.l = e.openLog("p0", log.Options{})
+	appendSegments(t, e.l, 0, 3, 5)
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{e.tp, e.l}}, nil))
+	require.NoError(t, e.mgr.RunCopy(context.Background(), e.tp))
+	segs := finished(t, e.meta, e.tp)
+	require.Len(t, segs, 3)
+	e.seg = segs[1]
+	e.local = readVFSFile(t, e.fs, "p0/00000000000000000005.log")
+	e.positions = localBatchPositionsOf(t, e.local)
+	return e
+}
+
+// retier uploads segment [5, 9] again under its own id and keys, with
+// its .log replaced by logBytes and its offset index by offsetIndex (nil:
+// the local one), as a copy without the batch check would have: every
+// chunk checksum and the manifest match the damaged bytes.
+func (e *readEnv) retier(logBytes, offsetIndex []byte) {
+	e.t.Helper()
+	files, err := e.l.OpenSegment(5)
+	require.NoError(e.t, err)
+	defer files.Close()
+	snapshot, err := e.l.ProducerSnapshot(10)
+	require.NoError(e.t, err)
+	if offsetIndex == nil {
+		offsetIndex = files.OffsetIndex
+	}
+	_, err = e.storage.CopySegment(context.Background(), &e.seg, SegmentData{
+		Log: bytes.NewReader(logBytes), LogSize: int64(len(logBytes)),
+		OffsetIndex: offsetIndex, TimeIndex: files.TimeIndex, TxnIndex: files.TxnIndex,
+		ProducerSnapshot: snapshot, LeaderEpochs: e.l.EpochEntriesInRange(-1, 10),
+	})
+	require.NoError(e.t, err)
+	e.mgr.indexes = indexCache{} // forget the cached offset index
+}
+
+// requireReadCorruption reads at offset and checks the typed error: a
+// *ReadCorruptionError about e.seg at offset, counted and reported.
+func (e *readEnv) requireReadCorruption(offset int64) error {
+	e.t.Helper()
+	var reported []error
+	e.mgr.opts.Listener.Corruption = func(_ TopicIDPartition, err error) { reported = append(reported, err) }
+	before := e.mgr.Metrics()
+	res, err := e.mgr.Read(context.Background(), e.tp, offset, 1<<20, log.IsolationLogEnd, true)
+	require.Empty(e.t, res.Records, "no record of a corrupt read")
+	var rce *ReadCorruptionError
+	require.ErrorAs(e.t, err, &rce)
+	require.ErrorIs(e.t, err, ErrCorruption)
+	require.ErrorIs(e.t, err, ErrCorrupt)
+	require.Equal(e.t, offset, rce.Offset)
+	require.Equal(e.t, e.seg.SegmentID, rce.Segment)
+	require.EqualValues(e.t, 5, rce.StartOffset)
+	after := e.mgr.Metrics()
+	require.Equal(e.t, before.RemoteReadCorruptions+1, after.RemoteReadCorruptions)
+	require.Equal(e.t, before.RemoteReadErrors+1, after.RemoteReadErrors)
+	require.Len(e.t, reported, 1)
+	return err
+}
+
+// TestRemoteReadRefusesCorruptBatches: tiered bytes whose chunk checksums
+// match but whose batches fail their CRC, framing or offset order (a
+// segment tiered without the copy's check, or a base offset damaged
+// outside the batch CRC), and an offset index pointing past the batch
+// holding its offset, fail the read with a *ReadCorruptionError holding
+// a *BatchCorruptionError at the batch's position, never records.
+func TestRemoteReadRefusesCorruptBatches(t *testing.T) {
+	for _, d := range []struct {
+		name   string
+		batch  int // the damaged batch
+		damage func(b []byte, pos int64)
+		reason string
+	}{
+		{"flipped value byte", 2, func(b []byte, pos int64) { b[pos+record.HeaderSize+3] ^= 0x40 }, "fails its check"},
+		{"base offset moved back", 2, func(b []byte, pos int64) { binary.BigEndian.PutUint64(b[pos:], 3) }, "below 7"},
+		{"base offset outside the segment", 0, func(b []byte, pos int64) { binary.BigEndian.PutUint64(b[pos:], 2) }, "below 5"},
+		{"base offset moved forward", 1, func(b []byte, pos int64) { binary.BigEndian.PutUint64(b[pos:], 7) }, "below 8"},
+		{"length past the segment end", 2, func(b []byte, pos int64) { binary.BigEndian.PutUint32(b[pos+8:], 1<<20) }, "the segment has"},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			e := newReadEnv(t)
+			damaged := bytes.Clone(e.local)
+			d.damage(damaged, e.positions[d.batch])
+			e.retier(damaged, nil)
+			err := e.requireReadCorruption(5)
+			var bce *BatchCorruptionError
+			require.ErrorAs(t, err, &bce)
+			require.True(t, bce.Remote)
+			require.Contains(t, bce.Reason, d.reason)
+			wantPos := e.positions[d.batch]
+			if d.name == "base offset moved forward" {
+				wantPos = e.positions[d.batch+1] // the next batch is then out of order
+			}
+			require.Equal(t, wantPos, bce.Position)
+			// The segment before still reads.
+			res, err := e.mgr.Read(context.Background(), e.tp, 0, 1<<20, log.IsolationLogEnd, true)
+			require.NoError(t, err)
+			require.NotEmpty(t, res.Records)
+		})
+	}
+	t.Run("offset index entry pointing at a later batch", func(t *testing.T) {
+		e := newReadEnv(t)
+		files, err := e.l.OpenSegment(5)
+		require.NoError(t, err)
+		idx := bytes.Clone(files.OffsetIndex)
+		require.NoError(t, files.Close())
+		require.GreaterOrEqual(t, len(idx), 16)
+		// Entry 0 takes entry 1's position and entry 1 goes: a read at
+		// entry 0's offset starts one batch too late.
+		offset := 5 + int64(binary.BigEndian.Uint32(idx))
+		copy(idx[4:8], idx[12:16])
+		idx = append(idx[:8], idx[16:]...)
+		e.retier(e.local, idx)
+		err = e.requireReadCorruption(offset)
+		var bce *BatchCorruptionError
+		require.ErrorAs(t, err, &bce)
+		require.Contains(t, bce.Reason, "the offset index maps offset")
+	})
+	t.Run("chunk checksum", func(t *testing.T) {
+		e := newReadEnv(t)
+		keys, err := e.storage.keysFor(&e.seg)
+		require.NoError(t, err)
+		rewrite(t, e.store, keys.data(0), func(b []byte) []byte { b[e.positions[1]+record.HeaderSize] ^= 1; return b })
+		err = e.requireReadCorruption(6)
+		var ce *CorruptionError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, keys.data(0), ce.Key)
+	})
+}

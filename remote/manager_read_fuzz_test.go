@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"testing"
 
+	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -25,8 +27,8 @@ func FuzzBatchStream(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		seg := &SegmentMetadata{SizeBytes: int64(len(data))}
-		s := batchStream{r: bytes.NewReader(data), seg: seg}
+		seg := &SegmentMetadata{SizeBytes: int64(len(data)), EndOffset: math.MaxInt64}
+		s := newBatchStream(bytes.NewReader(data), seg, 0, base.UndefinedOffset)
 		for i := 0; ; i++ {
 			if i > len(data) {
 				t.Fatalf("more batches than bytes")
@@ -37,8 +39,9 @@ func FuzzBatchStream(f *testing.F) {
 				return
 			}
 			if err != nil {
-				if !errors.Is(err, ErrCorruption) {
-					t.Fatalf("framing error is not corruption: %v", err)
+				var bce *BatchCorruptionError
+				if !errors.As(err, &bce) || !errors.Is(err, ErrCorruption) || bce.Position != s.pos {
+					t.Fatalf("framing error is not a corruption at %d: %v", s.pos, err)
 				}
 				return
 			}
