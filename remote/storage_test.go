@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/s3test"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
 	"github.com/tierlog/tierlog/remote/objstore/mem"
@@ -678,8 +679,11 @@ type corruptionFixture struct {
 func testStorageCorruption(t *testing.T, storeName string, compression bool) {
 	ctx := context.Background()
 	var store objstore.Store = newMemStore()
-	if storeName == "fs" {
+	switch storeName {
+	case "fs":
 		store = newFSStore(t)
+	case "s3":
+		store, _ = openS3ForStorage(t, s3test.Start(t))
 	}
 	opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 100_000, Compression: compression, ManifestCacheEntries: -1}
 	fx := &corruptionFixture{store: store, s: newTestStorage(t, store, opts), c: newTestCopy(storageTopic, 11, 0, 5500, true)}
