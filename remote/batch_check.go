@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -214,6 +215,8 @@ func (v *batchVerifier) finish() error {
 		// declared size past the end fails declaredSize.
 		v.fail(v.c.corrupt(v.pos, v.pending, nil, "%d bytes at the segment's end, too few for a batch", len(v.pending)))
 	}
+	invariants.Assertf(v.err != nil || (v.pos == v.fed && v.fed == v.c.size),
+		"batch verifier finished at %d of %d fed, segment of %d", v.pos, v.fed, v.c.size)
 	return v.err
 }
 
