@@ -262,14 +262,15 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 	})
 	start := m.opts.Now()
 	custom, err := m.storage.CopySegment(ctx, &seg, data)
-	switch verr := vlog.result(ctx); {
-	case errors.As(verr, new(*BatchCorruptionError)):
+	if verr := vlog.failed(); verr != nil {
 		// The typed error, whatever the data plane made of it (a read
 		// error, or nothing if it ignored the failed read).
 		err = verr
+	} else if err == nil {
+		err = vlog.result(ctx) // nil at once unless the data plane skipped bytes
+	}
+	if errors.As(err, new(*BatchCorruptionError)) {
 		m.metrics.copyCorruptions.Add(1)
-	case err == nil:
-		err = verr
 	}
 	if err == nil && len(custom) > MaxCustomMetadataBytes {
 		pt.copyCancelled = true

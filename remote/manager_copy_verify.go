@@ -53,6 +53,13 @@ func (l *verifiedLog) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// failed returns the first batch failure the data plane's reads met.
+func (l *verifiedLog) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.v.err
+}
+
 // result returns the verification's outcome after the data plane's copy
 // returned: when the data plane did not read the whole segment in order
 // (a SegmentStorage other than *StorageManager), the rest is read and

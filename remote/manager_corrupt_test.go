@@ -390,3 +390,27 @@ func TestRemoteReadRefusesCorruptBatches(t *testing.T) {
 		require.Equal(t, keys.data(0), ce.Key)
 	})
 }
+
+// TestVerifiedLogChecksWhatTheDataPlaneSkipped: a data plane that does
+// not read the log in order (one other than *StorageManager) still gets
+// every batch checked: result reads and checks the rest.
+func TestVerifiedLogChecksWhatTheDataPlaneSkipped(t *testing.T) {
+	src, m := validSegment(t, 100, 10)
+	positions := localBatchPositionsOf(t, src)
+	for _, skipped := range []int64{0, positions[3], int64(len(src)) / 2} {
+		good := &verifiedLog{r: bytes.NewReader(src), v: newBatchVerifier(&m)}
+		_, err := good.ReadAt(make([]byte, skipped), 0) // the data plane read only a prefix
+		require.NoError(t, err)
+		require.NoError(t, good.result(context.Background()))
+
+		bad := bytes.Clone(src)
+		bad[positions[8]+record.HeaderSize] ^= 1
+		vlog := &verifiedLog{r: bytes.NewReader(bad), v: newBatchVerifier(&m)}
+		_, err = vlog.ReadAt(make([]byte, skipped), 0)
+		require.NoError(t, err)
+		require.NoError(t, vlog.failed(), "the damage is after the prefix read")
+		var bce *BatchCorruptionError
+		require.ErrorAs(t, vlog.result(context.Background()), &bce)
+		require.Equal(t, positions[8], bce.Position)
+	}
+}
