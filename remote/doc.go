@@ -111,6 +111,25 @@
 // PlanRetention, PlanEpochCleanup (with the consolidating-partition
 // guard). Commit points and the crash argument: DESIGN.md 5.7.
 //
+// # Nothing corrupt is tiered or served
+//
+// A copy checks every batch of the local segment (framing, CRC and the
+// record package's header checks, base offsets increasing inside the
+// segment's offsets) in the data plane's own pass over the .log, the one
+// that computes the chunk checksums, so the check adds no read. A batch
+// that fails makes the copy fail with a *BatchCorruptionError (segment
+// base offset, batch position and base offset); its objects and metadata
+// are deleted as for any failed copy, the highest offset in remote storage
+// does not move, and the copy task stops at that segment (ErrCopyStalled,
+// PartitionMetrics.CopyStalledAt) until the log changes under it or the
+// partition's tasks are replaced. A remote read checks the same of every
+// batch it returns, on top of the chunk, index and manifest checksums, and
+// that the batch at an offset-index position holds the indexed offset; a
+// data or indexes object longer or shorter than its manifest is corruption
+// too. Every corrupt read is a *ReadCorruptionError carrying the fetch
+// offset and the segment, counted (RemoteReadCorruptions) and reported
+// (ManagerListener.Corruption); no record of it is returned.
+//
 // A MetadataManager, a StorageManager and a Manager are safe for
 // concurrent use; see each type's comment for its locks.
 package remote

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierlog/tierlog/epochcache"
@@ -190,6 +191,10 @@ type partitionTasks struct {
 	// copyCancelled is set when the copy task cancelled itself (custom
 	// metadata too large).
 	copyCancelled bool
+	// stallGauge is 1 + the base offset in copy.stalled, 0 when nil:
+	// written with copyMu held, read by Metrics without it (which must
+	// not wait for an upload).
+	stallGauge atomic.Int64
 
 	expireMu   sync.Mutex
 	followerMu sync.Mutex

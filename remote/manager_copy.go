@@ -27,6 +27,8 @@ type copyState struct {
 	count truncation.Count
 	// logStartReported: the log start was reported once.
 	logStartReported bool
+	// stalled is the corrupt segment the copy stopped at, nil when none.
+	stalled *copyStall
 }
 
 // CopyCandidate is a local segment the copy task uploads.
@@ -103,7 +105,19 @@ func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
+		if err := pt.stalledAt(c, segs[i].SizeBytes, count); err != nil {
+			return err
+		}
 		end, lastEpoch, err := m.copySegment(ctx, pt, c)
+		if errors.As(err, new(*BatchCorruptionError)) {
+			// Stop here rather than fail the same way every run: a
+			// rolled segment's bytes do not change, and each retry
+			// would read it again and write and delete a metadata
+			// record (and, compressed, objects) for nothing.
+			pt.setStall(&copyStall{base: c.BaseOffset, size: segs[i].SizeBytes, count: count, err: err})
+			m.logger.Error("local segment corrupt; the copy task stops at it",
+				zap.Stringer("partition", tp), zap.Int64("segment", c.BaseOffset), zap.Error(err))
+		}
 		if err != nil {
 			return err
 		}
@@ -228,8 +242,10 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 		State:               CopySegmentStarted,
 		TxnIndexEmpty:       len(files.TxnIndex) == 0,
 	}
+	// The data plane's first pass over the log checks every batch too.
+	vlog := &verifiedLog{r: files.Log, v: newBatchVerifier(&seg)}
 	data := SegmentData{
-		Log: files.Log, LogSize: files.Info.SizeBytes,
+		Log: vlog, LogSize: files.Info.SizeBytes,
 		OffsetIndex: files.OffsetIndex, TimeIndex: files.TimeIndex, TxnIndex: files.TxnIndex,
 		ProducerSnapshot: snapshot,
 		LeaderEpochs:     l.EpochEntriesInRange(base.UndefinedOffset, c.NextOffset),
@@ -246,6 +262,16 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 	})
 	start := m.opts.Now()
 	custom, err := m.storage.CopySegment(ctx, &seg, data)
+	if verr := vlog.failed(); verr != nil {
+		// The typed error, whatever the data plane made of it (a read
+		// error, or nothing if it ignored the failed read).
+		err = verr
+	} else if err == nil {
+		err = vlog.result(ctx) // nil at once unless the data plane skipped bytes
+	}
+	if errors.As(err, new(*BatchCorruptionError)) {
+		m.metrics.copyCorruptions.Add(1)
+	}
 	if err == nil && len(custom) > MaxCustomMetadataBytes {
 		pt.copyCancelled = true
 		err = fmt.Errorf("%w: %d bytes for segment %s (limit %d); the copy task of %s is cancelled",
@@ -263,6 +289,9 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 		m.notify(func(ls *ManagerListener) {
 			if ls.CopyError != nil {
 				ls.CopyError(CopyInfo{Segment: seg, Duration: m.opts.Now().Sub(start)}, err)
+			}
+			if ls.Corruption != nil && errors.Is(err, ErrCorruption) {
+				ls.Corruption(tp, err)
 			}
 		})
 		return 0, 0, err

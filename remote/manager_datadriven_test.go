@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,7 +13,10 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
 )
+
+var segmentIDPattern = regexp.MustCompile(`p0/[A-Za-z0-9_-]{22}`)
 
 // TestManagerDataDriven runs testdata/manager: the remote-log manager's
 // tasks over a real log, Pebble metadata and a StorageManager on a mem
@@ -22,6 +26,8 @@ import (
 //	append epoch=E segments=N records=N          N segments of N records, rolled, committed
 //	leader | follower                            OnLeadershipChange
 //	fail-copy [from=O]                           copies of segments starting at >= O fail
+//	damage-local segment=B batch=K               flip a record byte of the K-th batch of local segment B
+//	truncate to=O                                the log's TruncateTo
 //	copy | expire | follower-task                one run of the task
 //	advance ms=N                                 move the clock
 //	retention                                    the log's DeleteOldSegments
@@ -46,11 +52,21 @@ func TestManagerDataDriven(t *testing.T) {
 			SegmentDeleted: func(m SegmentMetadata, r DeleteReason) {
 				events = append(events, fmt.Sprintf("deleted [%d,%d] (%s)", m.StartOffset, m.EndOffset, r))
 			},
+			Corruption: func(_ TopicIDPartition, err error) {
+				var bce *BatchCorruptionError
+				if errors.As(err, &bce) {
+					events = append(events, fmt.Sprintf("corruption: segment %d, batch at %d (base offset %d): %s",
+						bce.StartOffset, bce.Position, bce.BatchBaseOffset, bce.Reason))
+				} else {
+					events = append(events, "corruption: "+err.Error())
+				}
+			},
 		}
 		ctx := context.Background()
 		result := func(err error) string {
 			if err != nil {
-				return "error: " + strings.ReplaceAll(err.Error(), tp.String(), "p0")
+				// Segment ids are random: masked.
+				return "error: " + segmentIDPattern.ReplaceAllString(strings.ReplaceAll(err.Error(), tp.String(), "p0"), "p0/<id>")
 			}
 			return "ok"
 		}
@@ -82,6 +98,17 @@ func TestManagerDataDriven(t *testing.T) {
 					return nil
 				}
 				return "ok"
+			case "damage-local":
+				path := fmt.Sprintf("p0/%020d.log", num("segment", 0))
+				pos := localBatchPositions(t, e.fs, path)[num("batch", 0)]
+				damageVFSFile(t, e.fs, path, func(b []byte) { b[pos+record.HeaderSize+2] ^= 0x40 })
+				return fmt.Sprintf("flipped byte %d", pos+record.HeaderSize+2)
+			case "truncate":
+				_, err := l.TruncateTo(num("to", 0))
+				if err != nil {
+					return result(err)
+				}
+				return fmt.Sprintf("log end %d", l.LogEndOffset())
 			case "copy":
 				return result(e.mgr.RunCopy(ctx, tp))
 			case "expire":
@@ -118,8 +145,9 @@ func TestManagerDataDriven(t *testing.T) {
 				}
 				m := e.mgr.Metrics()
 				fmt.Fprintf(&b, "storage calls: copy %d, delete %d\n", e.hooks.copies.Load(), e.hooks.deletes.Load())
-				fmt.Fprintf(&b, "metrics: copied %d, copy errors %d, deleted %d, delete errors %d, lag %d segments",
+				fmt.Fprintf(&b, "metrics: copied %d, copy errors %d, deleted %d, delete errors %d, lag %d segments\n",
 					m.SegmentsCopied, m.CopyErrors, m.SegmentsDeleted, m.DeleteErrors, m.Partitions[tp].CopyLagSegments)
+				fmt.Fprintf(&b, "corruption: copy %d, stalled at %d", m.CopyCorruptions, m.Partitions[tp].CopyStalledAt)
 				return b.String()
 			}
 			d.Fatalf(t, "unknown command %q", d.Cmd)

@@ -51,3 +51,26 @@ func (e *ReadRangeError) Error() string {
 }
 
 func (e *ReadRangeError) Unwrap() error { return ErrOffsetOutOfRange }
+
+// ReadCorruptionError reports a remote read that met corrupt data: a
+// manifest, index or chunk failing its check (*CorruptionError), or a
+// batch failing its framing, CRC or offset order (*BatchCorruptionError).
+// No record of the read is returned. errors.Is matches ErrCorruption;
+// errors.As reaches the cause in Err.
+type ReadCorruptionError struct {
+	TopicIDPartition TopicIDPartition
+	// Offset is the fetch offset.
+	Offset int64
+	// Segment, StartOffset and EndOffset name the remote segment read.
+	Segment                SegmentID
+	StartOffset, EndOffset int64
+	Err                    error
+}
+
+func (e *ReadCorruptionError) Error() string {
+	return fmt.Sprintf("remote: read of %s at offset %d: segment %s [%d, %d]: %v",
+		e.TopicIDPartition, e.Offset, e.Segment, e.StartOffset, e.EndOffset, e.Err)
+}
+
+// Unwrap returns the cause, which matches ErrCorruption.
+func (e *ReadCorruptionError) Unwrap() error { return e.Err }

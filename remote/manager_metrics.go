@@ -13,6 +13,10 @@ type ManagerMetrics struct {
 	SegmentsCopied int64
 	BytesCopied    int64
 	CopyErrors     int64
+	// CopyCorruptions counts copies that failed because a local batch
+	// failed its checks (a *BatchCorruptionError); each is also in
+	// CopyErrors.
+	CopyCorruptions int64
 	// CopyLatencySum is the total time of successful uploads.
 	CopyLatencySum time.Duration
 
@@ -20,11 +24,14 @@ type ManagerMetrics struct {
 	BytesDeleted    int64
 	DeleteErrors    int64
 
-	RemoteReads         int64
-	RemoteReadBytes     int64
-	RemoteReadErrors    int64
-	RemoteReadLatency   time.Duration // sum
-	RemoteReadsInFlight int64
+	RemoteReads      int64
+	RemoteReadBytes  int64
+	RemoteReadErrors int64
+	// RemoteReadCorruptions counts reads that failed on corrupt remote
+	// data (a *ReadCorruptionError); each is also in RemoteReadErrors.
+	RemoteReadCorruptions int64
+	RemoteReadLatency     time.Duration // sum
+	RemoteReadsInFlight   int64
 
 	// TaskErrors counts failed task runs of every kind.
 	TaskErrors int64
@@ -46,6 +53,9 @@ type PartitionMetrics struct {
 	CopyLagAge      time.Duration
 	// HighestOffsetInRemoteStorage is the log's current value.
 	HighestOffsetInRemoteStorage int64
+	// CopyStalledAt is the base offset of the corrupt local segment the
+	// copy task stopped at (ErrCopyStalled), -1 when it did not.
+	CopyStalledAt int64
 }
 
 // ManagerListener receives a Manager's events. Nil fields are skipped.
@@ -55,6 +65,11 @@ type ManagerListener struct {
 	CopyEnd        func(CopyInfo)
 	CopyError      func(CopyInfo, error)
 	SegmentDeleted func(SegmentMetadata, DeleteReason)
+	// Corruption reports corrupt data: a local segment a copy refused
+	// (the error holds a *BatchCorruptionError; CopyError is called as
+	// well) or a remote read's *ReadCorruptionError. It runs on the
+	// task's or the reader's goroutine.
+	Corruption func(TopicIDPartition, error)
 }
 
 // CopyInfo describes one upload.
@@ -64,10 +79,10 @@ type CopyInfo struct {
 }
 
 type managerCounters struct {
-	segmentsCopied, bytesCopied, copyErrors, copyNanos     atomic.Int64
-	segmentsDeleted, bytesDeleted, deleteErrors            atomic.Int64
-	reads, readBytes, readErrors, readNanos, readsInFlight atomic.Int64
-	taskErrors                                             atomic.Int64
+	segmentsCopied, bytesCopied, copyErrors, copyNanos, copyCorruptions atomic.Int64
+	segmentsDeleted, bytesDeleted, deleteErrors                         atomic.Int64
+	reads, readBytes, readErrors, readNanos, readsInFlight              atomic.Int64
+	readCorruptions, taskErrors                                         atomic.Int64
 }
 
 // copyLag is a partition's copy-lag gauge.
@@ -96,6 +111,7 @@ func (m *Manager) Metrics() ManagerMetrics {
 	out := ManagerMetrics{
 		SegmentsCopied: c.segmentsCopied.Load(), BytesCopied: c.bytesCopied.Load(),
 		CopyErrors: c.copyErrors.Load(), CopyLatencySum: time.Duration(c.copyNanos.Load()),
+		CopyCorruptions: c.copyCorruptions.Load(), RemoteReadCorruptions: c.readCorruptions.Load(),
 		SegmentsDeleted: c.segmentsDeleted.Load(), BytesDeleted: c.bytesDeleted.Load(),
 		DeleteErrors: c.deleteErrors.Load(),
 		RemoteReads:  c.reads.Load(), RemoteReadBytes: c.readBytes.Load(), RemoteReadErrors: c.readErrors.Load(),
@@ -120,6 +136,7 @@ func (m *Manager) Metrics() ManagerMetrics {
 			pm.CopyLagAge = m.opts.Now().Sub(time.UnixMilli(pm.CopyLagOldestMs))
 		}
 		pm.HighestOffsetInRemoteStorage = pt.p.Log.HighestOffsetInRemoteStorage()
+		pm.CopyStalledAt = pt.copyStalledAt()
 		out.Partitions[pt.p.TopicIDPartition] = pm
 	}
 	return out
@@ -129,3 +146,7 @@ func (m *Manager) Metrics() ManagerMetrics {
 func (m *Manager) notify(f func(*ManagerListener)) {
 	f(&m.opts.Listener)
 }
+
+// copyStalledAt returns the base offset the copy task stalled at, -1 when
+// none.
+func (pt *partitionTasks) copyStalledAt() int64 { return pt.stallGauge.Load() - 1 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"go.uber.org/zap"
 )
 
 // ReadResult is what a remote read returns (Kafka: the FetchDataInfo of
@@ -49,18 +51,32 @@ func (m *Manager) Read(ctx context.Context, tp TopicIDPartition, offset int64, m
 	start := m.opts.Now()
 	m.metrics.readsInFlight.Add(1)
 	defer m.metrics.readsInFlight.Add(-1)
-	res, err := m.read(ctx, tp, offset, maxBytes, isolation, minOneMessage)
+	var seg SegmentMetadata
+	res, err := m.read(ctx, tp, offset, maxBytes, isolation, minOneMessage, &seg)
 	m.metrics.reads.Add(1)
 	m.metrics.readNanos.Add(int64(m.opts.Now().Sub(start)))
 	if err != nil {
 		m.metrics.readErrors.Add(1)
+		if errors.Is(err, ErrCorruption) {
+			err = &ReadCorruptionError{TopicIDPartition: tp, Offset: offset, Segment: seg.SegmentID,
+				StartOffset: seg.StartOffset, EndOffset: seg.EndOffset, Err: err}
+			m.metrics.readCorruptions.Add(1)
+			m.logger.Error("remote read found corrupt data", zap.Stringer("partition", tp),
+				zap.Int64("offset", offset), zap.Error(err))
+			m.notify(func(ls *ManagerListener) {
+				if ls.Corruption != nil {
+					ls.Corruption(tp, err)
+				}
+			})
+		}
 		return ReadResult{}, err
 	}
 	m.metrics.readBytes.Add(int64(len(res.Records)))
 	return res, nil
 }
 
-func (m *Manager) read(ctx context.Context, tp TopicIDPartition, offset int64, maxBytes int, isolation log.Isolation, minOneMessage bool) (ReadResult, error) {
+// read serves Read; *seg is the segment it read last (for the error).
+func (m *Manager) read(ctx context.Context, tp TopicIDPartition, offset int64, maxBytes int, isolation log.Isolation, minOneMessage bool, seg *SegmentMetadata) (ReadResult, error) {
 	pt, err := m.partition(tp)
 	if err != nil {
 		return ReadResult{}, err
@@ -73,16 +89,17 @@ func (m *Manager) read(ctx context.Context, tp TopicIDPartition, offset int64, m
 	if !ok {
 		return ReadResult{}, &ReadRangeError{TopicIDPartition: tp, Offset: offset, Epoch: base.UndefinedEpoch}
 	}
-	seg, ok, err := m.meta.SegmentFor(tp, epoch, offset)
+	first, ok, err := m.meta.SegmentFor(tp, epoch, offset)
 	if err != nil {
 		return ReadResult{}, err
 	}
 	if !ok {
 		return ReadResult{}, &ReadRangeError{TopicIDPartition: tp, Offset: offset, Epoch: epoch}
 	}
+	*seg = first
 	res := ReadResult{FetchOffset: offset, BatchBaseOffset: base.UndefinedOffset}
 	for {
-		found, err := m.readSegment(ctx, &seg, offset, maxBytes, minOneMessage, &res)
+		found, err := m.readSegment(ctx, seg, offset, maxBytes, minOneMessage, &res)
 		if err != nil || found {
 			if err == nil && isolation == log.IsolationCommitted && len(res.Records) > 0 {
 				err = m.collectAborted(ctx, tp, l, &res)
@@ -94,7 +111,7 @@ func (m *Manager) read(ctx context.Context, tp TopicIDPartition, offset int64, m
 		if err != nil || !ok {
 			return res, err
 		}
-		seg = next
+		*seg = next
 	}
 }
 
@@ -112,7 +129,7 @@ func (m *Manager) nextSegment(tp TopicIDPartition, l PartitionLog, offset int64)
 // for the first batch with last offset >= offset and fills res. found is
 // false when the segment has none.
 func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset int64, maxBytes int, minOne bool, res *ReadResult) (found bool, err error) {
-	pos, err := m.lookupPosition(ctx, seg, offset)
+	pos, indexed, err := m.lookupPosition(ctx, seg, offset)
 	if err != nil {
 		return false, err
 	}
@@ -121,7 +138,7 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 		return false, err
 	}
 	defer body.Close()
-	sc := batchStream{r: body, seg: seg, pos: pos}
+	sc := newBatchStream(body, seg, pos, indexed)
 	for {
 		b, err := sc.next()
 		if err == io.EOF {
@@ -154,29 +171,40 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 	}
 }
 
-// batchStream reads whole, CRC-checked batches from a segment body.
+// batchStream reads whole batches from a segment body, each checked as
+// the copy checks them (framing, CRC, offset order) before it is returned.
 type batchStream struct {
 	r   io.Reader
 	seg *SegmentMetadata
 	// pos is the segment position after the last batch returned.
 	pos int64
-	buf []byte
+	// indexed is the offset the offset index maps to the body's first
+	// position, base.UndefinedOffset when it starts at 0 by default.
+	// The first batch must hold it: an index pointing at a later batch
+	// would skip records without any other check noticing.
+	indexed int64
+	checker batchChecker
+	started bool
+	buf     []byte
+}
+
+func newBatchStream(r io.Reader, seg *SegmentMetadata, pos, indexed int64) *batchStream {
+	return &batchStream{r: r, seg: seg, pos: pos, indexed: indexed, checker: newBatchChecker(seg, true)}
 }
 
 // next returns the next batch (valid until the following call), io.EOF at
-// the segment's end.
+// the segment's end. Bad bytes are a *BatchCorruptionError.
 func (s *batchStream) next() (record.Batch, error) {
 	if s.pos >= s.seg.SizeBytes {
 		return record.Batch{}, io.EOF
 	}
 	var hdr [record.LogOverhead]byte
-	if _, err := io.ReadFull(s.r, hdr[:]); err != nil {
-		return record.Batch{}, s.corrupt("batch header", err)
+	if n, err := io.ReadFull(s.r, hdr[:]); err != nil {
+		return record.Batch{}, s.readErr(hdr[:n], "batch header", err)
 	}
-	size := int64(record.LogOverhead) + int64(int32(binary.BigEndian.Uint32(hdr[8:12])))
-	if size < record.HeaderSize || s.pos+size > s.seg.SizeBytes {
-		return record.Batch{}, fmt.Errorf("%w: remote segment %s: batch at %d declares %d bytes, segment has %d",
-			ErrCorruption, s.seg.SegmentID, s.pos, size, s.seg.SizeBytes)
+	size, err := s.checker.declaredSize(s.pos, hdr[:])
+	if err != nil {
+		return record.Batch{}, err
 	}
 	if int64(cap(s.buf)) < size {
 		s.buf = make([]byte, size)
@@ -184,15 +212,17 @@ func (s *batchStream) next() (record.Batch, error) {
 	s.buf = s.buf[:size]
 	copy(s.buf, hdr[:])
 	if _, err := io.ReadFull(s.r, s.buf[record.LogOverhead:]); err != nil {
-		return record.Batch{}, s.corrupt("batch", err)
+		return record.Batch{}, s.readErr(hdr[:], "batch", err)
 	}
-	b, err := record.ReadBatch(s.buf)
-	if err == nil {
-		err = b.Validate()
-	}
+	b, err := s.checker.check(s.pos, s.buf)
 	if err != nil {
-		return record.Batch{}, fmt.Errorf("%w: remote segment %s: batch at %d: %w", ErrCorruption, s.seg.SegmentID, s.pos, err)
+		return record.Batch{}, err
 	}
+	if !s.started && s.indexed != base.UndefinedOffset && (b.BaseOffset() > s.indexed || b.LastOffset() < s.indexed) {
+		return record.Batch{}, s.checker.corrupt(s.pos, s.buf, nil,
+			"the offset index maps offset %d here, the batch holds [%d, %d]", s.indexed, b.BaseOffset(), b.LastOffset())
+	}
+	s.started = true
 	s.pos += size
 	return b, nil
 }
@@ -207,28 +237,28 @@ func (s *batchStream) nextFits(budget int) (record.Batch, bool, error) {
 	return b, b.Size() <= budget, nil
 }
 
-// corrupt classifies a read error. A body that ends cleanly before the
+// readErr classifies a read error. A body that ends cleanly before the
 // size the metadata promises (io.ReadFull's own io.EOF or
 // io.ErrUnexpectedEOF, compared by identity) is a short object:
 // corruption. Anything else, a connection cut mid-body
 // (objstore.ErrShortRead, which also wraps io.ErrUnexpectedEOF) or a
 // context error, is an I/O failure and passes unchanged: corruption is
 // never an I/O error (DESIGN.md section 3).
-func (s *batchStream) corrupt(what string, err error) error {
+func (s *batchStream) readErr(hdr []byte, what string, err error) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%w: remote segment %s: %s at %d cut short", ErrCorruption, s.seg.SegmentID, what, s.pos)
+		return s.checker.corrupt(s.pos, hdr, nil, "%s cut short", what)
 	}
 	return fmt.Errorf("remote: segment %s: %s at %d: %w", s.seg.SegmentID, what, s.pos, err)
 }
 
 // lookupPosition returns the position of the floor entry of offset in the
-// segment's remote offset index (0 when none), caching the index.
-func (m *Manager) lookupPosition(ctx context.Context, seg *SegmentMetadata, offset int64) (int64, error) {
+// segment's remote offset index and the offset the entry maps (0 and
+// base.UndefinedOffset when none), caching the index.
+func (m *Manager) lookupPosition(ctx context.Context, seg *SegmentMetadata, offset int64) (pos, indexed int64, err error) {
 	idx, err := m.offsetIndex(ctx, seg)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	pos := int64(0)
 	rel := offset - seg.StartOffset
 	lo, hi := 0, len(idx)/8
 	for lo < hi { // first entry with relative offset > rel
@@ -239,10 +269,11 @@ func (m *Manager) lookupPosition(ctx context.Context, seg *SegmentMetadata, offs
 			lo = mid + 1
 		}
 	}
-	if lo > 0 {
-		pos = int64(binary.BigEndian.Uint32(idx[(lo-1)*8+4:]))
+	if lo == 0 {
+		return 0, base.UndefinedOffset, nil
 	}
-	return pos, nil
+	e := idx[(lo-1)*8:]
+	return int64(binary.BigEndian.Uint32(e[4:])), seg.StartOffset + int64(binary.BigEndian.Uint32(e)), nil
 }
 
 // offsetIndex fetches, validates and caches a segment's offset index.

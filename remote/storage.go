@@ -72,8 +72,12 @@ type SegmentData struct {
 	// Log is the segment's .log file; read only in [0, LogSize). It must
 	// not change during the copy (a rolled segment below the last stable
 	// offset never does): the chunk checksums are computed in a first pass
-	// over it (see CopySegment). As io.ReaderAt promises, parallel ReadAt
-	// calls must be safe: a multipart upload reads parts concurrently.
+	// over it (see CopySegment). That pass (the compressing pass of a
+	// compressed copy) reads [0, LogSize) once, front to back, before any
+	// other read of it: the Manager checks the segment's batches in it, so
+	// a failed ReadAt there must fail the copy. As io.ReaderAt promises,
+	// parallel ReadAt calls must be safe: a multipart upload reads parts
+	// concurrently.
 	Log io.ReaderAt
 	// LogSize is the size of the .log in bytes; it must equal the
 	// metadata's SizeBytes.

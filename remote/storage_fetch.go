@@ -89,6 +89,10 @@ type segmentReader struct {
 	body    io.ReadCloser // the current run's Get body; nil between runs
 	bodyKey string
 	bodyEnd int // last chunk the current body holds
+	// bodyToEnd: the run ends with its object's last chunk and was asked
+	// to the object's end, so the body's own end tells whether the object
+	// has exactly the size the manifest gives it.
+	bodyToEnd bool
 
 	cur    []byte  // unread bytes of the current chunk inside the range
 	stored *[]byte // pooled buffer of the current chunk's stored bytes
@@ -143,7 +147,11 @@ func (r *segmentReader) closeBody() {
 
 // openRun issues the ranged Get of the chunks from r.next on: up to the
 // last chunk of the range in the same data object, and at most
-// ReadAheadBytes of stored bytes (but at least one chunk).
+// ReadAheadBytes of stored bytes (but at least one chunk). A run that
+// ends with the object's last chunk asks for the rest of the object, so
+// that an object longer or shorter than the manifest says is corruption
+// (a store refusing a range inside the manifest's size is one too),
+// never bytes served from an object that does not match its manifest.
 func (r *segmentReader) openRun() error {
 	first := &r.man.chunks[r.next]
 	j, window := r.next, first.storedLen
@@ -157,16 +165,33 @@ func (r *segmentReader) openRun() error {
 	}
 	key := r.keys.data(first.object)
 	off, n := first.storedOffset, r.man.chunks[j].storedEnd()-first.storedOffset
+	toEnd := j+1 == len(r.man.chunks) || r.man.chunks[j+1].object != first.object
+	length := n
+	if toEnd {
+		length = -1
+	}
 	r.s.metrics.getRequests.Add(1)
-	body, err := r.s.store.Get(r.ctx, key, off, n)
+	body, err := r.s.store.Get(r.ctx, key, off, length)
 	if err != nil {
-		if objstore.IsNotExist(err) {
+		switch {
+		case objstore.IsNotExist(err):
 			return fmt.Errorf("%w: %s: %w", ErrSegmentDataNotFound, r.id, err)
+		case errors.Is(err, objstore.ErrInvalidRange):
+			return r.s.corruption(&CorruptionError{SegmentID: r.id, Key: key, Offset: off,
+				Reason: fmt.Sprintf("object shorter than the manifest's %d bytes: the store refuses [%d, %d)",
+					r.man.objectSizes[first.object], off, off+n)})
 		}
 		return err
 	}
-	r.body, r.bodyKey, r.bodyEnd = body, key, j
+	r.body, r.bodyKey, r.bodyEnd, r.bodyToEnd = body, key, j, toEnd
 	return nil
+}
+
+// sizeMismatch is the corruption of a data object whose end is not where
+// the manifest puts it.
+func (r *segmentReader) sizeMismatch(c *manifestChunk, format string, args ...any) error {
+	return r.s.corruption(&CorruptionError{SegmentID: r.id, Key: r.bodyKey, Offset: c.storedOffset,
+		Reason: fmt.Sprintf("object of %d bytes in the manifest ", r.man.objectSizes[c.object]) + fmt.Sprintf(format, args...)})
 }
 
 // loadChunk reads, verifies and decompresses chunk r.next and points
@@ -191,15 +216,24 @@ func (r *segmentReader) loadChunk() error {
 	r.s.metrics.bytesFetched.Add(int64(n))
 	if err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			// A clean early end of a read to the object's end is a
+			// shorter object, or a store that lies about a cut body:
+			// the object's size tells.
+			if size, differs := r.s.sizeDiffers(r.ctx, r.bodyKey, r.man.objectSizes[c.object]); r.bodyToEnd && differs {
+				return r.sizeMismatch(c, "has %d: it ends %d bytes into chunk %d", size, n, k)
+			}
 			err = fmt.Errorf("%w: chunk %d: got %d of %d bytes", objstore.ErrShortRead, k, n, c.storedLen)
 		}
 		return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
 	}
 	if k == r.bodyEnd {
-		// The run is complete; a body with more bytes is a store returning
-		// another range than asked for.
+		// The run is complete. More bytes to the object's end mean an
+		// object longer than its manifest; more in a bounded range, a
+		// store returning another range than asked for.
 		var one [1]byte
-		if m, err := r.body.Read(one[:]); m > 0 {
+		if m, err := r.body.Read(one[:]); m > 0 && r.bodyToEnd {
+			return r.sizeMismatch(c, "goes on after its last chunk %d", k)
+		} else if m > 0 {
 			return objstore.NewOpError(objstore.OpGet, r.bodyKey,
 				fmt.Errorf("%w: body longer than the range ending with chunk %d", objstore.ErrSizeMismatch, k))
 		} else if err != nil && err != io.EOF {
@@ -289,20 +323,79 @@ func (s *StorageManager) fetchIndex(ctx context.Context, m *SegmentMetadata, t I
 	}
 	b = []byte{}
 	if ix.size > 0 {
-		s.metrics.getRequests.Add(1)
-		b, err = objstore.ReadRange(ctx, s.store, keys.indexes(), ix.offset, ix.size)
+		var reason string
+		b, reason, err = s.readIndexRange(ctx, keys.indexes(), ix, ix.offset+ix.size == man.indexesSize())
 		if err != nil {
 			if objstore.IsNotExist(err) {
 				err = fmt.Errorf("%w: %s: %w", ErrSegmentDataNotFound, m.SegmentID, err)
 			}
 			return nil, nil, fmt.Errorf("remote: fetch %s index of segment %s: %w", t, m.SegmentID, err)
 		}
-		s.metrics.bytesFetched.Add(ix.size)
+		if reason != "" {
+			return nil, nil, s.corruption(corrupt(reason))
+		}
 	}
 	if got := crc32.Checksum(b, castagnoli); got != ix.crc {
 		return nil, nil, s.corruption(corrupt(fmt.Sprintf("checksum %08x, manifest says %08x", got, ix.crc)))
 	}
 	return b, corrupt, nil
+}
+
+// readIndexRange reads index ix of the "indexes" object. The last index
+// is read to the object's end, so that an object longer or shorter than
+// the manifest says is found; a range the store refuses as past the end
+// is a shorter object too. Such a mismatch is returned as a reason (the
+// caller makes the *CorruptionError); I/O failures as errors.
+func (s *StorageManager) readIndexRange(ctx context.Context, key string, ix manifestIndex, last bool) ([]byte, string, error) {
+	s.metrics.getRequests.Add(1)
+	if !last {
+		b, err := objstore.ReadRange(ctx, s.store, key, ix.offset, ix.size)
+		if errors.Is(err, objstore.ErrInvalidRange) {
+			return nil, "the indexes object is shorter than the manifest says", nil
+		}
+		if err == nil {
+			s.metrics.bytesFetched.Add(ix.size)
+		}
+		return b, "", err
+	}
+	body, err := s.store.Get(ctx, key, ix.offset, -1)
+	if errors.Is(err, objstore.ErrInvalidRange) {
+		return nil, "the indexes object is shorter than the manifest says", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	defer body.Close()
+	// One byte more than the index: enough to see an extension, and a
+	// bound on what a hostile object makes us read.
+	b := make([]byte, ix.size+1)
+	n, err := io.ReadFull(body, b)
+	s.metrics.bytesFetched.Add(int64(n))
+	switch {
+	case err == nil:
+		return nil, fmt.Sprintf("the indexes object is longer than the manifest's %d bytes", ix.offset+ix.size), nil
+	case err == io.ErrUnexpectedEOF && int64(n) == ix.size:
+		return b[:n], "", nil
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		if size, differs := s.sizeDiffers(ctx, key, ix.offset+ix.size); differs {
+			return nil, fmt.Sprintf("the indexes object has %d bytes, the manifest says %d", size, ix.offset+ix.size), nil
+		}
+		err = fmt.Errorf("%w: [%d, %d): got %d of %d bytes", objstore.ErrShortRead, ix.offset, ix.offset+ix.size, n, ix.size)
+	}
+	return nil, "", objstore.NewOpError(objstore.OpGet, key, err)
+}
+
+// sizeDiffers reports whether the object under key has a size other than
+// want (and which), after a body ended early without an error: either the
+// object is shorter than its manifest says, or the store lied about a cut
+// body. Only a Stat that succeeds can tell; when it fails, the early end
+// stays an I/O failure.
+func (s *StorageManager) sizeDiffers(ctx context.Context, key string, want int64) (int64, bool) {
+	info, err := s.store.Stat(ctx, key)
+	if err != nil {
+		return 0, false
+	}
+	return info.Size, info.Size != want
 }
 
 // loadManifest returns the segment's manifest, from the cache or the

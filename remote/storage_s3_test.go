@@ -27,6 +27,16 @@ func openS3ForStorage(t *testing.T, srv *s3test.Server) (*s3.Store, s3.Options) 
 	return store, o
 }
 
+// TestStorageCorruptionS3 runs the corruption cases (objects damaged,
+// cut, extended or replaced) against a real S3 server.
+func TestStorageCorruptionS3(t *testing.T) {
+	for _, compression := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compression=%t", compression), func(t *testing.T) {
+			testStorageCorruption(t, "s3", compression)
+		})
+	}
+}
+
 // TestStorageS3 runs the round trip, a corruption on the server's disk,
 // orphan sweeping and deletion against a real S3 server.
 func TestStorageS3(t *testing.T) {

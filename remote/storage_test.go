@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/s3test"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
 	"github.com/tierlog/tierlog/remote/objstore/mem"
@@ -678,8 +679,11 @@ type corruptionFixture struct {
 func testStorageCorruption(t *testing.T, storeName string, compression bool) {
 	ctx := context.Background()
 	var store objstore.Store = newMemStore()
-	if storeName == "fs" {
+	switch storeName {
+	case "fs":
 		store = newFSStore(t)
+	case "s3":
+		store, _ = openS3ForStorage(t, s3test.Start(t))
 	}
 	opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 100_000, Compression: compression, ManifestCacheEntries: -1}
 	fx := &corruptionFixture{store: store, s: newTestStorage(t, store, opts), c: newTestCopy(storageTopic, 11, 0, 5500, true)}
@@ -699,6 +703,7 @@ func testStorageCorruption(t *testing.T, storeName string, compression bool) {
 	t.Run("index", fx.caseIndex)
 	t.Run("leader epochs with a valid checksum", fx.caseLeaderEpochsWithAValidChecksum)
 	t.Run("data object truncated or missing", fx.caseDataObjectTruncatedOrMissing)
+	t.Run("indexes object size", fx.caseIndexesObjectSize)
 	if compression {
 		t.Run("zstd frame with a valid checksum", fx.caseZstdFrameWithAValidChecksum)
 	}
@@ -825,21 +830,72 @@ func (fx *corruptionFixture) caseLeaderEpochsWithAValidChecksum(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// caseDataObjectTruncatedOrMissing: a data object shorter than the manifest
-// says, or gone, is an error and never a short read.
+// caseDataObjectTruncatedOrMissing: a data object shorter or longer than
+// the manifest says is corruption for every read that reaches past its
+// new end or to its end, whether the store refuses the range or the body
+// ends early or goes on; never a short read. Reads before the damage
+// still read. A missing object is not found.
 func (fx *corruptionFixture) caseDataObjectTruncatedOrMissing(t *testing.T) {
 	ctx := context.Background()
-	rewrite(t, fx.store, fx.keys.data(0), func(b []byte) []byte { return b[:len(b)-10] })
-	_, err := fetchAll(ctx, fx.s, &fx.c.m, 5000, -1)
-	require.ErrorIs(t, err, objstore.ErrInvalidRange, "the fx.store refuses the range: never a short read")
-	got, err := fetchAll(ctx, fx.s, &fx.c.m, 0, 100)
-	require.NoError(t, err)
-	require.Equal(t, fx.c.src[:100], got)
+	last := fx.man.chunks[len(fx.man.chunks)-1]
+	for _, d := range []struct {
+		name   string
+		f      func([]byte) []byte
+		reason string
+	}{
+		{"cut inside the last chunk", func(b []byte) []byte { return b[:len(b)-10] }, "ends"},
+		{"cut before the last chunk", func(b []byte) []byte { return b[:last.storedOffset-1] }, "object shorter than the manifest's"},
+		{"extended by a byte", func(b []byte) []byte { return append(b, 0) }, "goes on after its last chunk"},
+	} {
+		rewrite(t, fx.store, fx.keys.data(0), d.f)
+		_, err := fetchAll(ctx, fx.s, &fx.c.m, last.rawOffset, -1)
+		ce := requireCorrupt(t, err, fx.keys.data(0))
+		require.Contains(t, ce.Reason, d.reason, d.name)
+		got, err := fetchAll(ctx, fx.s, &fx.c.m, 0, 100)
+		require.NoError(t, err, d.name)
+		require.Equal(t, fx.c.src[:100], got)
+		_, err = fx.s.CopySegment(ctx, &fx.c.m, fx.c.data) // restore
+		require.NoError(t, err)
+	}
 	require.NoError(t, fx.store.Delete(ctx, fx.keys.data(0)))
-	_, err = fetchAll(ctx, fx.s, &fx.c.m, 0, 100)
+	_, err := fetchAll(ctx, fx.s, &fx.c.m, 0, 100)
 	require.ErrorIs(t, err, ErrSegmentDataNotFound)
 	_, err = fx.s.CopySegment(ctx, &fx.c.m, fx.c.data) // restore
 	require.NoError(t, err)
+}
+
+// caseIndexesObjectSize: an "indexes" object shorter or longer than the
+// manifest says is corruption for the indexes it cuts and for the last
+// one (read to the object's end); the indexes before a cut still read.
+func (fx *corruptionFixture) caseIndexesObjectSize(t *testing.T) {
+	ctx := context.Background()
+	ts, _ := fx.man.index(IndexTimestamp)
+	for _, d := range []struct {
+		name   string
+		f      func([]byte) []byte
+		broken IndexType
+	}{
+		{"cut by a byte", func(b []byte) []byte { return b[:len(b)-1] }, IndexLeaderEpoch},
+		{"cut inside the time index", func(b []byte) []byte { return b[:ts.offset+1] }, IndexTimestamp},
+		{"cut before the time index", func(b []byte) []byte { return b[:ts.offset-1] }, IndexTimestamp},
+		{"extended by a byte", func(b []byte) []byte { return append(b, '\n') }, IndexLeaderEpoch},
+	} {
+		rewrite(t, fx.store, fx.keys.indexes(), d.f)
+		_, err := fx.s.FetchIndex(ctx, &fx.c.m, d.broken)
+		ce := requireCorrupt(t, err, fx.keys.indexes())
+		require.Contains(t, ce.Reason, "indexes object", d.name)
+		if d.broken == IndexLeaderEpoch {
+			_, err = fx.s.FetchLeaderEpochs(ctx, &fx.c.m)
+			requireCorrupt(t, err, fx.keys.indexes())
+		}
+		if d.name != "cut before the time index" {
+			got, err := fx.s.FetchIndex(ctx, &fx.c.m, IndexOffset)
+			require.NoError(t, err, d.name)
+			require.Equal(t, fx.c.data.OffsetIndex, got)
+		}
+		_, err = fx.s.CopySegment(ctx, &fx.c.m, fx.c.data) // restore
+		require.NoError(t, err)
+	}
 }
 
 // caseZstdFrameWithAValidChecksum: frames that pass their checksum but do

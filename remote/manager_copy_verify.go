@@ -1,0 +1,123 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/tierlog/tierlog/truncation"
+)
+
+// ErrCopyStalled means the copy task of a partition stopped at a local
+// segment whose batches fail their checks: it does not read or upload that
+// segment again until the log changes under it (a truncation, or another
+// segment at that base offset) or the partition's tasks are replaced (a
+// leadership change). The error also wraps the *BatchCorruptionError.
+var ErrCopyStalled = errors.New("remote: copy stalled at a corrupt local segment")
+
+// verifiedLog is the SegmentData.Log a copy hands to the data plane: it
+// passes every ReadAt through and feeds the bytes of reads that continue
+// where the previous fed one ended to a batchVerifier. The data plane's
+// checksum pass (or compressing pass) reads the segment front to back,
+// so every batch is checked in that pass and the copy reads the segment
+// no more often than before; the upload's re-reads of bytes already fed
+// pass unchecked. Once a batch fails, reads at or after it fail with its
+// *BatchCorruptionError, so the pass stops before anything after the
+// damage is read (and, for an uncompressed segment, before any upload).
+type verifiedLog struct {
+	r io.ReaderAt
+	// mu guards v. The feed is CPU only (CRC-32C of at most one read),
+	// and parallel readers (a multipart upload's parts) read bytes
+	// already fed, so they take it only briefly.
+	mu sync.Mutex
+	v  *batchVerifier
+}
+
+func (l *verifiedLog) ReadAt(p []byte, off int64) (int, error) {
+	l.mu.Lock()
+	if err := l.v.err; err != nil && off+int64(len(p)) > l.v.pos {
+		l.mu.Unlock()
+		return 0, err
+	}
+	l.mu.Unlock()
+	n, err := l.r.ReadAt(p, off)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if off == l.v.fed && n > 0 {
+		if verr := l.v.feed(p[:n]); verr != nil {
+			return 0, verr
+		}
+	}
+	return n, err
+}
+
+// failed returns the first batch failure the data plane's reads met.
+func (l *verifiedLog) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.v.err
+}
+
+// result returns the verification's outcome after the data plane's copy
+// returned: when the data plane did not read the whole segment in order
+// (a SegmentStorage other than *StorageManager), the rest is read and
+// checked now, an extra pass only such a data plane pays.
+func (l *verifiedLog) result(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.v.err != nil || l.v.fed == l.v.c.size {
+		return l.v.finish()
+	}
+	buf := getBuffer(checksumBlockBytes)
+	defer putBuffer(buf)
+	for l.v.fed < l.v.c.size {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b := (*buf)[:min(int64(len(*buf)), l.v.c.size-l.v.fed)]
+		if err := readFullAt(l.r, b, l.v.fed); err != nil {
+			return err
+		}
+		if err := l.v.feed(b); err != nil {
+			return err
+		}
+	}
+	return l.v.finish()
+}
+
+// copyStall is the corrupt segment a partition's copy task stopped at.
+type copyStall struct {
+	base, size int64
+	count      truncation.Count
+	err        error // the copy's error, wrapping the *BatchCorruptionError
+}
+
+// stalledAt returns the stall error when the copy of candidate c (of
+// size bytes) under count would only meet the same damage again, and
+// clears a stall the log has moved past.
+func (pt *partitionTasks) stalledAt(c CopyCandidate, size int64, count truncation.Count) error {
+	s := pt.copy.stalled
+	if s == nil {
+		return nil
+	}
+	if s.base == c.BaseOffset && s.size == size && s.count == count {
+		return fmt.Errorf("%w: segment %d: %w", ErrCopyStalled, s.base, s.err)
+	}
+	// The log truncated, or another segment is there: try again.
+	pt.setStall(nil)
+	return nil
+}
+
+// setStall records the copy task's stall (nil clears it).
+//
+// REQUIRES: pt.copyMu held.
+func (pt *partitionTasks) setStall(s *copyStall) {
+	pt.copy.stalled = s
+	if s == nil {
+		pt.stallGauge.Store(0)
+	} else {
+		pt.stallGauge.Store(s.base + 1)
+	}
+}
