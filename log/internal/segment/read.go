@@ -101,19 +101,31 @@ func (s *Segment) translate(target, end int64) (batchHeader, bool, error) {
 	}
 	_, pos := s.offsetIdx.lookup(target)
 	invariants.Assertf(pos <= end, "%s: index entry position %d beyond the size %d", s.logPath, pos, end)
-	return s.scanHeaders(pos, end, func(h batchHeader) bool { return h.lastOffset >= target })
+	return s.scanHeaders(pos, end, false, func(h batchHeader) bool { return h.lastOffset >= target })
 }
 
-// scanHeaders reads batch headers from pos, a batch start, up to end and
-// returns the first that matches. It stops quietly (not found) at a batch
-// that runs past end.
-func (s *Segment) scanHeaders(pos, end int64, match func(batchHeader) bool) (batchHeader, bool, error) {
+// scanHeaders reads batch headers from pos, a batch start, up to end (the
+// published size) and returns the first that matches. A batch that runs
+// past end is corruption: the writer publishes only whole batches, and
+// the log recovers or verifies a tail before it trusts it, so such a batch
+// is damage (a rolled segment that lost its end), and stopping quietly
+// would make a read jump to the next segment. Only ReadNextOffset, which
+// the log also calls on a segment before recovering it, passes lenient:
+// it then stops quietly (not found) there.
+func (s *Segment) scanHeaders(pos, end int64, lenient bool, match func(batchHeader) bool) (batchHeader, bool, error) {
 	buf := headerPool.Get().(*headerBuf)
 	defer headerPool.Put(buf)
 	for pos < end {
 		h, ok, err := readHeader(s.logFile, s.logPath, pos, end, buf)
-		if err != nil || !ok {
+		if err != nil {
 			return batchHeader{}, false, err
+		}
+		if !ok && lenient {
+			return batchHeader{}, false, nil
+		}
+		if !ok {
+			return batchHeader{}, false, corruptionf(s.logPath, pos,
+				"batch runs past the end of the segment at %d (declared %d bytes, %d present)", end, h.size, end-pos)
 		}
 		if match(h) {
 			return h, true, nil
@@ -139,7 +151,7 @@ func (s *Segment) ReadNextOffset() (int64, error) {
 	}
 	_, pos := s.offsetIdx.lastEntry()
 	next := s.baseOffset
-	if _, _, err := s.scanHeaders(pos, s.size.Load(), func(h batchHeader) bool {
+	if _, _, err := s.scanHeaders(pos, s.size.Load(), true, func(h batchHeader) bool {
 		next = h.lastOffset + 1
 		return false
 	}); err != nil {
@@ -223,7 +235,7 @@ func (s *Segment) FindByTimestamp(ts int64, startingOffset int64) (TimestampOffs
 	var it *record.Iter
 	var buf []byte
 	for pos < end {
-		h, ok, err := s.scanHeaders(pos, end, func(h batchHeader) bool {
+		h, ok, err := s.scanHeaders(pos, end, false, func(h batchHeader) bool {
 			return h.maxTimestamp >= ts && h.lastOffset >= startingOffset
 		})
 		if err != nil || !ok {
