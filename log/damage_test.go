@@ -85,6 +85,31 @@ func (e *damageEnv) rewriteFile(name string, f func([]byte) []byte) {
 	require.NoError(e.t, atomicfile.SyncDir(e.fs, "p0"))
 }
 
+// flipInThirdBatch flips a bit inside the records of the third batch of
+// the segment at base (covered by its CRC) and returns the batch's position.
+func (e *damageEnv) flipInThirdBatch(base int64) (pos int64) {
+	e.rewriteFile(segment.LogFileName(base), func(b []byte) []byte {
+		b = slices.Clone(b)
+		for i := 0; i < 2; i++ {
+			bt, err := record.ReadBatch(b[pos:])
+			require.NoError(e.t, err)
+			pos += int64(bt.Size())
+		}
+		b[pos+record.HeaderSize+2] ^= 0x40
+		return b
+	})
+	return pos
+}
+
+// remove removes files of the log directory durably.
+func (e *damageEnv) remove(names ...string) {
+	e.t.Helper()
+	for _, n := range names {
+		require.NoError(e.t, e.fs.Remove(e.path(n)))
+	}
+	require.NoError(e.t, atomicfile.SyncDir(e.fs, "p0"))
+}
+
 func readAll(t *testing.T, fs vfs.FS, p string) []byte {
 	t.Helper()
 	f, err := fs.Open(p)
@@ -179,6 +204,24 @@ func TestCleanOpenVerifiesActiveTail(t *testing.T) {
 	}
 }
 
+// flipThirdBaseOffset returns a damage flipping bits of byte i of the
+// third batch's base offset field.
+func flipThirdBaseOffset(i int, bits byte) func([]byte) []byte {
+	return func(b []byte) []byte {
+		b = slices.Clone(b)
+		pos := 0
+		for range 2 {
+			bt, err := record.ReadBatch(b[pos:])
+			if err != nil {
+				panic(err)
+			}
+			pos += bt.Size()
+		}
+		b[pos+i] ^= bits
+		return b
+	}
+}
+
 // segmentFiles builds a closed log of n single-record batches in segments
 // of about per records, and returns the env and the segment bases.
 func segmentFiles(t *testing.T, n int, segmentBytes int64) (*damageEnv, []int64) {
@@ -205,6 +248,10 @@ func TestReadOfDamagedRolledSegment(t *testing.T) {
 		{"zero-length log beside its index", func([]byte) []byte { return nil }, true},
 		{"batch header runs past the end", func(b []byte) []byte { return b[:len(b)-10] }, false},
 		{"log shorter than its index", func(b []byte) []byte { return b[:len(b)/2] }, true},
+		// The base offset is outside the CRC: a flip there is seen by
+		// the offsets' order alone.
+		{"base offset far beyond the segment", flipThirdBaseOffset(0, 0x40), false},
+		{"base offset skips ahead", flipThirdBaseOffset(7, 0x40), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, bases := segmentFiles(t, 40, 800)
@@ -241,20 +288,8 @@ func TestReadOfDamagedRolledSegment(t *testing.T) {
 func TestRecoveryMovesDamageAside(t *testing.T) {
 	e, bases := segmentFiles(t, 300, 2000)
 	damaged := bases[1]
-	var cutAt int64
-	e.rewriteFile(segment.LogFileName(damaged), func(b []byte) []byte {
-		b = slices.Clone(b)
-		// Flip a byte inside the third batch's records.
-		first, err := record.ReadBatch(b)
-		require.NoError(t, err)
-		second, err := record.ReadBatch(b[first.Size():])
-		require.NoError(t, err)
-		cutAt = int64(first.Size() + second.Size())
-		b[cutAt+record.HeaderSize+2] ^= 0x40
-		return b
-	})
-	require.NoError(t, e.fs.Remove(e.path(OffsetsCheckpointFileName)))
-	require.NoError(t, e.fs.Remove(e.path(CleanShutdownFileName)))
+	cutAt := e.flipInThirdBatch(damaged)
+	e.remove(OffsetsCheckpointFileName, CleanShutdownFileName)
 	require.NoError(t, e.reopen())
 
 	newEnd := damaged + 2
@@ -303,8 +338,7 @@ func TestRecoveryMovesDamageAside(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.l.Close())
 	e.l = nil
-	require.NoError(t, e.fs.Remove(e.path(OffsetsCheckpointFileName)))
-	require.NoError(t, e.fs.Remove(e.path(CleanShutdownFileName)))
+	e.remove(OffsetsCheckpointFileName, CleanShutdownFileName)
 	e.events = nil
 	require.NoError(t, e.reopen())
 	require.Empty(t, e.events)
@@ -317,8 +351,7 @@ func TestRecoveryMovesDamageAside(t *testing.T) {
 func TestRecoveryNoticesLostSegmentEnd(t *testing.T) {
 	e, bases := segmentFiles(t, 40, 800)
 	e.rewriteFile(segment.LogFileName(bases[1]), func([]byte) []byte { return nil })
-	require.NoError(t, e.fs.Remove(e.path(OffsetsCheckpointFileName)))
-	require.NoError(t, e.fs.Remove(e.path(CleanShutdownFileName)))
+	e.remove(OffsetsCheckpointFileName, CleanShutdownFileName)
 	require.NoError(t, e.reopen())
 	require.Equal(t, bases[1], e.l.LogEndOffset())
 	got, err := readAllRecords(e.l)

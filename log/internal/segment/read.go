@@ -101,7 +101,15 @@ func (s *Segment) translate(target, end int64) (batchHeader, bool, error) {
 	}
 	_, pos := s.offsetIdx.lookup(target)
 	invariants.Assertf(pos <= end, "%s: index entry position %d beyond the size %d", s.logPath, pos, end)
-	return s.scanHeaders(pos, end, false, func(h batchHeader) bool { return h.lastOffset >= target })
+	h, found, err := s.scanHeaders(pos, end, false, func(h batchHeader) bool { return h.lastOffset >= target })
+	if err != nil || !found || h.baseOffset <= target {
+		return h, found, err
+	}
+	// The batch starts above the target: a gap (a follower's log may
+	// have one), or a damaged base offset field, which the CRC does not
+	// cover. One more header read tells them apart: after a damaged
+	// base offset the next batch goes backwards.
+	return h, true, s.checkNextHeader(h, end)
 }
 
 // scanHeaders reads batch headers from pos, a batch start, up to end (the
@@ -115,6 +123,7 @@ func (s *Segment) translate(target, end int64) (batchHeader, bool, error) {
 func (s *Segment) scanHeaders(pos, end int64, lenient bool, match func(batchHeader) bool) (batchHeader, bool, error) {
 	buf := headerPool.Get().(*headerBuf)
 	defer headerPool.Put(buf)
+	prevLast := s.baseOffset - 1
 	for pos < end {
 		h, ok, err := readHeader(s.logFile, s.logPath, pos, end, buf)
 		if err != nil {
@@ -127,6 +136,10 @@ func (s *Segment) scanHeaders(pos, end int64, lenient bool, match func(batchHead
 			return batchHeader{}, false, corruptionf(s.logPath, pos,
 				"batch runs past the end of the segment at %d (declared %d bytes, %d present)", end, h.size, end-pos)
 		}
+		if err := s.checkHeaderOffsets(h, prevLast); err != nil && !lenient {
+			return batchHeader{}, false, err
+		}
+		prevLast = h.lastOffset
 		if match(h) {
 			return h, true, nil
 		}
@@ -264,4 +277,39 @@ func (s *Segment) FindByTimestamp(ts int64, startingOffset int64) (TimestampOffs
 		pos = h.end()
 	}
 	return TimestampOffset{}, false, nil
+}
+
+// checkHeaderOffsets rejects a header whose offsets cannot be in this
+// segment after a batch ending at prevLast: below the base offset, beyond
+// the relative range, or not above prevLast (the first header of a scan
+// starting at an index entry is checked against the base only).
+func (s *Segment) checkHeaderOffsets(h batchHeader, prevLast int64) error {
+	switch {
+	case h.baseOffset < s.baseOffset || h.lastOffset-s.baseOffset > maxRelativeOffset:
+		return corruptionf(s.logPath, h.pos, "batch [%d, %d] outside the segment's offsets [%d, %d]",
+			h.baseOffset, h.lastOffset, s.baseOffset, s.baseOffset+maxRelativeOffset)
+	case h.baseOffset <= prevLast:
+		return corruptionf(s.logPath, h.pos, "batch [%d, %d] after a batch ending at %d",
+			h.baseOffset, h.lastOffset, prevLast)
+	}
+	return nil
+}
+
+// checkNextHeader reads the header after h, if one starts below end, and
+// reports corruption if it does not follow h's offsets.
+func (s *Segment) checkNextHeader(h batchHeader, end int64) error {
+	if h.end() >= end {
+		return nil
+	}
+	buf := headerPool.Get().(*headerBuf)
+	defer headerPool.Put(buf)
+	next, ok, err := readHeader(s.logFile, s.logPath, h.end(), end, buf)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return corruptionf(s.logPath, h.end(),
+			"batch runs past the end of the segment at %d (declared %d bytes, %d present)", end, next.size, end-h.end())
+	}
+	return s.checkHeaderOffsets(next, h.lastOffset)
 }
