@@ -252,6 +252,7 @@ func TestReadOfDamagedRolledSegment(t *testing.T) {
 		// the offsets' order alone.
 		{"base offset far beyond the segment", flipThirdBaseOffset(0, 0x40), false},
 		{"base offset skips ahead", flipThirdBaseOffset(7, 0x40), false},
+		{"base offset goes back", flipThirdBaseOffset(7, 0x08), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, bases := segmentFiles(t, 40, 800)

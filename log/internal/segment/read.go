@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"encoding/binary"
 	"io"
 	"slices"
 
@@ -64,7 +65,44 @@ func (s *Segment) Read(dst []byte, startOffset int64, maxSize int, maxPosition i
 	if err := s.readAt(res.Data, h.pos); err != nil {
 		return ReadResult{}, err
 	}
+	res.Data = res.Data[:s.validPrefix(res.Data, h.pos+n == size)]
 	return res, nil
+}
+
+// validPrefix returns how much of data, read from the .log starting at a
+// batch translate checked, a reader may be given: the batches whose
+// headers frame and whose offsets stay in the segment and increase, and
+// then at most the start of a batch the size limit cut (unless atEnd:
+// data reaches the end of the segment, so a cut batch is damage). It
+// stops before the first batch that fails: the next read starts there,
+// and translate reports the damage with its position, instead of a
+// consumer silently passing over records behind a damaged header. The
+// walk is over bytes in memory, a few header fields per batch.
+func (s *Segment) validPrefix(data []byte, atEnd bool) int {
+	off, prevLast := 0, s.baseOffset-1
+	for off < len(data) {
+		rest := data[off:]
+		if len(rest) < record.HeaderSize {
+			break
+		}
+		length := int32(binary.BigEndian.Uint32(rest[hdrLength:]))
+		delta := int32(binary.BigEndian.Uint32(rest[hdrLastOffsetDelta:]))
+		h := batchHeader{size: record.LogOverhead + int64(length), baseOffset: int64(binary.BigEndian.Uint64(rest))}
+		h.lastOffset = h.baseOffset + int64(delta)
+		if length < minBatchLength || rest[hdrMagic] != record.Magic || delta < 0 ||
+			s.checkHeaderOffsets(h, prevLast) != nil {
+			return off
+		}
+		if h.size > int64(len(rest)) {
+			break
+		}
+		prevLast = h.lastOffset
+		off += int(h.size)
+	}
+	if atEnd {
+		return off // a batch cut at the segment's end is damage
+	}
+	return len(data)
 }
 
 // readAt fills p from the .log at pos; a short read is an error (the
