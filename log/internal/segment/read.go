@@ -2,6 +2,7 @@ package segment
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"slices"
 
@@ -137,9 +138,9 @@ func (s *Segment) translate(target, end int64) (batchHeader, bool, error) {
 	if err := s.loadOffsetIndex(); err != nil {
 		return batchHeader{}, false, err
 	}
-	_, pos := s.offsetIdx.lookup(target)
+	entry, pos := s.offsetIdx.lookup(target)
 	invariants.Assertf(pos <= end, "%s: index entry position %d beyond the size %d", s.logPath, pos, end)
-	h, found, err := s.scanHeaders(pos, end, false, func(h batchHeader) bool { return h.lastOffset >= target })
+	h, found, err := s.scanFromEntry(entry, pos, end, false, func(h batchHeader) bool { return h.lastOffset >= target })
 	if err != nil || !found || h.baseOffset <= target {
 		return h, found, err
 	}
@@ -148,6 +149,34 @@ func (s *Segment) translate(target, end int64) (batchHeader, bool, error) {
 	// cover. One more header read tells them apart: after a damaged
 	// base offset the next batch goes backwards.
 	return h, true, s.checkNextHeader(h, end)
+}
+
+// scanFromEntry is scanHeaders from the index entry (offset, pos): the
+// batch at pos must end at offset, else the entry is wrong and the scan
+// restarts at position 0, which is slower but always right. Trusting a
+// wrong entry would make a read start at a later batch, skipping records.
+func (s *Segment) scanFromEntry(offset, pos, end int64, lenient bool, match func(batchHeader) bool) (batchHeader, bool, error) {
+	if pos == 0 {
+		return s.scanHeaders(0, end, lenient, match)
+	}
+	first, mismatch := true, false
+	h, found, err := s.scanHeaders(pos, end, lenient, func(h batchHeader) bool {
+		if first {
+			first = false
+			if h.lastOffset != offset {
+				mismatch = true
+				return true
+			}
+		}
+		return match(h)
+	})
+	// first is still set if the header at pos did not even frame: the
+	// entry may point inside a batch. Damage of the .log itself is found
+	// again by the scan from the start.
+	if !mismatch && !(first && errors.Is(err, ErrCorruption)) {
+		return h, found, err
+	}
+	return s.scanHeaders(0, end, lenient, match)
 }
 
 // scanHeaders reads batch headers from pos, a batch start, up to end (the
@@ -200,9 +229,9 @@ func (s *Segment) ReadNextOffset() (int64, error) {
 	if err := s.loadOffsetIndex(); err != nil {
 		return 0, err
 	}
-	_, pos := s.offsetIdx.lastEntry()
+	entry, pos := s.offsetIdx.lastEntry()
 	next := s.baseOffset
-	if _, _, err := s.scanHeaders(pos, s.size.Load(), true, func(h batchHeader) bool {
+	if _, _, err := s.scanFromEntry(entry, pos, s.size.Load(), true, func(h batchHeader) bool {
 		next = h.lastOffset + 1
 		return false
 	}); err != nil {
@@ -281,14 +310,22 @@ func (s *Segment) FindByTimestamp(ts int64, startingOffset int64) (TimestampOffs
 		return TimestampOffset{}, false, err
 	}
 	_, from := s.timeIdx.lookup(ts)
-	_, pos := s.offsetIdx.lookup(max(from, startingOffset))
+	entry, pos := s.offsetIdx.lookup(max(from, startingOffset))
 	end := s.size.Load()
 	var it *record.Iter
 	var buf []byte
+	fromEntry := true
 	for pos < end {
-		h, ok, err := s.scanHeaders(pos, end, false, func(h batchHeader) bool {
-			return h.maxTimestamp >= ts && h.lastOffset >= startingOffset
-		})
+		want := func(h batchHeader) bool { return h.maxTimestamp >= ts && h.lastOffset >= startingOffset }
+		var h batchHeader
+		var ok bool
+		var err error
+		if fromEntry {
+			h, ok, err = s.scanFromEntry(entry, pos, end, false, want)
+			fromEntry = false
+		} else {
+			h, ok, err = s.scanHeaders(pos, end, false, want)
+		}
 		if err != nil || !ok {
 			return TimestampOffset{}, false, err
 		}
