@@ -170,13 +170,13 @@ func (s *Segment) scanFromEntry(offset, pos, end int64, lenient bool, match func
 		}
 		return match(h)
 	})
-	// first is still set if the header at pos did not even frame: the
-	// entry may point inside a batch. Damage of the .log itself is found
-	// again by the scan from the start.
-	if !mismatch && !(first && errors.Is(err, ErrCorruption)) {
-		return h, found, err
+	// first is still set if no whole header was read at pos: the entry
+	// may point inside a batch. Damage of the .log itself is found again
+	// by the scan from the start; an I/O error is returned.
+	if mismatch || (first && (err == nil || errors.Is(err, ErrCorruption))) {
+		return s.scanHeaders(0, end, lenient, match)
 	}
-	return s.scanHeaders(0, end, lenient, match)
+	return h, found, err
 }
 
 // scanHeaders reads batch headers from pos, a batch start, up to end (the
@@ -310,6 +310,13 @@ func (s *Segment) FindByTimestamp(ts int64, startingOffset int64) (TimestampOffs
 		return TimestampOffset{}, false, err
 	}
 	_, from := s.timeIdx.lookup(ts)
+	if next, err := s.ReadNextOffset(); err == nil && from >= next {
+		// An entry beyond the segment's records is garbage (the time
+		// index is not checked against the .log when loaded): start from
+		// the base. A plausible but wrong entry is trusted, as in Kafka,
+		// and may make the answer a later record at or above ts.
+		from = s.baseOffset
+	}
 	entry, pos := s.offsetIdx.lookup(max(from, startingOffset))
 	end := s.size.Load()
 	var it *record.Iter
