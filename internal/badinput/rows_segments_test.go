@@ -156,13 +156,14 @@ func (s *segLog) reopen() outcome {
 	return outcome{err: rerr, repaired: repaired, readableTo: to}
 }
 
-// readFromStart reads batches from the log start up to the log end and
+// readFromStart reads batches from the log start up to the log end, one
+// batch a read (so every offset goes through the index lookup), and
 // returns the offset it reached and the error that stopped it. Every
 // batch must frame, pass its CRC and continue the offsets.
 func readFromStart(l *log.UnifiedLog) (int64, error) {
 	next := l.LogStartOffset()
 	for next < l.LogEndOffset() {
-		info, err := l.Read(nil, next, 1<<20, log.IsolationLogEnd, true)
+		info, err := l.Read(nil, next, 1, log.IsolationLogEnd, true)
 		if err != nil {
 			return next, err
 		}
