@@ -21,15 +21,21 @@ import (
 //
 //  1. remove temporary files left by interrupted writes;
 //  2. open the segments named by the .log files;
-//  3. after an unclean shutdown, recover every segment from the one
+//  3. check what can be checked cheaply of the segments it will not
+//     recover (checkTrustedSegments): a .log as long as its index says,
+//     and after a clean shutdown the active segment's tail from its last
+//     index entry; a damaged tail there is recovered as after a crash;
+//  4. after an unclean shutdown, recover every segment from the one
 //     holding the checkpointed recovery point: validate each batch,
 //     rebuild its indexes, re-assign its leader epoch; cut the first torn
-//     or corrupt tail and delete every later segment;
-//  4. if the log now ends below the checkpointed log start offset, start
+//     or corrupt tail (or stop at a segment whose .log lost its end) and
+//     move the damaged bytes and every later segment aside, renamed to
+//     "<name>.damaged" (recover_damage.go);
+//  5. if the log now ends below the checkpointed log start offset, start
 //     an empty log there;
-//  5. repair the epoch cache against the log (TruncateFromStart(log
+//  6. repair the epoch cache against the log (TruncateFromStart(log
 //     start), TruncateFromEnd(LEO)), since truncations flush it lazily;
-//  6. remove the clean-shutdown marker durably, so a crash from now on is
+//  7. remove the clean-shutdown marker durably, so a crash from now on is
 //     seen as unclean.
 //
 // The high watermark starts at the log start offset; the caller sets it
