@@ -387,3 +387,21 @@ func TestRollReplacesOrphanIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanOpenReportsLostActiveTail: after a clean shutdown, an active
+// .log shorter than its index (here empty) is recovered to what it holds
+// and the loss is reported, though recovery has nothing to cut.
+func TestCleanOpenReportsLostActiveTail(t *testing.T) {
+	e, bases := segmentFiles(t, 40, 800)
+	active := bases[len(bases)-1]
+	e.rewriteFile(segment.LogFileName(active), func([]byte) []byte { return nil })
+	require.NoError(t, e.reopen())
+	require.Equal(t, active, e.l.LogEndOffset())
+	require.Len(t, e.damage, 1)
+	require.Equal(t, active, e.damage[0].Segment)
+	require.True(t, errors.Is(e.damage[0], ErrCorruption))
+	require.Equal(t, int64(1), e.l.Metrics().CorruptionsFound)
+	got, err := readAllRecords(e.l)
+	require.NoError(t, err)
+	require.Equal(t, offsetRange(0, active), got)
+}

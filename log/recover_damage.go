@@ -53,6 +53,12 @@ func (l *UnifiedLog) checkTrustedSegments(verifyTail bool, recoverFrom int64, re
 	}
 	l.logger.Warn("clean shutdown marker, but the active segment's tail is damaged; recovering it",
 		zap.Int64("base", active.BaseOffset()), zap.Int64("position", tail.Pos), zap.Error(tail))
+	if isCorruption(tail) && tail.Pos >= active.Size() {
+		// The .log lost bytes its index knew of: recovery has nothing to
+		// cut and would report nothing, so the loss is reported here.
+		l.counters.corruptionsFound.Add(1)
+		ev.damaged = append(ev.damaged, newCorruptionError(active.BaseOffset(), active.BaseOffset(), tail.Err))
+	}
 	return active.BaseOffset(), true, nil
 }
 

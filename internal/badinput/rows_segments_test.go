@@ -267,6 +267,9 @@ func segmentRows() []row {
 			func(s *segLog, b []int64) {
 				s.change(segName(b[1], ".log"), flip(func(d []byte) int { return batchPos(s.t, d, 2) + 7 }, 0x08))
 			}),
+		segRow(areaSegment, "zero-length active .log beside its non-empty .index behind a clean-shutdown marker",
+			outcome{readableTo: 50},
+			func(s *segLog, b []int64) { s.write(segName(last(b), ".log"), nil) }),
 		segRow(areaSegment, "batch length above the maximum batch size after a crash", outcome{repaired: true, readableTo: 55},
 			func(s *segLog, b []int64) {
 				s.change(segName(last(b), ".log"), func(d []byte) []byte {
