@@ -16,7 +16,9 @@ type Listener struct {
 	// SegmentDeleted is called after a segment was removed from the log
 	// by retention or truncation.
 	SegmentDeleted func(info SegmentDeleteInfo)
-	// RecoveryTruncated is called when recovery cut a segment's tail.
+	// RecoveryTruncated is called when recovery cut a segment's tail, or
+	// ended the log at a segment whose .log lost its end (BytesRemoved
+	// 0); later segments are then moved aside, see RecoveryTruncation.
 	RecoveryTruncated func(info RecoveryTruncation)
 	// Corruption is called when recovery found corrupt data (not a torn
 	// tail) and cut it.
