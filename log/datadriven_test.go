@@ -236,8 +236,14 @@ func (e *testEnv) open(t *testing.T, d *datadriven.TestData) string {
 			if errors.Is(r.Err, ErrCorruption) {
 				kind = "corruption"
 			}
-			e.events = append(e.events, fmt.Sprintf("recovery cut segment %d at %d: %d bytes, %d later segments (%s)",
-				r.BaseOffset, r.Position, r.BytesRemoved, r.SegmentsDeleted, kind))
+			e.events = append(e.events, fmt.Sprintf("recovery cut segment %d at %d: %d bytes, %d later segments moved aside, lost [%d, %d) (%s)",
+				r.BaseOffset, r.Position, r.BytesRemoved, r.SegmentsMovedAside, r.LostFrom, r.LostTo, kind))
+			for _, f := range r.MovedAside {
+				e.events = append(e.events, "  moved aside "+f)
+			}
+		},
+		DamageFound: func(err *CorruptionError) {
+			e.events = append(e.events, fmt.Sprintf("damage found in segment %d at position %d", err.Segment, err.Position))
 		},
 	}
 	e.opts = o

@@ -21,15 +21,21 @@ import (
 //
 //  1. remove temporary files left by interrupted writes;
 //  2. open the segments named by the .log files;
-//  3. after an unclean shutdown, recover every segment from the one
+//  3. check what can be checked cheaply of the segments it will not
+//     recover (checkTrustedSegments): a .log as long as its index says,
+//     and after a clean shutdown the active segment's tail from its last
+//     index entry; a damaged tail there is recovered as after a crash;
+//  4. after an unclean shutdown, recover every segment from the one
 //     holding the checkpointed recovery point: validate each batch,
 //     rebuild its indexes, re-assign its leader epoch; cut the first torn
-//     or corrupt tail and delete every later segment;
-//  4. if the log now ends below the checkpointed log start offset, start
+//     or corrupt tail (or stop at a segment whose .log lost its end) and
+//     move the damaged bytes and every later segment aside, renamed to
+//     "<name>.damaged" (recover_damage.go);
+//  5. if the log now ends below the checkpointed log start offset, start
 //     an empty log there;
-//  5. repair the epoch cache against the log (TruncateFromStart(log
+//  6. repair the epoch cache against the log (TruncateFromStart(log
 //     start), TruncateFromEnd(LEO)), since truncations flush it lazily;
-//  6. remove the clean-shutdown marker durably, so a crash from now on is
+//  7. remove the clean-shutdown marker durably, so a crash from now on is
 //     seen as unclean.
 //
 // The high watermark starts at the log start offset; the caller sets it
@@ -107,6 +113,10 @@ func (l *UnifiedLog) load(ev *events) error {
 			ref.txn = ti
 			ref.txnPersisted.Store(int64(ti.Len()))
 		}
+	}
+	recoverFrom, recover, err = l.checkTrustedSegments(clean && !recover, recoverFrom, recover, ev)
+	if err != nil {
+		return err
 	}
 	recovered := recover && len(l.mu.segments) > 0
 	if recovered {
@@ -203,9 +213,28 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, logStart int64, ev *events) 
 	}
 	for i := first; i < len(segs); i++ {
 		txn = &producer.TxnIndex{}
-		recovered, cut, tailErr, err := recoverOne(segs[i].Segment, onBatch)
+		// A segment with later ones must not have lost its end: those
+		// would then follow a gap of lost offsets that reads skip.
+		var lostEnd error
+		if i+1 < len(segs) {
+			if err := segs[i].CheckIndexBounds(); isCorruption(err) {
+				lostEnd = err
+			} else if err != nil {
+				return err
+			}
+		}
+		moved := &movedAside{}
+		recovered, cut, tailErr, err := recoverOne(segs[i].Segment, onBatch, func(tail *segment.TailError) error {
+			return l.moveAside(moved, segs[i], segs[i+1:], isCorruption(tail) || i+1 < len(segs))
+		})
 		if err != nil {
 			return err
+		}
+		if cut == 0 && lostEnd != nil {
+			if err := l.moveAside(moved, nil, segs[i+1:], true); err != nil {
+				return err
+			}
+			tailErr = lostEnd
 		}
 		if recovered != segs[i].Segment {
 			// The old object only reads the replaced file now.
@@ -218,28 +247,31 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, logStart int64, ev *events) 
 			persisted = segs[i].txnPersisted.Load()
 		}
 		segs[i] = newSegmentRef(recovered, txn, persisted)
-		if cut == 0 {
+		if tailErr == nil {
 			continue
 		}
-		info := RecoveryTruncation{BaseOffset: recovered.BaseOffset(), Position: recovered.Size(),
-			BytesRemoved: cut, SegmentsDeleted: len(segs) - i - 1, Err: tailErr}
-		for _, later := range segs[i+1:] {
-			if err := later.Delete(); err != nil {
-				return err
-			}
+		next, err := recovered.ReadNextOffset()
+		if err != nil {
+			return err
 		}
-		// The deletions must be durable before the first write (finishLoad
+		info := RecoveryTruncation{BaseOffset: recovered.BaseOffset(), Position: recovered.Size(),
+			BytesRemoved: cut, Err: tailErr, MovedAside: moved.files, SegmentsMovedAside: moved.segments,
+			LostFrom: next, LostTo: max(next, moved.end)}
+		// The moves were made durable before the rewrite (moveAside
 		// syncs the directory): a later segment that came back after a
 		// crash would overlap the appends that replace it.
-		l.mu.dirDirty = l.mu.dirDirty || i+1 < len(segs)
 		l.mu.segments = segs[:i+1]
-		l.counters.recoveryCuts.Add(1)
+		if cut > 0 {
+			l.counters.recoveryCuts.Add(1)
+		}
 		if isCorruption(tailErr) {
 			l.counters.corruptionsFound.Add(1)
 		}
 		l.logger.Warn("recovery cut a segment tail", zap.Int64("base", info.BaseOffset),
 			zap.Int64("position", info.Position), zap.Int64("bytes", cut),
-			zap.Int("laterSegmentsDeleted", info.SegmentsDeleted), zap.Error(tailErr))
+			zap.Int("laterSegmentsMovedAside", info.SegmentsMovedAside),
+			zap.Strings("movedAside", info.MovedAside),
+			zap.Int64("lostFrom", info.LostFrom), zap.Int64("lostTo", info.LostTo), zap.Error(tailErr))
 		ev.recovered = append(ev.recovered, info)
 		return nil
 	}
@@ -271,7 +303,7 @@ func (l *UnifiedLog) ensureStartLocked(logStart int64, ev *events) (emptied bool
 		l.epochs.Clear()
 		emptied = true
 	}
-	s, err := segment.Create(l.fs, l.dir, logStart, l.opts.nowMs(), l.segOpts)
+	s, err := l.createSegment(logStart)
 	if err != nil {
 		return false, err
 	}
@@ -372,9 +404,9 @@ func (l *UnifiedLog) closeSegments() {
 
 // recoverOne recovers one segment. cut is the number of bytes removed and
 // tailErr why (a torn tail or corruption); err is an I/O failure.
-func recoverOne(s *segment.Segment, onBatch func(record.Batch) error) (
+func recoverOne(s *segment.Segment, onBatch func(record.Batch) error, beforeCut func(*segment.TailError) error) (
 	recovered *segment.Segment, cut int64, tailErr error, err error) {
-	recovered, res, err := s.Recover(onBatch)
+	recovered, res, err := s.RecoverWith(segment.RecoverOptions{OnBatch: onBatch, BeforeCut: beforeCut})
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -16,11 +16,18 @@ type Listener struct {
 	// SegmentDeleted is called after a segment was removed from the log
 	// by retention or truncation.
 	SegmentDeleted func(info SegmentDeleteInfo)
-	// RecoveryTruncated is called when recovery cut a segment's tail.
+	// RecoveryTruncated is called when recovery cut a segment's tail, or
+	// ended the log at a segment whose .log lost its end (BytesRemoved
+	// 0); later segments are then moved aside, see RecoveryTruncation.
 	RecoveryTruncated func(info RecoveryTruncation)
 	// Corruption is called when recovery found corrupt data (not a torn
 	// tail) and cut it.
 	Corruption func(info RecoveryTruncation)
+	// DamageFound is called when Open's checks of a segment it does not
+	// recover (a rolled segment after a clean shutdown, or one below the
+	// recovery point) found damage: the segment stays, and reads of it
+	// return the same *CorruptionError.
+	DamageFound func(err *CorruptionError)
 }
 
 // SegmentDeleteInfo describes a deleted segment.
@@ -37,10 +44,26 @@ type RecoveryTruncation struct {
 	BaseOffset   int64 // the segment
 	Position     int64 // where the valid prefix ends
 	BytesRemoved int64
-	// SegmentsDeleted counts the later segments deleted with it.
+	// SegmentsDeleted counts the later segments deleted with it (always
+	// 0 now: later segments are moved aside, see MovedAside).
 	SegmentsDeleted int
 	// Err is the reason: a torn tail or a corruption error.
 	Err error
+	// MovedAside lists the files renamed (or, for this segment's .log,
+	// hard-linked) to "<name>.damaged" instead of being deleted: this
+	// segment's original .log when the cut is corruption or later
+	// segments exist, and every file of the later segments. Nil when
+	// only a torn tail of the last segment was cut.
+	MovedAside []string
+	// SegmentsMovedAside counts the later segments among MovedAside.
+	SegmentsMovedAside int
+	// LostFrom and LostTo bound the offsets no longer in the log,
+	// [LostFrom, LostTo): LostFrom is the new log end offset, LostTo the
+	// next offset of the last segment moved aside as its batch headers
+	// say (its base offset if they cannot be read), or LostFrom when
+	// nothing was moved aside. A lower bound: offsets in the cut bytes
+	// of this segment are not decoded.
+	LostFrom, LostTo int64
 }
 
 // Metrics is a snapshot of a log's counters and sizes (pebble style:
@@ -60,7 +83,17 @@ type Metrics struct {
 	SegmentsDeleted  int64
 	Truncations      int64 // truncations that changed the log (the truncation count)
 	RecoveryCuts     int64 // segment tails cut by recovery since Open
-	CorruptionsFound int64 // of which corruption rather than a torn tail
+	CorruptionsFound int64 // of which corruption rather than a torn tail, plus damage found by Open's checks
+	// SegmentsMovedAside counts segments whose files recovery renamed to
+	// "<name>.damaged" since Open (the damaged segment itself counts
+	// when its original .log was kept).
+	SegmentsMovedAside int64
+	// DamagedReads counts reads that found damaged data and returned a
+	// *CorruptionError.
+	DamagedReads int64
+	// OrphanIndexesRemoved counts index files without a .log removed
+	// where a new segment was created (a roll, a new empty log).
+	OrphanIndexesRemoved int64
 
 	Fsyncs          int64
 	FsyncLatencySum time.Duration
@@ -76,6 +109,9 @@ type counters struct {
 	segmentsDeleted  atomic.Int64
 	recoveryCuts     atomic.Int64
 	corruptionsFound atomic.Int64
+	movedAside       atomic.Int64
+	damagedReads     atomic.Int64
+	orphansRemoved   atomic.Int64
 	fsyncs           atomic.Int64
 	fsyncNanos       atomic.Int64
 	fsyncMaxNanos    atomic.Int64

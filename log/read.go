@@ -117,7 +117,7 @@ func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isol
 		}
 		res, err := s.Read(info.Records, offset, maxBytes, -1, minOneMessage)
 		if err != nil {
-			return info, err
+			return info, l.readFailed(s, offset, err)
 		}
 		if !res.Found {
 			continue // a gap (follower appends may leave one): next segment

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/log/internal/segment"
+	"go.uber.org/zap"
 )
 
 // events collects what happened inside a critical section so the
@@ -12,6 +13,7 @@ type events struct {
 	rolled    []int64
 	deleted   []SegmentDeleteInfo
 	recovered []RecoveryTruncation
+	damaged   []*CorruptionError
 }
 
 // fire calls the listener's callbacks. REQUIRES: l.mu not held.
@@ -33,6 +35,11 @@ func (l *UnifiedLog) fire(ev events) {
 		}
 		if ls.Corruption != nil && isCorruption(r.Err) {
 			ls.Corruption(r)
+		}
+	}
+	for _, d := range ev.damaged {
+		if ls.DamageFound != nil {
+			ls.DamageFound(d)
 		}
 	}
 }
@@ -76,7 +83,7 @@ func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
 	if err := active.OnBecomeInactive(); err != nil {
 		return l.failLocked(err)
 	}
-	seg, err := segment.Create(l.fs, l.dir, newBase, l.opts.nowMs(), l.segOpts)
+	seg, err := l.createSegment(newBase)
 	if err != nil {
 		return l.failLocked(err)
 	}
@@ -94,4 +101,19 @@ func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
 	l.counters.rolls.Add(1)
 	ev.rolled = append(ev.rolled, newBase)
 	return nil
+}
+
+// createSegment creates the segment at base, at or above the log end
+// offset, removing orphan index files there (segment.CreateOverOrphans):
+// they would otherwise make every roll fail. Removing them fsyncs the
+// directory, under l.mu when the caller holds it: that happens only when
+// orphans exist, which is rare and must be durable before the new .log.
+func (l *UnifiedLog) createSegment(base int64) (*segment.Segment, error) {
+	seg, removed, err := segment.CreateOverOrphans(l.fs, l.dir, base, l.opts.nowMs(), l.segOpts)
+	if len(removed) > 0 {
+		l.counters.orphansRemoved.Add(int64(len(removed)))
+		l.logger.Warn("removed orphan index files where a segment is created",
+			zap.Int64("base", base), zap.Strings("files", removed))
+	}
+	return seg, err
 }

@@ -66,7 +66,23 @@
 //     indexes. Stale index entries (OnBecomeInactive and Close fsync the
 //     indexes but not the .log) are thereby replaced.
 //   - Files named *.tmp are never live: the loader deletes them
-//     (ParseFileName reports KindTemp).
+//     (ParseFileName reports KindTemp). Files named *.damaged (MoveAside,
+//     LinkAside) are kept for an operator and never loaded.
+//
+// # Damage
+//
+// A segment the log does not recover is trusted, but not blindly: a read
+// never skips damaged bytes to serve later records. A header that runs
+// past the published size, has a bad magic or length, or whose offsets
+// leave the segment's range or go backwards is a *CorruptionError; a read
+// returns only the batches before such a header, so the next read reports
+// it. An index entry whose batch does not end at the entry's offset is
+// ignored (the scan restarts at position 0); a well-formed offset index
+// pointing past the end of the .log means the .log lost bytes, and every
+// lookup reports it rather than rebuilding the index over the loss.
+// CheckIndexBounds (one index entry read) and VerifyTail (the batches
+// after the last index entry, validated) are the cheap checks the log
+// runs at open.
 //
 // # Concurrency
 //

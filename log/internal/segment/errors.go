@@ -91,7 +91,7 @@ func (e *TailError) Torn() bool { return !errors.Is(e.Err, ErrCorruption) }
 // corruptionf returns an error wrapping ErrCorruption that names the file
 // and byte position of the bad data.
 func corruptionf(path string, pos int64, format string, args ...any) error {
-	return fmt.Errorf("%w: segment: %s@%d: %s", ErrCorruption, path, pos, fmt.Sprintf(format, args...))
+	return &CorruptionError{Path: path, Pos: pos, Reason: fmt.Sprintf(format, args...)}
 }
 
 // invalidArgf returns an error wrapping ErrInvalidArgument.

@@ -34,6 +34,14 @@ func (s *Segment) loadOffsetIndex() error {
 		s.offsetIdx.install(entries, len(entries), false)
 		return nil
 	}
+	if err == nil {
+		// A well-formed index pointing past the .log means the .log lost
+		// bytes: rebuilding would hide the loss, and reads would skip to
+		// the next segment. Not marked loaded: every read reports it.
+		if derr := s.indexBeyondLog(entries, s.size.Load()); derr != nil {
+			return derr
+		}
+	}
 	rebuilt, _, err := s.rebuildIndexes()
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package segment
 
 import (
+	"encoding/binary"
+	"errors"
 	"io"
 	"slices"
 
@@ -64,7 +66,44 @@ func (s *Segment) Read(dst []byte, startOffset int64, maxSize int, maxPosition i
 	if err := s.readAt(res.Data, h.pos); err != nil {
 		return ReadResult{}, err
 	}
+	res.Data = res.Data[:s.validPrefix(res.Data, h.pos+n == size)]
 	return res, nil
+}
+
+// validPrefix returns how much of data, read from the .log starting at a
+// batch translate checked, a reader may be given: the batches whose
+// headers frame and whose offsets stay in the segment and increase, and
+// then at most the start of a batch the size limit cut (unless atEnd:
+// data reaches the end of the segment, so a cut batch is damage). It
+// stops before the first batch that fails: the next read starts there,
+// and translate reports the damage with its position, instead of a
+// consumer silently passing over records behind a damaged header. The
+// walk is over bytes in memory, a few header fields per batch.
+func (s *Segment) validPrefix(data []byte, atEnd bool) int {
+	off, prevLast := 0, s.baseOffset-1
+	for off < len(data) {
+		rest := data[off:]
+		if len(rest) < record.HeaderSize {
+			break
+		}
+		length := int32(binary.BigEndian.Uint32(rest[hdrLength:]))
+		delta := int32(binary.BigEndian.Uint32(rest[hdrLastOffsetDelta:]))
+		h := batchHeader{size: record.LogOverhead + int64(length), baseOffset: int64(binary.BigEndian.Uint64(rest))}
+		h.lastOffset = h.baseOffset + int64(delta)
+		if length < minBatchLength || rest[hdrMagic] != record.Magic || delta < 0 ||
+			s.checkHeaderOffsets(h, prevLast) != nil {
+			return off
+		}
+		if h.size > int64(len(rest)) {
+			break
+		}
+		prevLast = h.lastOffset
+		off += int(h.size)
+	}
+	if atEnd {
+		return off // a batch cut at the segment's end is damage
+	}
+	return len(data)
 }
 
 // readAt fills p from the .log at pos; a short read is an error (the
@@ -99,22 +138,75 @@ func (s *Segment) translate(target, end int64) (batchHeader, bool, error) {
 	if err := s.loadOffsetIndex(); err != nil {
 		return batchHeader{}, false, err
 	}
-	_, pos := s.offsetIdx.lookup(target)
+	entry, pos := s.offsetIdx.lookup(target)
 	invariants.Assertf(pos <= end, "%s: index entry position %d beyond the size %d", s.logPath, pos, end)
-	return s.scanHeaders(pos, end, func(h batchHeader) bool { return h.lastOffset >= target })
+	h, found, err := s.scanFromEntry(entry, pos, end, false, func(h batchHeader) bool { return h.lastOffset >= target })
+	if err != nil || !found || h.baseOffset <= target {
+		return h, found, err
+	}
+	// The batch starts above the target: a gap (a follower's log may
+	// have one), or a damaged base offset field, which the CRC does not
+	// cover. One more header read tells them apart: after a damaged
+	// base offset the next batch goes backwards.
+	return h, true, s.checkNextHeader(h, end)
 }
 
-// scanHeaders reads batch headers from pos, a batch start, up to end and
-// returns the first that matches. It stops quietly (not found) at a batch
-// that runs past end.
-func (s *Segment) scanHeaders(pos, end int64, match func(batchHeader) bool) (batchHeader, bool, error) {
+// scanFromEntry is scanHeaders from the index entry (offset, pos): the
+// batch at pos must end at offset, else the entry is wrong and the scan
+// restarts at position 0, which is slower but always right. Trusting a
+// wrong entry would make a read start at a later batch, skipping records.
+func (s *Segment) scanFromEntry(offset, pos, end int64, lenient bool, match func(batchHeader) bool) (batchHeader, bool, error) {
+	if pos == 0 {
+		return s.scanHeaders(0, end, lenient, match)
+	}
+	first, mismatch := true, false
+	h, found, err := s.scanHeaders(pos, end, lenient, func(h batchHeader) bool {
+		if first {
+			first = false
+			if h.lastOffset != offset {
+				mismatch = true
+				return true
+			}
+		}
+		return match(h)
+	})
+	// first is still set if no whole header was read at pos: the entry
+	// may point inside a batch. Damage of the .log itself is found again
+	// by the scan from the start; an I/O error is returned.
+	if mismatch || (first && (err == nil || errors.Is(err, ErrCorruption))) {
+		return s.scanHeaders(0, end, lenient, match)
+	}
+	return h, found, err
+}
+
+// scanHeaders reads batch headers from pos, a batch start, up to end (the
+// published size) and returns the first that matches. A batch that runs
+// past end is corruption: the writer publishes only whole batches, and
+// the log recovers or verifies a tail before it trusts it, so such a batch
+// is damage (a rolled segment that lost its end), and stopping quietly
+// would make a read jump to the next segment. Only ReadNextOffset, which
+// the log also calls on a segment before recovering it, passes lenient:
+// it then stops quietly (not found) there.
+func (s *Segment) scanHeaders(pos, end int64, lenient bool, match func(batchHeader) bool) (batchHeader, bool, error) {
 	buf := headerPool.Get().(*headerBuf)
 	defer headerPool.Put(buf)
+	prevLast := s.baseOffset - 1
 	for pos < end {
 		h, ok, err := readHeader(s.logFile, s.logPath, pos, end, buf)
-		if err != nil || !ok {
+		if err != nil {
 			return batchHeader{}, false, err
 		}
+		if !ok && lenient {
+			return batchHeader{}, false, nil
+		}
+		if !ok {
+			return batchHeader{}, false, corruptionf(s.logPath, pos,
+				"batch runs past the end of the segment at %d (declared %d bytes, %d present)", end, h.size, end-pos)
+		}
+		if err := s.checkHeaderOffsets(h, prevLast); err != nil && !lenient {
+			return batchHeader{}, false, err
+		}
+		prevLast = h.lastOffset
 		if match(h) {
 			return h, true, nil
 		}
@@ -137,9 +229,9 @@ func (s *Segment) ReadNextOffset() (int64, error) {
 	if err := s.loadOffsetIndex(); err != nil {
 		return 0, err
 	}
-	_, pos := s.offsetIdx.lastEntry()
+	entry, pos := s.offsetIdx.lastEntry()
 	next := s.baseOffset
-	if _, _, err := s.scanHeaders(pos, s.size.Load(), func(h batchHeader) bool {
+	if _, _, err := s.scanFromEntry(entry, pos, s.size.Load(), true, func(h batchHeader) bool {
 		next = h.lastOffset + 1
 		return false
 	}); err != nil {
@@ -218,14 +310,29 @@ func (s *Segment) FindByTimestamp(ts int64, startingOffset int64) (TimestampOffs
 		return TimestampOffset{}, false, err
 	}
 	_, from := s.timeIdx.lookup(ts)
-	_, pos := s.offsetIdx.lookup(max(from, startingOffset))
+	if next, err := s.ReadNextOffset(); err == nil && from >= next {
+		// An entry beyond the segment's records is garbage (the time
+		// index is not checked against the .log when loaded): start from
+		// the base. A plausible but wrong entry is trusted, as in Kafka,
+		// and may make the answer a later record at or above ts.
+		from = s.baseOffset
+	}
+	entry, pos := s.offsetIdx.lookup(max(from, startingOffset))
 	end := s.size.Load()
 	var it *record.Iter
 	var buf []byte
+	fromEntry := true
 	for pos < end {
-		h, ok, err := s.scanHeaders(pos, end, func(h batchHeader) bool {
-			return h.maxTimestamp >= ts && h.lastOffset >= startingOffset
-		})
+		want := func(h batchHeader) bool { return h.maxTimestamp >= ts && h.lastOffset >= startingOffset }
+		var h batchHeader
+		var ok bool
+		var err error
+		if fromEntry {
+			h, ok, err = s.scanFromEntry(entry, pos, end, false, want)
+			fromEntry = false
+		} else {
+			h, ok, err = s.scanHeaders(pos, end, false, want)
+		}
 		if err != nil || !ok {
 			return TimestampOffset{}, false, err
 		}
@@ -252,4 +359,39 @@ func (s *Segment) FindByTimestamp(ts int64, startingOffset int64) (TimestampOffs
 		pos = h.end()
 	}
 	return TimestampOffset{}, false, nil
+}
+
+// checkHeaderOffsets rejects a header whose offsets cannot be in this
+// segment after a batch ending at prevLast: below the base offset, beyond
+// the relative range, or not above prevLast (the first header of a scan
+// starting at an index entry is checked against the base only).
+func (s *Segment) checkHeaderOffsets(h batchHeader, prevLast int64) error {
+	switch {
+	case h.baseOffset < s.baseOffset || h.lastOffset-s.baseOffset > maxRelativeOffset:
+		return corruptionf(s.logPath, h.pos, "batch [%d, %d] outside the segment's offsets [%d, %d]",
+			h.baseOffset, h.lastOffset, s.baseOffset, s.baseOffset+maxRelativeOffset)
+	case h.baseOffset <= prevLast:
+		return corruptionf(s.logPath, h.pos, "batch [%d, %d] after a batch ending at %d",
+			h.baseOffset, h.lastOffset, prevLast)
+	}
+	return nil
+}
+
+// checkNextHeader reads the header after h, if one starts below end, and
+// reports corruption if it does not follow h's offsets.
+func (s *Segment) checkNextHeader(h batchHeader, end int64) error {
+	if h.end() >= end {
+		return nil
+	}
+	buf := headerPool.Get().(*headerBuf)
+	defer headerPool.Put(buf)
+	next, ok, err := readHeader(s.logFile, s.logPath, h.end(), end, buf)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return corruptionf(s.logPath, h.end(),
+			"batch runs past the end of the segment at %d (declared %d bytes, %d present)", end, next.size, end-h.end())
+	}
+	return s.checkHeaderOffsets(next, h.lastOffset)
 }

@@ -90,6 +90,23 @@ type RecoveryResult struct {
 // its indexes replaced in place. An error from onBatch aborts recovery
 // and is returned as is; nothing is changed then.
 func (s *Segment) Recover(onBatch func(record.Batch) error) (*Segment, RecoveryResult, error) {
+	return s.RecoverWith(RecoverOptions{OnBatch: onBatch})
+}
+
+// RecoverOptions are the callbacks of RecoverWith.
+type RecoverOptions struct {
+	// OnBatch is Recover's onBatch.
+	OnBatch func(record.Batch) error
+	// BeforeCut, if set, is called when recovery is about to cut bytes,
+	// after the walk and before the rewrite: the log moves damaged bytes
+	// aside there (LinkAside), durably, while the .log still holds them.
+	// An error aborts recovery with nothing cut.
+	BeforeCut func(tail *TailError) error
+}
+
+// RecoverWith is Recover with the callbacks of o.
+func (s *Segment) RecoverWith(o RecoverOptions) (*Segment, RecoveryResult, error) {
+	onBatch := o.OnBatch
 	if err := s.checkWritable(); err != nil {
 		return nil, RecoveryResult{}, err
 	}
@@ -123,6 +140,11 @@ func (s *Segment) Recover(onBatch func(record.Batch) error) (*Segment, RecoveryR
 	}
 	offsetEntries, timeEntries := b.offsetIdx.mu.entries, b.timeIdx.mu.entries
 	if stop < size {
+		if o.BeforeCut != nil {
+			if err := o.BeforeCut(res.Tail); err != nil {
+				return nil, RecoveryResult{}, err
+			}
+		}
 		ns, err := s.rewrite(stop, offsetEntries, timeEntries)
 		if err != nil {
 			return nil, RecoveryResult{}, err
