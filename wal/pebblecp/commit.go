@@ -113,8 +113,13 @@ func rejected(c wal.SequenceCheck, logStart int64) storedResult {
 
 // resultsOf turns the stored results into the call's answer.
 func resultsOf(req *wal.CommitFileRequest, f *fileRow) wal.CommitFileResult {
-	res := wal.CommitFileResult{MarkedForDeletion: f.LiveBatches == 0, Batches: make([]wal.BatchResult, len(f.Results))}
+	// Marked at commit iff nothing was accepted (the object's state now
+	// may differ: a retry answers as the first commit did).
+	res := wal.CommitFileResult{MarkedForDeletion: true, Batches: make([]wal.BatchResult, len(f.Results))}
 	for i, s := range f.Results {
+		if s.Status == statusAccepted {
+			res.MarkedForDeletion = false
+		}
 		r := wal.BatchResult{BaseOffset: s.BaseOffset, LogAppendTime: s.LogAppendTime, LogStartOffset: s.LogStartOffset}
 		if s.Status != statusAccepted {
 			detail := s.Detail
