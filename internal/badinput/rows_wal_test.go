@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/wal"
 	"github.com/tierlog/tierlog/wal/pebblecp"
 )
@@ -20,9 +21,52 @@ import (
 const (
 	areaWALCommit area = "wal commit request"
 	areaWALState  area = "wal control-plane state"
+	areaWALObject area = "wal object"
 )
 
-func init() { rowSets = append(rowSets, walRows) }
+func init() { rowSets = append(rowSets, walRows, walObjectRows) }
+
+// walObject builds a WAL object of two partitions' batches.
+func walObject(t *testing.T) []byte {
+	t.Helper()
+	var o wal.ObjectBuilder
+	for i, tp := range []wal.TopicIDPartition{walTP, {TopicID: wal.TopicID{1}, Partition: 3}, walTP} {
+		b := record.NewBuilder(record.DefaultBuilderOptions())
+		b.Add(int64(i), nil, []byte("value"))
+		buf, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Add(tp, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := o.Build()
+	return data
+}
+
+func walObjectRow(damage string, edit func(data []byte) []byte) row {
+	return row{area: areaWALObject, damage: damage, want: outcome{err: wal.ErrCorruption, readableTo: -1},
+		run: func(t *testing.T) outcome {
+			_, err := wal.ParseObject(edit(walObject(t)))
+			return outcome{err: err, readableTo: -1}
+		}}
+}
+
+func walObjectRows() []row {
+	return []row{
+		walObjectRow("shorter than the trailer", func(d []byte) []byte { return d[:10] }),
+		walObjectRow("garbage", func(d []byte) []byte { return []byte(strings.Repeat("garbage!", 20)) }),
+		walObjectRow("footer cut off", func(d []byte) []byte { return d[:len(d)-30] }),
+		walObjectRow("flipped bit in a base offset (outside the batch crc)", func(d []byte) []byte { d[3] ^= 1; return d }),
+		walObjectRow("flipped bit in a record", func(d []byte) []byte { d[70] ^= 1; return d }),
+		walObjectRow("run count beyond the object", func(d []byte) []byte {
+			binary.BigEndian.PutUint32(d[len(d)-18:], 1<<30)
+			return d
+		}),
+		walObjectRow("unknown format version", func(d []byte) []byte { d[len(d)-14] = 9; return d }),
+	}
+}
 
 var walTP = wal.TopicIDPartition{TopicID: wal.TopicID{0xab}, Partition: 0}
 
