@@ -200,8 +200,9 @@ type FindBatchesResult struct {
 	// Err: *PartitionError wrapping ErrUnknownTopicOrPartition or
 	// ErrOffsetOutOfRange (offset < W or > HW), else nil.
 	Err error
-	// Batches in offset order; the first holds the requested offset.
-	// Empty at HW.
+	// Batches in offset order; the first holds the requested offset
+	// (or, where the WAL holds nothing at it, as between a capped
+	// prune's W and the first batch, starts after it). Empty at HW.
 	Batches []BatchInfo
 	// LogStartOffset and HighWatermark are W and HW (-1 if unknown).
 	LogStartOffset int64
