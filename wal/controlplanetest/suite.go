@@ -106,6 +106,12 @@ func Run(t *testing.T, open Opener, opts Options) {
 		{"PruneKeepsDeleteRecordsStart", testPruneKeepsStart},
 		{"PruneSequentialRequests", testPruneSequential},
 		{"PruneCapAtRemoteStorage", testPruneCap},
+		// Retention of partitions that are not consolidated.
+		{"RetentionBySize", testRetentionBySize},
+		{"RetentionBySizeLimits", testRetentionBySizeLimits},
+		{"RetentionKeepsDeleteRecordsStart", testRetentionKeepsDeleteRecordsStart},
+		{"RetentionByTime", testRetentionByTime},
+		{"RetentionLogAppendTime", testRetentionLogAppendTime},
 		// Files and orphans.
 		{"FilesToDeleteGracePeriod", testFilesToDelete},
 		{"IsSafeToDeleteObject", testIsSafe},

@@ -102,7 +102,7 @@ func runCrash(t *testing.T, seed uint64, steps int) {
 // crashStep runs one random acknowledged call and says what it was.
 func crashStep(ctx context.Context, t *testing.T, cp wal.ControlPlane, rng *rand.Rand, step int,
 	reqs *[]wal.CommitFileRequest, clock *controlplanetest.Clock) string {
-	switch op := rng.IntN(11); {
+	switch op := rng.IntN(12); {
 	case op < 5 || len(*reqs) == 0:
 		req := wal.CommitFileRequest{ObjectKey: fmt.Sprintf("wal/%03d", step), BrokerID: 1}
 		for i := 0; i < 1+rng.IntN(4); i++ {
@@ -145,7 +145,13 @@ func crashStep(ctx context.Context, t *testing.T, cp wal.ControlPlane, rng *rand
 		keys = keys[:(len(keys)+1)/2]
 		require.NoError(t, cp.DeleteFiles(ctx, keys))
 		return fmt.Sprintf("delete files %v", keys)
-	case op < 10 && step%2 == 0:
+	case op < 10:
+		tp := crashParts[rng.IntN(len(crashParts))]
+		limit := rng.Int64N(40)
+		_, err := cp.EnforceRetention(ctx, []wal.RetentionRequest{{Partition: tp, RetentionBytes: limit, RetentionMs: -1}}, 2)
+		require.NoError(t, err)
+		return fmt.Sprintf("retention of %s to %d bytes", tp, limit)
+	case op < 11 && step%2 == 0:
 		key := fmt.Sprintf("res/%03d", step)
 		require.NoError(t, cp.ReserveObject(ctx, key))
 		return "reserve " + key
