@@ -3,6 +3,7 @@ package badinput
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func walRequest() wal.CommitFileRequest {
 // with the given first byte.
 func walDamage(t *testing.T, fs vfs.FS, tag byte, damage func(key, v []byte) []byte) {
 	t.Helper()
-	db, err := pebble.Open("cp", &pebble.Options{FS: fs})
+	db, err := pebble.Open("cp", &pebble.Options{FS: fs, Logger: walQuietPebble{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +127,15 @@ func walDamage(t *testing.T, fs vfs.FS, tag byte, damage func(key, v []byte) []b
 	if err := db.Set(key, v, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// walQuietPebble drops Pebble's log lines (the rows open a database directly).
+type walQuietPebble struct{}
+
+func (walQuietPebble) Infof(string, ...any)  {}
+func (walQuietPebble) Errorf(string, ...any) {}
+func (walQuietPebble) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
 }
 
 func walCommitRow(damage string, want error, edit func(r *wal.CommitFileRequest)) row {
@@ -195,12 +205,12 @@ func walRows() []row {
 		walStateRow("batch value with a flipped byte", 'B', flip(20), find),
 		walStateRow("batch value of another kind", 'B', func(_, v []byte) []byte {
 			v[1] = 1 // the log row's kind, with the checksum fixed up
-			return binary.BigEndian.AppendUint32(v[:len(v)-4], crc32c(v[:len(v)-4]))
+			return binary.BigEndian.AppendUint32(v[:len(v)-4], walCRC32C(v[:len(v)-4]))
 		}, find),
 		walStateRow("file row garbage", 'F', func(_, v []byte) []byte { return []byte("garbage") }, retry),
 		walStateRow("producer state with an impossible batch count", 'P', func(_, v []byte) []byte {
 			v[2+8+2] = 200 // after version, kind, producer id and epoch
-			return binary.BigEndian.AppendUint32(v[:len(v)-4], crc32c(v[:len(v)-4]))
+			return binary.BigEndian.AppendUint32(v[:len(v)-4], walCRC32C(v[:len(v)-4]))
 		}, producers),
 		{area: areaWALState, damage: "unknown format version", want: outcome{err: wal.ErrCorruption, readableTo: -1},
 			run: func(t *testing.T) outcome {
@@ -212,4 +222,4 @@ func walRows() []row {
 	}
 }
 
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+func walCRC32C(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }

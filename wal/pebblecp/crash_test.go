@@ -81,6 +81,9 @@ func runCrash(t *testing.T, seed uint64, steps int) {
 		require.NoError(t, rec.Err(), "step %d (%s)", step, what)
 		after, err := controlplanetest.Dump(ctx, cp, crashParts, clock.Now())
 		require.NoError(t, err)
+		if after != before && len(images) == 0 {
+			t.Fatalf("step %d (%s) changed the state without a crash point", step, what)
+		}
 		for i, img := range images {
 			if img != before && img != after {
 				t.Fatalf("step %d (%s), crash point %d: neither the state before nor after:\n%s\nbefore:\n%s\nafter:\n%s",
@@ -96,7 +99,6 @@ func runCrash(t *testing.T, seed uint64, steps int) {
 		clock.Advance(time.Second)
 	}
 	t.Logf("%d steps, %d crash points checked", steps, checked)
-	require.Greater(t, checked, steps, "every call should have crash points")
 }
 
 // crashStep runs one random acknowledged call and says what it was.
