@@ -2,6 +2,7 @@ package controlplanetest
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/stretchr/testify/require"
@@ -79,6 +80,19 @@ func testCommitInvalid(e *env) {
 		require.ErrorIs(e.t, err, wal.ErrInvalidArgument, name)
 	}
 	e.requireLog(t1p0, 0, 0, 0, 0)
+}
+
+// Offsets near the int64 limit: a commit that would overflow the high
+// watermark fails whole and assigns nothing.
+func testCommitOffsetOverflow(e *env) {
+	e.init(initReq(switched0, 0, math.MaxInt64-5))
+	req := e.request(batch(t1p0, 2), batch(switched0, 10))
+	_, err := e.cp.CommitFile(e.ctx, req)
+	require.ErrorIs(e.t, err, wal.ErrInvalidArgument)
+	e.requireLog(t1p0, 0, 0, 0, 0)
+	e.requireLog(switched0, 0, math.MaxInt64-5, math.MaxInt64-5, 0)
+	_, res := e.commit(batch(switched0, 5))
+	e.requireAccepted(res.Batches[0], math.MaxInt64-5)
 }
 
 func testCommitRetry(e *env) {

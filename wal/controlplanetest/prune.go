@@ -1,6 +1,8 @@
 package controlplanetest
 
 import (
+	"math"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/wal"
@@ -39,6 +41,10 @@ func testPruneBasics(e *env) {
 	require.Len(e.t, e.marked(), 1)
 	// h at or past HW with no batches: W = HW.
 	e.prune1(t1p0, 100, 11)
+	e.prune1(t1p0, math.MaxInt64, 11)
+	e.commit(batch(t1p0, 4)) // [11,14]
+	e.prune1(t1p0, math.MaxInt64, 15)
+	e.requireLog(t1p0, 15, 15, 0, 0)
 
 	// Only fully tiered batches go; W = the base of the first left.
 	e.commit(batch(t1p1, 11), batch(t1p1, 15)) // [0,10] [11,25]
@@ -46,7 +52,7 @@ func testPruneBasics(e *env) {
 	e.prune1(t1p1, 20, 11)
 	e.requireLog(t1p1, 11, 31, 0, 20)
 	require.Equal(e.t, "[11,25] [26,30]", ranges(e.find1(t1p1, 11).Batches))
-	require.Len(e.t, e.marked(), 1, "the first object still holds [11,25]")
+	require.Len(e.t, e.marked(), 2, "only t1p0's two objects: the first of t1p1 still holds [11,25]")
 }
 
 func testPruneKeepsStart(e *env) {

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener, opts Options) {
 		{"CommitSizeZeroFailsWholeCommit", testCommitSizeZero},
 		{"CommitInvalidRequests", testCommitInvalid},
 		{"CommitRetrySameKey", testCommitRetry},
+		{"CommitOffsetOverflow", testCommitOffsetOverflow},
 		{"CommitZeroTopicID", testCommitZeroTopicID},
 		{"CommitAllPartitionsInListOrder", testCommitListOrder},
 		{"CommitConcurrent", testCommitConcurrent},

@@ -193,6 +193,8 @@ func prune(tx *txn, q wal.PruneRequest) (wal.PruneResult, error) {
 		return wal.PruneResult{LogStartOffset: -1, Err: &wal.PartitionError{Partition: q.Partition,
 			Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("highest offset in remote storage %d", h)}}, nil
 	}
+	// h at or beyond HW: everything is tiered (and h+1 cannot overflow).
+	h = min(h, l.row.HighWatermark)
 	var freed int64
 	if h >= 0 {
 		if err := deleteBatchesBelow(tx, q.Partition, h+1, &freed); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/tierlog/tierlog/wal"
 )
@@ -69,6 +70,10 @@ func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (s
 		return storedResult{Status: statusUnknownPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, nil
 	}
 	assigned := l.row.HighWatermark
+	if assigned > math.MaxInt64-b.OffsetCount() {
+		return storedResult{}, fmt.Errorf("%w: pebblecp: partition %s: %d offsets after the high watermark %d overflow",
+			wal.ErrInvalidArgument, b.Partition, b.OffsetCount(), assigned)
+	}
 	appendTime := tx.nowMs
 	if b.Idempotent() {
 		st, err := tx.producer(b.Partition, b.ProducerID)
