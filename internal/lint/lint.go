@@ -76,7 +76,13 @@ var layers = []layer{
 	{35, under("log/internal"), []string{pebbleVFS}},
 	{40, exact("log"), []string{pebbleVFS, zap}},
 	{50, either(under("remote/objstore"), exact("remote")), nil},
-	{60, exact("wal"), nil},
+	// The diskless WAL: the control-plane contract and its pure rules
+	// (standard library only so far), then the embedded control plane
+	// on Pebble, then the conformance suite every control plane runs
+	// (imported by tests only, like objstoretest; it may use testify).
+	{60, exact("wal"), []string{pebbleVFS, zap}},
+	{62, exact("wal/pebblecp"), []string{pebble, zap}},
+	{64, exact("wal/controlplanetest"), nil},
 	{70, exact("tierstate"), nil},
 	// Test machinery: it may use any library package; only tests,
 	// examples and benchmarks may import it (checked below).

@@ -1,0 +1,48 @@
+// Package wal is the diskless write-ahead log: brokers write the Kafka v2
+// batches of many partitions into one shared object, and a control plane
+// assigns each partition's offsets when the object is committed (KIP-1150,
+// KIP-1163; the control plane is KIP-1164's batch coordinator).
+//
+// # Model
+//
+// The control plane keeps, per partition, a row
+//
+//	W   WAL start (Kafka: log start offset of the diskless log), inclusive
+//	HW  high watermark = log end offset, exclusive: the next offset to assign
+//	S   diskless start offset (the seal of a switched partition)
+//	X   cross-tier log start (remote + local + WAL), inclusive, -1 if unknown
+//
+// and the batches with W <= offset < HW, each pointing at a byte range of
+// one object:
+//
+//	offsets   W=0            10             20=HW
+//	          [ batch 0..9  ][ batch 10..19 ]
+//	objects    obj-a@0+123    obj-b@456+99
+//
+// CommitFile is the only call that assigns offsets: per partition, in the
+// order of the request's list, each accepted batch gets [HW, HW+n) and
+// advances HW by n. Rejected batches (unknown partition, duplicate,
+// out-of-order sequence, fenced producer epoch) keep their bytes in the
+// object but consume no offsets. All partitions of one object commit
+// atomically, and the same object key committed again returns the first
+// commit's answer.
+//
+// An object whose last live batch goes (DeleteRecords, PruneDisklessLogs,
+// DeleteTopics, or no batch accepted at commit) is marked for deletion;
+// FilesToDelete hands it to the cleaner after a grace period. Keys are
+// reserved before their upload (ReserveObject) so that objects of a writer
+// that crashed between upload and commit are found (ExpireReservations)
+// rather than leaked.
+//
+// The pure rules every control plane shares live here: the idempotent
+// producer check (CheckSequence), the WAL start after a prune
+// (PrunedLogStart), retention (RetentionScan), the fetch budgets
+// (FindBudget) and the commit request's own checks
+// (CommitFileRequest.Validate). So does the object format (object.go):
+// batches grouped by partition and a footer from which ParseObject
+// rebuilds an object's commit coordinates.
+//
+// Not here yet: the writer that buffers produce requests into objects,
+// the reader, and the drivers of file cleanup and orphan reaping. Implementations: package wal/pebblecp (embedded, on
+// Pebble). Package wal/controlplanetest is the conformance suite each runs.
+package wal

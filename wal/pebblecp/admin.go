@@ -1,0 +1,403 @@
+package pebblecp
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tierlog/tierlog/wal"
+)
+
+// CreatePartitions implements wal.ControlPlane.
+func (cp *ControlPlane) CreatePartitions(ctx context.Context, topics []wal.CreatePartitionsRequest) error {
+	for _, t := range topics {
+		if t.TopicID.IsZero() || t.NumPartitions < 0 || len(t.Topic) > 0xffff {
+			return fmt.Errorf("%w: pebblecp: create topic %q (%s) with %d partitions",
+				wal.ErrInvalidArgument, t.Topic, t.TopicID, t.NumPartitions)
+		}
+	}
+	return cp.update(ctx, func(tx *txn) error {
+		for _, t := range topics {
+			for p := int32(0); p < t.NumPartitions; p++ {
+				l, err := tx.log(wal.TopicIDPartition{TopicID: t.TopicID, Partition: p})
+				if err != nil {
+					return err
+				}
+				if !l.found {
+					l.found, l.dirty = true, true
+					l.row = logRow{Topic: t.Topic, CrossTierLogStartOffset: -1}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteTopics implements wal.ControlPlane.
+func (cp *ControlPlane) DeleteTopics(ctx context.Context, topicIDs []wal.TopicID) error {
+	return cp.update(ctx, func(tx *txn) error {
+		for _, id := range topicIDs {
+			if err := deleteTopic(tx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func deleteTopic(tx *txn, id wal.TopicID) error {
+	lp := topicPrefix(tagLog, id)
+	it, err := tx.b.NewIter(&pebble.IterOptions{LowerBound: lp, UpperBound: prefixEnd(lp)})
+	if err != nil {
+		return fmt.Errorf("pebblecp: iterate partitions of %s: %w", id, err)
+	}
+	var parts []wal.TopicIDPartition
+	for ok := it.First(); ok; ok = it.Next() {
+		tp, ok := keyPartition(it.Key())
+		if !ok || len(it.Key()) != 21 {
+			_ = it.Close()
+			return &CorruptionError{Key: append([]byte(nil), it.Key()...), Reason: "bad log key"}
+		}
+		parts = append(parts, tp)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, tp := range parts {
+		if err := deleteBatchesBelow(tx, tp, -1, nil); err != nil {
+			return err
+		}
+		if err := tx.dropPartitionProducers(tp); err != nil {
+			return err
+		}
+		delete(tx.logs, tp)
+		if err := tx.b.Delete(logKey(tp), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteBatchesBelow deletes the batches of tp with lastOffset < end (end
+// < 0: all), adding their bytes to *bytes if non-nil.
+func deleteBatchesBelow(tx *txn, tp wal.TopicIDPartition, end int64, bytes *int64) error {
+	type victim struct {
+		last int64
+		row  batchRow
+	}
+	var vs []victim
+	err := eachBatch(tx.b, tp, 0, end, func(last int64, b *batchRow) (bool, error) {
+		vs = append(vs, victim{last, *b})
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range vs {
+		if err := tx.deleteBatch(tp, vs[i].last, &vs[i].row); err != nil {
+			return err
+		}
+		if bytes != nil {
+			*bytes += vs[i].row.Size
+		}
+	}
+	return nil
+}
+
+// firstBatchBase returns the base offset of tp's first batch as this
+// call sees it.
+func firstBatchBase(tx *txn, tp wal.TopicIDPartition) (int64, bool, error) {
+	base, found := int64(0), false
+	err := eachBatch(tx.b, tp, 0, -1, func(_ int64, b *batchRow) (bool, error) {
+		base, found = b.BaseOffset, true
+		return false, nil
+	})
+	return base, found, err
+}
+
+// DeleteRecords implements wal.ControlPlane.
+func (cp *ControlPlane) DeleteRecords(ctx context.Context, reqs []wal.DeleteRecordsRequest) ([]wal.DeleteRecordsResult, error) {
+	out := make([]wal.DeleteRecordsResult, len(reqs))
+	err := cp.update(ctx, func(tx *txn) error {
+		for i, q := range reqs {
+			res, err := deleteRecords(tx, q)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func deleteRecords(tx *txn, q wal.DeleteRecordsRequest) (wal.DeleteRecordsResult, error) {
+	l, err := tx.log(q.Partition)
+	if err != nil {
+		return wal.DeleteRecordsResult{}, err
+	}
+	if !l.found || q.Partition.TopicID.IsZero() {
+		return wal.DeleteRecordsResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
+	}
+	offset := q.Offset
+	if offset == -1 {
+		offset = l.row.HighWatermark
+	}
+	if offset < 0 || offset > l.row.HighWatermark {
+		return wal.DeleteRecordsResult{Err: outOfRange(q.Partition, q.Offset, &l.row), LogStartOffset: -1}, nil
+	}
+	if offset <= l.row.LogStartOffset {
+		return wal.DeleteRecordsResult{LogStartOffset: l.row.LogStartOffset}, nil
+	}
+	var freed int64
+	if err := deleteBatchesBelow(tx, q.Partition, offset, &freed); err != nil {
+		return wal.DeleteRecordsResult{}, err
+	}
+	l.row.LogStartOffset, l.row.ByteSize, l.dirty = offset, l.row.ByteSize-freed, true
+	return wal.DeleteRecordsResult{LogStartOffset: offset}, nil
+}
+
+// PruneDisklessLogs implements wal.ControlPlane.
+func (cp *ControlPlane) PruneDisklessLogs(ctx context.Context, reqs []wal.PruneRequest) ([]wal.PruneResult, error) {
+	out := make([]wal.PruneResult, len(reqs))
+	err := cp.update(ctx, func(tx *txn) error {
+		for i, q := range reqs {
+			res, err := prune(tx, q)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func prune(tx *txn, q wal.PruneRequest) (wal.PruneResult, error) {
+	l, err := tx.log(q.Partition)
+	if err != nil {
+		return wal.PruneResult{}, err
+	}
+	if !l.found || q.Partition.TopicID.IsZero() {
+		return wal.PruneResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
+	}
+	h := q.HighestOffsetInRemoteStorage
+	if h < -1 {
+		return wal.PruneResult{LogStartOffset: -1, Err: &wal.PartitionError{Partition: q.Partition,
+			Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("highest offset in remote storage %d", h)}}, nil
+	}
+	// h at or beyond HW: everything is tiered (and h+1 cannot overflow).
+	h = min(h, l.row.HighWatermark)
+	var freed int64
+	if h >= 0 {
+		if err := deleteBatchesBelow(tx, q.Partition, h+1, &freed); err != nil {
+			return wal.PruneResult{}, err
+		}
+	}
+	minBase, remain, err := firstBatchBase(tx, q.Partition)
+	if err != nil {
+		return wal.PruneResult{}, err
+	}
+	w := wal.PrunedLogStart(l.row.LogStartOffset, l.row.HighWatermark, h, remain, minBase)
+	l.row.LogStartOffset, l.row.ByteSize, l.dirty = w, l.row.ByteSize-freed, true
+	return wal.PruneResult{LogStartOffset: w}, nil
+}
+
+// InitDisklessLog implements wal.ControlPlane.
+func (cp *ControlPlane) InitDisklessLog(ctx context.Context, reqs []wal.InitDisklessLogRequest) ([]wal.InitDisklessLogResult, error) {
+	out := make([]wal.InitDisklessLogResult, len(reqs))
+	err := cp.update(ctx, func(tx *txn) error {
+		for i := range reqs {
+			res, err := initLog(tx, &reqs[i])
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func initLog(tx *txn, q *wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, error) {
+	if p := initProblem(q); p != "" {
+		return wal.InitDisklessLogResult{Err: &wal.PartitionError{Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: p}}, nil
+	}
+	l, err := tx.log(q.Partition)
+	if err != nil {
+		return wal.InitDisklessLogResult{}, err
+	}
+	if l.found {
+		// An empty placeholder (created while the switch was under way)
+		// must not answer LATEST = 0 for a sealed partition: a seal > 0
+		// overwrites it. Any other row stays: the log was initialised.
+		placeholder := l.row.HighWatermark == 0 && l.row.DisklessStartOffset == 0 && l.row.ByteSize == 0
+		if !placeholder || q.DisklessStartOffset == 0 {
+			return wal.InitDisklessLogResult{AlreadyInitialised: true}, nil
+		}
+		if err := tx.dropPartitionProducers(q.Partition); err != nil {
+			return wal.InitDisklessLogResult{}, err
+		}
+	}
+	topic := q.Topic
+	if topic == "" {
+		topic = l.row.Topic
+	}
+	l.found, l.dirty = true, true
+	l.row = logRow{Topic: topic, LogStartOffset: q.LogStartOffset, HighWatermark: q.DisklessStartOffset,
+		DisklessStartOffset: q.DisklessStartOffset, CrossTierLogStartOffset: -1}
+	for _, st := range q.ProducerStates {
+		tx.setProducer(q.Partition, st)
+	}
+	return wal.InitDisklessLogResult{}, nil
+}
+
+func initProblem(q *wal.InitDisklessLogRequest) string {
+	switch {
+	case q.Partition.TopicID.IsZero() || q.Partition.Partition < 0:
+		return "no topic id or a negative partition"
+	case q.LogStartOffset < 0 || q.DisklessStartOffset < q.LogStartOffset:
+		return fmt.Sprintf("diskless start offset (%d) must be >= log start offset (%d) >= 0", q.DisklessStartOffset, q.LogStartOffset)
+	case len(q.Topic) > 0xffff:
+		return "topic name too long"
+	}
+	for _, st := range q.ProducerStates {
+		if st.ProducerID < 0 || st.ProducerEpoch < 0 || len(st.Batches) > wal.MaxProducerBatches {
+			return fmt.Sprintf("producer %d epoch %d with %d batches", st.ProducerID, st.ProducerEpoch, len(st.Batches))
+		}
+	}
+	return ""
+}
+
+// RepairDisklessLog implements wal.ControlPlane.
+func (cp *ControlPlane) RepairDisklessLog(ctx context.Context, reqs []wal.RepairDisklessLogRequest) ([]wal.RepairDisklessLogResult, error) {
+	for _, q := range reqs {
+		if q.DisklessStartOffset < 0 {
+			return nil, fmt.Errorf("%w: pebblecp: repair %s with diskless start %d", wal.ErrInvalidArgument, q.Partition, q.DisklessStartOffset)
+		}
+	}
+	out := make([]wal.RepairDisklessLogResult, len(reqs))
+	err := cp.update(ctx, func(tx *txn) error {
+		for i, q := range reqs {
+			l, err := tx.log(q.Partition)
+			if err != nil {
+				return err
+			}
+			if l.found && !q.Partition.TopicID.IsZero() {
+				l.row.DisklessStartOffset, l.dirty = q.DisklessStartOffset, true
+				out[i].Found = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AdvanceCrossTierLogStart implements wal.ControlPlane.
+func (cp *ControlPlane) AdvanceCrossTierLogStart(ctx context.Context, reqs []wal.AdvanceCrossTierLogStartRequest) ([]wal.AdvanceCrossTierLogStartResult, error) {
+	out := make([]wal.AdvanceCrossTierLogStartResult, len(reqs))
+	err := cp.update(ctx, func(tx *txn) error {
+		for i, q := range reqs {
+			l, err := tx.log(q.Partition)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !l.found || q.Partition.TopicID.IsZero():
+				out[i] = wal.AdvanceCrossTierLogStartResult{Err: unknown(q.Partition), CrossTierLogStart: -1}
+			case q.CrossTierLogStart < 0:
+				out[i] = wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: -1, Err: &wal.PartitionError{
+					Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("cross-tier log start %d", q.CrossTierLogStart)}}
+			default:
+				if q.CrossTierLogStart > l.row.CrossTierLogStartOffset {
+					l.row.CrossTierLogStartOffset, l.dirty = q.CrossTierLogStart, true
+				}
+				out[i] = wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: l.row.CrossTierLogStartOffset}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EnforceRetention implements wal.ControlPlane.
+func (cp *ControlPlane) EnforceRetention(ctx context.Context, reqs []wal.RetentionRequest, maxBatches int) ([]wal.RetentionResult, error) {
+	out := make([]wal.RetentionResult, len(reqs))
+	err := cp.update(ctx, func(tx *txn) error {
+		for i, q := range reqs {
+			res, err := enforceRetention(tx, q, maxBatches)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func enforceRetention(tx *txn, q wal.RetentionRequest, maxBatches int) (wal.RetentionResult, error) {
+	l, err := tx.log(q.Partition)
+	if err != nil {
+		return wal.RetentionResult{}, err
+	}
+	if !l.found || q.Partition.TopicID.IsZero() {
+		return wal.RetentionResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
+	}
+	scan := wal.NewRetentionScan(l.row.ByteSize, q.RetentionBytes, q.RetentionMs, tx.nowMs, maxBatches)
+	type victim struct {
+		last int64
+		row  batchRow
+	}
+	var vs []victim
+	nextBase, remain := int64(0), false
+	err = eachBatch(tx.b, q.Partition, 0, -1, func(last int64, b *batchRow) (bool, error) {
+		if !scan.Delete(b.Size, batchInfo(last, b).EffectiveTimestamp()) {
+			nextBase, remain = b.BaseOffset, true
+			return false, nil
+		}
+		vs = append(vs, victim{last, *b})
+		return true, nil
+	})
+	if err != nil {
+		return wal.RetentionResult{}, err
+	}
+	res := wal.RetentionResult{DeletedBatches: len(vs), LogStartOffset: l.row.LogStartOffset}
+	if len(vs) == 0 {
+		return res, nil
+	}
+	for i := range vs {
+		if err := tx.deleteBatch(q.Partition, vs[i].last, &vs[i].row); err != nil {
+			return wal.RetentionResult{}, err
+		}
+		res.DeletedBytes += vs[i].row.Size
+	}
+	w := l.row.HighWatermark
+	if remain {
+		w = nextBase
+	}
+	l.row.LogStartOffset = max(l.row.LogStartOffset, w)
+	l.row.ByteSize -= res.DeletedBytes
+	l.dirty = true
+	res.LogStartOffset = l.row.LogStartOffset
+	return res, nil
+}

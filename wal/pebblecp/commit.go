@@ -1,0 +1,166 @@
+package pebblecp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/tierlog/tierlog/wal"
+)
+
+// CommitFile implements wal.ControlPlane.
+func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileRequest) (wal.CommitFileResult, error) {
+	if err := req.Validate(); err != nil {
+		return wal.CommitFileResult{}, err
+	}
+	digest := requestDigest(&req)
+	var res wal.CommitFileResult
+	err := cp.update(ctx, func(tx *txn) error {
+		f, err := tx.file(req.ObjectKey)
+		if err != nil {
+			return err
+		}
+		if f.found {
+			// A retry answers as the first commit did; anything else
+			// under this key is a different object.
+			if f.row.Reason != reasonProduce || f.row.Digest != digest {
+				return fmt.Errorf("%w: %q is already registered with other content (or was reaped as an orphan)",
+					wal.ErrObjectKeyReused, req.ObjectKey)
+			}
+			res = resultsOf(&req, &f.row)
+			return nil
+		}
+		f.found, f.dirty = true, true
+		f.row = fileRow{State: fileUploaded, Reason: reasonProduce, BrokerID: req.BrokerID,
+			BrokerEpoch: req.BrokerEpoch, Size: req.ObjectSize, CommittedAt: tx.nowMs, Digest: digest}
+		for i := range req.Batches {
+			r, err := commitBatch(tx, &req.Batches[i], req.ObjectKey, f)
+			if err != nil {
+				return err
+			}
+			f.row.Results = append(f.row.Results, r)
+		}
+		if f.row.LiveBatches == 0 {
+			f.row.State, f.row.MarkedAt = fileDeleting, tx.nowMs
+		}
+		// The reservation, if the writer made one, is confirmed.
+		if err := tx.b.Delete(reservationKey(req.ObjectKey), nil); err != nil {
+			return err
+		}
+		res = resultsOf(&req, &f.row)
+		return nil
+	})
+	if err != nil {
+		return wal.CommitFileResult{}, err
+	}
+	return res, nil
+}
+
+// commitBatch decides one batch: unknown partition, the producer check,
+// or accept at the partition's high watermark.
+func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (storedResult, error) {
+	l, err := tx.log(b.Partition)
+	if err != nil {
+		return storedResult{}, err
+	}
+	if !l.found || b.Partition.TopicID.IsZero() {
+		return storedResult{Status: statusUnknownPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, nil
+	}
+	assigned := l.row.HighWatermark
+	if assigned > math.MaxInt64-b.OffsetCount() {
+		return storedResult{}, fmt.Errorf("%w: pebblecp: partition %s: %d offsets after the high watermark %d overflow",
+			wal.ErrInvalidArgument, b.Partition, b.OffsetCount(), assigned)
+	}
+	appendTime := tx.nowMs
+	if b.Idempotent() {
+		st, err := tx.producer(b.Partition, b.ProducerID)
+		if err != nil {
+			return storedResult{}, err
+		}
+		c := wal.CheckSequence(st, b.ProducerEpoch, b.BaseSequence, b.LastSequence())
+		if c.Err != nil {
+			return rejected(c, l.row.LogStartOffset), nil
+		}
+		ts := b.MaxTimestamp
+		if b.TimestampType == wal.LogAppendTime {
+			ts = appendTime
+		}
+		tx.setProducer(b.Partition, wal.AcceptSequence(st, b.ProducerID, b.ProducerEpoch, wal.ProducerBatch{
+			BaseSequence: b.BaseSequence, LastSequence: b.LastSequence(), AssignedOffset: assigned, Timestamp: ts}))
+	}
+	l.row.HighWatermark += b.OffsetCount()
+	l.row.ByteSize += b.Size
+	l.dirty = true
+	row := batchRow{BaseOffset: assigned, ObjectKey: objectKey, ByteOffset: b.ByteOffset, Size: b.Size,
+		MaxTimestamp: b.MaxTimestamp, LogAppendTime: appendTime, TimestampType: b.TimestampType}
+	if err := tx.addBatch(b.Partition, l.row.HighWatermark-1, &row, f); err != nil {
+		return storedResult{}, err
+	}
+	return storedResult{Status: statusAccepted, BaseOffset: assigned, LogAppendTime: appendTime,
+		LogStartOffset: l.row.LogStartOffset}, nil
+}
+
+func rejected(c wal.SequenceCheck, logStart int64) storedResult {
+	r := storedResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: logStart, Detail: c.Detail}
+	switch {
+	case errors.Is(c.Err, wal.ErrDuplicateSequence):
+		r.Status, r.BaseOffset, r.LogAppendTime = statusDuplicate, c.Duplicate.AssignedOffset, c.Duplicate.Timestamp
+	case errors.Is(c.Err, wal.ErrInvalidProducerEpoch):
+		r.Status = statusInvalidEpoch
+	default:
+		r.Status = statusOutOfOrder
+	}
+	return r
+}
+
+// resultsOf turns the stored results into the call's answer.
+func resultsOf(req *wal.CommitFileRequest, f *fileRow) wal.CommitFileResult {
+	// Marked at commit iff nothing was accepted (the object's state now
+	// may differ: a retry answers as the first commit did).
+	res := wal.CommitFileResult{MarkedForDeletion: true, Batches: make([]wal.BatchResult, len(f.Results))}
+	for i, s := range f.Results {
+		if s.Status == statusAccepted {
+			res.MarkedForDeletion = false
+		}
+		r := wal.BatchResult{BaseOffset: s.BaseOffset, LogAppendTime: s.LogAppendTime, LogStartOffset: s.LogStartOffset}
+		if s.Status != statusAccepted {
+			detail := s.Detail
+			if s.Status == statusUnknownPartition {
+				detail = "no such partition"
+			}
+			r.Err = &wal.BatchRejectedError{Partition: req.Batches[i].Partition, Index: i,
+				Reason: statusReasons[s.Status], Detail: detail}
+		}
+		res.Batches[i] = r
+	}
+	return res
+}
+
+// requestDigest identifies a commit's content, so that a retry of the same
+// object key can be told from a reuse.
+func requestDigest(req *wal.CommitFileRequest) [32]byte {
+	h := sha256.New()
+	var buf []byte
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(req.ObjectKey)))
+	buf = append(buf, req.ObjectKey...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(req.ObjectSize))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(req.BrokerID))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(req.BrokerEpoch))
+	h.Write(buf)
+	for _, b := range req.Batches {
+		buf = buf[:0]
+		buf = append(buf, b.Partition.TopicID[:]...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(b.Partition.Partition))
+		for _, v := range []int64{b.ByteOffset, b.Size, b.BaseOffset, b.LastOffset, int64(b.RecordCount),
+			b.MaxTimestamp, int64(b.TimestampType), b.ProducerID, int64(b.ProducerEpoch), int64(b.BaseSequence)} {
+			buf = binary.BigEndian.AppendUint64(buf, uint64(v))
+		}
+		h.Write(buf)
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}

@@ -1,0 +1,209 @@
+// Package pebblecp is the embedded wal.ControlPlane: one Pebble database
+// on a vfs.FS (the logs' own, so the crash tests cover it).
+//
+// # Durability and atomicity
+//
+// Every mutating call builds one indexed Pebble batch (reads during the
+// call see its own writes) and commits it with pebble.Sync: the commit
+// point is the fsync of Pebble's WAL holding that batch. A crash before it
+// leaves nothing of the call, after it all of it, so each call is
+// crash-atomic; a call that returns nil is durable.
+//
+// # Concurrency
+//
+// One mutex, writeMu, serialises the mutating calls and is held across
+// their fsync: offsets are assigned from the high watermark read under it,
+// so two commits can never interleave. This is the simplest correct
+// choice and, embedded, a commit costs one fsync; partition-ordered locks
+// would let commits of disjoint partitions share nothing but the fsync,
+// which Pebble already groups. Reads (FindBatches, ListOffsets, LogInfo,
+// ProducerStates, FilesToDelete, IsSafeToDeleteObject) never take
+// writeMu: they read a Pebble snapshot (one consistent state) under mu
+// held for reading, which only Close takes for writing, so readers never
+// wait for an fsync.
+//
+// Lock order: ControlPlane.writeMu -> ControlPlane.mu. Neither is held
+// while calling out of the package.
+//
+// The key and value layout is in keys.go and codec.go.
+package pebblecp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+
+	"github.com/tierlog/tierlog/wal"
+)
+
+// Options configures a ControlPlane. The zero value is valid.
+type Options struct {
+	// Now is the clock: commit times (LOG_APPEND_TIME), deletion marks and
+	// reservations. Default time.Now.
+	Now func() time.Time
+	// Logger receives Pebble's log lines. Default zap.NewNop().
+	Logger *zap.Logger
+	// PebbleOptions, if non-nil, is copied and used to open the database
+	// (its FS is overwritten). Default: Pebble's defaults.
+	PebbleOptions *pebble.Options
+}
+
+// ControlPlane is the embedded wal.ControlPlane.
+type ControlPlane struct {
+	now func() time.Time
+
+	// writeMu serialises mutating calls; held across the Pebble commit.
+	writeMu sync.Mutex
+	// writeErr is sticky: after a failed commit the disk may or may not
+	// hold the change, so later writes fail until the plane is reopened.
+	// Guarded by writeMu.
+	writeErr error
+
+	mu struct {
+		sync.RWMutex
+		// db is nil after Close. Replaced only with mu held for writing.
+		db *pebble.DB
+	}
+}
+
+var _ wal.ControlPlane = (*ControlPlane)(nil)
+
+// Open opens (creating if needed) the control plane's database in dir on
+// fs.
+func Open(fs vfs.FS, dir string, opts Options) (*ControlPlane, error) {
+	if fs == nil {
+		return nil, fmt.Errorf("%w: pebblecp: nil vfs.FS", wal.ErrInvalidArgument)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	po := &pebble.Options{}
+	if opts.PebbleOptions != nil {
+		*po = *opts.PebbleOptions
+	}
+	po.FS = fs
+	if po.Logger == nil && po.LoggerAndTracer == nil {
+		po.Logger = pebbleLogger{logger.Sugar().With(zap.String("component", "pebble"))}
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("pebblecp: open %s: %w", dir, err)
+	}
+	if err := ensureVersion(db); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	cp := &ControlPlane{now: now}
+	cp.mu.db = db
+	return cp, nil
+}
+
+func ensureVersion(db *pebble.DB) error {
+	v, closer, err := db.Get([]byte(keyVersion))
+	if errors.Is(err, pebble.ErrNotFound) {
+		if err := db.Set([]byte(keyVersion), binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("pebblecp: write format version: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pebblecp: read format version: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 4 || binary.BigEndian.Uint32(v) != formatVersion {
+		return &CorruptionError{Key: []byte(keyVersion), Reason: fmt.Sprintf("format version %x, want %d", v, formatVersion)}
+	}
+	return nil
+}
+
+// Close closes the database. Everything acknowledged is already durable.
+func (cp *ControlPlane) Close() error {
+	cp.writeMu.Lock()
+	defer cp.writeMu.Unlock()
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.mu.db == nil {
+		return wal.ErrClosed
+	}
+	db := cp.mu.db
+	cp.mu.db = nil
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("pebblecp: close: %w", err)
+	}
+	return nil
+}
+
+// update runs fn on a fresh transaction under writeMu and commits it with
+// pebble.Sync if fn succeeds.
+func (cp *ControlPlane) update(ctx context.Context, fn func(tx *txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cp.writeMu.Lock()
+	defer cp.writeMu.Unlock()
+	cp.mu.RLock()
+	db := cp.mu.db
+	cp.mu.RUnlock()
+	if db == nil {
+		return wal.ErrClosed
+	}
+	if cp.writeErr != nil {
+		return cp.writeErr
+	}
+	tx := newTxn(db.NewIndexedBatch(), cp.now())
+	defer tx.b.Close()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.flush(); err != nil {
+		return err
+	}
+	if tx.b.Empty() {
+		return nil
+	}
+	// The commit point: the fsync of Pebble's WAL holding this batch.
+	if err := tx.b.Commit(pebble.Sync); err != nil {
+		cp.writeErr = fmt.Errorf("pebblecp: commit (the control plane refuses writes until reopened): %w", err)
+		return cp.writeErr
+	}
+	return nil
+}
+
+// view runs fn on a snapshot under mu held for reading.
+func (cp *ControlPlane) view(ctx context.Context, fn func(r pebble.Reader) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cp.mu.RLock()
+	defer cp.mu.RUnlock()
+	if cp.mu.db == nil {
+		return wal.ErrClosed
+	}
+	snap := cp.mu.db.NewSnapshot()
+	defer snap.Close()
+	return fn(snap)
+}
+
+// pebbleLogger routes Pebble's log lines to zap. Fatalf panics as
+// Pebble's own default logger exits: Pebble calls it only for states it
+// cannot continue from.
+type pebbleLogger struct{ s *zap.SugaredLogger }
+
+func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Infof(format, args...) }
+func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf(format, args...) }
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.s.Errorf(format, args...)
+	panic(fmt.Sprintf(format, args...))
+}

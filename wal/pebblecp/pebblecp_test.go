@@ -1,0 +1,38 @@
+package pebblecp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/wal"
+)
+
+// TestReopen commits, closes and reopens: the state is on disk.
+func TestReopen(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	now := func() time.Time { return time.UnixMilli(1000) }
+	cp, err := Open(fs, "cp", Options{Now: now})
+	require.NoError(t, err)
+	tp := wal.TopicIDPartition{TopicID: wal.TopicID{1}, Partition: 0}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: tp.TopicID, Topic: "t", NumPartitions: 1}}))
+	res, err := cp.CommitFile(ctx, wal.CommitFileRequest{ObjectKey: "a", ObjectSize: 10, Batches: []wal.CommitBatch{
+		{Partition: tp, Size: 10, LastOffset: 4, RecordCount: 5, ProducerID: -1}}})
+	require.NoError(t, err)
+	require.NoError(t, res.Batches[0].Err)
+	require.NoError(t, cp.Close())
+	require.ErrorIs(t, cp.Close(), wal.ErrClosed)
+	_, err = cp.LogInfo(ctx, tp)
+	require.ErrorIs(t, err, wal.ErrClosed)
+
+	cp, err = Open(fs, "cp", Options{Now: now})
+	require.NoError(t, err)
+	defer cp.Close()
+	info, err := cp.LogInfo(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, wal.LogInfo{Topic: "t", HighWatermark: 5, CrossTierLogStartOffset: -1, ByteSize: 10}, info)
+}

@@ -1,0 +1,206 @@
+package pebblecp
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tierlog/tierlog/wal"
+)
+
+func unknown(tp wal.TopicIDPartition) error {
+	return &wal.PartitionError{Partition: tp, Err: wal.ErrUnknownTopicOrPartition}
+}
+
+func outOfRange(tp wal.TopicIDPartition, offset int64, row *logRow) error {
+	return &wal.PartitionError{Partition: tp, Err: wal.ErrOffsetOutOfRange,
+		Detail: fmt.Sprintf("offset %d outside [%d, %d]", offset, row.LogStartOffset, row.HighWatermark)}
+}
+
+// lookupLog reads a row, treating a negative partition or the zero topic
+// id as unknown.
+func lookupLog(r pebble.Reader, tp wal.TopicIDPartition) (logRow, bool, error) {
+	if tp.Partition < 0 || tp.TopicID.IsZero() {
+		return logRow{}, false, nil
+	}
+	return readLog(r, tp)
+}
+
+// FindBatches implements wal.ControlPlane.
+func (cp *ControlPlane) FindBatches(ctx context.Context, req wal.FindBatchesRequest) ([]wal.FindBatchesResult, error) {
+	out := make([]wal.FindBatchesResult, len(req.Partitions))
+	err := cp.view(ctx, func(r pebble.Reader) error {
+		budget := wal.NewFindBudget(req.MaxBytes)
+		for i, p := range req.Partitions {
+			res, err := findPartition(r, p, budget, req.MaxBatchesPerPartition)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func findPartition(r pebble.Reader, p wal.FindPartition, budget *wal.FindBudget, maxBatches int) (wal.FindBatchesResult, error) {
+	row, found, err := lookupLog(r, p.Partition)
+	if err != nil {
+		return wal.FindBatchesResult{}, err
+	}
+	if !found {
+		return wal.FindBatchesResult{Err: unknown(p.Partition), LogStartOffset: -1, HighWatermark: -1}, nil
+	}
+	res := wal.FindBatchesResult{LogStartOffset: row.LogStartOffset, HighWatermark: row.HighWatermark}
+	if p.Offset < row.LogStartOffset || p.Offset > row.HighWatermark {
+		res.Err = outOfRange(p.Partition, p.Offset, &row)
+		return res, nil
+	}
+	res.Batches = []wal.BatchInfo{}
+	if p.Offset == row.HighWatermark {
+		return res, nil
+	}
+	var partBytes int64
+	err = eachBatch(r, p.Partition, p.Offset, -1, func(last int64, b *batchRow) (bool, error) {
+		if maxBatches > 0 && len(res.Batches) >= maxBatches {
+			return false, nil
+		}
+		if !budget.Admit(partBytes, p.MaxPartitionBytes, b.Size) {
+			return false, nil
+		}
+		partBytes += b.Size
+		res.Batches = append(res.Batches, batchInfo(last, b))
+		return true, nil
+	})
+	return res, err
+}
+
+func batchInfo(last int64, b *batchRow) wal.BatchInfo {
+	return wal.BatchInfo{ObjectKey: b.ObjectKey, ByteOffset: b.ByteOffset, Size: b.Size,
+		BaseOffset: b.BaseOffset, LastOffset: last, MaxTimestamp: b.MaxTimestamp,
+		TimestampType: b.TimestampType, LogAppendTime: b.LogAppendTime}
+}
+
+// ListOffsets implements wal.ControlPlane.
+func (cp *ControlPlane) ListOffsets(ctx context.Context, reqs []wal.ListOffsetsRequest) ([]wal.ListOffsetsResult, error) {
+	out := make([]wal.ListOffsetsResult, len(reqs))
+	err := cp.view(ctx, func(r pebble.Reader) error {
+		for i, q := range reqs {
+			res, err := listOffset(r, q)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+var noOffset = wal.ListOffsetsResult{Offset: -1, Timestamp: -1}
+
+func listOffset(r pebble.Reader, q wal.ListOffsetsRequest) (wal.ListOffsetsResult, error) {
+	row, found, err := lookupLog(r, q.Partition)
+	if err != nil {
+		return wal.ListOffsetsResult{}, err
+	}
+	if !found {
+		return wal.ListOffsetsResult{Err: unknown(q.Partition), Offset: -1, Timestamp: -1}, nil
+	}
+	switch q.Timestamp {
+	case wal.EarliestTimestamp:
+		x := row.CrossTierLogStartOffset
+		if x < 0 {
+			x = row.LogStartOffset
+		}
+		return wal.ListOffsetsResult{Offset: x, Timestamp: -1}, nil
+	case wal.EarliestLocalTimestamp:
+		return wal.ListOffsetsResult{Offset: row.LogStartOffset, Timestamp: -1}, nil
+	case wal.LatestTimestamp:
+		return wal.ListOffsetsResult{Offset: row.HighWatermark, Timestamp: -1}, nil
+	case wal.LatestTieredTimestamp:
+		return noOffset, nil
+	case wal.MaxTimestamp:
+		return maxTimestamp(r, q.Partition)
+	}
+	if q.Timestamp < 0 {
+		return wal.ListOffsetsResult{Offset: -1, Timestamp: -1, Err: &wal.PartitionError{Partition: q.Partition,
+			Err: wal.ErrUnsupportedTimestamp, Detail: fmt.Sprintf("timestamp %d", q.Timestamp)}}, nil
+	}
+	res := noOffset
+	err = eachBatch(r, q.Partition, 0, -1, func(last int64, b *batchRow) (bool, error) {
+		info := batchInfo(last, b)
+		if ts := info.EffectiveTimestamp(); ts >= q.Timestamp {
+			res = wal.ListOffsetsResult{Offset: max(b.BaseOffset, row.LogStartOffset), Timestamp: ts}
+			return false, nil
+		}
+		return true, nil
+	})
+	return res, err
+}
+
+// maxTimestamp answers MAX_TIMESTAMP: the largest effective timestamp and
+// the last offset of the first batch that has it.
+func maxTimestamp(r pebble.Reader, tp wal.TopicIDPartition) (wal.ListOffsetsResult, error) {
+	res, best := noOffset, int64(math.MinInt64)
+	err := eachBatch(r, tp, 0, -1, func(last int64, b *batchRow) (bool, error) {
+		if ts := batchInfo(last, b).EffectiveTimestamp(); ts > best {
+			best, res = ts, wal.ListOffsetsResult{Offset: last, Timestamp: ts}
+		}
+		return true, nil
+	})
+	return res, err
+}
+
+// LogInfo implements wal.ControlPlane.
+func (cp *ControlPlane) LogInfo(ctx context.Context, tp wal.TopicIDPartition) (wal.LogInfo, error) {
+	var info wal.LogInfo
+	err := cp.view(ctx, func(r pebble.Reader) error {
+		row, found, err := lookupLog(r, tp)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return unknown(tp)
+		}
+		info = row
+		return nil
+	})
+	return info, err
+}
+
+// ProducerStates implements wal.ControlPlane.
+func (cp *ControlPlane) ProducerStates(ctx context.Context, tp wal.TopicIDPartition) ([]wal.ProducerState, error) {
+	var out []wal.ProducerState
+	err := cp.view(ctx, func(r pebble.Reader) error {
+		if _, found, err := lookupLog(r, tp); err != nil || !found {
+			if err == nil {
+				err = unknown(tp)
+			}
+			return err
+		}
+		p := partitionPrefix(tagProducer, tp)
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			return fmt.Errorf("pebblecp: iterate producers of %s: %w", tp, err)
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			st, err := decodeProducer(it.Key(), it.Value())
+			if err != nil {
+				return err
+			}
+			out = append(out, st)
+		}
+		return nil
+	})
+	return out, err
+}
