@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,9 @@ import (
 //	remove-dir                    delete data/ and everything in it
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if isFuzzCorpus(path) {
+			return // go test -fuzz's inputs live under testdata/fuzz
+		}
 		e := newTestEnv(t)
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			return e.handle(t, d)
@@ -362,4 +366,10 @@ func catFile(fs vfs.FS, name string) string {
 		return "error: " + err.Error()
 	}
 	return strconv.Quote(string(data))
+}
+
+// isFuzzCorpus reports whether path is a fuzz input (testdata/fuzz/FuzzX/...)
+// rather than a scenario file.
+func isFuzzCorpus(path string) bool {
+	return strings.Contains(filepath.ToSlash(path), "testdata/fuzz/")
 }

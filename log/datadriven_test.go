@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ import (
 // with an open command; errors are printed as output, never t.Fatal.
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if isFuzzCorpus(path) {
+			return // go test -fuzz's inputs live under testdata/fuzz
+		}
 		env := newTestEnv()
 		defer env.close()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -488,4 +492,10 @@ func (e *testEnv) state() string {
 	return fmt.Sprintf("log-start=%d local-log-start=%d hw=%d leo=%d\nsegments: %s\nepochs: %s",
 		l.LogStartOffset(), l.LocalLogStartOffset(), l.HighWatermark(), l.LogEndOffset(),
 		strings.Join(segs, " "), epochcache.FormatEntries(l.EpochEntries()))
+}
+
+// isFuzzCorpus reports whether path is a fuzz input (testdata/fuzz/FuzzX/...)
+// rather than a scenario file.
+func isFuzzCorpus(path string) bool {
+	return strings.Contains(filepath.ToSlash(path), "testdata/fuzz/")
 }

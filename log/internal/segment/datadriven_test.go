@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -34,6 +35,9 @@ import (
 //	batches                     every batch of the .log with its position
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if isFuzzCorpus(path) {
+			return // go test -fuzz's inputs live under testdata/fuzz
+		}
 		e := &ddEnv{fs: newMemDir(t)}
 		defer e.close()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -287,4 +291,10 @@ func (e *ddEnv) files(t *testing.T) string {
 		fmt.Fprintf(&b, "%s %d\n", n, len(readFileBytes(t, e.fs, e.fs.PathJoin(testDir, n))))
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// isFuzzCorpus reports whether path is a fuzz input (testdata/fuzz/FuzzX/...)
+// rather than a scenario file.
+func isFuzzCorpus(path string) bool {
+	return strings.Contains(filepath.ToSlash(path), "testdata/fuzz/")
 }
