@@ -61,12 +61,20 @@ func (l *UnifiedLog) UpdateHighestOffsetInRemoteStorage(offset int64, count trun
 }
 
 // TruncateTo removes every record at or above offset t (SPEC 2.10) and
-// reports whether the log changed. t must be a batch boundary (a leader
-// epoch boundary or a high watermark always is). t at or beyond the log
-// end offset changes no record but still drops an epoch entry that starts
-// at the log end offset (a leader that wrote nothing in its epoch); such a
-// call does not count as a truncation. A t below the high watermark is
-// allowed (an unclean leader change) and logged.
+// reports whether the log changed. t at or beyond the log end offset
+// changes no record but still drops an epoch entry that starts at the log
+// end offset (a leader that wrote nothing in its epoch); such a call does
+// not count as a truncation. A t below the high watermark is allowed (an
+// unclean leader change) and logged.
+//
+// Batches are never split: a t inside a batch removes that whole batch,
+// so the log then ends at the batch's base offset, below t. LogEndOffset
+// reports that true end afterwards, and the epoch cache, the producer
+// state, the high watermark and the recovery point are cut there too.
+// Kafka's LogSegment.truncateTo cuts at the same batch start, but its
+// LocalLog.truncateTo then sets the log end offset to t itself, which is
+// only right because its callers pass batch boundaries (a leader epoch's
+// end offset or a high watermark always is one).
 func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	if t < 0 {
 		return false, fmt.Errorf("log: truncate to %d: %w", t, ErrInvalidArgument)
@@ -97,7 +105,7 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	if l.mu.segments[0].BaseOffset() > t {
 		err = l.truncateFullyLocked(t, t, &ev)
 	} else {
-		err = l.truncateToLocked(t, &ev)
+		err = l.truncateToBatchLocked(t, &ev)
 	}
 	l.mu.Unlock()
 	l.fire(ev)
@@ -156,16 +164,46 @@ func (l *UnifiedLog) countTruncationLocked() {
 	}
 }
 
-// truncateToLocked removes [t, LEO) from the segments: later segments are
-// removed whole, the segment holding t is rewritten without its tail.
+// truncateToBatchLocked moves t down to the base offset of the batch
+// that holds it, if t is inside a batch, and truncates there.
 //
 // REQUIRES: l.mu held; first segment base <= t < LEO.
-func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
+func (l *UnifiedLog) truncateToBatchLocked(t int64, ev *events) error {
 	segs := l.mu.segments
+	s := segs[floorSegment(segs, t)]
+	// The first batch whose last offset is >= t holds t when it starts
+	// below t; otherwise t is a batch boundary (or in a gap a follower
+	// append left, where nothing is split either).
+	_, batchBase, found, err := s.TranslateOffset(t)
+	if err != nil {
+		return l.failLocked(err)
+	}
+	if found && batchBase < t {
+		l.logger.Info("truncation offset inside a batch: truncating to the batch start",
+			zap.String("dir", l.dir), zap.Int64("requested", t), zap.Int64("batchBaseOffset", batchBase))
+		t = batchBase
+	}
+	return l.truncateToLocked(t, ev)
+}
+
+// floorSegment returns the index of the last segment whose base offset is
+// <= t. REQUIRES: segs[0].BaseOffset() <= t.
+func floorSegment(segs []*segmentRef, t int64) int {
 	i := len(segs) - 1
 	for segs[i].BaseOffset() > t {
 		i--
 	}
+	return i
+}
+
+// truncateToLocked removes [t, LEO) from the segments: later segments are
+// removed whole, the segment holding t is rewritten without its tail.
+//
+// REQUIRES: l.mu held; first segment base <= t < LEO; t is not inside a
+// batch.
+func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
+	segs := l.mu.segments
+	i := floorSegment(segs, t)
 	for _, s := range segs[i+1:] {
 		if err := l.removeSegmentLocked(s, "truncation", ev); err != nil {
 			return l.failLocked(err)
