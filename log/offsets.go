@@ -14,7 +14,9 @@ import (
 func (l *UnifiedLog) UpdateHighWatermark(hw int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.setHighWatermarkLocked(hw)
+	hw = l.setHighWatermarkLocked(hw)
+	l.publishOffsetsLocked()
+	return hw
 }
 
 // setHighWatermarkLocked clamps and stores. REQUIRES: l.mu held.
@@ -41,6 +43,7 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 		return false, nil
 	}
 	l.storeHighWatermarkLocked(hw)
+	l.publishOffsetsLocked()
 	return true, nil
 }
 
@@ -79,6 +82,7 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	}
 	if l.opts.RemoteStorageEnabled && n > l.localLogStartOffset.Load() {
 		l.localLogStartOffset.Store(n)
+		defer l.publishOffsetsLocked()
 	}
 	if n <= l.logStartOffset.Load() {
 		return false, nil
@@ -101,6 +105,7 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	} else {
 		l.refreshFirstUnstableOffsetLocked()
 	}
+	l.publishOffsetsLocked()
 	return true, nil
 }
 

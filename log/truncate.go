@@ -237,11 +237,12 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	}
 	l.mu.segments = append(segs[:i:i], ref)
 	l.mu.dirDirty = true
-	l.publishLocked()
-	if err := l.writeTxnIndex(ref); err != nil {
-		return l.failLocked(err)
-	}
-
+	// Readers keep the old view and offsets until the new segments are
+	// published with every offset this truncation changes, in one store
+	// when the function returns (on a failure below too: the segments
+	// changed either way). Until then the old view still holds the old
+	// records (open handles read the replaced files).
+	defer l.publishLocked()
 	l.epochs.TruncateFromEnd(t)
 	l.logEndOffset.Store(t)
 	l.logStartOffset.Store(min(l.logStartOffset.Load(), t))
@@ -251,6 +252,9 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 		l.highWatermark.Store(t)
 	}
 	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	if err := l.writeTxnIndex(ref); err != nil {
+		return l.failLocked(err)
+	}
 	// Producer state (Kafka's truncateTo): snapshots above t go, queued
 	// or on disk; the state is reloaded from the newest snapshot at or
 	// below t and the batches after it up to t are replayed. The snapshot
@@ -309,11 +313,6 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	}
 	l.mu.segments = []*segmentRef{newSegmentRef(seg, nil, 0)}
 	l.mu.dirDirty = true
-	l.publishLocked()
-
-	if err := l.epochs.ClearAndFlush(); err != nil {
-		return l.failLocked(err)
-	}
 	l.logEndOffset.Store(n)
 	l.logStartOffset.Store(logStart)
 	if l.opts.RemoteStorageEnabled {
@@ -324,6 +323,12 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	l.storeHighWatermarkLocked(n)
 	l.mu.recoveryPoint = n
 	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	// The empty segment and the offsets that describe it, in one store.
+	l.publishLocked()
+
+	if err := l.epochs.ClearAndFlush(); err != nil {
+		return l.failLocked(err)
+	}
 	l.checkOffsetsLocked()
 	return nil
 }
