@@ -16,6 +16,7 @@ func (l *UnifiedLog) UpdateHighWatermark(hw int64) int64 {
 	defer l.mu.Unlock()
 	hw = l.setHighWatermarkLocked(hw)
 	l.publishOffsetsLocked()
+	l.assertPublishedLocked()
 	return hw
 }
 
@@ -59,6 +60,9 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 	l.mu.Lock()
 	moved, err := l.maybeIncrementLogStartOffsetLocked(n)
+	if err == nil {
+		l.assertPublishedLocked()
+	}
 	l.mu.Unlock()
 	if err != nil {
 		return false, err

@@ -54,7 +54,10 @@ type FetchDataInfo struct {
 	// batch), in marker order: a broker sends them with the records so the
 	// consumer drops their data. Nil when there are none.
 	AbortedTransactions []AbortedTxn
-	// The log's offsets when the read started.
+	// The log's offsets at the instant the read loaded its state: the
+	// records come from that state's view, and the four offsets held
+	// together then (LogStartOffset <= LastStableOffset <= HighWatermark
+	// <= LogEndOffset).
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64

@@ -38,14 +38,24 @@ type readState struct {
 }
 
 // Offsets returns the log's offsets, all from one instant. Lock-free.
-func (l *UnifiedLog) Offsets() Offsets { return l.state.Load().offsets }
+func (l *UnifiedLog) Offsets() Offsets {
+	s := l.state.Load()
+	if s == nil { // only inside Open, before the first publication
+		return Offsets{FirstUnstableOffset: -1}
+	}
+	return s.offsets
+}
 
 // acquireState loads the current state and pins its view; the caller
 // must unref the view. It fails only after Close or Delete released the
 // last view.
 func (l *UnifiedLog) acquireState() (*readState, error) {
 	for {
-		if s := l.state.Load(); s != nil && s.view.tryRef() {
+		s := l.state.Load()
+		if s == nil { // only inside Open, before the first publication
+			return nil, ErrClosed
+		}
+		if s.view.tryRef() {
 			return s, nil
 		}
 		// The view died: either the writer replaced it (retry: the new
@@ -106,6 +116,21 @@ func (l *UnifiedLog) publishLocked() {
 //
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) publishOffsetsLocked() { l.storeStateLocked(l.view.Load()) }
+
+// assertPublishedLocked checks, under invariants, that the operation
+// ending here published every offset it staged. Called on success only:
+// a failed operation may leave staged changes on a log that refuses
+// writes from then on.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) assertPublishedLocked() {
+	if !invariants.Enabled {
+		return
+	}
+	s := l.state.Load()
+	invariants.Assertf(s != nil && s.view == l.view.Load() && s.offsets == l.stagedOffsetsLocked(),
+		"unpublished log state: staged %+v", l.stagedOffsetsLocked())
+}
 
 // storeStateLocked stores a new state for view v.
 //

@@ -107,6 +107,9 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	} else {
 		err = l.truncateToBatchLocked(t, &ev)
 	}
+	if err == nil {
+		l.assertPublishedLocked()
+	}
 	l.mu.Unlock()
 	l.fire(ev)
 	if err != nil {
@@ -148,6 +151,9 @@ func (l *UnifiedLog) countedTruncation(do func(ev *events) error) error {
 	l.countTruncationLocked()
 	var ev events
 	err := do(&ev)
+	if err == nil {
+		l.assertPublishedLocked()
+	}
 	l.mu.Unlock()
 	l.fire(ev)
 	return err
