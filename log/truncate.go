@@ -95,6 +95,14 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 		l.mu.Unlock()
 		return false, l.flushEpochs()
 	}
+	full := l.mu.segments[0].BaseOffset() > t
+	if !full {
+		var err error
+		if t, err = l.batchStartLocked(t); err != nil {
+			l.mu.Unlock()
+			return false, err // nothing changed
+		}
+	}
 	if hw := l.highWatermark.Load(); t < hw {
 		l.logger.Warn("truncating below the high watermark",
 			zap.String("dir", l.dir), zap.Int64("to", t), zap.Int64("highWatermark", hw))
@@ -102,10 +110,10 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	l.countTruncationLocked()
 	var ev events
 	var err error
-	if l.mu.segments[0].BaseOffset() > t {
+	if full {
 		err = l.truncateFullyLocked(t, t, &ev)
 	} else {
-		err = l.truncateToBatchLocked(t, &ev)
+		err = l.truncateToLocked(t, &ev)
 	}
 	if err == nil {
 		l.assertPublishedLocked()
@@ -170,11 +178,11 @@ func (l *UnifiedLog) countTruncationLocked() {
 	}
 }
 
-// truncateToBatchLocked moves t down to the base offset of the batch
-// that holds it, if t is inside a batch, and truncates there.
+// batchStartLocked returns where a truncation to t ends the log: the
+// base offset of the batch holding t if t is inside a batch, else t.
 //
 // REQUIRES: l.mu held; first segment base <= t < LEO.
-func (l *UnifiedLog) truncateToBatchLocked(t int64, ev *events) error {
+func (l *UnifiedLog) batchStartLocked(t int64) (int64, error) {
 	segs := l.mu.segments
 	s := segs[floorSegment(segs, t)]
 	// The first batch whose last offset is >= t holds t when it starts
@@ -182,14 +190,14 @@ func (l *UnifiedLog) truncateToBatchLocked(t int64, ev *events) error {
 	// append left, where nothing is split either).
 	_, batchBase, found, err := s.TranslateOffset(t)
 	if err != nil {
-		return l.failLocked(err)
+		return 0, fmt.Errorf("log: truncate to %d: %w", t, err)
 	}
 	if found && batchBase < t {
 		l.logger.Info("truncation offset inside a batch: truncating to the batch start",
 			zap.String("dir", l.dir), zap.Int64("requested", t), zap.Int64("batchBaseOffset", batchBase))
-		t = batchBase
+		return batchBase, nil
 	}
-	return l.truncateToLocked(t, ev)
+	return t, nil
 }
 
 // floorSegment returns the index of the last segment whose base offset is
