@@ -1,12 +1,9 @@
 package log
 
 import (
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,245 +17,8 @@ import (
 	"github.com/tierlog/tierlog/log/record"
 )
 
-// This file checks that the log's operations are linearizable: histories
-// recorded from several goroutines running leader appends, reads with each
-// isolation, high watermark updates, truncations and retention against one
-// log must be explainable by a sequential model of the log, in which each
-// operation takes effect at one instant between its call and its return
-// (porcupine searches for that order).
-//
-// The model is exact about what it can know: the offsets every call
-// reports, the offsets appends assign, where a truncation ends the log
-// (the base of the batch holding its target), which calls fail and how,
-// and every batch a read returns (base, record count, leader epoch, and the
-// CRC of its records, so a batch re-appended at a truncated offset is told
-// apart from the one it replaced). The one freedom it grants is how many
-// batches one read returns (a read stops at the end of a segment and at
-// maxBytes, which the model does not track): at least the first one due,
-// then any prefix of those due, but never one beyond the read's bound.
-// There are no transactions in these histories, so the last stable offset
-// equals the high watermark.
-
-// linOp is the input of one operation.
-type linOp struct {
-	kind linKind
-	// append: one entry per batch.
-	batches []linBatch
-	epoch   int32
-	// read: offset, isolation, maxBytes; update-hw, truncate, retention:
-	// offset.
-	offset    int64
-	isolation Isolation
-	maxBytes  int
-}
-
-type linKind int8
-
-const (
-	linAppend linKind = iota
-	linRead
-	linOffsets
-	linUpdateHW
-	linTruncate
-	linRetention
-)
-
-// linBatch is a batch as the model knows it.
-type linBatch struct {
-	base    int64
-	records int32
-	epoch   int32
-	crc     uint32
-}
-
-func (b linBatch) String() string {
-	return fmt.Sprintf("[%d, %d)@%d#%08x", b.base, b.base+int64(b.records), b.epoch, b.crc)
-}
-
-// linResult is the output of one operation. Fields an operation does not
-// produce stay zero.
-type linResult struct {
-	err     string // "" or linErrorKind's answer
-	offsets Offsets
-	batches []linBatch // read
-	first   int64      // append: first offset; update-hw: the value set
-	changed bool       // truncate: changed; retention: moved
-}
-
-// linErrorKind names an error by its sentinel, so the model can expect
-// the kind; anything unexpected keeps its text and matches no model.
-func linErrorKind(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, ErrOffsetOutOfRange):
-		return "out-of-range"
-	}
-	return "unexpected: " + err.Error()
-}
-
-// linState is the model's state: immutable, each Step returns a new one.
-type linState struct {
-	start, hw, leo int64
-	batches        []linBatch // in offset order, contiguous from the first append
-}
-
-// linModel is the sequential specification.
-var linModel = porcupine.Model{
-	Init: func() any { return linState{} },
-	Step: func(state, input, output any) (bool, any) {
-		s, op, res := state.(linState), input.(linOp), output.(linResult)
-		return linStep(s, op, res)
-	},
-	Equal: func(a, b any) bool {
-		x, y := a.(linState), b.(linState)
-		return x.start == y.start && x.hw == y.hw && x.leo == y.leo && slices.Equal(x.batches, y.batches)
-	},
-	Hash: func(state any) uint64 {
-		s := state.(linState)
-		h := fnv.New64a()
-		fmt.Fprint(h, s.start, s.hw, s.leo, len(s.batches))
-		if n := len(s.batches); n > 0 {
-			fmt.Fprint(h, s.batches[n-1])
-		}
-		return h.Sum64()
-	},
-	DescribeOperation: func(input, output any) string {
-		op, res := input.(linOp), output.(linResult)
-		return fmt.Sprintf("%s -> %s", op, res)
-	},
-	DescribeState: func(state any) string { return state.(linState).String() },
-}
-
-func (s linState) offsets() Offsets {
-	return Offsets{LogStartOffset: s.start, LocalLogStartOffset: s.start, HighWatermark: s.hw,
-		LastStableOffset: s.hw, FirstUnstableOffset: -1, LogEndOffset: s.leo}
-}
-
-func linStep(s linState, op linOp, res linResult) (bool, linState) {
-	switch op.kind {
-	case linAppend:
-		if res.err != "" || res.first != s.leo {
-			return false, s
-		}
-		next := s
-		next.batches = slices.Clone(s.batches)
-		for _, b := range op.batches {
-			b.base, b.epoch = next.leo, op.epoch
-			next.batches = append(next.batches, b)
-			next.leo += int64(b.records)
-		}
-		return true, next
-	case linOffsets:
-		return res.err == "" && res.offsets == s.offsets(), s
-	case linUpdateHW:
-		next := s
-		next.hw = min(max(op.offset, s.start), s.leo)
-		return res.err == "" && res.first == next.hw, next
-	case linTruncate:
-		return linTruncateStep(s, op.offset, res)
-	case linRetention:
-		if op.offset > s.hw {
-			return res.err == "out-of-range" && !res.changed, s
-		}
-		next := s
-		next.start = max(s.start, op.offset)
-		return res.err == "" && res.changed == (next.start != s.start), next
-	case linRead:
-		return linReadStep(s, op, res), s
-	}
-	return false, s
-}
-
-// linTruncateStep: a target at or beyond the end changes nothing; one
-// inside a batch ends the log at that batch's base.
-func linTruncateStep(s linState, t int64, res linResult) (bool, linState) {
-	if res.err != "" {
-		return false, s
-	}
-	if t >= s.leo {
-		return !res.changed, s
-	}
-	end := t
-	keep := len(s.batches)
-	for i, b := range s.batches {
-		if b.base+int64(b.records) > t {
-			end, keep = min(t, b.base), i
-			break
-		}
-	}
-	next := linState{start: min(s.start, end), hw: min(s.hw, end), leo: end, batches: s.batches[:keep:keep]}
-	return res.changed, next
-}
-
-// linReadStep checks a read against the state it is linearized at.
-func linReadStep(s linState, op linOp, res linResult) bool {
-	if res.offsets != s.offsets() {
-		return false
-	}
-	if op.offset < s.start || op.offset > s.leo {
-		return res.err == "out-of-range" && len(res.batches) == 0
-	}
-	if res.err != "" {
-		return false
-	}
-	bound := s.leo
-	if op.isolation != IsolationLogEnd {
-		bound = s.hw
-	}
-	var due []linBatch
-	for _, b := range s.batches {
-		last := b.base + int64(b.records) - 1
-		if last < op.offset {
-			continue
-		}
-		if last >= bound {
-			break
-		}
-		due = append(due, b)
-	}
-	if len(due) == 0 {
-		return len(res.batches) == 0
-	}
-	return len(res.batches) > 0 && len(res.batches) <= len(due) && slices.Equal(res.batches, due[:len(res.batches)])
-}
-
-func (op linOp) String() string {
-	switch op.kind {
-	case linAppend:
-		var n []int32
-		for _, b := range op.batches {
-			n = append(n, b.records)
-		}
-		return fmt.Sprintf("append epoch=%d records=%v", op.epoch, n)
-	case linRead:
-		return fmt.Sprintf("read %d %s max=%d", op.offset, op.isolation, op.maxBytes)
-	case linOffsets:
-		return "offsets"
-	case linUpdateHW:
-		return fmt.Sprintf("update-hw %d", op.offset)
-	case linTruncate:
-		return fmt.Sprintf("truncate %d", op.offset)
-	case linRetention:
-		return fmt.Sprintf("retention %d", op.offset)
-	}
-	return "?"
-}
-
-func (r linResult) String() string {
-	o := r.offsets
-	return fmt.Sprintf("err=%q first=%d changed=%t start=%d hw=%d lso=%d leo=%d %v",
-		r.err, r.first, r.changed, o.LogStartOffset, o.HighWatermark, o.LastStableOffset, o.LogEndOffset, r.batches)
-}
-
-func (s linState) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "start=%d hw=%d leo=%d", s.start, s.hw, s.leo)
-	for _, x := range s.batches {
-		b.WriteString(" " + x.String())
-	}
-	return b.String()
-}
+// The sequential model is in linearizability_model_test.go; this file
+// records the histories and runs the checks.
 
 // linRecorder collects operations with call and return stamps from one
 // logical clock shared by all goroutines (no wall time).
@@ -338,6 +98,8 @@ func (d *linDriver) writerOp(t *testing.T, rng *rand.Rand, rec *linRecorder, cli
 func (d *linDriver) runWriterOp(t *testing.T, rng *rand.Rand) (linOp, linResult) {
 	o := d.l.Offsets()
 	switch p := rng.IntN(100); {
+	case p < 15:
+		return d.txnOp(t, rng)
 	case p < 45:
 		if rng.IntN(10) == 0 {
 			d.epoch++ // a new leader epoch
@@ -366,6 +128,56 @@ func (d *linDriver) runWriterOp(t *testing.T, rng *rand.Rand) (linOp, linResult)
 		}
 		return op, linResult{err: linErrorKind(err), changed: moved}
 	}
+}
+
+// linProducerID is the one transactional producer.
+const linProducerID = 1
+
+// txnOp appends the next step of the producer's transaction: a marker
+// (commit or abort, from the coordinator) if the log says one is open and
+// the draw says so, else a transactional data batch with the next
+// sequence number the log's producer state expects.
+func (d *linDriver) txnOp(t *testing.T, rng *rand.Rand) (linOp, linResult) {
+	open := false
+	for _, txn := range d.l.OngoingTransactions() {
+		open = open || txn.ProducerID == linProducerID
+	}
+	seq := int32(0)
+	for _, p := range d.l.ActiveProducers() {
+		if p.ProducerID == linProducerID && len(p.Batches) > 0 {
+			seq = p.Batches[len(p.Batches)-1].LastSeq + 1
+		}
+	}
+	opts := record.DefaultBuilderOptions()
+	opts.ProducerID, opts.ProducerEpoch = linProducerID, 0
+	op := linOp{kind: linAppend, epoch: d.epoch}
+	var buf []byte
+	origin := OriginClient
+	if open && rng.IntN(2) == 0 {
+		typ := []record.ControlType{record.ControlCommit, record.ControlAbort}[rng.IntN(2)]
+		var err error
+		buf, err = record.AppendEndTxnBatch(nil, opts, 1_000_000, typ, 0)
+		require.NoError(t, err)
+		rb, err := record.ReadBatch(buf)
+		require.NoError(t, err)
+		op.batches = []linBatch{{records: 1, crc: rb.CRC(), txn: true, control: true}}
+		origin = OriginCoordinator
+	} else {
+		opts.BaseSequence, opts.Transactional = seq, true
+		n := 1 + rng.IntN(3)
+		b := record.NewBuilder(opts)
+		for range n {
+			b.Add(1_000_000, nil, fmt.Appendf(nil, "tag-%d", d.tag.Add(1)))
+		}
+		var err error
+		buf, err = b.Build()
+		require.NoError(t, err)
+		rb, err := record.ReadBatch(buf)
+		require.NoError(t, err)
+		op.batches = []linBatch{{records: int32(n), crc: rb.CRC(), txn: true}}
+	}
+	info, err := d.l.AppendAsLeader(buf, op.epoch, origin)
+	return op, linResult{err: linErrorKind(err), first: info.FirstOffset}
 }
 
 // readerOp runs one read (or offsets call) through read, with arguments
@@ -405,7 +217,7 @@ func linBatches(data []byte) []linBatch {
 			break
 		}
 		out = append(out, linBatch{base: b.BaseOffset(), records: b.LastOffsetDelta() + 1,
-			epoch: b.PartitionLeaderEpoch(), crc: b.CRC()})
+			epoch: b.PartitionLeaderEpoch(), crc: b.CRC(), txn: b.IsTransactional(), control: b.IsControl()})
 		data = data[b.Size():]
 	}
 	return out
