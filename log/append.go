@@ -280,6 +280,7 @@ func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, lead
 	}
 	invariants.Assertf(info.LastOffset+1 > leo, "append end %d not above log end offset %d", info.LastOffset+1, leo)
 	l.logEndOffset.Store(info.LastOffset + 1)
+	l.publishOffsetsLocked() // readers see the records and the new end together
 	if l.mu.unflushedRecords == 0 {
 		l.mu.firstUnflushedMs = l.opts.nowMs()
 	}

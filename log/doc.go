@@ -46,8 +46,11 @@
 //
 // One writer at a time (appends, roll, truncation, retention, offset
 // updates), serialized by the caller. Reads and getters run concurrently
-// and never block on the writer: offsets are atomics, and segments are
-// read through an immutable, refcounted view that the writer replaces.
+// and never block on the writer: each loads one immutable state, a
+// refcounted segment view with the offsets that describe it, which the
+// writer replaces once an operation is complete. So a read never reports
+// a high watermark above its log end offset, nor offsets its view does
+// not hold, even while a truncation runs.
 // Lock order: UnifiedLog.flushMu -> UnifiedLog.mu -> epochcache.Cache,
 // and UnifiedLog.mu -> producer.TxnIndex.mu (a leaf readers take too).
 //

@@ -24,7 +24,9 @@ import (
 // serializes them (the leader's append path or the follower's fetcher).
 // Read, the offset getters, EndOffsetForEpoch and Metrics may run at any
 // time, concurrently with the writer and each other, and never wait for
-// it: they read atomics and a refcounted, immutable segment view.
+// it: they load one immutable state (a refcounted segment view and the
+// offsets published with it, see readState), so everything one call
+// reports held at one instant.
 //
 // Lock order: UnifiedLog.flushMu -> UnifiedLog.mu -> epochcache.Cache
 // (flushMu -> mu), and UnifiedLog.mu -> producer.TxnIndex.mu (a leaf,
@@ -41,9 +43,12 @@ type UnifiedLog struct {
 	segOpts segment.Options
 	epochs  *epochcache.Cache // ordered after mu
 
-	// The offsets below are written with mu held and read without it.
-	// Race-free because each is a single atomic word and no reader needs
-	// two of them to agree (Read re-checks its bounds against the view).
+	// The offsets below are the writer's working copy: written and read
+	// with mu held only. Readers never load them: they load state, which
+	// the writer publishes (publishLocked, publishOffsetsLocked) once an
+	// operation has staged all its changes, so the offsets a reader sees
+	// held together at one instant. (They stay atomics only so that code
+	// which stages them compiles unchanged.)
 	//
 	// logEndOffset is the offset the next appended record receives.
 	logEndOffset atomic.Int64
@@ -56,20 +61,22 @@ type UnifiedLog struct {
 	// storage is disabled.
 	logStartOffset      atomic.Int64
 	localLogStartOffset atomic.Int64
+	// firstUnstableOffset is the producer state's first unstable offset
+	// (clamped to the log start offset), -1 if none. Refreshed whenever
+	// the producer state or the high watermark changes.
+	firstUnstableOffset atomic.Int64
+	// state is what readers see: the view and the offsets, published
+	// together. Replaced (never mutated) with mu held; race-free because
+	// a reader loads one pointer to an immutable value.
+	state atomic.Pointer[readState]
 	// highestOffsetInRemoteStorage is the inclusive last offset known to
 	// be copied, -1 if none. Only grows; installed only with the current
-	// truncation count (UpdateHighestOffsetInRemoteStorage).
+	// truncation count (UpdateHighestOffsetInRemoteStorage). Read alone,
+	// never paired with another offset, so a single atomic word.
 	highestOffsetInRemoteStorage atomic.Int64
-	// firstUnstableOffset is the producer state's first unstable offset
-	// (clamped to the log start offset), -1 if none. Refreshed under mu
-	// whenever the producer state or the high watermark changes, after
-	// the high watermark is stored; LastStableOffset loads the high
-	// watermark first, so it never pairs a new high watermark with a
-	// first unstable offset older than it (at worst with a newer one,
-	// which only lowers the answer for that instant).
-	firstUnstableOffset atomic.Int64
-	// view is the segment list readers use; replaced (never mutated) with
-	// mu held.
+	// view is the current segment list and holds the log's reference to
+	// it; replaced (never mutated) with mu held, always together with
+	// state. Readers go through state (acquireState).
 	view atomic.Pointer[segmentView]
 	// released is set when Close or Delete dropped the log's reference to
 	// the last view: readers then get ErrClosed instead of retrying.
@@ -124,29 +131,23 @@ func (l *UnifiedLog) Dir() string { return l.dir }
 
 // LogStartOffset returns the first offset readable anywhere, locally or
 // in remote storage.
-func (l *UnifiedLog) LogStartOffset() int64 { return l.logStartOffset.Load() }
+func (l *UnifiedLog) LogStartOffset() int64 { return l.Offsets().LogStartOffset }
 
 // LocalLogStartOffset returns the first offset readable from local
 // segments. Equal to LogStartOffset unless remote storage is enabled.
-func (l *UnifiedLog) LocalLogStartOffset() int64 { return l.localLogStartOffset.Load() }
+func (l *UnifiedLog) LocalLogStartOffset() int64 { return l.Offsets().LocalLogStartOffset }
 
 // LogEndOffset returns the offset the next appended record receives.
-func (l *UnifiedLog) LogEndOffset() int64 { return l.logEndOffset.Load() }
+func (l *UnifiedLog) LogEndOffset() int64 { return l.Offsets().LogEndOffset }
 
 // HighWatermark returns the first offset not known to be committed.
-func (l *UnifiedLog) HighWatermark() int64 { return l.highWatermark.Load() }
+func (l *UnifiedLog) HighWatermark() int64 { return l.Offsets().HighWatermark }
 
 // LastStableOffset returns the first offset not known to be decided:
 // min(first unstable offset, high watermark) (SPEC 2.9). Reads with
-// IsolationCommitted stop there. Lock-free; see firstUnstableOffset for
-// why the two loads are race-free in this order.
-func (l *UnifiedLog) LastStableOffset() int64 {
-	hw := l.highWatermark.Load()
-	if fuo := l.firstUnstableOffset.Load(); fuo >= 0 && fuo < hw {
-		return fuo
-	}
-	return hw
-}
+// IsolationCommitted stop there. Lock-free. A caller that needs two of
+// the offsets to agree calls Offsets once instead of two getters.
+func (l *UnifiedLog) LastStableOffset() int64 { return l.Offsets().LastStableOffset }
 
 // HighestOffsetInRemoteStorage returns the inclusive last offset known to
 // be in remote storage, or -1.
@@ -186,10 +187,11 @@ func (l *UnifiedLog) EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch
 
 // Metrics returns a snapshot of the log's counters and sizes.
 func (l *UnifiedLog) Metrics() Metrics {
-	v, err := l.acquireView()
+	st, err := l.acquireState()
 	if err != nil {
 		return Metrics{}
 	}
+	v, o := st.view, st.offsets
 	defer v.unref()
 	l.mu.Lock()
 	rp, truncations := l.mu.recoveryPoint, l.mu.truncationCount
@@ -197,10 +199,10 @@ func (l *UnifiedLog) Metrics() Metrics {
 	return Metrics{
 		Segments:             len(v.segments),
 		Bytes:                v.size(),
-		LogStartOffset:       l.LogStartOffset(),
-		LocalLogStartOffset:  l.LocalLogStartOffset(),
-		LogEndOffset:         l.LogEndOffset(),
-		HighWatermark:        l.HighWatermark(),
+		LogStartOffset:       o.LogStartOffset,
+		LocalLogStartOffset:  o.LocalLogStartOffset,
+		LogEndOffset:         o.LogEndOffset,
+		HighWatermark:        o.HighWatermark,
 		RecoveryPoint:        rp,
 		AppendedBatches:      l.counters.appendedBatches.Load(),
 		AppendedBytes:        l.counters.appendedBytes.Load(),
@@ -215,34 +217,6 @@ func (l *UnifiedLog) Metrics() Metrics {
 		Fsyncs:               l.counters.fsyncs.Load(),
 		FsyncLatencySum:      durationOf(l.counters.fsyncNanos.Load()),
 		FsyncLatencyMax:      durationOf(l.counters.fsyncMaxNanos.Load()),
-	}
-}
-
-// acquireView pins the current segment view; the caller must unref it.
-// It fails only after Close or Delete released the last view.
-func (l *UnifiedLog) acquireView() (*segmentView, error) {
-	for {
-		if v := l.view.Load(); v.tryRef() {
-			return v, nil
-		}
-		// The view died: either the writer replaced it (retry: the new
-		// one is already stored) or the log was closed.
-		if l.released.Load() {
-			return nil, ErrClosed
-		}
-	}
-}
-
-// publishLocked makes l.mu.segments the view readers see and releases the
-// log's reference to the previous view.
-//
-// REQUIRES: l.mu held.
-func (l *UnifiedLog) publishLocked() {
-	segs := make([]*segmentRef, len(l.mu.segments))
-	copy(segs, l.mu.segments)
-	old := l.view.Swap(newView(segs))
-	if old != nil {
-		old.unref()
 	}
 }
 

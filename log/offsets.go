@@ -14,7 +14,10 @@ import (
 func (l *UnifiedLog) UpdateHighWatermark(hw int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.setHighWatermarkLocked(hw)
+	hw = l.setHighWatermarkLocked(hw)
+	l.publishOffsetsLocked()
+	l.assertPublishedLocked()
+	return hw
 }
 
 // setHighWatermarkLocked clamps and stores. REQUIRES: l.mu held.
@@ -41,6 +44,7 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 		return false, nil
 	}
 	l.storeHighWatermarkLocked(hw)
+	l.publishOffsetsLocked()
 	return true, nil
 }
 
@@ -56,6 +60,9 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 	l.mu.Lock()
 	moved, err := l.maybeIncrementLogStartOffsetLocked(n)
+	if err == nil {
+		l.assertPublishedLocked()
+	}
 	l.mu.Unlock()
 	if err != nil {
 		return false, err
@@ -79,6 +86,7 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	}
 	if l.opts.RemoteStorageEnabled && n > l.localLogStartOffset.Load() {
 		l.localLogStartOffset.Store(n)
+		defer l.publishOffsetsLocked()
 	}
 	if n <= l.logStartOffset.Load() {
 		return false, nil
@@ -101,6 +109,7 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	} else {
 		l.refreshFirstUnstableOffsetLocked()
 	}
+	l.publishOffsetsLocked()
 	return true, nil
 }
 

@@ -47,7 +47,7 @@ type pendingSnapshot struct {
 // log start offset), and false if there is none. Kafka:
 // firstUnstableOffset.
 func (l *UnifiedLog) FirstUnstableOffset() (int64, bool) {
-	fuo := l.firstUnstableOffset.Load()
+	fuo := l.Offsets().FirstUnstableOffset
 	return fuo, fuo >= 0
 }
 
@@ -154,6 +154,7 @@ func (l *UnifiedLog) LoadProducerSnapshot(data []byte, offset int64) error {
 		return l.failLocked(err)
 	}
 	l.finishProducerRebuildLocked()
+	l.publishOffsetsLocked()
 	return nil
 }
 

@@ -54,7 +54,10 @@ type FetchDataInfo struct {
 	// batch), in marker order: a broker sends them with the records so the
 	// consumer drops their data. Nil when there are none.
 	AbortedTransactions []AbortedTxn
-	// The log's offsets when the read started.
+	// The log's offsets at the instant the read loaded its state: the
+	// records come from that state's view, and the four offsets held
+	// together then (LogStartOffset <= LastStableOffset <= HighWatermark
+	// <= LogEndOffset).
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64
@@ -75,18 +78,30 @@ type FetchDataInfo struct {
 //
 // Read never takes the log mutex and never blocks the writer.
 func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isolation, minOneMessage bool) (FetchDataInfo, error) {
-	v, err := l.acquireView()
+	// One load gives the view and the offsets that describe it: the
+	// bound, the range checks and the offsets reported all come from the
+	// same instant, and the view holds every record below that instant's
+	// log end offset.
+	st, err := l.acquireState()
 	if err != nil {
 		return FetchDataInfo{Records: dst[:0], FetchOffset: offset}, err
 	}
+	v, o := st.view, st.offsets
 	defer v.unref()
+	return l.readPinned(v, o, dst, offset, maxBytes, isolation, minOneMessage)
+}
+
+// readPinned is Read on a pinned view v and the offsets o published with
+// it.
+func (l *UnifiedLog) readPinned(v *segmentView, o Offsets, dst []byte, offset int64, maxBytes int,
+	isolation Isolation, minOneMessage bool) (FetchDataInfo, error) {
 	info := FetchDataInfo{
 		Records:          dst[:0],
 		FetchOffset:      offset,
-		HighWatermark:    l.HighWatermark(),
-		LastStableOffset: l.LastStableOffset(),
-		LogStartOffset:   l.LogStartOffset(),
-		LogEndOffset:     l.LogEndOffset(),
+		HighWatermark:    o.HighWatermark,
+		LastStableOffset: o.LastStableOffset,
+		LogStartOffset:   o.LogStartOffset,
+		LogEndOffset:     o.LogEndOffset,
 	}
 	bound := info.LogEndOffset
 	switch isolation {
@@ -95,20 +110,21 @@ func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isol
 	case IsolationCommitted:
 		bound = info.LastStableOffset
 	}
-	if offset < info.LogStartOffset || offset > info.LogEndOffset {
-		return info, l.rangeError(offset, ErrOffsetOutOfRange)
+	if offset < o.LogStartOffset || offset > o.LogEndOffset {
+		return info, rangeError(o, offset, ErrOffsetOutOfRange)
 	}
-	if offset < l.LocalLogStartOffset() {
-		return info, l.rangeError(offset, ErrOffsetMovedToTieredStorage)
+	if offset < o.LocalLogStartOffset {
+		return info, rangeError(o, offset, ErrOffsetMovedToTieredStorage)
 	}
 	if offset >= bound {
 		return info, nil
 	}
 	i := v.floor(offset)
 	if i < 0 {
-		// Below every local segment but not below the local log start: a
-		// concurrent retention moved it; the caller retries.
-		return info, l.rangeError(offset, ErrOffsetOutOfRange)
+		// Below every local segment but not below the local log start:
+		// the writer publishes the local log start with the segments, so
+		// this means a bug, reported as out of range rather than a panic.
+		return info, rangeError(o, offset, ErrOffsetOutOfRange)
 	}
 	for ; i < len(v.segments); i++ {
 		s := v.segments[i]
@@ -190,13 +206,14 @@ func lastNextOffset(data []byte) int64 {
 	return next
 }
 
-func (l *UnifiedLog) rangeError(offset int64, err error) error {
+// rangeError reports offset against the offsets o of the read.
+func rangeError(o Offsets, offset int64, err error) error {
 	return &OffsetRangeError{
 		Offset:              offset,
-		LogStartOffset:      l.LogStartOffset(),
-		LocalLogStartOffset: l.LocalLogStartOffset(),
-		LogEndOffset:        l.LogEndOffset(),
-		HighWatermark:       l.HighWatermark(),
+		LogStartOffset:      o.LogStartOffset,
+		LocalLogStartOffset: o.LocalLogStartOffset,
+		LogEndOffset:        o.LogEndOffset,
+		HighWatermark:       o.HighWatermark,
 		err:                 err,
 	}
 }

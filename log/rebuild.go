@@ -183,7 +183,6 @@ func (l *UnifiedLog) restoreLocked(r RemoteRestore, epochs []epochcache.Entry, e
 	}
 	l.mu.segments = []*segmentRef{newSegmentRef(seg, nil, 0)}
 	l.mu.dirDirty = false
-	l.publishLocked()
 	l.logEndOffset.Store(n)
 	l.logStartOffset.Store(r.LogStartOffset)
 	l.localLogStartOffset.Store(n)
@@ -195,6 +194,8 @@ func (l *UnifiedLog) restoreLocked(r RemoteRestore, epochs []epochcache.Entry, e
 	// live log, so that a restart shows the same state.
 	pm.RemoveExpired(l.opts.nowMs(), l.opts.ProducerIDExpirationMs)
 	l.refreshFirstUnstableOffsetLocked()
+	// The new segment and the offsets that describe it, in one store.
+	l.publishLocked()
 	l.checkOffsetsLocked()
 	invariants.Assertf(slices.Equal(l.epochs.Entries(), epochs), "restored epochs %v, want %v", l.epochs.Entries(), epochs)
 	return nil

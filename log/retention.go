@@ -22,6 +22,9 @@ func (l *UnifiedLog) DeleteOldSegments() (int, error) {
 	var ev events
 	startBefore := l.logStartOffset.Load()
 	deleted, err := l.deleteOldSegmentsLocked(&ev)
+	if err == nil {
+		l.assertPublishedLocked()
+	}
 	startAfter := l.logStartOffset.Load()
 	l.mu.Unlock()
 	l.fire(ev)

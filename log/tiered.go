@@ -35,13 +35,14 @@ type SegmentInfo struct {
 // starting with the one holding from (Kafka's logSegments(from, ∞) with
 // the floor segment included, which the copy task needs), in offset order.
 func (l *UnifiedLog) Segments(from int64) ([]SegmentInfo, error) {
-	v, err := l.acquireView()
+	st, err := l.acquireState()
 	if err != nil {
 		return nil, err
 	}
+	v := st.view
 	defer v.unref()
 	i := max(v.floor(from), 0)
-	leo := l.LogEndOffset()
+	leo := st.offsets.LogEndOffset // the end of this view's active segment
 	out := make([]SegmentInfo, 0, len(v.segments)-i)
 	for j := i; j < len(v.segments); j++ {
 		s := v.segments[j]

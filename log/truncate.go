@@ -61,12 +61,20 @@ func (l *UnifiedLog) UpdateHighestOffsetInRemoteStorage(offset int64, count trun
 }
 
 // TruncateTo removes every record at or above offset t (SPEC 2.10) and
-// reports whether the log changed. t must be a batch boundary (a leader
-// epoch boundary or a high watermark always is). t at or beyond the log
-// end offset changes no record but still drops an epoch entry that starts
-// at the log end offset (a leader that wrote nothing in its epoch); such a
-// call does not count as a truncation. A t below the high watermark is
-// allowed (an unclean leader change) and logged.
+// reports whether the log changed. t at or beyond the log end offset
+// changes no record but still drops an epoch entry that starts at the log
+// end offset (a leader that wrote nothing in its epoch); such a call does
+// not count as a truncation. A t below the high watermark is allowed (an
+// unclean leader change) and logged.
+//
+// Batches are never split: a t inside a batch removes that whole batch,
+// so the log then ends at the batch's base offset, below t. LogEndOffset
+// reports that true end afterwards, and the epoch cache, the producer
+// state, the high watermark and the recovery point are cut there too.
+// Kafka's LogSegment.truncateTo cuts at the same batch start, but its
+// LocalLog.truncateTo then sets the log end offset to t itself, which is
+// only right because its callers pass batch boundaries (a leader epoch's
+// end offset or a high watermark always is one).
 func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	if t < 0 {
 		return false, fmt.Errorf("log: truncate to %d: %w", t, ErrInvalidArgument)
@@ -87,6 +95,14 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 		l.mu.Unlock()
 		return false, l.flushEpochs()
 	}
+	full := l.mu.segments[0].BaseOffset() > t
+	if !full {
+		var err error
+		if t, err = l.batchStartLocked(t); err != nil {
+			l.mu.Unlock()
+			return false, err // nothing changed
+		}
+	}
 	if hw := l.highWatermark.Load(); t < hw {
 		l.logger.Warn("truncating below the high watermark",
 			zap.String("dir", l.dir), zap.Int64("to", t), zap.Int64("highWatermark", hw))
@@ -94,10 +110,13 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	l.countTruncationLocked()
 	var ev events
 	var err error
-	if l.mu.segments[0].BaseOffset() > t {
+	if full {
 		err = l.truncateFullyLocked(t, t, &ev)
 	} else {
 		err = l.truncateToLocked(t, &ev)
+	}
+	if err == nil {
+		l.assertPublishedLocked()
 	}
 	l.mu.Unlock()
 	l.fire(ev)
@@ -140,6 +159,9 @@ func (l *UnifiedLog) countedTruncation(do func(ev *events) error) error {
 	l.countTruncationLocked()
 	var ev events
 	err := do(&ev)
+	if err == nil {
+		l.assertPublishedLocked()
+	}
 	l.mu.Unlock()
 	l.fire(ev)
 	return err
@@ -156,16 +178,46 @@ func (l *UnifiedLog) countTruncationLocked() {
 	}
 }
 
-// truncateToLocked removes [t, LEO) from the segments: later segments are
-// removed whole, the segment holding t is rewritten without its tail.
+// batchStartLocked returns where a truncation to t ends the log: the
+// base offset of the batch holding t if t is inside a batch, else t.
 //
 // REQUIRES: l.mu held; first segment base <= t < LEO.
-func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
+func (l *UnifiedLog) batchStartLocked(t int64) (int64, error) {
 	segs := l.mu.segments
+	s := segs[floorSegment(segs, t)]
+	// The first batch whose last offset is >= t holds t when it starts
+	// below t; otherwise t is a batch boundary (or in a gap a follower
+	// append left, where nothing is split either).
+	_, batchBase, found, err := s.TranslateOffset(t)
+	if err != nil {
+		return 0, fmt.Errorf("log: truncate to %d: %w", t, err)
+	}
+	if found && batchBase < t {
+		l.logger.Info("truncation offset inside a batch: truncating to the batch start",
+			zap.String("dir", l.dir), zap.Int64("requested", t), zap.Int64("batchBaseOffset", batchBase))
+		return batchBase, nil
+	}
+	return t, nil
+}
+
+// floorSegment returns the index of the last segment whose base offset is
+// <= t. REQUIRES: segs[0].BaseOffset() <= t.
+func floorSegment(segs []*segmentRef, t int64) int {
 	i := len(segs) - 1
 	for segs[i].BaseOffset() > t {
 		i--
 	}
+	return i
+}
+
+// truncateToLocked removes [t, LEO) from the segments: later segments are
+// removed whole, the segment holding t is rewritten without its tail.
+//
+// REQUIRES: l.mu held; first segment base <= t < LEO; t is not inside a
+// batch.
+func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
+	segs := l.mu.segments
+	i := floorSegment(segs, t)
 	for _, s := range segs[i+1:] {
 		if err := l.removeSegmentLocked(s, "truncation", ev); err != nil {
 			return l.failLocked(err)
@@ -199,11 +251,12 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	}
 	l.mu.segments = append(segs[:i:i], ref)
 	l.mu.dirDirty = true
-	l.publishLocked()
-	if err := l.writeTxnIndex(ref); err != nil {
-		return l.failLocked(err)
-	}
-
+	// Readers keep the old view and offsets until the new segments are
+	// published with every offset this truncation changes, in one store
+	// when the function returns (on a failure below too: the segments
+	// changed either way). Until then the old view still holds the old
+	// records (open handles read the replaced files).
+	defer l.publishLocked()
 	l.epochs.TruncateFromEnd(t)
 	l.logEndOffset.Store(t)
 	l.logStartOffset.Store(min(l.logStartOffset.Load(), t))
@@ -213,6 +266,9 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 		l.highWatermark.Store(t)
 	}
 	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	if err := l.writeTxnIndex(ref); err != nil {
+		return l.failLocked(err)
+	}
 	// Producer state (Kafka's truncateTo): snapshots above t go, queued
 	// or on disk; the state is reloaded from the newest snapshot at or
 	// below t and the batches after it up to t are replayed. The snapshot
@@ -271,11 +327,6 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	}
 	l.mu.segments = []*segmentRef{newSegmentRef(seg, nil, 0)}
 	l.mu.dirDirty = true
-	l.publishLocked()
-
-	if err := l.epochs.ClearAndFlush(); err != nil {
-		return l.failLocked(err)
-	}
 	l.logEndOffset.Store(n)
 	l.logStartOffset.Store(logStart)
 	if l.opts.RemoteStorageEnabled {
@@ -286,6 +337,12 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	l.storeHighWatermarkLocked(n)
 	l.mu.recoveryPoint = n
 	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	// The empty segment and the offsets that describe it, in one store.
+	l.publishLocked()
+
+	if err := l.epochs.ClearAndFlush(); err != nil {
+		return l.failLocked(err)
+	}
 	l.checkOffsetsLocked()
 	return nil
 }
