@@ -244,6 +244,9 @@ func TestValidateHeaderFields(t *testing.T) {
 		{"count-above-delta", func(c []byte) { binary.BigEndian.PutUint32(c[57:], 3) }, "exceeds last offset delta"},
 		{"codec-5", func(c []byte) { c[22] |= 5 }, "unknown compression"},
 		{"codec-7", func(c []byte) { c[22] |= 7 }, "unknown compression"},
+		{"count-zero-with-records", func(c []byte) { binary.BigEndian.PutUint32(c[57:], 0) }, "records count 0 with"},
+		// The base offset is outside the CRC; delta 1 from MaxInt64 wraps.
+		{"last-offset-overflows", func(c []byte) { binary.BigEndian.PutUint64(c[0:], math.MaxInt64) }, "overflows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := append([]byte{}, good...)
@@ -267,6 +270,19 @@ func TestValidateHeaderFields(t *testing.T) {
 		it.Reset(Batch{})
 		require.False(t, it.Next())
 		require.ErrorIs(t, it.Err(), ErrCorruption)
+	})
+	t.Run("empty-batch-accepted", func(t *testing.T) {
+		// What compaction leaves: a bare header, count 0, at the very
+		// end of the offset space.
+		c := append([]byte{}, good[:HeaderSize]...)
+		binary.BigEndian.PutUint64(c[0:], math.MaxInt64)
+		binary.BigEndian.PutUint32(c[23:], 0)
+		binary.BigEndian.PutUint32(c[57:], 0)
+		binary.BigEndian.PutUint32(c[8:], uint32(HeaderSize-LogOverhead))
+		binary.BigEndian.PutUint32(c[17:], crc32c(c[21:]))
+		b, err := ReadBatch(c)
+		require.NoError(t, err)
+		require.NoError(t, b.Validate())
 	})
 	t.Run("unused-attribute-bits-accepted", func(t *testing.T) {
 		// Kafka ignores bits 7-15; so does Validate.
