@@ -313,3 +313,31 @@ func TestErrorMessages(t *testing.T) {
 	assert.ErrorIs(t, err, inner)
 	assert.ErrorIs(t, err, ErrCorruption)
 }
+
+// TestSetMaxTimestamp stamps a batch's timestamp type and max timestamp:
+// the batch stays valid and its records report the new times.
+func TestSetMaxTimestamp(t *testing.T) {
+	buf := build(t, DefaultBuilderOptions(), numbered(3, 100)...)
+	b, err := ReadBatch(buf)
+	require.NoError(t, err)
+	require.Equal(t, int64(102), b.MaxTimestamp())
+
+	b.SetMaxTimestamp(LogAppendTime, 5000)
+	require.NoError(t, b.Validate())
+	require.Equal(t, LogAppendTime, b.TimestampType())
+	require.Equal(t, int64(5000), b.MaxTimestamp())
+	var it Iter
+	for it.Reset(b); it.Next(); {
+		require.Equal(t, int64(5000), it.Record().Timestamp)
+	}
+	require.NoError(t, it.Err())
+
+	b.SetMaxTimestamp(CreateTime, 102)
+	require.NoError(t, b.Validate())
+	require.Equal(t, CreateTime, b.TimestampType())
+	ts := int64(100)
+	for it.Reset(b); it.Next(); ts++ {
+		require.Equal(t, ts, it.Record().Timestamp)
+	}
+	require.NoError(t, it.Err())
+}

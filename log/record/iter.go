@@ -166,6 +166,11 @@ func NewIter(opts IterOptions) *Iter {
 	return it
 }
 
+// SetMaxDecompressedBytes changes the decompression limit for the batches
+// Reset starts on from now on (0 means the default), so that a pooled Iter
+// can serve callers with different limits.
+func (it *Iter) SetMaxDecompressedBytes(n int) { it.dec.SetLimit(n) }
+
 // Reset starts iterating over b, keeping the Iter's buffers.
 func (it *Iter) Reset(b Batch) {
 	it.batch = b
