@@ -116,7 +116,9 @@ func TestLeaderAppendValidation(t *testing.T) {
 		record int   // RecordError.Record, when want is a record error
 	}{
 		{name: "count-below-last-offset-delta-plus-one", want: ErrInvalidRecord, record: -1,
-			batch: func(t *testing.T) []byte { return hostileBatch(t, def, 3, validateNowMs, putI32(hdrLastOffsetDelta, 3)) }},
+			batch: func(t *testing.T) []byte {
+				return hostileBatch(t, def, 3, validateNowMs, putI32(hdrLastOffsetDelta, 3))
+			}},
 		{name: "count-above-records-present", want: ErrInvalidRecord, record: 3,
 			batch: func(t *testing.T) []byte {
 				return hostileBatch(t, def, 3, validateNowMs, func(b []byte) []byte {
@@ -197,7 +199,9 @@ func TestLeaderAppendValidation(t *testing.T) {
 		{name: "zstd-within-limit", opts: Options{MaxDecompressedBytes: 512 << 10},
 			batch: func(t *testing.T) []byte { return zstdBomb() }},
 		{name: "lz4-accepted",
-			batch: func(t *testing.T) []byte { return hostileBatch(t, compressed(record.CompressionLZ4), 5, validateNowMs, nil) }},
+			batch: func(t *testing.T) []byte {
+				return hostileBatch(t, compressed(record.CompressionLZ4), 5, validateNowMs, nil)
+			}},
 		{name: "snappy-accepted",
 			batch: func(t *testing.T) []byte {
 				return hostileBatch(t, compressed(record.CompressionSnappy), 5, validateNowMs, nil)
