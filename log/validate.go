@@ -116,6 +116,11 @@ func (c *leaderChecks) validateLeaderBatch(it *record.Iter, b record.Batch) *Rec
 		// LastOffsetDelta]; with RecordsCount = LastOffsetDelta + 1
 		// (checkHeader) that leaves exactly 0, 1, ..., n-1.
 		invariants.Assertf(int(r.OffsetDelta) == i, "record %d has offset delta %d", i, r.OffsetDelta)
+		if b.IsControl() {
+			if reason := checkMarker(r, b.RecordsCount()); reason != "" {
+				return &RecordError{Record: i, Kind: ErrInvalidRecord, Reason: reason}
+			}
+		}
 		if err := c.checkTimestamp(r.Timestamp); err != "" {
 			return &RecordError{Record: i, Kind: ErrInvalidTimestamp, Reason: err}
 		}
@@ -162,6 +167,27 @@ func (c *leaderChecks) checkHeader(b record.Batch) *RecordError {
 			Reason: "a producer may not set the timestamp type to LogAppendTime"}
 	}
 	return nil
+}
+
+// checkMarker checks the record of a control batch: the producer state
+// reads it as a transaction marker, so it must be one (Kafka's
+// EndTransactionMarker.deserialize refuses anything else), alone in its
+// batch. It returns a reason, or "".
+func checkMarker(r *record.Record, count int32) string {
+	if count != 1 {
+		return fmt.Sprintf("control batch with %d records", count)
+	}
+	key, err := record.ParseControlKey(r.Key)
+	if err != nil {
+		return err.Error()
+	}
+	if key.Type != record.ControlAbort && key.Type != record.ControlCommit {
+		return fmt.Sprintf("control type %s is not a transaction marker", key.Type)
+	}
+	if _, err := record.ParseEndTxnMarker(r.Value); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // checkTimestamp applies LogValidator.validateTimestamp to a CreateTime

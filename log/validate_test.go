@@ -174,6 +174,18 @@ func TestLeaderAppendValidation(t *testing.T) {
 			}},
 		{name: "coordinator-control-without-producer-id", origin: OriginCoordinator, want: ErrInvalidRecord, record: -1,
 			batch: func(t *testing.T) []byte { return hostileBatch(t, def, 1, validateNowMs, orAttr(record.AttrControl)) }},
+		{name: "coordinator-control-not-a-marker", origin: OriginCoordinator, want: ErrInvalidRecord, record: 0,
+			batch: func(t *testing.T) []byte {
+				o := idempotent(7, 0, -1)
+				o.Control, o.Transactional = true, true
+				return hostileBatch(t, o, 1, validateNowMs, nil) // key nil: no control key
+			}},
+		{name: "coordinator-marker-accepted", origin: OriginCoordinator,
+			batch: func(t *testing.T) []byte {
+				b, err := record.AppendEndTxnBatch(nil, idempotent(7, 0, -1), validateNowMs, record.ControlAbort, 0)
+				require.NoError(t, err)
+				return b
+			}},
 		{name: "delete-horizon", want: ErrInvalidRecord, record: -1,
 			batch: func(t *testing.T) []byte {
 				return hostileBatch(t, def, 1, validateNowMs, orAttr(record.AttrDeleteHorizon))
