@@ -158,6 +158,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
+	// Classify every file system error at the one place all I/O passes
+	// (errors_io.go).
+	o.FS = classifyingFS(o.FS)
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
