@@ -73,7 +73,7 @@ func getScratch(maxDecompressedBytes int) *appendScratch {
 func putScratch(s *appendScratch) {
 	clear(s.batches)
 	s.batches = s.batches[:0]
-	s.it.Reset(record.Batch{})
+	s.it.Clear()
 	scratchPool.Put(s)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -367,5 +368,29 @@ func TestFollowerAppendHeaderChecks(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, errors.Is(err, ErrCorruption))
 		})
+	}
+}
+
+// TestLeaderAppendValidationAllocatesNothing: decoding every record of a
+// leader append (each codec) allocates nothing once the pooled iterator
+// is warm. Without -race and the invariants tag only: under -race
+// sync.Pool drops items at random, and assertions box their arguments.
+func TestLeaderAppendValidationAllocatesNothing(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("allocation counts differ under -race and -tags invariants")
+	}
+	for _, c := range []record.Compression{record.CompressionNone, record.CompressionGzip,
+		record.CompressionSnappy, record.CompressionLZ4, record.CompressionZstd} {
+		l := openTestLog(t, vfs.NewMem(), Options{})
+		src := hostileBatch(t, compressed(c), 10, validateNowMs, nil)
+		buf := make([]byte, len(src))
+		allocs := testing.AllocsPerRun(100, func() {
+			copy(buf, src)
+			if _, err := l.AppendAsLeader(buf, 0, OriginClient); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.Zero(t, allocs, "%s", c)
+		require.NoError(t, l.Close())
 	}
 }
