@@ -67,8 +67,17 @@ func (a *appendAnalysis) batches() []record.Batch { return a.scratch.batches }
 // v2) as the partition leader in leaderEpoch: it assigns offsets from the
 // log end offset and stamps leaderEpoch into every batch, rewriting the
 // batch headers in place in the caller's buffer (both fields are outside
-// the CRC). It validates each batch (size, magic, CRC, MaxMessageBytes;
-// for OriginClient a base offset of 0) before writing anything.
+// the CRC). It validates each batch before writing anything: framing,
+// magic 2 and CRC (ErrCorruption), MaxMessageBytes (ErrRecordTooLarge), for
+// OriginClient a base offset of 0, and then Kafka's LogValidator rules,
+// decoding every record (a *RecordError inside the *AppendError: records
+// count = LastOffsetDelta + 1, records that decode with offset deltas 0 to
+// n-1, timestamps by MessageTimestampType, compressed batches within
+// MaxDecompressedBytes, control batches only from OriginCoordinator and
+// only as transaction markers, producer id, epoch and sequence
+// consistent). A valid batch gets its timestamp type and MaxTimestamp
+// stamped as the log keeps them (the log append time, or the largest
+// record timestamp), with a new CRC when either changes.
 //
 // A leaderEpoch older than the latest epoch in the epoch cache is refused
 // with ErrFencedEpoch: appending it would rewrite the epoch history.
