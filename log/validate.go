@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/tierlog/tierlog/internal/base"
-	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -113,9 +112,13 @@ func (c *leaderChecks) validateLeaderBatch(it *record.Iter, b record.Batch) *Rec
 	for it.Reset(b); it.Next(); i++ {
 		r := it.Record()
 		// The Iter keeps offset deltas strictly increasing within [0,
-		// LastOffsetDelta]; with RecordsCount = LastOffsetDelta + 1
-		// (checkHeader) that leaves exactly 0, 1, ..., n-1.
-		invariants.Assertf(int(r.OffsetDelta) == i, "record %d has offset delta %d", i, r.OffsetDelta)
+		// LastOffsetDelta], which still allows a gap before the record
+		// that would not fit; the leader assigns offsets by position, so
+		// each record's delta must be its index.
+		if int(r.OffsetDelta) != i {
+			return &RecordError{Record: i, Kind: ErrInvalidRecord,
+				Reason: fmt.Sprintf("offset delta %d, want %d", r.OffsetDelta, i)}
+		}
 		if b.IsControl() {
 			if reason := checkMarker(r, b.RecordsCount()); reason != "" {
 				return &RecordError{Record: i, Kind: ErrInvalidRecord, Reason: reason}

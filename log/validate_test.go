@@ -153,7 +153,7 @@ func TestLeaderAppendValidation(t *testing.T) {
 					return b
 				})
 			}},
-		{name: "offset-deltas-out-of-order", want: ErrInvalidRecord, record: 1,
+		{name: "offset-deltas-out-of-order", want: ErrInvalidRecord, record: 0,
 			batch: func(t *testing.T) []byte { return hostileBatch(t, def, 2, validateNowMs, swapFirstOffsetDeltas) }},
 		{name: "client-log-append-time", want: ErrInvalidTimestamp, record: -1,
 			batch: func(t *testing.T) []byte {
@@ -332,7 +332,12 @@ func TestFollowerAppendHeaderChecks(t *testing.T) {
 		batch []byte
 		want  error
 	}{
-		{"last-offset-overflows", leaderBatch(t, math.MaxInt64-1, nil), ErrCorruption},
+		// Built at 1 and moved (the base offset is outside the CRC): the
+		// builder refuses to build it.
+		{"last-offset-overflows", leaderBatch(t, 1, func(b []byte) []byte {
+			binary.BigEndian.PutUint64(b, math.MaxInt64-1)
+			return b
+		}), ErrCorruption},
 		{"count-zero-with-records", leaderBatch(t, 1, putI32(hdrRecordsCount, 0)), ErrCorruption},
 		{"count-above-delta", leaderBatch(t, 1, putI32(hdrRecordsCount, 4)), ErrCorruption},
 		{"bad-crc", func() []byte {
