@@ -196,7 +196,11 @@ func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leade
 		if !errors.Is(err, ErrCorruption) {
 			err = fmt.Errorf("%w: %w", ErrCorruption, err)
 		}
-		return failed(&AppendError{BatchIndex: a.info.Batches, BaseOffset: base.UndefinedOffset, Err: err})
+		baseOffset := base.UndefinedOffset // a torn batch may not show it
+		if ce := (*record.CorruptBatchError)(nil); errors.As(err, &ce) {
+			baseOffset = ce.BaseOffset
+		}
+		return failed(&AppendError{BatchIndex: a.info.Batches, BaseOffset: baseOffset, Err: err})
 	}
 	a.info.Bytes = a.validBytes
 	return a, nil

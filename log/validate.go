@@ -26,7 +26,7 @@ var ErrInvalidTimestamp = errors.New("log: invalid timestamp")
 // error when there is one. Kafka: ProduceResponse.RecordError.
 type RecordError struct {
 	// Record is the index in its batch of the record at fault, or -1
-	// when the batch header is.
+	// when the batch as a whole is (its header, its compressed section).
 	Record int
 	Reason string
 	Kind   error // ErrInvalidRecord, ErrInvalidTimestamp, ErrCorruption or ErrRecordTooLarge
@@ -34,7 +34,7 @@ type RecordError struct {
 }
 
 func (e *RecordError) Error() string {
-	where := "batch header"
+	where := "batch"
 	if e.Record >= 0 {
 		where = fmt.Sprintf("record %d", e.Record)
 	}

@@ -366,6 +366,7 @@ func TestFollowerAppendHeaderChecks(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 			var ae *AppendError
 			require.ErrorAs(t, err, &ae)
+			require.Equal(t, int64(binary.BigEndian.Uint64(tc.batch)), ae.BaseOffset, "the batch's base offset")
 			require.Equal(t, int64(1), l.LogEndOffset())
 			requireReadsBack(t, l, 0, 1)
 			// The log is not offline: a good append still works.

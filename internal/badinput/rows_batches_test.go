@@ -20,7 +20,7 @@ import (
 	"github.com/tierlog/tierlog/log/record"
 )
 
-func init() { rowSets = append(rowSets, batchRows, ioRows) }
+func init() { rowSets = append(rowSets, batchRows, moreBatchRows, ioRows) }
 
 // Header field offsets of a v2 batch (Kafka's DefaultRecordBatch).
 const (
@@ -345,5 +345,151 @@ func ioRows() []row {
 				_, err := log.Open(dir, log.Options{})
 				return outcome{err: err, readableTo: -1}
 			}},
+	}
+}
+
+// moreBatchRows covers each codec's decoder, the record fields one by one,
+// multi-batch appends and the producer state.
+func moreBatchRows() []row {
+	def := record.DefaultBuilderOptions()
+	none := log.Options{}
+	client := log.OriginClient
+	garbled := func(c record.Compression) func(t *testing.T) []byte {
+		return func(t *testing.T) []byte {
+			return clientBatch(t, codec(c), 4, func(b []byte) []byte {
+				for i := record.HeaderSize; i < len(b); i++ {
+					b[i] ^= 0xa5
+				}
+				return b
+			})
+		}
+	}
+	countAbove := func(c record.Compression) func(t *testing.T) []byte {
+		return func(t *testing.T) []byte {
+			return clientBatch(t, codec(c), 3, both(set32(bLastOffsetDelta, 3), set32(bRecordsCount, 4)))
+		}
+	}
+	// record0 returns a batch of one record whose encoding (after the
+	// length varint) is body, so that each field can be damaged alone.
+	record0 := func(body ...byte) func(t *testing.T) []byte {
+		return func(t *testing.T) []byte {
+			return clientBatch(t, def, 1, func(b []byte) []byte {
+				b = append(b[:record.HeaderSize], byte(len(body)<<1)) // zigzag length
+				return append(b, body...)
+			})
+		}
+	}
+	idem := func(seq int32) record.BuilderOptions {
+		o := record.DefaultBuilderOptions()
+		o.ProducerID, o.ProducerEpoch, o.BaseSequence = 7, 0, seq
+		return o
+	}
+	return []row{
+		leaderRow("snappy section garbage", log.ErrCorruption, 1, none, client, garbled(record.CompressionSnappy)),
+		leaderRow("lz4 section garbage", log.ErrCorruption, 1, none, client, garbled(record.CompressionLZ4)),
+		leaderRow("zstd section garbage", log.ErrCorruption, 1, none, client, garbled(record.CompressionZstd)),
+		leaderRow("gzip records count above the records present", log.ErrInvalidRecord, 1, none, client,
+			countAbove(record.CompressionGzip)),
+		leaderRow("snappy records count above the records present", log.ErrInvalidRecord, 1, none, client,
+			countAbove(record.CompressionSnappy)),
+		leaderRow("zstd records count above the records present", log.ErrInvalidRecord, 1, none, client,
+			countAbove(record.CompressionZstd)),
+		leaderRow("unknown compression codec 6", log.ErrCorruption, 1, none, client,
+			func(t *testing.T) []byte { return clientBatch(t, def, 1, setAttr(6)) }),
+		// attributes 0, timestamp delta 0, offset delta 0, key length,
+		// value length, header count (zigzag varints).
+		leaderRow("record key length beyond the record", log.ErrInvalidRecord, 1, none, client,
+			record0(0, 0, 0, 40, 0, 0)),
+		leaderRow("record header count negative", log.ErrInvalidRecord, 1, none, client,
+			record0(0, 0, 0, 1, 1, 3)),
+		leaderRow("record header key null", log.ErrInvalidRecord, 1, none, client,
+			record0(0, 0, 0, 1, 1, 2, 1, 0)),
+		leaderRow("record with bytes after its headers", log.ErrInvalidRecord, 1, none, client,
+			record0(0, 0, 0, 1, 1, 0, 7, 7)),
+		leaderRow("record with null key and value (legitimate)", nil, 2, none, client,
+			record0(0, 0, 0, 1, 1, 0)),
+		leaderRow("timestamp before message.timestamp.before.max.ms", log.ErrInvalidTimestamp, 1,
+			log.Options{MessageTimestampBeforeMaxMs: 10}, client,
+			func(t *testing.T) []byte {
+				b := record.NewBuilder(def)
+				b.Add(batchNowMs-11, nil, []byte("v"))
+				buf, err := b.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return buf
+			}),
+		leaderRow("delete horizon set by a producer", log.ErrInvalidRecord, 1, none, client,
+			func(t *testing.T) []byte { return clientBatch(t, def, 1, setAttr(record.AttrDeleteHorizon)) }),
+		leaderRow("producer id with a negative producer epoch", log.ErrInvalidRecord, 1, none, client,
+			func(t *testing.T) []byte {
+				o := idem(0)
+				o.ProducerEpoch = -5
+				return clientBatch(t, o, 1, nil)
+			}),
+		leaderRow("second batch of an append invalid (nothing written)", log.ErrInvalidRecord, 1, none, client,
+			func(t *testing.T) []byte {
+				good := clientBatch(t, def, 2, nil)
+				return append(good, clientBatch(t, def, 2, set32(bLastOffsetDelta, 4))...)
+			}),
+		leaderRow("garbage after a good batch (nothing written)", log.ErrCorruption, 1, none, client,
+			func(t *testing.T) []byte { return append(clientBatch(t, def, 2, nil), 1, 2, 3, 4, 5) }),
+		{area: areaClient, damage: "idempotent batch out of sequence",
+			want: outcome{err: log.ErrOutOfOrderSequence, readableTo: 3}, run: func(t *testing.T) outcome {
+				// Sequences 0 and 1 are in the log; 5 does not follow.
+				l := batchLog(t, vfs.NewMem(), log.Options{})
+				if _, err := l.AppendAsLeader(clientBatch(t, idem(0), 2, nil), 0, client); err != nil {
+					t.Fatal(err)
+				}
+				_, err := l.AppendAsLeader(clientBatch(t, idem(5), 1, nil), 0, client)
+				return outcome{err: err, readableTo: readableTo(t, l)}
+			}},
+		{area: areaClient, damage: "idempotent batch retried (duplicate, nothing written)",
+			want: outcome{readableTo: 3}, run: func(t *testing.T) outcome {
+				l := batchLog(t, vfs.NewMem(), log.Options{})
+				if _, err := l.AppendAsLeader(clientBatch(t, idem(0), 2, nil), 0, client); err != nil {
+					t.Fatal(err)
+				}
+				info, err := l.AppendAsLeader(clientBatch(t, idem(0), 2, nil), 0, client)
+				if err == nil && (!info.Duplicate || info.FirstOffset != 1) {
+					t.Fatalf("retry not reported as the duplicate of offset 1: %+v", info)
+				}
+				return outcome{err: err, readableTo: readableTo(t, l)}
+			}},
+		leaderRow("coordinator transaction marker (legitimate)", nil, 2, none, log.OriginCoordinator,
+			func(t *testing.T) []byte {
+				b, err := record.AppendEndTxnBatch(nil, idem(-1), batchNowMs, record.ControlAbort, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}),
+		{area: areaClient, damage: "LogAppendTime log stamps its clock (legitimate)",
+			want: outcome{readableTo: 3}, run: func(t *testing.T) outcome {
+				l := batchLog(t, vfs.NewMem(), log.Options{MessageTimestampType: record.LogAppendTime})
+				info, err := l.AppendAsLeader(clientBatch(t, def, 2, nil), 0, client)
+				if err == nil && info.MaxTimestamp != batchNowMs {
+					t.Fatalf("max timestamp %d, want the log's clock %d", info.MaxTimestamp, batchNowMs)
+				}
+				return outcome{err: err, readableTo: readableTo(t, l)}
+			}},
+
+		followerRow("unknown compression codec 7", log.ErrCorruption, 1,
+			func(t *testing.T) []byte { return replicated(t, 1, 0, 2, setAttr(7)) }),
+		followerRow("records count above last offset delta + 1", log.ErrCorruption, 1,
+			func(t *testing.T) []byte { return replicated(t, 1, 0, 2, set32(bRecordsCount, 3)) }),
+		followerRow("batch cut short", log.ErrCorruption, 1,
+			func(t *testing.T) []byte { b := replicated(t, 1, 0, 2, nil); return b[:len(b)-1] }),
+		followerRow("magic byte 0", log.ErrCorruption, 1,
+			func(t *testing.T) []byte {
+				return replicated(t, 1, 0, 2, func(b []byte) []byte { b[bMagic] = 0; return b })
+			}),
+		// Not decompressed on the follower path (Kafka's does not either).
+		followerRow("gzip section garbage under a valid CRC (accepted)", nil, 1,
+			func(t *testing.T) []byte {
+				o := codec(record.CompressionGzip)
+				o.BaseOffset, o.PartitionLeaderEpoch = 1, 0
+				return clientBatch(t, o, 2, func(b []byte) []byte { b[len(b)-2] ^= 0xff; return b })
+			}),
 	}
 }
