@@ -110,8 +110,11 @@ func (l *UnifiedLog) AppendAsLeader(batches []byte, leaderEpoch int32, origin Ap
 // leaderEpoch (the epoch of the fetch) and all batches after them are
 // skipped, not an error (a stale fetch response must not write a newer
 // leader's records). The first batch must start at or after the log end
-// offset (ErrUnexpectedAppendOffset; gaps are allowed) and last offsets
-// must strictly increase (ErrOffsetsOutOfOrder).
+// offset (ErrUnexpectedAppendOffset; gaps are allowed), and each batch must
+// start after the last offset of the one before (ErrOffsetsOutOfOrder).
+// Batches are checked for framing, CRC and header fields (ErrCorruption)
+// but their records are not decoded: the leader validated them and the CRC
+// covers them, as on Kafka's follower path.
 func (l *UnifiedLog) AppendAsFollower(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	a, err := l.analyze(batches, false, OriginClient, leaderEpoch)
 	defer putScratch(a.scratch)
@@ -167,6 +170,12 @@ func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leade
 			return fail(fmt.Errorf("%w: follower batch without a leader epoch", ErrInvalidRecord))
 		case !leader && b.LastOffset() <= lastOffset:
 			return fail(fmt.Errorf("%w: last offset %d after %d", ErrOffsetsOutOfOrder, b.LastOffset(), lastOffset))
+		case !leader && b.BaseOffset() <= lastOffset:
+			// Stricter than Kafka (which compares last offsets only): a
+			// batch overlapping the one before would make reads return
+			// an offset twice; no leader writes it, compacted or not.
+			return fail(fmt.Errorf("%w: batch [%d, %d] overlaps last offset %d", ErrOffsetsOutOfOrder,
+				b.BaseOffset(), b.LastOffset(), lastOffset))
 		case leader && origin == OriginClient && b.IsControl():
 			return fail(fmt.Errorf("%w: a client may not send control batches", ErrInvalidRecord))
 		case leader && b.Size() > l.opts.MaxMessageBytes:

@@ -352,6 +352,8 @@ func TestFollowerAppendHeaderChecks(t *testing.T) {
 			return b
 		}), nil},
 		{"producer-epoch-negative-accepted", leaderBatch(t, 1, putI16(51, -2)), nil},
+		// [1, 3] then [2, 4]: the last offsets increase, the ranges overlap.
+		{"overlapping-batches", append(leaderBatch(t, 1, nil), leaderBatch(t, 2, nil)...), ErrOffsetsOutOfOrder},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := openTestLog(t, vfs.NewMem(), Options{})
@@ -366,7 +368,7 @@ func TestFollowerAppendHeaderChecks(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 			var ae *AppendError
 			require.ErrorAs(t, err, &ae)
-			require.Equal(t, int64(binary.BigEndian.Uint64(tc.batch)), ae.BaseOffset, "the batch's base offset")
+			require.Equal(t, baseOfBatch(tc.batch, ae.BatchIndex), ae.BaseOffset, "the batch's base offset")
 			require.Equal(t, int64(1), l.LogEndOffset())
 			requireReadsBack(t, l, 0, 1)
 			// The log is not offline: a good append still works.
@@ -399,4 +401,13 @@ func TestLeaderAppendValidationAllocatesNothing(t *testing.T) {
 		require.Zero(t, allocs, "%s", c)
 		require.NoError(t, l.Close())
 	}
+}
+
+// baseOfBatch returns the base offset field of the i-th batch of buf,
+// walking the Length fields (the batches need not validate).
+func baseOfBatch(buf []byte, i int) int64 {
+	for ; i > 0; i-- {
+		buf = buf[record.LogOverhead+int(binary.BigEndian.Uint32(buf[8:])):]
+	}
+	return int64(binary.BigEndian.Uint64(buf))
 }

@@ -487,6 +487,8 @@ func moreBatchRows() []row {
 			func(t *testing.T) []byte { return replicated(t, 1, 0, 2, set32(bRecordsCount, 3)) }),
 		followerRow("batch cut short", log.ErrCorruption, 1,
 			func(t *testing.T) []byte { b := replicated(t, 1, 0, 2, nil); return b[:len(b)-1] }),
+		followerRow("batches overlap (last offsets still increase)", log.ErrOffsetsOutOfOrder, 1,
+			func(t *testing.T) []byte { return append(replicated(t, 1, 0, 3, nil), replicated(t, 2, 0, 3, nil)...) }),
 		followerRow("magic byte 0", log.ErrCorruption, 1,
 			func(t *testing.T) []byte {
 				return replicated(t, 1, 0, 2, func(b []byte) []byte { b[bMagic] = 0; return b })
