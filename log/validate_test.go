@@ -335,7 +335,7 @@ func TestFollowerAppendHeaderChecks(t *testing.T) {
 		// Built at 1 and moved (the base offset is outside the CRC): the
 		// builder refuses to build it.
 		{"last-offset-overflows", leaderBatch(t, 1, func(b []byte) []byte {
-			binary.BigEndian.PutUint64(b, math.MaxInt64-1)
+			binary.BigEndian.PutUint64(b, math.MaxInt64)
 			return b
 		}), ErrCorruption},
 		{"count-zero-with-records", leaderBatch(t, 1, putI32(hdrRecordsCount, 0)), ErrCorruption},

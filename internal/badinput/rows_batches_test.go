@@ -259,7 +259,7 @@ func batchRows() []row {
 			func(t *testing.T) []byte {
 				// Built at 1, moved outside the CRC: the builder refuses it.
 				b := replicated(t, 1, 0, 3, nil)
-				binary.BigEndian.PutUint64(b, math.MaxInt64-1)
+				binary.BigEndian.PutUint64(b, math.MaxInt64)
 				return b
 			}),
 		followerRow("records count 0 with records present", log.ErrCorruption, 1,
