@@ -50,19 +50,34 @@ type AppendInfo struct {
 }
 
 // appendAnalysis is the result of checking the batches of an append
-// before the log mutex is taken.
+// before the log mutex is taken. The later steps take its batches, framed
+// once here, rather than framing the bytes again.
 type appendAnalysis struct {
 	info       AppendInfo
 	validBytes int // the prefix of the input to write
 	origin     producer.Origin
+	// scratch holds the batches of buf[:validBytes], validated; the
+	// append returns it to the pool when it is done.
+	scratch *appendScratch
 }
+
+func (a *appendAnalysis) batches() []record.Batch { return a.scratch.batches }
 
 // AppendAsLeader appends batches (one or more concatenated record batches
 // v2) as the partition leader in leaderEpoch: it assigns offsets from the
 // log end offset and stamps leaderEpoch into every batch, rewriting the
 // batch headers in place in the caller's buffer (both fields are outside
-// the CRC). It validates each batch (size, magic, CRC, MaxMessageBytes;
-// for OriginClient a base offset of 0) before writing anything.
+// the CRC). It validates each batch before writing anything: framing,
+// magic 2 and CRC (ErrCorruption), MaxMessageBytes (ErrRecordTooLarge), for
+// OriginClient a base offset of 0, and then Kafka's LogValidator rules,
+// decoding every record (a *RecordError inside the *AppendError: records
+// count = LastOffsetDelta + 1, records that decode with offset deltas 0 to
+// n-1, timestamps by MessageTimestampType, compressed batches within
+// MaxDecompressedBytes, control batches only from OriginCoordinator and
+// only as transaction markers, producer id, epoch and sequence
+// consistent). A valid batch gets its timestamp type and MaxTimestamp
+// stamped as the log keeps them (the log append time, or the largest
+// record timestamp), with a new CRC when either changes.
 //
 // A leaderEpoch older than the latest epoch in the epoch cache is refused
 // with ErrFencedEpoch: appending it would rewrite the epoch history.
@@ -83,10 +98,11 @@ func (l *UnifiedLog) AppendAsLeader(batches []byte, leaderEpoch int32, origin Ap
 		return emptyAppend(), fmt.Errorf("log: append as leader in epoch %d: %w", leaderEpoch, ErrInvalidArgument)
 	}
 	a, err := l.analyze(batches, true, origin, leaderEpoch)
+	defer putScratch(a.scratch)
 	if err != nil || a.validBytes == 0 {
 		return a.info, err
 	}
-	return l.appendLocked(batches[:a.validBytes], a, true, leaderEpoch)
+	return l.appendLocked(batches[:a.validBytes], &a, true, leaderEpoch)
 }
 
 // AppendAsFollower appends batches fetched from the leader, keeping their
@@ -94,14 +110,18 @@ func (l *UnifiedLog) AppendAsLeader(batches []byte, leaderEpoch int32, origin Ap
 // leaderEpoch (the epoch of the fetch) and all batches after them are
 // skipped, not an error (a stale fetch response must not write a newer
 // leader's records). The first batch must start at or after the log end
-// offset (ErrUnexpectedAppendOffset; gaps are allowed) and last offsets
-// must strictly increase (ErrOffsetsOutOfOrder).
+// offset (ErrUnexpectedAppendOffset; gaps are allowed), and each batch must
+// start after the last offset of the one before (ErrOffsetsOutOfOrder).
+// Batches are checked for framing, CRC and header fields (ErrCorruption)
+// but their records are not decoded: the leader validated them and the CRC
+// covers them, as on Kafka's follower path.
 func (l *UnifiedLog) AppendAsFollower(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	a, err := l.analyze(batches, false, OriginClient, leaderEpoch)
+	defer putScratch(a.scratch)
 	if err != nil || a.validBytes == 0 {
 		return a.info, err
 	}
-	return l.appendLocked(batches[:a.validBytes], a, false, leaderEpoch)
+	return l.appendLocked(batches[:a.validBytes], &a, false, leaderEpoch)
 }
 
 func emptyAppend() AppendInfo {
@@ -109,22 +129,34 @@ func emptyAppend() AppendInfo {
 		MaxTimestamp: base.UndefinedOffset}
 }
 
-// analyze validates the batches of an append without the log mutex (SPEC
-// 2.6, analysis pass). It stops at the first batch a follower must skip.
+// analyze validates the batches of an append without the log mutex: the
+// framing, CRC and header fields of every batch (record.Batch.Validate,
+// through the Scanner), and for a leader Kafka's LogValidator rules
+// (validateLeaderBatch), which decode every record. A follower's batches
+// were validated by their leader and are protected by their CRCs; like
+// Kafka's follower path, analyze does not decode their records. It stops
+// at the first batch a follower must skip. The returned analysis always
+// carries a scratch for putScratch, also on error.
 func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leaderEpoch int32) (appendAnalysis, error) {
-	a := appendAnalysis{info: emptyAppend(), origin: producer.OriginReplication}
+	a := appendAnalysis{info: emptyAppend(), origin: producer.OriginReplication,
+		scratch: getScratch(l.opts.MaxDecompressedBytes)}
+	var checks leaderChecks
 	if leader {
 		a.origin = producer.OriginClient
 		if origin == OriginCoordinator {
 			a.origin = producer.OriginCoordinator
 		}
+		checks = l.leaderChecks(origin)
+	}
+	failed := func(err error) (appendAnalysis, error) {
+		return appendAnalysis{info: emptyAppend(), scratch: a.scratch}, err
 	}
 	s := record.NewScanner(buf, record.ScannerOptions{MaxBatchBytes: record.MaxBatchSize})
 	lastOffset := int64(math.MinInt64)
 	for i := 0; s.Next(); i++ {
 		b := s.Batch()
 		fail := func(err error) (appendAnalysis, error) {
-			return appendAnalysis{info: emptyAppend()}, &AppendError{BatchIndex: i, BaseOffset: b.BaseOffset(), Err: err}
+			return failed(&AppendError{BatchIndex: i, BaseOffset: b.BaseOffset(), Err: err})
 		}
 		epoch := b.PartitionLeaderEpoch()
 		if !leader && epoch > leaderEpoch && epoch != base.UndefinedEpoch {
@@ -138,10 +170,23 @@ func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leade
 			return fail(fmt.Errorf("%w: follower batch without a leader epoch", ErrInvalidRecord))
 		case !leader && b.LastOffset() <= lastOffset:
 			return fail(fmt.Errorf("%w: last offset %d after %d", ErrOffsetsOutOfOrder, b.LastOffset(), lastOffset))
+		case !leader && b.BaseOffset() <= lastOffset:
+			// Stricter than Kafka (which compares last offsets only): a
+			// batch overlapping the one before would make reads return
+			// an offset twice; no leader writes it, compacted or not.
+			return fail(fmt.Errorf("%w: batch [%d, %d] overlaps last offset %d", ErrOffsetsOutOfOrder,
+				b.BaseOffset(), b.LastOffset(), lastOffset))
 		case leader && origin == OriginClient && b.IsControl():
 			return fail(fmt.Errorf("%w: a client may not send control batches", ErrInvalidRecord))
 		case leader && b.Size() > l.opts.MaxMessageBytes:
 			return fail(fmt.Errorf("%w: %d bytes, max.message.bytes %d", ErrRecordTooLarge, b.Size(), l.opts.MaxMessageBytes))
+		}
+		if leader {
+			// After the size check: a batch above max.message.bytes
+			// is refused before anything decompresses it.
+			if err := checks.validateLeaderBatch(&a.scratch.it, b); err != nil {
+				return fail(err)
+			}
 		}
 		if a.info.Batches == 0 {
 			a.info.FirstOffset = b.BaseOffset()
@@ -152,6 +197,7 @@ func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leade
 		a.info.Records += int64(b.LastOffsetDelta()) + 1
 		a.info.MaxTimestamp = max(a.info.MaxTimestamp, b.MaxTimestamp())
 		a.validBytes += b.Size()
+		a.scratch.batches = append(a.scratch.batches, b)
 	}
 	if err := s.Err(); err != nil && a.info.SkippedBatches == 0 {
 		// A torn or corrupt batch in an append request is a corrupt
@@ -159,7 +205,11 @@ func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leade
 		if !errors.Is(err, ErrCorruption) {
 			err = fmt.Errorf("%w: %w", ErrCorruption, err)
 		}
-		return appendAnalysis{info: emptyAppend()}, &AppendError{BatchIndex: a.info.Batches, BaseOffset: base.UndefinedOffset, Err: err}
+		baseOffset := base.UndefinedOffset // a torn batch may not show it
+		if ce := (*record.CorruptBatchError)(nil); errors.As(err, &ce) {
+			baseOffset = ce.BaseOffset
+		}
+		return failed(&AppendError{BatchIndex: a.info.Batches, BaseOffset: baseOffset, Err: err})
 	}
 	a.info.Bytes = a.validBytes
 	return a, nil
@@ -182,10 +232,10 @@ func countBatches(buf []byte) int {
 // (SPEC 2.6, "under the log lock"): offsets, epoch cache, roll, write.
 // The epoch cache and the flush policy are served after the mutex is
 // released, before returning.
-func (l *UnifiedLog) appendLocked(buf []byte, a appendAnalysis, leader bool, leaderEpoch int32) (AppendInfo, error) {
+func (l *UnifiedLog) appendLocked(buf []byte, a *appendAnalysis, leader bool, leaderEpoch int32) (AppendInfo, error) {
 	info := a.info
 	l.mu.Lock()
-	ev, err := l.writeLocked(buf, &info, leader, leaderEpoch, a.origin)
+	ev, err := l.writeLocked(buf, a.batches(), &info, leader, leaderEpoch, a.origin)
 	flushNow := err == nil && l.shouldFlushLocked(info.Records)
 	l.mu.Unlock()
 	l.fire(ev)
@@ -212,7 +262,7 @@ func (l *UnifiedLog) appendLocked(buf []byte, a appendAnalysis, leader bool, lea
 // writeLocked is the critical section of an append.
 //
 // REQUIRES: l.mu held.
-func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, leaderEpoch int32, origin producer.Origin) (events, error) {
+func (l *UnifiedLog) writeLocked(buf []byte, batches []record.Batch, info *AppendInfo, leader bool, leaderEpoch int32, origin producer.Origin) (events, error) {
 	var ev events
 	if err := l.checkWritableLocked(); err != nil {
 		return ev, err
@@ -222,14 +272,15 @@ func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, lead
 		if latest, ok := l.epochs.Latest(); ok && leaderEpoch < latest.Epoch {
 			return ev, fmt.Errorf("%w: append in epoch %d, latest epoch %d", ErrFencedEpoch, leaderEpoch, latest.Epoch)
 		}
+		if leo > math.MaxInt64-info.Records {
+			return ev, fmt.Errorf("%w: %d offsets from log end offset %d overflow", ErrInvalidRecord, info.Records, leo)
+		}
 		// Assign offsets from the log end offset and stamp the epoch.
 		next := leo
-		for rest := buf; len(rest) > 0; {
-			b, _ := record.ReadBatch(rest) // validated by analyze
+		for _, b := range batches {
 			b.SetBaseOffset(next)
 			b.SetPartitionLeaderEpoch(leaderEpoch)
 			next = b.NextOffset()
-			rest = rest[b.Size():]
 		}
 		info.FirstOffset, info.LastOffset = leo, next-1
 	} else if info.FirstOffset < leo {
@@ -240,7 +291,7 @@ func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, lead
 	}
 	// Producer state: validated with the final offsets before anything
 	// is written, so a refused append changes nothing.
-	pa, err := l.mu.producers.PrepareAppend(buf, origin)
+	pa, err := l.mu.producers.PrepareBatches(batches, origin)
 	if err != nil {
 		return ev, err
 	}
@@ -272,11 +323,9 @@ func (l *UnifiedLog) writeLocked(buf []byte, info *AppendInfo, leader bool, lead
 	// (flushEpochs) and always before the recovery point passes it. Every
 	// epoch here is >= 0 (checked by analyze or the leader's epoch), so
 	// the assignment cannot fail.
-	for rest := buf; len(rest) > 0; {
-		b, _ := record.ReadBatch(rest)
+	for _, b := range batches {
 		_, err := l.epochs.AssignDeferred(b.PartitionLeaderEpoch(), b.BaseOffset())
 		invariants.Assertf(err == nil, "epoch assignment failed after analysis: %v", err)
-		rest = rest[b.Size():]
 	}
 	invariants.Assertf(info.LastOffset+1 > leo, "append end %d not above log end offset %d", info.LastOffset+1, leo)
 	l.logEndOffset.Store(info.LastOffset + 1)

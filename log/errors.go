@@ -40,9 +40,10 @@ var (
 	// is the active segment.
 	ErrSegmentNotFound = errors.New("log: segment not found")
 
-	// ErrInvalidRecord means a leader append carried a batch a client may
-	// not send: a base offset other than 0, an epoch-less batch where
-	// one is required, or a control batch from a client. Kafka: INVALID_RECORD (87).
+	// ErrInvalidRecord means an append carried a batch it may not: a
+	// base offset other than 0, an epoch-less batch where one is
+	// required, a control batch from a client, or records that fail
+	// validation (a *RecordError). Kafka: INVALID_RECORD (87).
 	ErrInvalidRecord = errors.New("log: invalid record")
 
 	// ErrRecordTooLarge means a batch is larger than MaxMessageBytes.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
+
+	"github.com/tierlog/tierlog/log/record"
 )
 
 // Retention sentinel values, as Kafka's configs use them.
@@ -36,6 +38,25 @@ type Options struct {
 	// MaxMessageBytes is the largest batch a leader append accepts.
 	// Default 1 MiB + 12 (1048588). Kafka: max.message.bytes.
 	MaxMessageBytes int
+	// MaxDecompressedBytes caps the decompressed size of one compressed
+	// batch a leader append validates; a batch expanding beyond it is
+	// refused with ErrRecordTooLarge (a zip bomb never reaches memory).
+	// Default record.DefaultMaxDecompressedBytes (64 MiB). Kafka has no
+	// such limit.
+	MaxDecompressedBytes int
+	// MessageTimestampType says which time a leader append keeps:
+	// record.CreateTime (the default) keeps the producer's timestamps,
+	// record.LogAppendTime stamps every batch with the broker's clock.
+	// Kafka: message.timestamp.type.
+	MessageTimestampType record.TimestampType
+	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs bound how
+	// far a CreateTime record timestamp may lie before or after the
+	// broker's clock; a record outside is refused with
+	// ErrInvalidTimestamp. Default 0 = no bound (Kafka 3.x's
+	// Long.MAX_VALUE; Kafka 4.0 defaults the after bound to one hour).
+	// Kafka: message.timestamp.before.max.ms, message.timestamp.after.max.ms.
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
 
 	// RetentionMs is how long records are kept, by their timestamps.
 	// Default 7 days; RetentionInfinite keeps them forever. Kafka:
@@ -137,6 +158,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
+	// Classify every file system error at the one place all I/O passes
+	// (errors_io.go).
+	o.FS = classifyingFS(o.FS)
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -154,6 +178,12 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("log: IndexIntervalBytes %d is negative: %w", o.IndexIntervalBytes, ErrInvalidArgument)
 	case o.MaxMessageBytes < 0:
 		return o, fmt.Errorf("log: MaxMessageBytes %d is negative: %w", o.MaxMessageBytes, ErrInvalidArgument)
+	case o.MaxDecompressedBytes < 0:
+		return o, fmt.Errorf("log: MaxDecompressedBytes %d is negative: %w", o.MaxDecompressedBytes, ErrInvalidArgument)
+	case o.MessageTimestampType != record.CreateTime && o.MessageTimestampType != record.LogAppendTime:
+		return o, fmt.Errorf("log: MessageTimestampType %d unknown: %w", o.MessageTimestampType, ErrInvalidArgument)
+	case o.MessageTimestampBeforeMaxMs < 0 || o.MessageTimestampAfterMaxMs < 0:
+		return o, fmt.Errorf("log: negative message timestamp bound: %w", ErrInvalidArgument)
 	case o.RetentionMs < RetentionInfinite, o.RetentionBytes < RetentionInfinite:
 		return o, fmt.Errorf("log: retention below -1: %w", ErrInvalidArgument)
 	case o.LocalRetentionMs < LocalRetentionDefault, o.LocalRetentionBytes < LocalRetentionDefault:

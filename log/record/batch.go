@@ -229,7 +229,8 @@ func (b Batch) ComputeCRC() uint32 {
 
 // Validate checks the batch: size, magic 2, the CRC, and header fields no
 // writer produces (a negative LastOffsetDelta or RecordsCount, more
-// records than offsets, an unknown codec). It returns a *CorruptBatchError
+// records than offsets, a records count of 0 with records present, a last
+// offset beyond MaxInt64, an unknown codec). It returns a *CorruptBatchError
 // (Pos 0) or nil. It does not decode records; an Iter does.
 func (b Batch) Validate() error {
 	// Return a nil interface, not a nil *CorruptBatchError.
@@ -271,6 +272,15 @@ func (b Batch) checkHeader() *CorruptBatchError {
 	case int64(count) > int64(delta)+1:
 		// Every record has its own offset in [base, base+delta].
 		return corruptf(b.BaseOffset(), "records count %d exceeds last offset delta %d + 1", count, delta)
+	case count == 0 && len(b.b) > HeaderSize:
+		// An empty batch (what compaction leaves to keep a producer's
+		// state) is a bare header; bytes after it are records the count
+		// hides, and a reader would skip them unchecked.
+		return corruptf(b.BaseOffset(), "records count 0 with %d bytes of records", len(b.b)-HeaderSize)
+	case b.BaseOffset() > math.MaxInt64-int64(delta):
+		// The last offset would wrap negative: offsets after it would
+		// go backwards.
+		return corruptf(b.BaseOffset(), "last offset %d + %d overflows", b.BaseOffset(), delta)
 	case b.Compression() > CompressionZstd:
 		return corruptf(b.BaseOffset(), "unknown compression codec %d", b.Compression())
 	}

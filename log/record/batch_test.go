@@ -244,6 +244,9 @@ func TestValidateHeaderFields(t *testing.T) {
 		{"count-above-delta", func(c []byte) { binary.BigEndian.PutUint32(c[57:], 3) }, "exceeds last offset delta"},
 		{"codec-5", func(c []byte) { c[22] |= 5 }, "unknown compression"},
 		{"codec-7", func(c []byte) { c[22] |= 7 }, "unknown compression"},
+		{"count-zero-with-records", func(c []byte) { binary.BigEndian.PutUint32(c[57:], 0) }, "records count 0 with"},
+		// The base offset is outside the CRC; delta 1 from MaxInt64 wraps.
+		{"last-offset-overflows", func(c []byte) { binary.BigEndian.PutUint64(c[0:], math.MaxInt64) }, "overflows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := append([]byte{}, good...)
@@ -267,6 +270,19 @@ func TestValidateHeaderFields(t *testing.T) {
 		it.Reset(Batch{})
 		require.False(t, it.Next())
 		require.ErrorIs(t, it.Err(), ErrCorruption)
+	})
+	t.Run("empty-batch-accepted", func(t *testing.T) {
+		// What compaction leaves: a bare header, count 0, at the very
+		// end of the offset space.
+		c := append([]byte{}, good[:HeaderSize]...)
+		binary.BigEndian.PutUint64(c[0:], math.MaxInt64)
+		binary.BigEndian.PutUint32(c[23:], 0)
+		binary.BigEndian.PutUint32(c[57:], 0)
+		binary.BigEndian.PutUint32(c[8:], uint32(HeaderSize-LogOverhead))
+		binary.BigEndian.PutUint32(c[17:], crc32c(c[21:]))
+		b, err := ReadBatch(c)
+		require.NoError(t, err)
+		require.NoError(t, b.Validate())
 	})
 	t.Run("unused-attribute-bits-accepted", func(t *testing.T) {
 		// Kafka ignores bits 7-15; so does Validate.
@@ -296,4 +312,32 @@ func TestErrorMessages(t *testing.T) {
 	err := error(&CorruptBatchError{Err: inner})
 	assert.ErrorIs(t, err, inner)
 	assert.ErrorIs(t, err, ErrCorruption)
+}
+
+// TestSetMaxTimestamp stamps a batch's timestamp type and max timestamp:
+// the batch stays valid and its records report the new times.
+func TestSetMaxTimestamp(t *testing.T) {
+	buf := build(t, DefaultBuilderOptions(), numbered(3, 100)...)
+	b, err := ReadBatch(buf)
+	require.NoError(t, err)
+	require.Equal(t, int64(102), b.MaxTimestamp())
+
+	b.SetMaxTimestamp(LogAppendTime, 5000)
+	require.NoError(t, b.Validate())
+	require.Equal(t, LogAppendTime, b.TimestampType())
+	require.Equal(t, int64(5000), b.MaxTimestamp())
+	var it Iter
+	for it.Reset(b); it.Next(); {
+		require.Equal(t, int64(5000), it.Record().Timestamp)
+	}
+	require.NoError(t, it.Err())
+
+	b.SetMaxTimestamp(CreateTime, 102)
+	require.NoError(t, b.Validate())
+	require.Equal(t, CreateTime, b.TimestampType())
+	ts := int64(100)
+	for it.Reset(b); it.Next(); ts++ {
+		require.Equal(t, ts, it.Record().Timestamp)
+	}
+	require.NoError(t, it.Err())
 }

@@ -166,6 +166,19 @@ func NewIter(opts IterOptions) *Iter {
 	return it
 }
 
+// SetMaxDecompressedBytes changes the decompression limit for the batches
+// Reset starts on from now on (0 means the default), so that a pooled Iter
+// can serve callers with different limits.
+func (it *Iter) SetMaxDecompressedBytes(n int) { it.dec.SetLimit(n) }
+
+// Clear drops the Iter's references to the batch it iterated (keeping its
+// own buffers), so that a pooled Iter does not keep a caller's bytes alive.
+// Next returns false until the next Reset.
+func (it *Iter) Clear() {
+	it.batch, it.data, it.rec = Batch{}, nil, Record{}
+	it.decompressed, it.read, it.err = false, 0, nil
+}
+
 // Reset starts iterating over b, keeping the Iter's buffers.
 func (it *Iter) Reset(b Batch) {
 	it.batch = b
@@ -198,7 +211,7 @@ func (it *Iter) Record() *Record { return &it.rec }
 // Next decodes the next record and reports whether it succeeded. It
 // returns false at the end of the batch or on an error; Err tells which.
 func (it *Iter) Next() bool {
-	if it.err != nil {
+	if it.err != nil || it.batch.b == nil { // nil: cleared
 		return false
 	}
 	if !it.decompressed && !it.decompress() {

@@ -379,3 +379,23 @@ func TestIterMalformedRecords(t *testing.T) {
 		require.Equal(t, []int64{2, 7}, offs)
 	})
 }
+
+// TestIterClear: a cleared Iter holds no batch, yields nothing, reports
+// no error, and iterates again after Reset.
+func TestIterClear(t *testing.T) {
+	buf := build(t, DefaultBuilderOptions(), numbered(2, 0)...)
+	b, err := ReadBatch(buf)
+	require.NoError(t, err)
+	var it Iter
+	it.Reset(b)
+	require.True(t, it.Next())
+	it.Clear()
+	require.Nil(t, it.Batch().Bytes())
+	require.False(t, it.Next())
+	require.NoError(t, it.Err())
+	n := 0
+	for it.Reset(b); it.Next(); n++ {
+	}
+	require.NoError(t, it.Err())
+	require.Equal(t, 2, n)
+}

@@ -130,6 +130,24 @@ func (m *Manager) PrepareAppend(batches []byte, origin Origin) (*AppendInfo, err
 	return a, nil
 }
 
+// PrepareBatches is PrepareAppend over batches the caller has framed
+// (and validated) already, so the append path frames its bytes once.
+func (m *Manager) PrepareBatches(batches []record.Batch, origin Origin) (*AppendInfo, error) {
+	m.invalidate()
+	a := &m.pending
+	a.reset(m.gen, origin)
+	for _, b := range batches {
+		if err := m.prepareBatch(a, b); err != nil {
+			m.invalidate()
+			return nil, err
+		}
+		if a.isDuplicate {
+			return a, nil
+		}
+	}
+	return a, nil
+}
+
 // Apply installs a prepared append after its batches were written, and
 // returns the transactions it completed with their LastStableOffset set:
 // the aborted ones go to the active segment's transaction index

@@ -1,0 +1,159 @@
+package log
+
+import (
+	"io"
+	"os"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/tierlog/tierlog/internal/base"
+)
+
+// I/O errors. Every error the log's vfs.FS returns, from the log or from
+// the segments, indexes, checkpoints and snapshots it keeps, unwraps to
+// ErrIO and to at most one of the narrower sentinels below, and still to
+// the file system's own error (so errors.Is(err, fs.ErrNotExist) and an
+// injected test error keep working). A failed write or fsync takes the log
+// offline: every later write returns the same error until it is reopened.
+var (
+	// ErrIO marks a failure of the file system, never corruption.
+	ErrIO = base.ErrIO
+	// ErrNotFound: a file or directory the log needs does not exist.
+	ErrNotFound = base.ErrNotFound
+	// ErrPermission: the process may not read or write a file of the
+	// log (EACCES, EPERM, a read-only file system).
+	ErrPermission = base.ErrPermission
+	// ErrNoSpace: the disk or the quota is full (ENOSPC, EDQUOT).
+	ErrNoSpace = base.ErrNoSpace
+	// ErrIsDir: a directory stands where a file of the log should be.
+	ErrIsDir = base.ErrIsDir
+	// ErrNotDir: a file stands where a directory should be (for example
+	// the partition directory itself).
+	ErrNotDir = base.ErrNotDir
+)
+
+// IOError is a file system error, classified; errors.As finds it.
+type IOError = base.IOError
+
+// ioFS wraps the log's vfs.FS so that every error it or its files return
+// is classified (base.WrapIO) at the one place all I/O passes through,
+// whichever package below the log made the call.
+type ioFS struct {
+	vfs.FS
+}
+
+// classifyingFS returns fs wrapped in an ioFS, once.
+func classifyingFS(fs vfs.FS) vfs.FS {
+	if _, ok := fs.(ioFS); ok {
+		return fs
+	}
+	return ioFS{fs}
+}
+
+func (f ioFS) Unwrap() vfs.FS { return f.FS }
+
+func (f ioFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	return wrapFile(f.FS.Create(name, category))
+}
+
+func (f ioFS) Link(oldname, newname string) error { return base.WrapIO(f.FS.Link(oldname, newname)) }
+
+func (f ioFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	return wrapFile(f.FS.Open(name, opts...))
+}
+
+func (f ioFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	return wrapFile(f.FS.OpenReadWrite(name, category, opts...))
+}
+
+func (f ioFS) OpenDir(name string) (vfs.File, error) { return wrapFile(f.FS.OpenDir(name)) }
+
+func (f ioFS) Remove(name string) error    { return base.WrapIO(f.FS.Remove(name)) }
+func (f ioFS) RemoveAll(name string) error { return base.WrapIO(f.FS.RemoveAll(name)) }
+
+func (f ioFS) Rename(oldname, newname string) error {
+	return base.WrapIO(f.FS.Rename(oldname, newname))
+}
+
+func (f ioFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	return wrapFile(f.FS.ReuseForWrite(oldname, newname, category))
+}
+
+func (f ioFS) MkdirAll(dir string, perm os.FileMode) error {
+	return base.WrapIO(f.FS.MkdirAll(dir, perm))
+}
+
+func (f ioFS) Lock(name string) (io.Closer, error) {
+	c, err := f.FS.Lock(name)
+	return c, base.WrapIO(err)
+}
+
+func (f ioFS) List(dir string) ([]string, error) {
+	names, err := f.FS.List(dir)
+	return names, base.WrapIO(err)
+}
+
+func (f ioFS) Stat(name string) (vfs.FileInfo, error) {
+	fi, err := f.FS.Stat(name)
+	return fi, base.WrapIO(err)
+}
+
+func (f ioFS) GetDiskUsage(path string) (vfs.DiskUsage, error) {
+	u, err := f.FS.GetDiskUsage(path)
+	return u, base.WrapIO(err)
+}
+
+func wrapFile(file vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, base.WrapIO(err)
+	}
+	return ioFile{file}, nil
+}
+
+// ioFile classifies the errors of one file.
+type ioFile struct {
+	vfs.File
+}
+
+func (f ioFile) Close() error { return base.WrapIO(f.File.Close()) }
+
+func (f ioFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	return n, base.WrapIO(err)
+}
+
+func (f ioFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	return n, base.WrapIO(err)
+}
+
+func (f ioFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	return n, base.WrapIO(err)
+}
+
+func (f ioFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	return n, base.WrapIO(err)
+}
+
+func (f ioFile) Preallocate(offset, length int64) error {
+	return base.WrapIO(f.File.Preallocate(offset, length))
+}
+
+func (f ioFile) Stat() (vfs.FileInfo, error) {
+	fi, err := f.File.Stat()
+	return fi, base.WrapIO(err)
+}
+
+func (f ioFile) Sync() error     { return base.WrapIO(f.File.Sync()) }
+func (f ioFile) SyncData() error { return base.WrapIO(f.File.SyncData()) }
+
+func (f ioFile) SyncTo(length int64) (bool, error) {
+	full, err := f.File.SyncTo(length)
+	return full, base.WrapIO(err)
+}
+
+func (f ioFile) Prefetch(offset, length int64) error {
+	return base.WrapIO(f.File.Prefetch(offset, length))
+}
