@@ -114,6 +114,9 @@ type UnifiedLog struct {
 		// their offsets; only a truncation (holding flushMu too) removes
 		// entries other than the written prefix.
 		pendingSnapshots []pendingSnapshot
+		// stateSlab holds the read states not yet published
+		// (nextStateLocked).
+		stateSlab []readState
 	}
 
 	counters counters

@@ -140,5 +140,28 @@ func (l *UnifiedLog) storeStateLocked(v *segmentView) {
 	invariants.Assertf(o.LogStartOffset <= o.LocalLogStartOffset && o.LogStartOffset <= o.HighWatermark &&
 		o.LastStableOffset <= o.HighWatermark && o.HighWatermark <= o.LogEndOffset,
 		"publishing inconsistent offsets %+v", o)
-	l.state.Store(&readState{view: v, offsets: o})
+	s := l.nextStateLocked()
+	*s = readState{view: v, offsets: o}
+	l.state.Store(s)
+}
+
+// stateSlabLen is how many read states one allocation provides.
+const stateSlabLen = 64
+
+// nextStateLocked returns an unused readState. Every append publishes a
+// new state, so states come from slabs of stateSlabLen: one allocation per
+// stateSlabLen publications instead of one per append, and the append
+// path stays allocation-free on average. Race-free because each element
+// is written exactly once, under l.mu, before the atomic store that
+// publishes it, and never written again; a reader still holding an old
+// state keeps its slab alive, which the garbage collector handles.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) nextStateLocked() *readState {
+	if len(l.mu.stateSlab) == 0 {
+		l.mu.stateSlab = make([]readState, stateSlabLen)
+	}
+	s := &l.mu.stateSlab[0]
+	l.mu.stateSlab = l.mu.stateSlab[1:]
+	return s
 }
