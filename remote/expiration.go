@@ -95,8 +95,8 @@ type RetentionPlan struct {
 // DELETE_FINISHED and already scheduled ones are skipped. Otherwise a
 // segment is breached by the log start (all its epochs at or before the
 // first lineage epoch and ending below LogStart) or, if within the lineage,
-// by time or size; a breached segment raises the new log start to its end +
-// 1. The walk goes on while segments are breached or outside the lineage
+// by time or size; a breached segment raises the new log start to its
+// end + 1. The walk goes on while segments are breached or outside the lineage
 // and stops at the first valid segment that is not breached.
 func PlanRetention(in RetentionInput) RetentionPlan {
 	plan := RetentionPlan{NewLogStart: base.UndefinedOffset}
