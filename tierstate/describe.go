@@ -64,7 +64,8 @@ var (
 
 	// ErrReplicaNotHosted: the broker has no log for the partition, so it
 	// cannot describe it. Kafka: UNKNOWN_TOPIC_OR_PARTITION ("this server
-	// does not host this topic-partition") [INF: the seed names no code].
+	// does not host this topic-partition") [INF:
+	// https://github.com/aiven/inkless/pull/855 names no code].
 	ErrReplicaNotHosted = errors.New("tierstate: broker does not host the replica")
 
 	// ErrHighWatermarkNotAtSeal: elect --replica needs the replica's high
