@@ -109,7 +109,8 @@ func Open(fsys vfs.FS, path string) (*Cache, error) {
 func (c *Cache) Path() string { return c.path }
 
 // Assign records that epoch wrote its first record at startOffset
-// (SPEC 3.2) and reports whether the entries changed.
+// (Kafka's LeaderEpochFileCache.assign) and reports whether the entries
+// changed.
 //
 // A negative epoch or startOffset returns an error wrapping
 // ErrInvalidArgument. Nothing changes, and nothing is written, if epoch is
@@ -140,7 +141,8 @@ func (c *Cache) Assign(epoch int32, startOffset int64) (bool, error) {
 // after releasing it and before it acknowledges the append or advances its
 // recovery point past the assigned offset. Until then a crash may lose the
 // entry, which is safe because recovery re-assigns the epochs of every
-// batch above the recovery point (SPEC 2.11 step 3).
+// batch above the recovery point when the log loads (as Kafka's LogLoader
+// does).
 func (c *Cache) AssignDeferred(epoch int32, startOffset int64) (bool, error) {
 	changed, _, err := c.assignInMemory(epoch, startOffset)
 	return changed, err
@@ -346,8 +348,8 @@ func (c *Cache) writeFlushLocked() error {
 
 // EndOffsetFor answers OffsetsForLeaderEpoch for requestedEpoch on a log
 // whose end offset is logEndOffset: the largest epoch <= requestedEpoch
-// this replica knows, and the exclusive end offset of that epoch (SPEC
-// 3.3). Rows evaluated in order:
+// this replica knows, and the exclusive end offset of that epoch (Kafka's
+// LeaderEpochFileCache.endOffsetFor). Rows evaluated in order:
 //
 //	requestedEpoch < 0 (-1: undefined)        (-1, -1)
 //	requestedEpoch == latest epoch            (requestedEpoch, logEndOffset)
@@ -367,7 +369,8 @@ func (c *Cache) EndOffsetFor(requestedEpoch int32, logEndOffset int64) (epoch in
 }
 
 // EpochForOffset returns the epoch that wrote offset: the epoch of the
-// last entry starting at or before offset (SPEC 3.4). Offsets beyond the
+// last entry starting at or before offset (Kafka's
+// LeaderEpochFileCache.epochForOffset). Offsets beyond the
 // log end offset map to the latest epoch. It returns (UndefinedEpoch,
 // false) if offset is below the earliest entry or the cache is empty.
 // Example on 0@10 1@20 5@30: 25 -> 1, 20 -> 1, 30 -> 5, 50 -> 5, 5 -> none.

@@ -67,7 +67,9 @@ func TestZeroAllocQueries(t *testing.T) {
 	_ = sink
 }
 
-// naive is a direct, linear transcription of SPEC 3.2-3.5, used as an
+// naive is a direct, linear transcription of the rules of Kafka's
+// LeaderEpochFileCache (assign, endOffsetFor, epochForOffset and the two
+// truncations), used as an
 // oracle for the binary-search implementation.
 type naive struct{ entries []Entry }
 

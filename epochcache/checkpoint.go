@@ -56,7 +56,9 @@ func appendCheckpoint(b []byte, entries []Entry) []byte {
 	return b
 }
 
-// parseCheckpoint parses checkpoint text (SPEC 3.6). It returns the entries
+// parseCheckpoint parses leader-epoch-checkpoint text (Kafka's
+// LeaderEpochCheckpointFile: a version line, a count line, then one
+// "epoch startOffset" line per entry). It returns the entries
 // in file order, without normalising them; path only labels errors.
 //
 // Like Kafka's CheckpointFile reader it accepts an empty file and a file
@@ -175,11 +177,11 @@ func removeLeftoverTmp(fsys vfs.FS, path string) error {
 
 // AppendCheckpoint appends the leader-epoch-checkpoint text of entries to
 // b: the bytes Kafka's file holds, which the remote tier also uploads with
-// every segment (SPEC 4.1).
+// every segment (KIP-405's RemoteStorageManager.copyLogSegmentData).
 func AppendCheckpoint(b []byte, entries []Entry) []byte { return appendCheckpoint(b, entries) }
 
 // ParseCheckpoint parses leader-epoch-checkpoint text with the rules of
-// the file (SPEC 3.6), returning the entries in text order, not
+// Kafka's LeaderEpochCheckpointFile, returning the entries in text order, not
 // normalised. Malformed text is a *CheckpointError wrapping ErrCorruption
 // whose Path is name.
 func ParseCheckpoint(name string, data []byte) ([]Entry, error) { return parseCheckpoint(name, data) }

@@ -62,8 +62,8 @@
 // leaves a checkpoint with entries the log no longer has. That is safe
 // because after a crash the log, not the checkpoint, is the source of truth:
 // when it loads, the log calls TruncateFromEnd(LEO) and
-// TruncateFromStart(logStartOffset) on the cache it opened (SPEC 2.11 step
-// 6), which removes exactly what the lost flush would have removed, and
+// TruncateFromStart(logStartOffset) on the cache it opened (as Kafka's
+// LogLoader does), which removes exactly what the lost flush would have removed, and
 // re-assigns the epochs of the batches it recovers. Any later synchronous
 // write also persists a pending truncation, because writes carry the whole
 // current list.

@@ -51,7 +51,8 @@ func FormatEntries(entries []Entry) string {
 // EntriesInRange (on a copy). Every list they take and return satisfies
 // checkEntries.
 
-// assignEntry applies SPEC 3.2 steps 2 and 3 to entries (which it may
+// assignEntry applies the rules of Kafka's LeaderEpochFileCache.assign to
+// entries (which it may
 // modify in place) and reports whether anything changed. The arguments
 // must already be validated (non-negative).
 //
@@ -77,7 +78,8 @@ func assignEntry(entries []Entry, e Entry) ([]Entry, bool) {
 }
 
 // truncateEntriesFromEnd removes the entries whose StartOffset >= endOffset
-// (SPEC 3.5). A negative endOffset changes nothing.
+// (Kafka's LeaderEpochFileCache.truncateFromEnd). A negative endOffset
+// changes nothing.
 func truncateEntriesFromEnd(entries []Entry, endOffset int64) ([]Entry, bool) {
 	if endOffset < 0 || len(entries) == 0 || entries[len(entries)-1].StartOffset < endOffset {
 		return entries, false
@@ -88,7 +90,8 @@ func truncateEntriesFromEnd(entries []Entry, endOffset int64) ([]Entry, bool) {
 
 // truncateEntriesFromStart removes the entries whose StartOffset <=
 // startOffset and, if any were removed, puts the last removed one back
-// with StartOffset = startOffset (SPEC 3.5): the epoch that was current at
+// with StartOffset = startOffset (Kafka's
+// LeaderEpochFileCache.truncateFromStart): the epoch that was current at
 // startOffset keeps covering it. It reports false when the result equals
 // the input (startOffset below the earliest entry, or exactly at it). A
 // negative startOffset changes nothing.
@@ -167,7 +170,8 @@ func searchStartOffsetAtLeast(entries []Entry, offset int64) int {
 	return lo
 }
 
-// endOffsetFor answers SPEC 3.3 on a sorted list; see Cache.EndOffsetFor.
+// endOffsetFor answers OffsetsForLeaderEpoch on a sorted list; see
+// Cache.EndOffsetFor.
 func endOffsetFor(entries []Entry, epoch int32, logEndOffset int64) (int32, int64) {
 	if epoch < 0 {
 		return base.UndefinedEpoch, base.UndefinedOffset
@@ -193,7 +197,7 @@ func endOffsetFor(entries []Entry, epoch int32, logEndOffset int64) (int32, int6
 	}
 }
 
-// epochForOffset answers SPEC 3.4 on a sorted list; see
+// epochForOffset finds the epoch that wrote an offset in a sorted list; see
 // Cache.EpochForOffset.
 func epochForOffset(entries []Entry, offset int64) (int32, bool) {
 	i := searchStartOffsetAbove(entries, offset)

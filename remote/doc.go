@@ -15,7 +15,8 @@
 // and their manifest in an objstore.Store, see DESIGN.md 5.6); the
 // per-partition tasks (Manager) drive both.
 //
-// Segment states and the only transitions allowed (SPEC 4.2); any state may
+// Segment states and the only transitions allowed (Kafka:
+// RemoteLogSegmentState.isValidTransition); any state may
 // also move to itself (an idempotent retry); anything else is a
 // *TransitionError and changes nothing:
 //
@@ -40,7 +41,8 @@
 // >= s are superseded while the epoch's highest offset <= eEnd; then s maps
 // to the new segment. SegmentFor(epoch, offset) takes the mapping with the
 // greatest key <= offset and returns its segment iff offset lies at or
-// below the epoch's end in that segment. SPEC 4.3's example (S-30):
+// below the epoch's end in that segment. An example of two leaders'
+// overlapping uploads, X finished before A:
 //
 //	offset          0        50       80       100      120
 //	X (1st)         [ epoch 0          | epoch 1          ]   [0,119]
@@ -98,18 +100,19 @@
 //
 // # The remote-log manager
 //
-// Manager (Kafka: RemoteLogManager, SPEC 4.4 to 4.9) runs per partition a
-// copy and an expiration task on leaders and a follower task on followers,
-// at a fixed delay or by hand (RunCopy, RunExpiration, RunFollower), and
-// serves reads below the local log start (Read). Every install of the
-// log's highest offset in remote storage carries the truncation count read
-// under the log lock before the task read the epoch cache or the segments
-// (SEED #857), so progress computed before a truncation is never installed
-// after it; the copy task then derives its copied offset again. The
-// decisions are pure functions with their own tests: CopyCandidates,
-// FindHighestRemoteOffset, FilterLineage, SegmentWithinLineage,
-// PlanRetention, PlanEpochCleanup (with the consolidating-partition
-// guard). Commit points and the crash argument: DESIGN.md 5.7.
+// Manager (Kafka: RemoteLogManager) runs per partition a copy and an
+// expiration task on leaders and a follower task on followers, at a fixed
+// delay or by hand (RunCopy, RunExpiration, RunFollower), and serves reads
+// below the local log start (Read). Every install of the log's highest
+// offset in remote storage carries the truncation count read under the log
+// lock before the task read the epoch cache or the segments (the Inkless
+// truncation counter of https://github.com/aiven/inkless/pull/857), so
+// progress computed before a truncation is never installed after it; the
+// copy task then derives its copied offset again. The decisions are pure
+// functions with their own tests: CopyCandidates, FindHighestRemoteOffset,
+// FilterLineage, SegmentWithinLineage, PlanRetention, PlanEpochCleanup
+// (with the consolidating-partition guard). Commit points and the crash
+// argument: DESIGN.md 5.7.
 //
 // # Nothing corrupt is tiered or served
 //

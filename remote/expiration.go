@@ -7,9 +7,10 @@ import (
 	"github.com/tierlog/tierlog/internal/base"
 )
 
-// This file decides what the expiration task deletes (SPEC 4.8) as pure
-// functions of listed metadata and the leader's state, so every rule has
-// a datadriven test; manager_expire.go executes the decisions.
+// This file decides what the expiration task deletes (Kafka:
+// RemoteLogManager's RLMExpirationTask) as pure functions of listed
+// metadata and the leader's state, so every rule has a datadriven test;
+// manager_expire.go executes the decisions.
 
 // RetentionInput is what one expiration run decides over.
 type RetentionInput struct {
@@ -89,14 +90,14 @@ type RetentionPlan struct {
 }
 
 // PlanRetention walks the lineage's epochs in order and each epoch's
-// segments by start offset (SPEC 4.8 step 5). A segment being copied
-// stops the walk; DELETE_STARTED ones are retried; DELETE_FINISHED and
-// already scheduled ones are skipped. Otherwise a segment is breached by
-// the log start (all its epochs at or before the first lineage epoch and
-// ending below LogStart) or, if within the lineage, by time or size; a
-// breached segment raises the new log start to its end + 1. The walk goes
-// on while segments are breached or outside the lineage and stops at the
-// first valid segment that is not breached.
+// segments by start offset, as Kafka's RLMExpirationTask does. A segment
+// being copied stops the walk; DELETE_STARTED ones are retried;
+// DELETE_FINISHED and already scheduled ones are skipped. Otherwise a
+// segment is breached by the log start (all its epochs at or before the
+// first lineage epoch and ending below LogStart) or, if within the lineage,
+// by time or size; a breached segment raises the new log start to its
+// end + 1. The walk goes on while segments are breached or outside the lineage
+// and stops at the first valid segment that is not breached.
 func PlanRetention(in RetentionInput) RetentionPlan {
 	plan := RetentionPlan{NewLogStart: base.UndefinedOffset}
 	cleanupUntil, timeOn := in.NowMs-in.RetentionMs, in.RetentionMs > -1 && in.NowMs-in.RetentionMs >= 0
@@ -149,7 +150,7 @@ func PlanRetention(in RetentionInput) RetentionPlan {
 
 // retentionBreach returns by how many bytes the partition exceeds
 // retention.bytes: local-only bytes plus the finished remote segments
-// within the lineage, each counted once (SPEC 4.8 step 4).
+// within the lineage, each counted once.
 func retentionBreach(in RetentionInput) (int64, bool) {
 	if in.RetentionBytes <= -1 {
 		return 0, false
@@ -185,8 +186,10 @@ func breachedByLogStart(m *SegmentMetadata, logStart int64, lineage []epochcache
 }
 
 // CrossTierGuard limits the epoch-cache cleanup of a consolidating
-// partition (SEED #857, SPEC 6.12): only segments ending below Start may
-// go. Without a known start nothing may go.
+// partition (Inkless, https://github.com/aiven/inkless/pull/857): only
+// segments ending below Start may go, so the classic prefix stays readable
+// until retention moves the cross-tier log start past it. Without a known
+// start nothing may go.
 type CrossTierGuard struct {
 	Consolidating bool
 	// Start is the cross-tier log start; Known is false when the control
@@ -197,11 +200,11 @@ type CrossTierGuard struct {
 
 // PlanEpochCleanup picks the segments of remote epochs older than the
 // leader's earliest cached epoch whose epochs are all older than it
-// (SPEC 4.8 step 7): unclean-election garbage no lineage reaches.
-// byEpoch[e] lists the segments of remote epoch e. For a consolidating
-// partition only those ending below the cross-tier log start qualify: a
-// recreated leader caches only its new epoch until the rebuild, and the
-// classic prefix the rebuild reads must survive (S-39).
+// (Kafka's RLMExpirationTask epoch-cache cleanup): unclean-election garbage
+// no lineage reaches. byEpoch[e] lists the segments of remote epoch e. For
+// a consolidating partition only those ending below the cross-tier log
+// start qualify: a recreated leader caches only its new epoch until the
+// rebuild, and the classic prefix the rebuild reads must survive.
 func PlanEpochCleanup(earliest int32, remoteEpochs []int32, byEpoch func(int32) []SegmentMetadata, guard CrossTierGuard) []ScheduledDelete {
 	var out []ScheduledDelete
 	seen := map[SegmentID]bool{}

@@ -6,15 +6,16 @@ import (
 )
 
 // This file holds the pure epoch arithmetic of the remote-log manager's
-// tasks (SPEC 4.7, 4.8): which epochs have records, whether a remote
+// tasks (Kafka: RemoteLogManager.findHighestRemoteOffset and the
+// expiration task): which epochs have records, whether a remote
 // segment belongs to the leader's lineage, and how far this log's lineage
 // is already in remote storage. Entries are sorted by epoch, and their
 // start offsets never decrease (the epoch cache's invariant).
 
 // FilterLineage drops every epoch that holds no record: one whose start
 // offset equals the next epoch's start. The last epoch is always kept.
-// Kafka: RemoteLogManager.buildFilteredLeaderEpochMap (SPEC 4.8 step 2,
-// S-37). The result is a new slice.
+// Kafka: RemoteLogManager.buildFilteredLeaderEpochMap. The result is a new
+// slice.
 //
 //	{0:0, 1:0, 2:0, 3:30, 4:40, 5:60, 6:60, 7:70, 8:70}
 //	-> {2:0, 3:30, 4:40, 6:60, 8:70}
@@ -44,7 +45,7 @@ func lineageIndex(entries []epochcache.Entry, epoch int32) int {
 
 // SegmentWithinLineage reports whether segment m belongs to the lineage of
 // a leader whose filtered epoch entries are lineage and whose log ends at
-// logEnd (exclusive). Kafka: isRemoteSegmentWithinLeaderEpochs (SPEC 4.8).
+// logEnd (exclusive). Kafka: isRemoteSegmentWithinLeaderEpochs.
 // The segment's own epochs are filtered the same way. It holds iff
 //
 //   - the segment's last epoch lies within [first, last] lineage epoch;
@@ -108,13 +109,13 @@ type HighestOffsetLookup func(epoch int32) (offset int64, ok bool, err error)
 // (UnifiedLog.EndOffsetForEpoch: the exclusive end and the epoch found).
 type EndOffsetLookup func(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
 
-// FindHighestRemoteOffset returns the highest offset of this log's
-// lineage that is in remote storage, and its epoch, or (-1, -1) when
-// none is (SPEC 4.7). It walks the epochs from the latest back: for the
-// first epoch e with remote data h, if this log's own end of e is at or
-// below h, the remote copy of e extends past what this lineage holds for
-// e (an unclean election): the answer is capped at that end - 1, in the
-// epoch the log found; otherwise it is (h, e).
+// FindHighestRemoteOffset returns the highest offset of this log's lineage
+// that is in remote storage, and its epoch, or (-1, -1) when none is
+// (Kafka: RemoteLogManager.findHighestRemoteOffset). It walks the epochs
+// from the latest back: for the first epoch e with remote data h, if this
+// log's own end of e is at or below h, the remote copy of e extends past
+// what this lineage holds for e (an unclean election): the answer is capped
+// at that end - 1, in the epoch the log found; otherwise it is (h, e).
 //
 //	cache {0:0, 1:500},        remote highest of 0: 200        -> (200, 0)
 //	cache {0:0, 1:150, 2:300}, remote highest of 0: 200, no 1, 2 -> (149, 0)

@@ -19,7 +19,8 @@ import (
 // local log. *log.UnifiedLog implements it.
 type PartitionLog interface {
 	// TruncationCount is read under the log lock before a task reads the
-	// epoch cache or the segments (SPEC 2.13).
+	// epoch cache or the segments (the Inkless truncation counter of
+	// https://github.com/aiven/inkless/pull/857).
 	TruncationCount() truncation.Count
 	EpochEntries() []epochcache.Entry
 	EpochEntriesInRange(start, end int64) []epochcache.Entry
@@ -57,8 +58,10 @@ var _ SegmentStorage = (*StorageManager)(nil)
 
 // ConsolidationState tells the expiration task whether a partition is
 // consolidating (phase 2 of the classic-to-diskless switch) and its
-// cross-tier log start, the partition's authoritative log start (SPEC
-// 4.8 step 3, 6.12). The diskless control plane answers it.
+// cross-tier log start, the partition's authoritative log start: the
+// expiration task's reclaim floor and the bound of its epoch-cache cleanup
+// (Inkless, https://github.com/aiven/inkless/pull/857). The diskless
+// control plane answers it.
 type ConsolidationState interface {
 	// CrossTierLogStart returns (consolidating, start, known): known is
 	// false when the control plane has no cross-tier start yet.
@@ -81,7 +84,8 @@ type StopPartition struct {
 	DeleteRemoteLog bool
 	// KeepRemoteLogMetadata keeps the partition registered (remote reads
 	// and lookups keep working) while its tasks stop: a recreate deletes
-	// the logs but the rebuild needs the remote metadata (SEED #857).
+	// the logs but the rebuild needs the remote metadata (Inkless,
+	// https://github.com/aiven/inkless/pull/857).
 	KeepRemoteLogMetadata bool
 }
 
@@ -111,11 +115,10 @@ type ManagerOptions struct {
 // DefaultTaskInterval is Kafka's remote.log.manager.task.interval.ms.
 const DefaultTaskInterval = 30 * time.Second
 
-// Manager runs the remote-log tasks of the partitions this broker hosts
-// and serves reads below the local log (Kafka: RemoteLogManager; SPEC
-// 4.4 to 4.9). Leaders get a copy task and an expiration task, followers
-// a follower task. Each task keeps its state across runs; runs of one
-// task never overlap.
+// Manager runs the remote-log tasks of the partitions this broker hosts and
+// serves reads below the local log (Kafka: RemoteLogManager). Leaders get a
+// copy task and an expiration task, followers a follower task. Each task
+// keeps its state across runs; runs of one task never overlap.
 //
 // Lock order: Manager.mu -> nothing (it guards the partition map and is
 // never held across I/O or a task run); partitionTasks.{copyMu,
@@ -134,7 +137,7 @@ type Manager struct {
 		closed     bool
 	}
 	// copying holds the ids of segments being uploaded now: the
-	// expiration task stops at them (SPEC 4.8 step 5).
+	// expiration task stops at them, as Kafka's does.
 	copyingMu sync.Mutex
 	copying   map[SegmentID]struct{}
 	// indexes caches remote offset indexes for reads.
@@ -344,7 +347,8 @@ func (m *Manager) task(tp TopicIDPartition, k taskKind) (*partitionTasks, error)
 	return pt, nil
 }
 
-// RunCopy runs the copy task of leader partition tp once, now (SPEC 4.5).
+// RunCopy runs the copy task of leader partition tp once, now (Kafka:
+// RLMCopyTask).
 func (m *Manager) RunCopy(ctx context.Context, tp TopicIDPartition) error {
 	pt, err := m.task(tp, taskCopy)
 	if err != nil {
@@ -354,7 +358,7 @@ func (m *Manager) RunCopy(ctx context.Context, tp TopicIDPartition) error {
 }
 
 // RunExpiration runs the expiration task of leader partition tp once,
-// now (SPEC 4.8).
+// now (Kafka: RLMExpirationTask).
 func (m *Manager) RunExpiration(ctx context.Context, tp TopicIDPartition) error {
 	pt, err := m.task(tp, taskExpiration)
 	if err != nil {
@@ -364,7 +368,7 @@ func (m *Manager) RunExpiration(ctx context.Context, tp TopicIDPartition) error 
 }
 
 // RunFollower runs the follower task of follower partition tp once, now
-// (SPEC 4.6).
+// (Kafka: RemoteLogManager's follower task).
 func (m *Manager) RunFollower(ctx context.Context, tp TopicIDPartition) error {
 	pt, err := m.task(tp, taskFollower)
 	if err != nil {
@@ -375,7 +379,9 @@ func (m *Manager) RunFollower(ctx context.Context, tp TopicIDPartition) error {
 
 // StopPartitions stops the tasks of each partition, then deletes its
 // remote segments and its local log when asked, and unregisters it
-// unless KeepRemoteLogMetadata (SPEC 4.4). The tasks are cancelled and
+// unless KeepRemoteLogMetadata (Kafka: RemoteLogManager.stopPartitions;
+// KeepRemoteLogMetadata is the Inkless addition of
+// https://github.com/aiven/inkless/pull/857). The tasks are cancelled and
 // waited for before anything is deleted, and even when a deletion fails:
 // a copy task that kept running would keep the progress of a deleted log.
 // Errors of all partitions are joined.

@@ -12,7 +12,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// copyState is the copy task's memory between runs (SPEC 4.5).
+// copyState is the copy task's memory between runs (Kafka: RLMCopyTask's
+// copiedOffsetOption, plus the Inkless truncation count).
 type copyState struct {
 	// known is false until the copied offset is derived, and again after
 	// a rejected install: the next run derives it anew.
@@ -21,7 +22,8 @@ type copyState struct {
 	// copiedEpoch its epoch.
 	copied      int64
 	copiedEpoch int32
-	// count is the truncation count copied was derived under (SEED #857):
+	// count is the truncation count copied was derived under
+	// (https://github.com/aiven/inkless/pull/857):
 	// a different count means the log truncated since, and copied may
 	// point past the discarded tail.
 	count truncation.Count
@@ -42,7 +44,8 @@ type CopyCandidate struct {
 // CopyCandidates returns the segments of segs (from Segments(from): the
 // floor segment of from first) that may be copied with last stable
 // offset lso: each rolled segment whose next segment starts at or below
-// lso. The active segment never is (SPEC 4.5 step 3, S-34).
+// lso. The active segment never is (Kafka: RLMCopyTask's candidate
+// segments).
 func CopyCandidates(segs []log.SegmentInfo, lso int64) []CopyCandidate {
 	var out []CopyCandidate
 	for _, s := range segs {
@@ -54,8 +57,8 @@ func CopyCandidates(segs []log.SegmentInfo, lso int64) []CopyCandidate {
 	return out
 }
 
-// runCopy is one run of a leader's copy task (SPEC 4.5, with SEED #857's
-// truncation fence).
+// runCopy is one run of a leader's copy task (Kafka: RLMCopyTask, with the
+// truncation fence of https://github.com/aiven/inkless/pull/857).
 func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
 	pt.copyMu.Lock()
 	defer pt.copyMu.Unlock()
@@ -126,7 +129,7 @@ func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
 			// A truncation ran during the upload: the log may no longer
 			// hold what was uploaded, so resuming after end could skip
 			// the records that replaced the discarded tail. The next run
-			// derives the copied offset again (SEED #857).
+			// derives the copied offset again.
 			st.known = false
 			m.logger.Info("truncation during upload; copied offset is derived again",
 				zap.Stringer("partition", tp), zap.Int64("uploaded-end", end))
@@ -209,12 +212,12 @@ func (m *Manager) findLogStartOffset(tp TopicIDPartition, l PartitionLog) (int64
 // cannot finish stays DELETE_SEGMENT_STARTED for the next expiration run.
 const danglingDeleteTimeout = 10 * time.Second
 
-// copySegment uploads one candidate (SPEC 4.5 step 4). Commit points:
-// AddSegment(COPY_SEGMENT_STARTED) records the attempt (and so its object
-// keys) before any object is written; UpdateSegment(COPY_SEGMENT_FINISHED)
-// makes the copy visible. A failed upload is deleted at once; a crash
-// leaves a STARTED segment that expiration deletes (SPEC 4.8) and whose
-// objects DeleteOrphans can sweep.
+// copySegment uploads one candidate (Kafka: RLMCopyTask.copyLogSegment).
+// Commit points: AddSegment(COPY_SEGMENT_STARTED) records the attempt (and
+// so its object keys) before any object is written;
+// UpdateSegment(COPY_SEGMENT_FINISHED) makes the copy visible. A failed
+// upload is deleted at once; a crash leaves a STARTED segment that
+// expiration deletes and whose objects DeleteOrphans can sweep.
 func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCandidate) (end int64, lastEpoch int32, err error) {
 	tp, l := pt.p.TopicIDPartition, pt.p.Log
 	files, err := l.OpenSegment(c.BaseOffset)

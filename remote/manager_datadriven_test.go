@@ -20,7 +20,7 @@ var segmentIDPattern = regexp.MustCompile(`p0/[A-Za-z0-9_-]{22}`)
 
 // TestManagerDataDriven runs testdata/manager: the remote-log manager's
 // tasks over a real log, Pebble metadata and a StorageManager on a mem
-// store (SPEC 4.4-4.8 scenarios).
+// store (scenarios of the lifecycle, copy, follower and expiration tasks).
 //
 //	open [local-retention-ms=N] [retention-ms=N]   the leader's log p0
 //	append epoch=E segments=N records=N          N segments of N records, rolled, committed

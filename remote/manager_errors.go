@@ -30,7 +30,8 @@ var (
 	ErrCustomMetadataTooLarge = errors.New("remote: custom metadata too large")
 
 	// ErrNoLeaderEpoch means a segment to copy has no leader epoch in the
-	// log's cache; the metadata needs at least one (SPEC 4.2).
+	// log's cache; the metadata needs at least one (Kafka's
+	// RemoteLogSegmentMetadata requires a non-empty segmentLeaderEpochs).
 	ErrNoLeaderEpoch = errors.New("remote: segment has no leader epoch")
 )
 

@@ -38,15 +38,15 @@ type ReadResult struct {
 	AbortedTransactions []log.AbortedTxn
 }
 
-// Read serves a fetch at an offset below the local log start
-// (logStart <= offset < localLogStart) from remote storage (SPEC 4.9,
-// S-40): the segment holding offset in the leader epoch the log's cache
-// gives it, positioned through the segment's remote offset index. If the
-// segment has no batch at or above offset (compaction), the next segment
-// is read. maxBytes bounds the records; minOneMessage returns a first
-// batch larger than it whole. Every returned batch passed its CRC check:
-// a corrupt byte from the object store is an error wrapping ErrCorruption,
-// never returned data.
+// Read serves a fetch at an offset below the local log start (logStart <=
+// offset < localLogStart) from remote storage (Kafka:
+// RemoteLogManager.read): the segment holding offset in the leader epoch
+// the log's cache gives it, positioned through the segment's remote offset
+// index. If the segment has no batch at or above offset (compaction), the
+// next segment is read. maxBytes bounds the records; minOneMessage returns
+// a first batch larger than it whole. Every returned batch passed its CRC
+// check: a corrupt byte from the object store is an error wrapping
+// ErrCorruption, never returned data.
 func (m *Manager) Read(ctx context.Context, tp TopicIDPartition, offset int64, maxBytes int, isolation log.Isolation, minOneMessage bool) (ReadResult, error) {
 	start := m.opts.Now()
 	m.metrics.readsInFlight.Add(1)

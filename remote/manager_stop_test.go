@@ -19,10 +19,11 @@ var errDeleteFailed = errors.New("directory gone")
 
 func (failingDeleteLog) Delete() error { return errDeleteFailed }
 
-// TestStopPartitionsCancelsTasksEvenWhenLocalDeleteFails (SPEC 4.4, SEED
-// #857): the tasks stop before anything is deleted, and stay stopped
-// when the local deletion fails; with KeepRemoteLogMetadata the partition
-// stays ready for remote reads.
+// TestStopPartitionsCancelsTasksEvenWhenLocalDeleteFails (Kafka's
+// RemoteLogManager.stopPartitions; KeepRemoteLogMetadata from
+// https://github.com/aiven/inkless/pull/857): the tasks stop before
+// anything is deleted, and stay stopped when the local deletion fails; with
+// KeepRemoteLogMetadata the partition stays ready for remote reads.
 func TestStopPartitionsCancelsTasksEvenWhenLocalDeleteFails(t *testing.T) {
 	e := newMgrEnv(t, nil)
 	ctx := context.Background()
@@ -125,8 +126,9 @@ func TestBackgroundTasks(t *testing.T) {
 	require.ErrorIs(t, mgr.OnLeadershipChange([]Partition{{tp, l}}, nil), ErrClosed)
 }
 
-// TestRecreatedLeaderKeepsRemotePrefix (SEED #857
-// testRecreatedLeaderKeepsRemotePrefixUntilRebuild, S-39): a real empty
+// TestRecreatedLeaderKeepsRemotePrefix (after Inkless's
+// testRecreatedLeaderKeepsRemotePrefixUntilRebuild in
+// https://github.com/aiven/inkless/pull/857): a real empty
 // log in epoch 7 leads a consolidating partition whose remote storage
 // holds [0,39]{0}, [40,79]{0,2}, [80,99]{2,3} below seal 100 and
 // [100,149]{5}; the cross-tier log start is 40. The expiration task, run

@@ -9,10 +9,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// runFollower is one run of a follower's task (SPEC 4.6): install the
+// runFollower is one run of a follower's task (Kafka: RemoteLogManager's
+// follower task): install the
 // highest offset of this log's lineage that the leader tiered, so the
 // follower may delete local segments below it. The truncation count is
-// read first and fences the install (SEED #857): an offset computed from
+// read first and fences the install (the Inkless truncation counter of
+// https://github.com/aiven/inkless/pull/857): an offset computed from
 // an epoch cache that a truncation then cut is dropped.
 func (m *Manager) runFollower(ctx context.Context, pt *partitionTasks) error {
 	pt.followerMu.Lock()
@@ -33,7 +35,8 @@ func (m *Manager) runFollower(ctx context.Context, pt *partitionTasks) error {
 	return nil
 }
 
-// runExpiration is one run of a leader's expiration task (SPEC 4.8).
+// runExpiration is one run of a leader's expiration task (Kafka:
+// RemoteLogManager's RLMExpirationTask).
 func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 	pt.expireMu.Lock()
 	defer pt.expireMu.Unlock()
@@ -73,7 +76,7 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 		in.SegmentsByEpoch = append(in.SegmentsByEpoch, segmentsOfEpoch(all, e.Epoch))
 	}
 	plan := PlanRetention(in)
-	// Report the new log start before deleting (SPEC 4.8 step 6): a
+	// Report the new log start before deleting, as Kafka does: a
 	// reader is never sent to a segment being deleted.
 	if plan.NewLogStart >= 0 {
 		if _, err := l.UpdateLogStartOffsetFromRemoteTier(plan.NewLogStart); err != nil {
@@ -81,7 +84,7 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 		}
 	}
 	// Every pending deletion is retried on every run, not only those the
-	// walk reaches (SPEC 4.8 step 5 retries DELETE_SEGMENT_STARTED only on
+	// walk reaches (Kafka retries DELETE_SEGMENT_STARTED only on
 	// the walk, which stops at the first valid segment retention keeps: a
 	// failed cleanup above it would keep its objects for as long as
 	// retention keeps that segment, forever with infinite retention).

@@ -140,7 +140,7 @@ func spans(segs []SegmentMetadata) string {
 
 // TestCopyTaskCopiesRolledSegmentsBelowLSO: the copy task uploads every
 // rolled segment below the last stable offset, never the active one, and
-// installs the highest copied offset (SPEC 4.5, S-34). A second run copies
+// installs the highest copied offset. A second run copies
 // nothing new.
 func TestCopyTaskCopiesRolledSegmentsBelowLSO(t *testing.T) {
 	e := newMgrEnv(t, nil)
@@ -158,7 +158,7 @@ func TestCopyTaskCopiesRolledSegmentsBelowLSO(t *testing.T) {
 	require.Zero(t, met.Partitions[tp].CopyLagSegments)
 }
 
-// TestFailedCopyDeletesTheDanglingSegment (S-35): the upload fails; the
+// TestFailedCopyDeletesTheDanglingSegment: the upload fails; the
 // STARTED metadata is moved to DELETE_STARTED and DELETE_FINISHED, the
 // data deleted once, the failure counted, and the highest remote offset
 // unchanged.
@@ -202,10 +202,11 @@ func (l *truncatingLog) EndOffsetForEpoch(epoch int32) (int64, int32, bool) {
 }
 
 // TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup
-// (SEED #857, S-52): the follower's log truncates while the task computes
-// the highest remote offset from the old epoch cache. The install carries
-// the count read before the lookup and is dropped; the next run installs
-// the offset of the truncated log.
+// (the truncation fence of https://github.com/aiven/inkless/pull/857): the
+// follower's log truncates while the task computes the highest remote
+// offset from the old epoch cache. The install carries the count read
+// before the lookup and is dropped; the next run installs the offset of the
+// truncated log.
 func TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup(t *testing.T) {
 	e := newMgrEnv(t, nil)
 	tp := testPartition(0)
@@ -244,12 +245,13 @@ func (e *mgrEnv) addFinished(tp TopicIDPartition, start, end int64, epochs []epo
 	return m
 }
 
-// TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload (SEED
-// #857, S-52): the leader loses leadership during the upload of [10,19]
-// and truncates to 15; a new epoch writes 15..29. The install of 19 is
-// dropped, and the next run derives the copied offset again (14, capped
-// by the log's end of epoch 0) and uploads the records that replaced the
-// discarded tail instead of resuming after 19.
+// TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload (the
+// truncation fence of https://github.com/aiven/inkless/pull/857): the
+// leader loses leadership during the upload of [10,19] and truncates to 15;
+// a new epoch writes 15..29. The install of 19 is dropped, and the next run
+// derives the copied offset again (14, capped by the log's end of epoch 0)
+// and uploads the records that replaced the discarded tail instead of
+// resuming after 19.
 func TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload(t *testing.T) {
 	e := newMgrEnv(t, nil)
 	tp := testPartition(0)

@@ -87,7 +87,7 @@ func (tp TopicIDPartition) problem() string {
 }
 
 // SegmentID identifies one copy attempt of one local segment: every attempt
-// gets a fresh random ID (SPEC 4.1), so a retried upload never overwrites
+// gets a fresh random ID, so a retried upload never overwrites
 // another attempt's objects or metadata. Kafka: RemoteLogSegmentId.
 type SegmentID struct {
 	TopicIDPartition TopicIDPartition
@@ -121,7 +121,8 @@ const (
 	// segment.
 	DeleteSegmentFinished SegmentState = 3
 
-	// NoSegmentState stands for "(none)" in SPEC 4.2's table: the state of
+	// NoSegmentState stands for "(none)" in the transition table of
+	// IsValidTransition: the state of
 	// a segment the manager does not know. It is never stored.
 	NoSegmentState SegmentState = 0xff
 )
@@ -145,9 +146,9 @@ func (s SegmentState) String() string {
 
 func (s SegmentState) valid() bool { return s <= DeleteSegmentFinished }
 
-// IsValidTransition reports whether SPEC 4.2 allows a segment to move from
-// state from (NoSegmentState for an unknown segment) to state to. Kafka:
-// RemoteLogSegmentState.isValidTransition.
+// IsValidTransition reports whether Kafka's rules allow a segment to move
+// from state from (NoSegmentState for an unknown segment) to state to.
+// Kafka: RemoteLogSegmentState.isValidTransition.
 //
 //	(none)                 -> COPY_SEGMENT_STARTED
 //	COPY_SEGMENT_STARTED   -> COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED
@@ -205,7 +206,7 @@ type SegmentMetadata struct {
 	BrokerID int32
 	// EventTimestampMs is when this state was reached.
 	EventTimestampMs int64
-	// State is the lifecycle state (SPEC 4.2).
+	// State is the lifecycle state (see IsValidTransition).
 	State SegmentState
 	// TxnIndexEmpty is true when the segment has no aborted transactions
 	// (no transaction index was uploaded).
@@ -215,8 +216,9 @@ type SegmentMetadata struct {
 	CustomMetadata []byte
 }
 
-// Validate checks the rules of SPEC 4.2 and what the stored format needs.
-// It returns a *SegmentMetadataError naming the first broken rule.
+// Validate checks the rules of Kafka's RemoteLogSegmentMetadata and what
+// the stored format needs. It returns a *SegmentMetadataError naming the
+// first broken rule.
 func (m *SegmentMetadata) Validate() error {
 	bad := func(format string, args ...any) error {
 		return &SegmentMetadataError{SegmentID: m.SegmentID, Reason: fmt.Sprintf(format, args...)}

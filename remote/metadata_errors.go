@@ -26,13 +26,13 @@ var (
 	ErrInvalidArgument = base.ErrInvalidArgument
 
 	// ErrInvalidSegmentMetadata means a SegmentMetadata breaks one of the
-	// rules of SPEC 4.2 (start >= 0, end >= start, epochs non-empty,
-	// sorted, starting at the segment start and inside it). Returned as a
-	// *SegmentMetadataError.
+	// rules of Kafka's RemoteLogSegmentMetadata (start >= 0, end >= start,
+	// epochs non-empty, sorted, starting at the segment start and inside
+	// it). Returned as a *SegmentMetadataError.
 	ErrInvalidSegmentMetadata = errors.New("remote: invalid segment metadata")
 
 	// ErrInvalidTransition means a segment or partition-delete state change
-	// that SPEC 4.2's table does not allow (FINISHED -> STARTED, anything
+	// that IsValidTransition does not allow (FINISHED -> STARTED, anything
 	// out of DELETE_SEGMENT_FINISHED, add with a state other than
 	// COPY_SEGMENT_STARTED). Returned as a *TransitionError. Kafka's cache
 	// logs and drops such events; here the caller learns of them and
@@ -47,7 +47,8 @@ var (
 	// ErrSegmentIDReused means AddSegment was called again for a segment id
 	// still in COPY_SEGMENT_STARTED, with different offsets, epochs, size,
 	// timestamps or txn flag. A retry must send the same metadata; a new
-	// copy attempt must use a new id (SPEC 4.1).
+	// copy attempt must use a new id (as in Kafka, each attempt has a
+	// fresh RemoteLogSegmentId).
 	ErrSegmentIDReused = errors.New("remote: segment id reused with different metadata")
 )
 
@@ -67,7 +68,8 @@ func (e *SegmentMetadataError) Unwrap() []error {
 	return []error{ErrInvalidSegmentMetadata, ErrInvalidArgument}
 }
 
-// TransitionError reports a state change that SPEC 4.2 does not allow.
+// TransitionError reports a state change that IsValidTransition does not
+// allow.
 // For a segment, From is NoSegmentState when the segment is unknown (an add);
 // for a partition delete, the partition's states are reported instead.
 type TransitionError struct {

@@ -10,7 +10,7 @@ import (
 
 // This file is the in-memory model of one partition's remote metadata: the
 // reference semantics of Kafka's RemoteLogMetadataCache and
-// RemoteLogLeaderEpochState (SPEC 4.3), as pure data structures without
+// RemoteLogLeaderEpochState, as pure data structures without
 // I/O or locks. The MetadataManager plans a change against the current
 // state (plan*), writes the planned change to Pebble, then applies it here
 // (apply), so memory and disk are changed by the same value.
@@ -117,7 +117,7 @@ func (st *epochState) floor(offset int64) (epochMapping, bool) {
 	return st.offsetToID[i-1], true
 }
 
-// lookup is Kafka's remoteLogSegmentMetadata(epoch, offset) (SPEC 4.3):
+// lookup is Kafka's remoteLogSegmentMetadata(epoch, offset):
 // the mapping with the greatest key <= offset, if offset also lies at or
 // below the epoch's end inside that segment.
 func (ps *partitionState) lookup(epoch int32, offset int64) (*SegmentMetadata, bool) {
@@ -162,7 +162,7 @@ type segmentChange struct {
 }
 
 // planCopyFinished plans Kafka's handleSegmentWithCopySegmentFinishedState
-// for every epoch of next (SPEC 4.3): with s the epoch's start and eEnd
+// for every epoch of next: with s the epoch's start and eEnd
 // its end inside the segment, while the last mapped key is >= s and the
 // epoch's highestOffset <= eEnd, that mapping is superseded (dropped);
 // then s maps to this segment (replacing any mapping with key s), and

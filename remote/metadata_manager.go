@@ -27,10 +27,11 @@ type MetadataOptions struct {
 	PebbleOptions *pebble.Options
 }
 
-// MetadataManager stores remote segment metadata (SPEC 4.2, 4.3) in a
-// Pebble database and answers the tier's metadata queries from an
-// in-memory index of it. Kafka: RemoteLogMetadataManager, with the
-// semantics of its RemoteLogMetadataCache.
+// MetadataManager stores remote segment metadata (Kafka:
+// RemoteLogSegmentMetadata, RemoteLogMetadataManager) in a Pebble database
+// and answers the tier's metadata queries from an in-memory index of it.
+// Kafka: RemoteLogMetadataManager, with the semantics of its
+// RemoteLogMetadataCache.
 //
 // Concurrency: safe for concurrent use. Writers (AddSegment, UpdateSegment,
 // PutPartitionDeleteMetadata) are serialised by writeMu, which is held
@@ -163,7 +164,7 @@ func (m *MetadataManager) Close() error {
 // AddSegment records a new copy attempt (Kafka:
 // addRemoteLogSegmentMetadata). seg.State must be COPY_SEGMENT_STARTED.
 // Adding a segment id again while it is still COPY_SEGMENT_STARTED is an
-// idempotent retry (SPEC 4.2's self transition): it succeeds if the copy's
+// idempotent retry (a state may move to itself): it succeeds if the copy's
 // fields are the same (BrokerID, EventTimestampMs and CustomMetadata are
 // taken from the retry) and fails with ErrSegmentIDReused otherwise. In any
 // other state the add is an invalid transition.
@@ -199,11 +200,11 @@ func (m *MetadataManager) AddSegment(ctx context.Context, seg SegmentMetadata) e
 }
 
 // UpdateSegment moves a segment to u.State (Kafka:
-// updateRemoteLogSegmentMetadata), taking u's event time and broker id
-// (and custom metadata when non-nil). The transition must be allowed by
-// SPEC 4.2 (a *TransitionError otherwise, and nothing changes); u.State
-// must not be COPY_SEGMENT_STARTED. An unknown or forgotten segment is
-// ErrSegmentNotFound. A self transition re-applies the state's index
+// updateRemoteLogSegmentMetadata), taking u's event time and broker id (and
+// custom metadata when non-nil). The transition must be allowed by
+// IsValidTransition (a *TransitionError otherwise, and nothing changes);
+// u.State must not be COPY_SEGMENT_STARTED. An unknown or forgotten segment
+// is ErrSegmentNotFound. A self transition re-applies the state's index
 // change, as Kafka's cache does.
 //
 // Commit point: the fsync of Pebble's WAL for the batch holding the new
@@ -399,8 +400,8 @@ func (m *MetadataManager) PartitionDeleteState(tp TopicIDPartition) (PartitionDe
 }
 
 // SegmentFor returns the COPY_SEGMENT_FINISHED segment that holds offset in
-// leader epoch epoch (Kafka: remoteLogSegmentMetadata(tp, epoch, offset),
-// SPEC 4.3): among the segments mapped under epoch, the one with the
+// leader epoch epoch (Kafka: remoteLogSegmentMetadata(tp, epoch, offset)):
+// among the segments mapped under epoch, the one with the
 // greatest epoch start <= offset, if offset also lies at or below the
 // epoch's end inside it. Overlapping segments from different leaders are
 // resolved by the superseding rule applied when each finished.

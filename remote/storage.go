@@ -37,7 +37,8 @@ const (
 	// has no aborted transactions.
 	IndexTransaction
 	// IndexLeaderEpoch is the leader-epoch checkpoint text of the entries
-	// before the segment end (SPEC 4.1).
+	// before the segment end: the whole history up to it, not only the
+	// segment's epochs, so a follower can rebuild its cache from one segment.
 	IndexLeaderEpoch
 
 	numIndexTypes = 5

@@ -289,9 +289,10 @@ func (s *StorageManager) FetchIndex(ctx context.Context, m *SegmentMetadata, t I
 }
 
 // FetchLeaderEpochs returns the decoded IndexLeaderEpoch index: the
-// leader's epoch entries before the segment end (SPEC 4.1), oldest first.
-// Bytes that pass their checksum but do not parse as the canonical
-// checkpoint text of strictly increasing entries are a *CorruptionError.
+// leader's epoch entries before the segment end (the whole history up to
+// it), oldest first. Bytes that pass their checksum but do not parse as the
+// canonical checkpoint text of strictly increasing entries are a
+// *CorruptionError.
 func (s *StorageManager) FetchLeaderEpochs(ctx context.Context, m *SegmentMetadata) ([]epochcache.Entry, error) {
 	b, corrupt, err := s.fetchIndex(ctx, m, IndexLeaderEpoch)
 	if err != nil {

@@ -15,7 +15,8 @@ import (
 )
 
 // TestTaskDecisionsDataDriven runs testdata/tasks: the pure decisions of
-// the remote-log manager's tasks (SPEC 4.5, 4.7, 4.8).
+// the remote-log manager's tasks (copy candidates, the highest remote offset,
+// the filtered lineage and expiration).
 //
 //	filter epochs=E@O,...                      FilterLineage
 //	within epochs=E@O,... end=N leo=L lineage=E@O,...   SegmentWithinLineage

@@ -9,14 +9,15 @@ import (
 	"github.com/tierlog/tierlog/remote"
 )
 
-// The operator recovery of a phase-1 partition that lost its classic
-// prefix (SPEC 6.13; Inkless PR #855, KC-717). In phase 1 the part of the
+// The operator recovery of a phase-1 partition that lost its classic prefix
+// (https://github.com/aiven/inkless/pull/855). In phase 1 the part of the
 // classic prefix [X, S) that remote storage does not hold yet lives only on
 // the replicas' local disks. When the only ISR member loses its log, the
-// broker fences the partition (SPEC 6.4), the controller elects only ISR
-// members and unclean election is blocked (KC-636), so the partition
-// cannot recover by itself. The operator has two ways out, which
-// kafka-topic-switch.sh checks against what every replica reports:
+// broker fences the partition (its leader is below the seal), the
+// controller elects only ISR members and unclean election is blocked in
+// phase 1, so the partition cannot recover by itself. The operator has two
+// ways out, which kafka-topic-switch.sh checks against what every replica
+// reports:
 //
 //	describe        DescribeDisklessSwitchReplica (API key 504) on each
 //	                replica's broker: Describe, one ReplicaDescription each
@@ -28,7 +29,7 @@ import (
 //	                PlanStartPhaseTwo, then AlterDisklessSwitch with
 //	                ClassicPrefixInRemoteStorage (State.StartPhaseTwo)
 //
-// What a replica covers, S = 1000, X = 0 (S-77 and S-78):
+// What a replica covers, S = 1000, X = 0:
 //
 //	offset          0                    600                   1000 = S
 //	remote run      [=====================)                       finished segments from X
@@ -38,7 +39,7 @@ import (
 //
 // start-phase-2 would lose [600, 1000) (the remote end becomes the seal),
 // so it is refused while replica 2 or 3 holds the prefix; without them
-// (S-77) it needs --accept-data-loss.
+// it needs --accept-data-loss.
 //
 // All of it is pure: Describe reads a log's offsets and one listing of the
 // remote metadata; the rest are functions of the descriptions.
@@ -63,14 +64,16 @@ var (
 
 	// ErrReplicaNotHosted: the broker has no log for the partition, so it
 	// cannot describe it. Kafka: UNKNOWN_TOPIC_OR_PARTITION ("this server
-	// does not host this topic-partition") [INF: the seed names no code].
+	// does not host this topic-partition") [INF:
+	// https://github.com/aiven/inkless/pull/855 names no code].
 	ErrReplicaNotHosted = errors.New("tierstate: broker does not host the replica")
 
 	// ErrHighWatermarkNotAtSeal: elect --replica needs the replica's high
 	// watermark at the seal. Only that shows the replica has the
 	// committed prefix: a replica outside the ISR may hold an uncommitted
 	// tail, so one with HW < S is refused even if it holds every committed
-	// record (a documented limitation of SEED-855). Refused by
+	// record (a documented limitation of
+	// https://github.com/aiven/inkless/pull/855). Refused by
 	// kafka-topic-switch.sh before any request (no Kafka error code).
 	ErrHighWatermarkNotAtSeal = errors.New("tierstate: replica high watermark not at the seal")
 
@@ -173,11 +176,13 @@ type DescribeRequest struct {
 	// Log is the replica's log, nil when the broker does not host it (a
 	// nil interface: a nil *log.UnifiedLog inside one is not nil).
 	Log DescribeLog
-	// FencedByBroker: the broker took the partition offline because its
-	// log ends below the seal in phase 1 (SPEC 6.4, SEED-855).
+	// FencedByBroker: the broker took the partition offline because its log
+	// ends below the seal in phase 1
+	// (https://github.com/aiven/inkless/pull/855).
 	FencedByBroker bool
 	// CrossTierLogStartOffset is X, the control plane's
-	// COALESCE(remote_log_start_offset, log_start_offset) (SPEC 6.8).
+	// COALESCE(remote_log_start_offset, log_start_offset): the earliest
+	// offset readable from remote storage, local logs or the WAL.
 	CrossTierLogStartOffset int64
 	// Remote is this broker's view of the remote log metadata.
 	Remote RemoteSegmentLister
@@ -188,10 +193,10 @@ type DescribeRequest struct {
 }
 
 // ReplicaDescription is what DescribeDisklessSwitchReplica answers for one
-// replica, plus the seal it was computed under. Offsets follow SPEC 0.2:
-// starts inclusive, ends exclusive. The tool's conclusions (coverage,
-// holding the prefix, loss) are methods, so a description received over
-// the wire gives the same answers as one made locally.
+// replica, plus the seal it was computed under. Offsets: starts inclusive,
+// ends exclusive. The tool's conclusions (coverage, holding the prefix,
+// loss) are methods, so a description received over the wire gives the same
+// answers as one made locally.
 type ReplicaDescription struct {
 	BrokerID int32
 	// Seal is the committed seal S; the classic prefix is [X, S).
@@ -230,7 +235,7 @@ func (d ReplicaDescription) LocalRange() OffsetRange {
 // MissingRanges returns the offsets of the classic prefix [X, S) that
 // neither remote storage (the gap-free run from X) nor the local log
 // holds, in offset order; none when the replica covers the prefix.
-// Remote segments past a gap in the run do not count (SPEC 6.13): the
+// Remote segments past a gap in the run do not count: the
 // run is what the broker reports.
 func (d ReplicaDescription) MissingRanges() []OffsetRange {
 	prefix := d.ClassicPrefix()
@@ -264,14 +269,14 @@ func (d ReplicaDescription) MissingRanges() []OffsetRange {
 func (d ReplicaDescription) CoversClassicPrefix() bool { return len(d.MissingRanges()) == 0 }
 
 // HoldsClassicPrefix reports whether the replica has the whole classic
-// prefix: its log reaches the seal and, with remote storage, covers
-// [X, S) without a gap. [INF] A replica whose log ends below the seal
-// does not hold it even when remote storage alone covers the prefix:
-// then every replica's remote view does, nothing is lost, and
-// start-phase-2 at the remote end (= S) is the way out for a partition
-// whose replicas all lost their logs (SEED-855 "when it loses records",
-// "when the seal changes"). This is the predicate start-phase-2 refuses
-// on; HoldsClassicPrefix does not look at the high watermark.
+// prefix: its log reaches the seal and, with remote storage, covers [X, S)
+// without a gap. [INF] A replica whose log ends below the seal does not
+// hold it even when remote storage alone covers the prefix: then every
+// replica's remote view does, nothing is lost, and start-phase-2 at the
+// remote end (= S) is the way out for a partition whose replicas all lost
+// their logs (https://github.com/aiven/inkless/pull/855, "when it loses
+// records", "when the seal changes"). This is the predicate start-phase-2
+// refuses on; HoldsClassicPrefix does not look at the high watermark.
 func (d ReplicaDescription) HoldsClassicPrefix() bool {
 	return d.LogEndOffset >= d.Seal && d.CoversClassicPrefix()
 }
@@ -325,14 +330,14 @@ func (d ReplicaDescription) validate() error {
 }
 
 // Describe answers DescribeDisklessSwitchReplica (API key 504, DESCRIBE on
-// the cluster) for one replica (SPEC 6.13; SEED-855): the log's local log
-// start, log end offset and high watermark, whether the broker fenced the
-// partition, the cross-tier log start X, and the end of the gap-free run
-// of COPY_SEGMENT_FINISHED remote segments starting at X, capped at the
-// seal. Segments in any other state (COPY_SEGMENT_STARTED,
+// the cluster) for one replica (https://github.com/aiven/inkless/pull/855):
+// the log's local log start, log end offset and high watermark, whether the
+// broker fenced the partition, the cross-tier log start X, and the end of
+// the gap-free run of COPY_SEGMENT_FINISHED remote segments starting at X,
+// capped at the seal. Segments in any other state (COPY_SEGMENT_STARTED,
 // DELETE_SEGMENT_STARTED) do not count; overlapping segments (copies by
-// different leaders) count as the union of their offsets [INF: their
-// epochs are not compared; in phase 1 unclean election is blocked].
+// different leaders) count as the union of their offsets [INF: their epochs
+// are not compared; in phase 1 unclean election is blocked].
 //
 // It works on a fenced partition: it only reads the log's offsets,
 // lock-free. Refusals (*RecoveryError): no committed seal (classic:
@@ -411,9 +416,10 @@ func gapFreeRemoteEnd(segs []remote.SegmentMetadata, x, seal int64) int64 {
 	return end
 }
 
-// CheckElectReplica is kafka-topic-switch.sh elect --replica (S-78; SPEC
-// 6.13): before it sends AlterDisklessSwitch with LeaderId (elect the
-// replica with ISR = {it}, even from outside the ISR), it requires
+// CheckElectReplica is kafka-topic-switch.sh elect --replica
+// (https://github.com/aiven/inkless/pull/855): before it sends
+// AlterDisklessSwitch with LeaderId (elect the replica with ISR = {it},
+// even from outside the ISR), it requires
 //
 //  1. the switch rules of the request, State.ValidateElectReplica with
 //     the seal the description was made under: phase 1 and that seal
@@ -421,9 +427,9 @@ func gapFreeRemoteEnd(segs []remote.SegmentMetadata, x, seal int64) int64 {
 //     description fails with ErrSealMismatch);
 //  2. the replica's high watermark at the seal (HW == S,
 //     ErrHighWatermarkNotAtSeal): HW < S is refused even if the replica
-//     holds every committed record (SEED-855 limitation: outside the ISR
+//     holds every committed record (https://github.com/aiven/inkless/pull/855 limitation: outside the ISR
 //     it cannot tell its committed prefix from an uncommitted tail);
-//     [INF] HW > S is refused too, as the SPEC's "HW == S" says;
+//     [INF] HW > S is refused too: the rule is HW == S;
 //  3. its log plus remote storage cover [X, S) without a gap
 //     (ErrClassicPrefixGap, with the first missing range).
 //
@@ -511,9 +517,9 @@ func (p StartPhaseTwoPlan) String() string {
 	return msg
 }
 
-// PlanStartPhaseTwo is kafka-topic-switch.sh start-phase-2 (S-77; SPEC
-// 6.13): the recovery of a phase-1 partition whose replicas all lost
-// part of the classic prefix. In order:
+// PlanStartPhaseTwo is kafka-topic-switch.sh start-phase-2
+// (https://github.com/aiven/inkless/pull/855): the recovery of a phase-1
+// partition whose replicas all lost part of the classic prefix. In order:
 //
 //  1. the switch rules of State.StartPhaseTwo at the committed seal
 //     (phase 1, a valid leader epoch; its *TransitionError is returned as

@@ -23,11 +23,11 @@ var (
 	_ RemoteSegmentLister = (*remote.MetadataManager)(nil)
 )
 
-// TestDescribeDataDriven runs testdata/describe_*: the operator recovery
-// of a phase-1 partition (SPEC 6.13). Each replica has a real
-// *log.UnifiedLog and its broker's own *remote.MetadataManager (brokers
-// read the remote log metadata at different speeds), all on one
-// vfs.NewMem.
+// TestDescribeDataDriven runs testdata/describe_*: the operator recovery of
+// a phase-1 partition (https://github.com/aiven/inkless/pull/855). Each
+// replica has a real *log.UnifiedLog and its broker's own
+// *remote.MetadataManager (brokers read the remote log metadata at
+// different speeds), all on one vfs.NewMem.
 //
 // Partition:
 //

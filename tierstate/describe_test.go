@@ -273,7 +273,8 @@ func TestCheckElectReplica(t *testing.T) {
 		mutate func(*ReplicaDescription)
 		reason error
 	}{
-		// S-78: HW 990 < S with every record: rejected (limitation).
+		// HW 990 < S with every record: rejected (a limitation of the elect
+		// check).
 		{"HW below the seal", func(d *ReplicaDescription) { d.HighWatermark = 990 }, ErrHighWatermarkNotAtSeal},
 		{"HW past the seal", func(d *ReplicaDescription) { d.LogEndOffset, d.HighWatermark = 1100, 1100 },
 			ErrHighWatermarkNotAtSeal},
@@ -298,7 +299,7 @@ func TestPlanStartPhaseTwo(t *testing.T) {
 	wiped := func(id int32, remoteEnd int64) ReplicaDescription {
 		return ReplicaDescription{BrokerID: id, Seal: 1000, RemoteEndOffset: remoteEnd}
 	}
-	// S-77: every replica lost its disk, remote storage holds [0, 599].
+	// Every replica lost its disk, remote storage holds [0, 599].
 	req := StartPhaseTwoRequest{Replicas: []int32{1, 2, 3},
 		Descriptions: []ReplicaDescription{wiped(3, 600), wiped(1, 600), wiped(2, 500)}, CurrentLeaderEpoch: 3}
 
@@ -449,7 +450,7 @@ func TestRecoveryErrorMessage(t *testing.T) {
 	require.Equal(t, "none", OffsetRange{5, 5}.String())
 }
 
-// S-77: every replica lost its disk and remote storage holds [0, 599] of
+// Every replica lost its disk and remote storage holds [0, 599] of
 // the classic prefix [0, 1000).
 func ExamplePlanStartPhaseTwo() {
 	s, _ := State{}.WithConsolidating(true).ArmSwitch()

@@ -1,11 +1,12 @@
 // Package tierstate holds the classic-to-diskless switch state of a
-// partition and the decisions taken on it (Inkless, SPEC 6), and the
-// leader's validation of a fetch against its tiered log (SPEC 3.3, 4.9).
+// partition and the decisions taken on it (Inkless), and the leader's
+// validation of a fetch against its tiered log (Kafka's
+// OffsetsForLeaderEpoch rules and KIP-405's reads below the local log).
 //
 // # Switch state
 //
 // A State is the Inkless metadata of one partition, carried as raw tagged
-// fields on Kafka's PartitionRecord and PartitionChangeRecord (SPEC 6.2),
+// fields on Kafka's PartitionRecord and PartitionChangeRecord,
 // plus whether the partition consolidates:
 //
 //	tag  field                          absent means   State
@@ -30,9 +31,9 @@
 // operator's decisions: each returns the State to commit or a
 // *TransitionError naming the rule, and ChangeTags gives the record. A
 // broker replays records with FromPartitionRecord and ApplyChange, which
-// apply SPEC 6.2's merge rule (an absent field keeps its value, a present
-// one replaces it, a negative tag 100 drops tags 101, 102 and 104) and
-// refuse records no operation writes. Across all of them:
+// apply Kafka's merge rule for change records (an absent field keeps its
+// value, a present one replaces it, a negative tag 100 drops tags 101, 102
+// and 104) and refuse records no operation writes. Across all of them:
 //
 //   - phases only move forward; the one way back is an operator's abort
 //     of a pending seal (seal pending -> classic);
@@ -57,29 +58,30 @@
 //
 // # Rebuild, replica check and recreate
 //
-// Machine is the tier state machine (SPEC 5): a fetcher whose fetch was
-// answered OFFSET_MOVED_TO_TIERED_STORAGE rebuilds its log's leader
-// epochs, producer state and log start from one remote segment, upstream
-// style or, for a phase-2 partition with a recorded epoch, from the
-// segment holding seal - 1 in that epoch, starting the log at the seal.
-// CheckReplica, ShouldCheckReplica, Recreate and CheckAndRecreate are the
-// phase-2 replica check and its recreate (SPEC 6.11): a replica that fails
-// is deleted and rebuilt, never truncated in place.
+// Machine is the tier state machine (Kafka: TierStateMachine, KIP-405): a
+// fetcher whose fetch was answered OFFSET_MOVED_TO_TIERED_STORAGE rebuilds
+// its log's leader epochs, producer state and log start from one remote
+// segment, upstream style or, for a phase-2 partition with a recorded
+// epoch, from the segment holding seal - 1 in that epoch, starting the log
+// at the seal. CheckReplica, ShouldCheckReplica, Recreate and
+// CheckAndRecreate are the phase-2 replica check and its recreate
+// (https://github.com/aiven/inkless/pull/857): a replica that fails is
+// deleted and rebuilt, never truncated in place.
 //
 // # Operator recovery
 //
 // Describe, CheckElectReplica and PlanStartPhaseTwo are the checks
-// kafka-topic-switch.sh makes for a phase-1 partition that lost its
-// classic prefix (SPEC 6.13). Describe is one replica's
-// DescribeDisklessSwitchReplica answer: its log's offsets, whether its
-// broker fenced it, the cross-tier log start X and the end of the
-// gap-free run of finished remote segments from X, capped at the seal. A
-// ReplicaDescription says whether the log and remote storage cover
-// [X, S), whether the replica holds the prefix, and what start-phase-2
-// would lose. CheckElectReplica adds HW == S and gap-free coverage to
+// kafka-topic-switch.sh makes for a phase-1 partition that lost its classic
+// prefix (https://github.com/aiven/inkless/pull/855). Describe is one
+// replica's DescribeDisklessSwitchReplica answer: its log's offsets,
+// whether its broker fenced it, the cross-tier log start X and the end of
+// the gap-free run of finished remote segments from X, capped at the seal.
+// A ReplicaDescription says whether the log and remote storage cover [X,
+// S), whether the replica holds the prefix, and what start-phase-2 would
+// lose. CheckElectReplica adds HW == S and gap-free coverage to
 // State.ValidateElectReplica; PlanStartPhaseTwo refuses while a replica
-// holds the prefix, puts the seal at the highest remote end, needs the
-// loss accepted, and gives the State that State.StartPhaseTwo commits.
+// holds the prefix, puts the seal at the highest remote end, needs the loss
+// accepted, and gives the State that State.StartPhaseTwo commits.
 //
 // # Followers at the seal
 //
@@ -100,4 +102,28 @@
 // Leader, ISR and reassignment changes that switch records carry are the
 // controller's; positions, AlterPartition requests and fetchers are the
 // broker's. The package decides; it keeps no cluster state.
+//
+// # Sources
+//
+// The switch is Inkless's classic-to-diskless switch, described in
+// docs/inkless/CLASSIC_TO_DISKLESS_SWITCH.md of
+// https://github.com/aiven/inkless. Rules that came later are cited by
+// their pull requests:
+//
+//   - https://github.com/aiven/inkless/pull/760: followers at the seal
+//     wait for the ISR;
+//   - https://github.com/aiven/inkless/pull/827: the
+//     SetClassicPrefixInRemoteStorage RPC and the diskless leader epoch
+//     written with the phase-2 flag;
+//   - https://github.com/aiven/inkless/pull/855: operator recovery of a
+//     phase-1 partition that lost its classic prefix;
+//   - https://github.com/aiven/inkless/pull/857: the recorded epoch R, the
+//     phase-2 replica check and recreate, the phase-2 rebuild and the
+//     truncation counter;
+//   - https://github.com/aiven/inkless/pull/871: the last-known-leader
+//     election in phase 1.
+//
+// [INF] marks a choice made where Inkless's behaviour is not pinned down
+// (neither its code nor those pull requests say); the comment at the
+// marker gives the choice and why.
 package tierstate

@@ -7,9 +7,10 @@ import (
 	"github.com/tierlog/tierlog/tierstate"
 )
 
-// The switch of SEED-857's example: the controller arms the switch, the
-// leader commits the seal at 100, then proves the classic prefix is in
-// remote storage with its epoch at 99 (2). A broker replays the records.
+// The switch of the example in https://github.com/aiven/inkless/pull/857:
+// the controller arms the switch, the leader commits the seal at 100, then
+// proves the classic prefix is in remote storage with its epoch at 99 (2).
+// A broker replays the records.
 func Example() {
 	var s tierstate.State // classic
 	s = s.WithConsolidating(true)

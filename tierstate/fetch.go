@@ -16,7 +16,8 @@ type FetchLog interface {
 	HighWatermark() int64
 	// EndOffsetForEpoch answers OffsetsForLeaderEpoch from the log's epoch
 	// cache: the largest epoch <= epoch and its exclusive end offset; ok
-	// false when there is no answer (SPEC 3.3).
+	// false when there is no answer (Kafka's
+	// LeaderEpochFileCache.endOffsetFor).
 	EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
 	RemoteStorageEnabled() bool
 }
@@ -72,7 +73,8 @@ const (
 	FetchDiverging
 	// FetchOffsetMovedToTieredStorage: Kafka OFFSET_MOVED_TO_TIERED_STORAGE
 	// (109), with the leader's high watermark, log start and log end; the
-	// follower rebuilds its auxiliary state from remote storage (SPEC 5).
+	// follower rebuilds its auxiliary state from remote storage (Kafka's
+	// TierStateMachine).
 	FetchOffsetMovedToTieredStorage
 	// FetchRemoteRead: no error; the consumer's read is served from remote
 	// storage (Kafka's delayed remote fetch).
@@ -155,13 +157,13 @@ func checkLeaderEpoch(current, leader int32) (FetchOutcome, string) {
 	return FetchRead, ""
 }
 
-// ValidateFetch decides what the leader answers to one partition of a
-// fetch before it reads records (SPEC 3.3 last paragraph, 4.9 leader
-// side), from its log l and its current leader epoch. It reads the log's
-// offsets once (a concurrent append or retention may move them right
-// after; Kafka reads them the same way) and applies Kafka's checks in
-// Kafka's order. With E the last fetched epoch, O the fetch offset and
-// (Le, Lo) = l.EndOffsetForEpoch(E):
+// ValidateFetch decides what the leader answers to one partition of a fetch
+// before it reads records (Kafka's Partition.fetchRecords checks and
+// ReplicaManager.handleOffsetOutOfRangeError), from its log l and its
+// current leader epoch. It reads the log's offsets once (a concurrent
+// append or retention may move them right after; Kafka reads them the same
+// way) and applies Kafka's checks in Kafka's order. With E the last fetched
+// epoch, O the fetch offset and (Le, Lo) = l.EndOffsetForEpoch(E):
 //
 //	step  condition                                answer
 //	1     current leader epoch sent, older         FENCED_LEADER_EPOCH

@@ -15,7 +15,7 @@ import (
 
 // The tier state machine: rebuilding a replica's local log from remote
 // storage when its fetch offset is below the source's local log start
-// (OFFSET_MOVED_TO_TIERED_STORAGE), Kafka's TierStateMachine (SPEC 5).
+// (OFFSET_MOVED_TO_TIERED_STORAGE), Kafka's TierStateMachine (KIP-405).
 //
 //	offset          log start          target  next
 //	remote segment        [ .............. T ]
@@ -32,7 +32,7 @@ import (
 // segment's metadata, its leader-epoch checkpoint and producer snapshot)
 // and changes the local log last, in one crash-atomic call
 // (log.UnifiedLog.TruncateFullyAndRestore). A failure before that call
-// leaves the local log untouched (S-45).
+// leaves the local log untouched.
 
 // LeaderEndpoint is the source a fetcher rebuilds against: the partition
 // leader for a replica fetcher, Inkless's DisklessLeaderEndPoint for a
@@ -56,7 +56,8 @@ type LeaderEndpoint interface {
 // satisfies it.
 type RemoteMetadata interface {
 	// SegmentFor returns the finished segment holding offset in leader
-	// epoch epoch (SPEC 4.3); ok false when none does.
+	// epoch epoch (Kafka: RemoteLogMetadataManager.remoteLogSegmentMetadata);
+	// ok false when none does.
 	SegmentFor(tp remote.TopicIDPartition, epoch int32, offset int64) (seg remote.SegmentMetadata, ok bool, err error)
 }
 
@@ -64,7 +65,7 @@ type RemoteMetadata interface {
 // *remote.StorageManager satisfies it.
 type RemoteData interface {
 	// FetchLeaderEpochs returns the segment's leader-epoch checkpoint: the
-	// leader's entries before the segment end, oldest first (SPEC 4.1).
+	// leader's entries before the segment end, oldest first.
 	FetchLeaderEpochs(ctx context.Context, m *remote.SegmentMetadata) ([]epochcache.Entry, error)
 	// FetchIndex returns one auxiliary index; the rebuild asks only for
 	// remote.IndexProducerSnapshot.
@@ -174,7 +175,7 @@ type RebuildResult struct {
 	// LeaderLocalLogStart is the source's answer to
 	// FetchEarliestLocalOffset; base.UndefinedOffset and
 	// base.UndefinedEpoch in phase 2, which ignores the source's local
-	// log (SPEC 5.2 step 2).
+	// log.
 	LeaderLocalLogStart OffsetAndEpoch
 	// QueriedEpoch is the epoch asked with OffsetsForLeaderEpoch, and
 	// EpochAnswer the answer; base.UndefinedEpoch and a zero answer when
@@ -225,8 +226,10 @@ func (r RebuildResult) String() string {
 	return b.String()
 }
 
-// Rebuild rebuilds req.Log from remote storage and returns where the
-// fetch continues (SPEC 5.1, and 5.2 when req.State has a recorded epoch):
+// Rebuild rebuilds req.Log from remote storage and returns where the fetch
+// continues (Kafka's TierStateMachine, and the phase-2 rebuild of
+// https://github.com/aiven/inkless/pull/857 when req.State has a recorded
+// epoch):
 //
 //	upstream                                   phase 2 (R >= 0)
 //	1  remote storage enabled on the log        same
@@ -377,7 +380,8 @@ func (r *rebuildRun) run(ctx context.Context) error {
 	return nil
 }
 
-// findTarget sets r.res.Target: SPEC 5.1 steps 1 to 3, or 5.2 step 3.
+// findTarget sets r.res.Target: the record just below the source's local
+// log start and its epoch (upstream), or seal - 1 in R (phase 2).
 func (r *rebuildRun) findTarget(ctx context.Context) error {
 	req, leader := r.req, r.m.opts.Leader
 	if r.res.Mode == RebuildPhaseTwo {

@@ -20,12 +20,12 @@ import (
 	"github.com/tierlog/tierlog/remote"
 )
 
-// TestRebuildDataDriven runs testdata/rebuild_* and testdata/replica_*:
-// the tier state machine (SPEC 5) and the phase-2 replica check and
-// recreate (SPEC 6.11) on real logs (*log.UnifiedLog) and a real remote
-// metadata store (*remote.MetadataManager), both on one vfs.NewMem, with
-// the segments' epoch checkpoints and producer snapshots in a fake data
-// source.
+// TestRebuildDataDriven runs testdata/rebuild_* and testdata/replica_*: the
+// tier state machine (Kafka's TierStateMachine) and the phase-2 replica
+// check and recreate (https://github.com/aiven/inkless/pull/857) on real
+// logs (*log.UnifiedLog) and a real remote metadata store
+// (*remote.MetadataManager), both on one vfs.NewMem, with the segments'
+// epoch checkpoints and producer snapshots in a fake data source.
 //
 // Remote tier and source:
 //
@@ -418,7 +418,7 @@ func (e *rebuildEnv) printable(s string) string {
 }
 
 // fakeLeader is a source with a fixed earliest local offset and an epoch
-// cache answering OffsetsForLeaderEpoch (SPEC 3.3).
+// cache answering OffsetsForLeaderEpoch.
 type fakeLeader struct {
 	local OffsetAndEpoch
 	cache *epochcache.Cache

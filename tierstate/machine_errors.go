@@ -73,7 +73,7 @@ type RebuildError struct {
 	TargetEpoch  int32
 	TargetOffset int64
 	// LocalLogChanged is false for every step before StepRestoreLocalLog:
-	// all remote reads happen before the local log is touched (S-45). A
+	// all remote reads happen before the local log is touched. A
 	// failed restore left the log refusing writes (an I/O failure); it
 	// must be reopened, which shows the old log or an empty one that the
 	// next fetch rebuilds again.
@@ -107,7 +107,7 @@ func (e *SegmentNotFoundError) Unwrap() error { return ErrRemoteSegmentNotFound 
 
 // FetcherAction is what a fetcher does with a partition whose rebuild
 // failed (Kafka: AbstractFetcherThread's handling of the tier state
-// machine's exceptions, SPEC 4.9 end).
+// machine's exceptions).
 type FetcherAction int8
 
 const (
@@ -119,7 +119,7 @@ const (
 	// unknown leader epoch, not leader, I/O of the remote tier.
 	ActionRetry
 	// ActionMarkFailed: the leader epoch is fenced; remove the partition
-	// from the fetcher and mark it failed (S-44).
+	// from the fetcher and mark it failed.
 	ActionMarkFailed
 	// ActionStop: the context was cancelled (the fetcher is stopping).
 	ActionStop

@@ -34,10 +34,11 @@ func (noSource) FetchEpochEndOffset(context.Context, remote.TopicIDPartition, in
 	panic("not asked in phase 2")
 }
 
-// The phase-2 rebuild of SEED-857's "Remote segment that crosses the
-// seal": the segment [50, 119] holds 99 in the recorded epoch 2 and
-// discarded epoch-3 records past the seal 100. The rebuilt log starts at
-// the seal with the epoch-2 entry only and no producer state.
+// The phase-2 rebuild of the example "Remote segment that crosses the seal"
+// in https://github.com/aiven/inkless/pull/857: the segment [50, 119] holds
+// 99 in the recorded epoch 2 and discarded epoch-3 records past the
+// seal 100. The rebuilt log starts at the seal with the epoch-2 entry only and
+// no producer state.
 func ExampleMachine_Rebuild() {
 	ctx := context.Background()
 	fs := vfs.NewMem()

@@ -15,11 +15,13 @@ import (
 type RebuildMode int8
 
 const (
-	// RebuildUpstream is Kafka's TierStateMachine (SPEC 5.1): rebuild from
+	// RebuildUpstream is Kafka's TierStateMachine
+	// (buildRemoteLogAuxState): rebuild from
 	// the remote segment holding the record just below the source's
 	// local log start, and start the local log after that segment.
 	RebuildUpstream RebuildMode = iota
-	// RebuildPhaseTwo is Inkless's phase-2 rebuild (SPEC 5.2, SEED-857):
+	// RebuildPhaseTwo is Inkless's phase-2 rebuild
+	// (https://github.com/aiven/inkless/pull/857):
 	// rebuild from the segment holding seal - 1 in the recorded epoch R,
 	// whatever the source's local log start, and start the local log at
 	// the seal.
@@ -39,8 +41,7 @@ func (m RebuildMode) String() string {
 // ModeFor returns the rebuild of a partition in switch state s: phase 2
 // with a recorded epoch R >= 0 uses RebuildPhaseTwo; every other partition
 // (classic, phase 1, phase 2 with R = -1 from an older controller or an
-// operator's start-phase-2) keeps the upstream rebuild (SPEC 5.2, 6.15,
-// S-49).
+// operator's start-phase-2) keeps the upstream rebuild.
 func ModeFor(s State) RebuildMode {
 	if s.UsesRecordedEpoch() {
 		return RebuildPhaseTwo
@@ -60,7 +61,7 @@ func (o OffsetAndEpoch) String() string { return fmt.Sprintf("%d@%d", o.Epoch, o
 // EpochEndOffset is one partition's OffsetsForLeaderEpoch answer: the
 // largest epoch <= the requested one that the leader knows and its
 // exclusive end offset, or base.UndefinedEpoch and base.UndefinedOffset
-// when it has none (SPEC 3.3).
+// when it has none (Kafka: LeaderEpochFileCache.endOffsetFor).
 type EpochEndOffset struct {
 	Epoch     int32
 	EndOffset int64
@@ -70,12 +71,14 @@ func (e EpochEndOffset) String() string { return fmt.Sprintf("(%d, %d)", e.Epoch
 
 // NeedsEpochQuery reports whether the upstream rebuild asks the leader
 // OffsetsForLeaderEpoch(localStart.Epoch - 1) to find the epoch of the
-// record at localStart.Offset - 1 (SPEC 5.1 step 3). An epoch 0 needs no
+// record at localStart.Offset - 1 (as Kafka's
+// TierStateMachine.buildRemoteLogAuxState does). An epoch 0 needs no
 // question, nor does an unknown (negative) one: there is no earlier epoch
 // to ask about, and the lookup in that epoch decides.
 func NeedsEpochQuery(localStart OffsetAndEpoch) bool { return localStart.Epoch > 0 }
 
-// UpstreamTarget is SPEC 5.1 steps 2 and 3: the record just below the
+// UpstreamTarget is Kafka's target choice in
+// TierStateMachine.buildRemoteLogAuxState: the record just below the
 // leader's local log start, and its epoch. answer is the leader's reply to
 // OffsetsForLeaderEpoch(localStart.Epoch - 1), ignored unless
 // NeedsEpochQuery. An answer ending after the target means the target lies
@@ -91,9 +94,10 @@ func UpstreamTarget(localStart OffsetAndEpoch, answer EpochEndOffset) OffsetAndE
 	return target
 }
 
-// PhaseTwoTarget is SPEC 5.2 step 3: the record at seal - 1 in the recorded
-// epoch. ok is false unless s uses the recorded epoch and has a record
-// below the seal.
+// PhaseTwoTarget is the target of the phase-2 rebuild
+// (https://github.com/aiven/inkless/pull/857): the record at seal - 1 in
+// the recorded epoch. ok is false unless s uses the recorded epoch and has
+// a record below the seal.
 func PhaseTwoTarget(s State) (target OffsetAndEpoch, ok bool) {
 	if !s.UsesRecordedEpoch() || s.Seal() < 1 {
 		return OffsetAndEpoch{Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch}, false
@@ -118,7 +122,7 @@ type RestorePlan struct {
 
 // PlanRestore decides the restore from the segment seg found for target
 // and the segment's leader-epoch checkpoint (the leader's cache before
-// the segment end, SPEC 4.1):
+// the segment end):
 //
 //	                 next offset        epochs kept         producer snapshot
 //	upstream (5.1)   seg.EndOffset + 1  all (< next)        restored

@@ -24,9 +24,11 @@ func entries(pairs ...int64) []epochcache.Entry {
 	return out
 }
 
-// TestUpstreamTarget: SPEC 5.1 step 3, including the skipped epochs of its
-// example and the answers of a DisklessLeaderEndPoint (which echoes the
-// requested epoch with the seal as end offset, SPEC 5.1 observation).
+// TestUpstreamTarget: the target epoch of Kafka's
+// TierStateMachine.buildRemoteLogAuxState, including skipped epochs that
+// had no records (cache 0@20 1@85 3@90 4@98, local start 90) and the
+// answers of a DisklessLeaderEndPoint (which echoes the requested epoch
+// with the seal as end offset).
 func TestUpstreamTarget(t *testing.T) {
 	for _, tc := range []struct {
 		local  OffsetAndEpoch
@@ -51,8 +53,9 @@ func TestUpstreamTarget(t *testing.T) {
 	require.True(t, NeedsEpochQuery(OffsetAndEpoch{10, 1}))
 }
 
-// TestPlanRestore: the restore decided from a segment (SPEC 5.1 steps 6,
-// 8, 9; 5.2 steps 4, 6, 7).
+// TestPlanRestore: the restore decided from a segment: the next offset,
+// the epoch entries kept and whether the producer snapshot is restored,
+// upstream and in phase 2.
 func TestPlanRestore(t *testing.T) {
 	seg := func(start, end int64) remote.SegmentMetadata {
 		return remote.SegmentMetadata{StartOffset: start, EndOffset: end}

@@ -19,7 +19,8 @@ import (
 	"github.com/tierlog/tierlog/tierstate"
 )
 
-// TestRecreateCrash crashes SEED #857's recreate of replica B (check,
+// TestRecreateCrash crashes the recreate of replica B in the first example of
+// https://github.com/aiven/inkless/pull/857 (check,
 // delete, empty log, phase-2 rebuild, catch-up) before every file
 // operation on B's disk and restarts B from each crash image as a broker
 // does: remove the leftovers of deletions, open the log, run the replica

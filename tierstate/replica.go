@@ -8,16 +8,16 @@ import (
 	"github.com/tierlog/tierlog/internal/base"
 )
 
-// The phase-2 replica check (SPEC 6.11, SEED-857). In phase 2 every live
-// replica is in the ISR and any one can lead, but a replica may hold
-// records below the seal that the partition does not (it led an epoch
-// whose records the next leader never had, or an unclean election
-// discarded them), or a classic tail past the seal. The recorded epoch R
-// (the leader epoch of the record at seal - 1 on the leader that asked for
-// phase 2) tells them apart: each epoch has one leader, so a replica whose
-// record at seal - 1 is in epoch R holds the committed prefix, at any high
-// watermark. A replica that fails the check is recreated (Recreate), never
-// truncated in place.
+// The phase-2 replica check (https://github.com/aiven/inkless/pull/857). In
+// phase 2 every live replica is in the ISR and any one can lead, but a
+// replica may hold records below the seal that the partition does not (it
+// led an epoch whose records the next leader never had, or an unclean
+// election discarded them), or a classic tail past the seal. The recorded
+// epoch R (the leader epoch of the record at seal - 1 on the leader that
+// asked for phase 2) tells them apart: each epoch has one leader, so a
+// replica whose record at seal - 1 is in epoch R holds the committed
+// prefix, at any high watermark. A replica that fails the check is
+// recreated (Recreate), never truncated in place.
 
 // ConsolidatedSuffixLog is what HasConsolidatedDisklessSuffixFromSeal
 // reads of a log. *log.UnifiedLog satisfies it.
@@ -44,15 +44,15 @@ type FutureReplicaLog interface {
 	EpochForOffset(offset int64) (int32, bool)
 }
 
-// HasConsolidatedDisklessSuffixFromSeal reports whether the records of l
-// at and past the seal are consolidated diskless records (Inkless:
-// ReplicaManager.hasConsolidatedDisklessSuffixFromSeal, SPEC 6.4): the
-// partition consolidates, has a committed seal S and a diskless leader
-// epoch E_d; l ends past S; with start = max(S, local log start) the
-// record at start is in E_d and no epoch entry in (start, LEO) has
-// another epoch. Consolidation stamps E_d on every batch it appends
-// (SPEC 6.5), and E_d is above every classic epoch, so a classic tail past
-// the seal never passes.
+// HasConsolidatedDisklessSuffixFromSeal reports whether the records of l at
+// and past the seal are consolidated diskless records (Inkless:
+// ReplicaManager.hasConsolidatedDisklessSuffixFromSeal): the partition
+// consolidates, has a committed seal S and a diskless leader epoch E_d; l
+// ends past S; with start = max(S, local log start) the record at start is
+// in E_d and no epoch entry in (start, LEO) has another epoch.
+// Consolidation stamps E_d on every batch it appends (in the batch's
+// partition leader epoch, outside the CRC), and E_d is above every classic
+// epoch, so a classic tail past the seal never passes.
 func HasConsolidatedDisklessSuffixFromSeal(s State, l ConsolidatedSuffixLog) bool {
 	ok, _ := consolidatedSuffix(s, l)
 	return ok
@@ -88,17 +88,17 @@ func consolidatedSuffix(s State, l ConsolidatedSuffixLog) (bool, string) {
 type ReplicaCondition int8
 
 const (
-	// ConditionEpochAtSeal (SPEC 6.11 2.1): the record at
+	// ConditionEpochAtSeal (condition 1): the record at
 	// T = min(S, LEO) - 1 is in the recorded epoch R, or the log has no
 	// record at or below T.
 	ConditionEpochAtSeal ReplicaCondition = iota + 1
-	// ConditionSuffixPastSeal (2.2): the log ends at or below the seal, or
-	// its records past the seal are consolidated diskless records.
+	// ConditionSuffixPastSeal (condition 2): the log ends at or below the
+	// seal, or its records past the seal are consolidated diskless records.
 	ConditionSuffixPastSeal
-	// ConditionRemoteProgress (2.3): the highest offset in remote storage
-	// is below the log end offset.
+	// ConditionRemoteProgress (condition 3): the highest offset in remote
+	// storage is below the log end offset.
 	ConditionRemoteProgress
-	// ConditionFutureLog (2.4): no future log, or one that ends at or
+	// ConditionFutureLog (condition 4): no future log, or one that ends at or
 	// below the current log end, in the current log's epoch there.
 	ConditionFutureLog
 )
@@ -131,11 +131,11 @@ type ReplicaDecision struct {
 	// Recreate: the replica fails at least one condition and must be
 	// recreated (Recreate). False: keep the log.
 	Recreate bool
-	// Failures lists every failed condition, in SPEC order.
+	// Failures lists every failed condition, in condition order.
 	Failures []ReplicaFailure
-	// Skipped says why the check did not run, if it did not: the
-	// partition has no recorded epoch (CheckReplica keeps the log, SPEC
-	// 6.15), or CheckAndRecreate could not stop the fetchers.
+	// Skipped says why the check did not run, if it did not: the partition
+	// has no recorded epoch (CheckReplica keeps the log and the upstream
+	// rebuild applies), or CheckAndRecreate could not stop the fetchers.
 	Skipped string
 }
 
@@ -154,19 +154,19 @@ func (d ReplicaDecision) String() string {
 }
 
 // CheckReplica decides whether a consolidating phase-2 replica keeps its
-// log (SPEC 6.11 step 2; SEED-857): it is kept only if all four
-// conditions hold (see ReplicaCondition). current is the replica's log,
-// future its future log or nil when there is none. The caller has stopped
-// the partition's fetchers first (CheckAndRecreate does), so neither log
-// moves and no future log is promoted meanwhile.
+// log (https://github.com/aiven/inkless/pull/857): it is kept only if all
+// four conditions hold (see ReplicaCondition). current is the replica's
+// log, future its future log or nil when there is none. The caller has
+// stopped the partition's fetchers first (CheckAndRecreate does), so
+// neither log moves and no future log is promoted meanwhile.
 //
 // Together conditions 2 and 3 catch a classic tail past the seal: online
 // and not yet truncated it fails 2; truncated to the seal it fails 3,
 // because the remote progress of the tail only grows. An empty log passes
 // (T = -1), and so does a log that ends below the seal with its last record
 // in R; one that ends below the seal in another epoch is recreated even if
-// it holds only committed records (a known limitation, SPEC 6.15: it costs
-// a rebuild).
+// it holds only committed records (a known limitation that
+// https://github.com/aiven/inkless/pull/857 accepts: it costs a rebuild).
 //
 // Pure: it reads the logs' offsets and epoch caches and changes nothing.
 func CheckReplica(s State, current ReplicaLog, future FutureReplicaLog) ReplicaDecision {
@@ -237,18 +237,18 @@ type ReplicaDelta struct {
 	LeaderEpoch         int32
 	// Offline: the replica was marked offline (a failed recreate, a
 	// storage error); later deltas skip it: no check, no recreate, no
-	// fetcher (S-68).
+	// fetcher.
 	Offline bool
 }
 
 // ShouldCheckReplica decides whether applying a delta runs the replica
-// check for a partition, before its leader and follower transitions (SPEC
-// 6.11 "When"): a consolidating partition in phase 2 with a recorded
-// epoch, whose replica is new to the broker or whose leader epoch rose.
-// An ISR-only change (the partition epoch moves, the leader epoch does
-// not) never runs it; the phase-2 flag commit bumps the leader epoch, so
-// every live replica checks itself when phase 2 starts. why says which
-// rule decided.
+// check for a partition, before its leader and follower transitions
+// (https://github.com/aiven/inkless/pull/857): a consolidating partition in
+// phase 2 with a recorded epoch, whose replica is new to the broker or
+// whose leader epoch rose. An ISR-only change (the partition epoch moves,
+// the leader epoch does not) never runs it; the phase-2 flag commit bumps
+// the leader epoch, so every live replica checks itself when phase 2
+// starts. why says which rule decided.
 func ShouldCheckReplica(s State, d ReplicaDelta) (run bool, why string) {
 	switch {
 	case d.Offline:

@@ -15,19 +15,19 @@ type FetcherStopper interface {
 	// StopFetchers removes the partition from the replica fetcher, the
 	// alter-log-dir (move) fetcher and the consolidation fetcher, and
 	// returns once none of them runs for it. Stopping the move fetcher
-	// waits for a running promotion of the future log (SEED-857), so the
-	// future log the check reads is not swapped in afterwards.
-	// Idempotent.
+	// waits for a running promotion of the future log
+	// (https://github.com/aiven/inkless/pull/857), so the future log the
+	// check reads is not swapped in afterwards. Idempotent.
 	StopFetchers(ctx context.Context, tp remote.TopicIDPartition) error
 }
 
 // RemoteTaskStopper cancels the remote log manager's tasks of a
 // partition. *remote.Manager satisfies it.
 type RemoteTaskStopper interface {
-	// StopPartitions cancels the tasks of each partition and waits for
-	// them (SPEC 4.4). A recreate asks for KeepRemoteLogMetadata: the
-	// partition stays registered (topic id, metadata subscription) since
-	// the rebuild reads its remote metadata.
+	// StopPartitions cancels the tasks of each partition and waits for them
+	// (Kafka: RemoteLogManager.stopPartitions). A recreate asks for
+	// KeepRemoteLogMetadata: the partition stays registered (topic id,
+	// metadata subscription) since the rebuild reads its remote metadata.
 	StopPartitions(ctx context.Context, stops []remote.StopPartition) error
 }
 
@@ -103,7 +103,7 @@ func (r RecreateResult) String() string {
 }
 
 // Recreate deletes a replica so that the delta's leader or follower
-// transition creates it empty (SPEC 6.11 steps 1, 3, 4; SEED-857
+// transition creates it empty (https://github.com/aiven/inkless/pull/857,
 // "Recreate instead of truncate"):
 //
 //  1. stop the replica, move and consolidation fetchers;
@@ -124,7 +124,7 @@ func (r RecreateResult) String() string {
 // A deleted log takes all of it along.
 //
 // If any step fails the outcome is RecreateOffline with the joined errors
-// (SPEC 6.11 step 4; a failed fetcher stop counts too [INF]). A partition
+// (a failed fetcher stop counts too [INF]). A partition
 // the remote log manager does not know (remote.ErrPartitionNotReady: no
 // tasks to cancel) counts as cancelled.
 func Recreate(ctx context.Context, deps RecreateDeps) RecreateResult {
@@ -138,9 +138,10 @@ func Recreate(ctx context.Context, deps RecreateDeps) RecreateResult {
 	return deps.finish(ctx, res, wrapStep("stop fetchers", err))
 }
 
-// CheckAndRecreate is the replica check of one partition as applyDelta
-// runs it (SPEC 6.11), for a delta ShouldCheckReplica selected: stop the
-// fetchers, CheckReplica, and if the replica fails, Recreate's steps 2 and
+// CheckAndRecreate is the replica check of one partition as applyDelta runs
+// it (https://github.com/aiven/inkless/pull/857), for a delta
+// ShouldCheckReplica selected: stop the fetchers, CheckReplica, and if the
+// replica fails, Recreate's steps 2 and
 // 3. A failed fetcher stop skips the check and takes the replica offline
 // as in Recreate (tasks cancelled, logs kept) [INF]: the logs could still
 // move under the check. The RecreateResult is RecreateNotRun when the log

@@ -34,7 +34,8 @@ func appendFollower(t *testing.T, l *log.UnifiedLog, epoch int32, n int) {
 	require.NoError(t, err)
 }
 
-// TestHasConsolidatedDisklessSuffixFromSeal: SPEC 6.4's rule on a real log.
+// TestHasConsolidatedDisklessSuffixFromSeal: Inkless's
+// ReplicaManager.hasConsolidatedDisklessSuffixFromSeal rule on a real log.
 func TestHasConsolidatedDisklessSuffixFromSeal(t *testing.T) {
 	s := phaseTwoState(t, 100, 2, 4) // E_d = 5
 	l := openReplicaLog(t, vfs.NewMem(), "p0")
@@ -55,12 +56,12 @@ func TestHasConsolidatedDisklessSuffixFromSeal(t *testing.T) {
 	require.False(t, HasConsolidatedDisklessSuffixFromSeal(s, l))
 	require.NoError(t, l.TruncateFullyAndStartAt(0, -1))
 
-	// KC-727, a known limitation (SPEC 6.5, SEED-857 "Limitations"):
-	// consolidation appending E_d batches after makeLeader's later entry
-	// replaces both that entry and E_d's own start (the cache's assign
-	// rule), mapping the consolidated records to the classic epoch. The
-	// check then recreates the replica on the next leader epoch, which
-	// costs a rebuild.
+	// A known limitation (https://github.com/aiven/inkless/pull/857,
+	// "Limitations"): consolidation appending E_d batches after
+	// makeLeader's later entry replaces both that entry and E_d's own start
+	// (the cache's assign rule), mapping the consolidated records to the
+	// classic epoch. The check then recreates the replica on the next
+	// leader epoch, which costs a rebuild.
 	appendLeader(t, l, 0, 80)
 	appendLeader(t, l, 2, 20)
 	appendFollower(t, l, 5, 30)
@@ -88,9 +89,10 @@ func TestHasConsolidatedDisklessSuffixFromSeal(t *testing.T) {
 	require.Equal(t, "not checked: no recorded epoch", CheckReplica(p1, l2, nil).String())
 }
 
-// TestCheckReplicaBelowSeal: a log ending below the seal compares the
-// epoch of its last record (SPEC 6.15: a matching replica may be
-// recreated; it costs a rebuild only).
+// TestCheckReplicaBelowSeal: a log ending below the seal compares the epoch
+// of its last record (a matching replica may be recreated; it costs a
+// rebuild only, a limitation https://github.com/aiven/inkless/pull/857
+// accepts).
 func TestCheckReplicaBelowSeal(t *testing.T) {
 	s := phaseTwoState(t, 100, 2, 4)
 	l := openReplicaLog(t, vfs.NewMem(), "p0")
@@ -153,7 +155,7 @@ func TestRecreateWithTheRemoteManager(t *testing.T) {
 	require.ErrorIs(t, res.Err, ErrInvalidArgument)
 }
 
-// TestShouldCheckReplica: when applyDelta runs the check (SPEC 6.11).
+// TestShouldCheckReplica: when applyDelta runs the check.
 func TestShouldCheckReplica(t *testing.T) {
 	p2 := phaseTwoState(t, 100, 2, 4)
 	for _, tc := range []struct {

@@ -21,13 +21,14 @@ var (
 	_ SealFollowerLog = (*log.UnifiedLog)(nil)
 )
 
-// TestSealDataDriven runs testdata/seal_*: SPEC 6.10, followers at the
-// seal. A leader's log and a follower's log live on one vfs.NewMem; the
-// harness keeps the leader's partition state (leadership, replicas, ISR,
-// the AlterPartition in flight, the recorded follower positions) and the
-// brokers' registrations, and drives the pure decisions over them as a
-// broker would: a fetch at the seal is answered by ValidateFetchAtSeal, its
-// position recorded, and ShouldAdmitAtSeal asked when the answer says so.
+// TestSealDataDriven runs testdata/seal_*: followers at the seal
+// (https://github.com/aiven/inkless/pull/760). A leader's log and a
+// follower's log live on one vfs.NewMem; the harness keeps the leader's
+// partition state (leadership, replicas, ISR, the AlterPartition in flight,
+// the recorded follower positions) and the brokers' registrations, and
+// drives the pure decisions over them as a broker would: a fetch at the
+// seal is answered by ValidateFetchAtSeal, its position recorded, and
+// ShouldAdmitAtSeal asked when the answer says so.
 //
 // Commands (log= defaults to leader):
 //

@@ -7,15 +7,17 @@ import (
 	"github.com/tierlog/tierlog/internal/invariants"
 )
 
-// This file holds the switch's decisions about followers at the seal (SPEC
-// 6.10; Inkless PR #760, SEED-760, and SEED-855's phase-1 wait): what a
+// This file holds the switch's decisions about followers at the seal
+// (https://github.com/aiven/inkless/pull/760, and the phase-1 wait of
+// https://github.com/aiven/inkless/pull/855): what a
 // leader answers to a follower fetch at or past the seal, when that fetch
 // admits the follower to the ISR, and when a follower leaves the classic
 // fetcher. All of them are pure functions of plain values and of a log's
 // lock-free getters; the broker records positions, sends AlterPartition and
 // moves partitions between fetchers.
 //
-// The invariant they keep together (SEED-760): a switched follower leaves
+// The invariant they keep together
+// (https://github.com/aiven/inkless/pull/760): a switched follower leaves
 // the classic fetcher only after the leader observed a validated follower
 // fetch at or past the seal and admitted it to the ISR, and no follower
 // ever receives the leader's records at or past the seal over classic
@@ -38,14 +40,14 @@ const NoBrokerEpoch int64 = -1
 // IsFetchAtSeal, and answer every other fetch with ValidateFetch.
 var ErrNotAtSeal = fmt.Errorf("tierstate: not a follower fetch at or past a committed seal: %w", base.ErrInvalidArgument)
 
-// IsFetchAtSeal reports whether a fetch takes the at-seal branch (SPEC
-// 6.10; Inkless ReplicaManager.fetchMessages): a follower fetch on a
-// partition with a committed seal S, at an offset >= S. Such a fetch is
-// never served from the leader's local log, even when a consolidating
-// leader's log end is past S: the records at and past S are diskless
-// records, which followers consolidate from the WAL, never replicate from
-// the leader (SEED-760: without the exclusion a follower at the seal
-// received 85 bytes of the leader's consolidated log).
+// IsFetchAtSeal reports whether a fetch takes the at-seal branch (Inkless
+// ReplicaManager.fetchMessages): a follower fetch on a partition with a
+// committed seal S, at an offset >= S. Such a fetch is never served from
+// the leader's local log, even when a consolidating leader's log end is
+// past S: the records at and past S are diskless records, which followers
+// consolidate from the WAL, never replicate from the leader
+// (https://github.com/aiven/inkless/pull/760: without the exclusion a
+// follower at the seal received 85 bytes of the leader's consolidated log).
 //
 // Consumers and future replicas (alter-log-dir) keep ValidateFetch; so
 // does a follower below the seal, which is still replicating the classic
@@ -104,7 +106,8 @@ type SealFetchRequest struct {
 	BrokerEpoch int64
 }
 
-// SealFetchStep names the step of SPEC 6.10 (leader side) that decided.
+// SealFetchStep names the step of ValidateFetchAtSeal's rules that
+// decided.
 type SealFetchStep int8
 
 const (
@@ -186,12 +189,12 @@ func (e SealFetchError) String() string {
 // seal and what it does besides answering. The response never carries
 // records: the type has no field for them.
 type SealFetchDecision struct {
-	// Step is the step of SPEC 6.10 that decided.
+	// Step is the step of ValidateFetchAtSeal's rules that decided.
 	Step SealFetchStep
 	// Error is the partition error of the response.
 	Error SealFetchError
 	// HighWatermark and LogStartOffset are the response's: the seal and 0
-	// without an error (SPEC 6.10 step 4: the high watermark is clamped
+	// without an error (step 4: the high watermark is clamped
 	// to the seal, never the consolidating leader's diskless frontier),
 	// base.UndefinedOffset (-1) for both with one.
 	HighWatermark  int64
@@ -213,8 +216,8 @@ type SealFetchDecision struct {
 	// TryAdmission: after recording, ask ShouldAdmitAtSeal whether to add
 	// the follower to the ISR. Only a fetch validated now may admit, so
 	// stale evidence from an earlier fetch never admits a follower that
-	// diverges today (SEED-760: "the diverging-epoch guard is
-	// load-bearing").
+	// diverges today (https://github.com/aiven/inkless/pull/760: "the
+	// diverging-epoch guard is load-bearing").
 	TryAdmission bool
 	// Reason names the rule that decided, for logs and tests.
 	Reason string
@@ -242,8 +245,8 @@ func (d SealFetchDecision) String() string {
 }
 
 // ValidateFetchAtSeal decides the leader's answer to a follower fetch at
-// or past the seal S (SPEC 6.10 leader side; Inkless
-// ReplicaManager.fetchMessages' at-seal branch, PR #760). With O the fetch
+// or past the seal S (Inkless ReplicaManager.fetchMessages' at-seal
+// branch, https://github.com/aiven/inkless/pull/760). With O the fetch
 // offset and the leader log's start and end read once:
 //
 //	step  condition                    validates                    records  admission  answer
@@ -281,8 +284,8 @@ func (d SealFetchDecision) String() string {
 // the follower would rebuild from remote storage to the leader's local
 // log start, fetch there, be validated at S again, and never be admitted.
 //
-// Step 1 skips even the leader-epoch, leadership and assignment checks, as
-// SPEC 6.10 says ("skip validation and admission entirely"): its answer
+// Step 1 skips even the leader-epoch, leadership and assignment checks
+// (Inkless skips validation and admission entirely there): its answer
 // changes nothing on either side, and the follower asks again after its
 // back-off.
 //
@@ -350,8 +353,9 @@ func ValidateFetchAtSeal(leader SealLeader, replica SealReplica, req SealFetchRe
 	return d.checked(seal), nil
 }
 
-// sealFetchStep picks the step of SPEC 6.10 for a fetch at offset o, and
-// V, the offset step 3 validates (base.UndefinedOffset in steps 1 and 2).
+// sealFetchStep picks the step of ValidateFetchAtSeal for a fetch at offset
+// o, and V, the offset step 3 validates (base.UndefinedOffset in steps 1
+// and 2).
 func sealFetchStep(seal int64, view sealReadView, o int64) (SealFetchStep, int64) {
 	switch {
 	case view.leo < seal:
@@ -491,7 +495,7 @@ type SealAdmission struct {
 
 // ShouldAdmitAtSeal decides whether the leader adds a follower to the ISR
 // after an at-seal fetch whose decision said TryAdmission (Inkless
-// Partition.maybeExpandIsrAtSeal, SPEC 6.10 "ISR admission at the seal"):
+// Partition.maybeExpandIsrAtSeal, https://github.com/aiven/inkless/pull/760):
 // in order,
 //
 //  1. the partition has a committed seal, and this broker leads it;
@@ -564,11 +568,12 @@ const (
 	// once a minute while waiting (the under-replicated metric excludes
 	// consolidating partitions; the warning is the operator's signal).
 	HandOffWaitForIsr
-	// HandOffWaitForHighWatermark: a non-consolidating partition in
-	// phase 1, in the ISR at the seal, whose high watermark is below the
-	// seal (SEED-855): back off like HandOffWaitForIsr until a fetch
-	// brings HW = S. An operator recovering the partition trusts only a
-	// replica whose high watermark is at the seal.
+	// HandOffWaitForHighWatermark: a non-consolidating partition in phase
+	// 1, in the ISR at the seal, whose high watermark is below the seal
+	// (https://github.com/aiven/inkless/pull/855): back off like
+	// HandOffWaitForIsr until a fetch brings HW = S. An operator recovering
+	// the partition trusts only a replica whose high watermark is at the
+	// seal.
 	HandOffWaitForHighWatermark
 	// HandOffConsolidate: evict the partition from the classic fetcher
 	// and start the consolidation fetcher at the log end offset.
@@ -628,8 +633,9 @@ func (h SealHandOff) String() string {
 }
 
 // HandOffAtSeal decides, after each append of the classic fetcher, whether
-// a follower leaves it (SPEC 6.10 follower side; Inkless
-// ReplicaFetcherThread, PR #760, SEED-855). With S the committed seal and
+// a follower leaves it (Inkless ReplicaFetcherThread,
+// https://github.com/aiven/inkless/pull/760 and
+// https://github.com/aiven/inkless/pull/855). With S the committed seal and
 // l the follower's log after the append:
 //
 //	condition                                               action
@@ -639,9 +645,10 @@ func (h SealHandOff) String() string {
 //	LEO >= S, in the ISR, not consolidating, phase 1, HW < S  wait for HW = S, back off
 //	LEO >= S, in the ISR, not consolidating (otherwise)     evict
 //
-// A consolidating replica does not wait for its high watermark (SEED-855),
-// and one past the seal keeps its diskless suffix while it waits: the
-// leader validates it at the seal (ValidateFetchAtSeal).
+// A consolidating replica does not wait for its high watermark
+// (https://github.com/aiven/inkless/pull/855), and one past the seal keeps
+// its diskless suffix while it waits: the leader validates it at the seal
+// (ValidateFetchAtSeal).
 func HandOffAtSeal(s State, l SealFollowerLog, inIsr bool) SealHandOff {
 	h := SealHandOff{ConsolidationStartOffset: base.UndefinedOffset}
 	if !s.SealCommitted() {
@@ -707,12 +714,11 @@ func (r FollowerRoute) String() string {
 
 // RouteFollowerFetcher decides which fetcher replicates a follower's
 // partition when a metadata delta makes or keeps this broker a follower
-// (SPEC 6.7 "Routing of followers" and 6.10; Inkless
-// ReplicaManager.isReadyForConsolidation, PR #760): the consolidation
-// fetcher iff the partition consolidates and either is born diskless
-// (no seal, -1) or has a committed seal S with LEO >= S and this replica in
-// the KRaft ISR; the classic fetcher otherwise, including while the seal is
-// pending.
+// (Inkless ReplicaManager.isReadyForConsolidation,
+// https://github.com/aiven/inkless/pull/760): the consolidation fetcher iff
+// the partition consolidates and either is born diskless (no seal, -1) or
+// has a committed seal S with LEO >= S and this replica in the KRaft ISR;
+// the classic fetcher otherwise, including while the seal is pending.
 //
 // The consolidation fetcher starts at LEO past a seal, and at Kafka's
 // initial fetch offset without one. The classic fetcher starts at Kafka's

@@ -245,7 +245,8 @@ func TestValidateFetchAtSealSteps(t *testing.T) {
 }
 
 // TestValidateFetchAtSealExhaustive runs every small combination of log
-// shape and fetch and checks the rules of SPEC 6.10 that hold for all.
+// shape and fetch and checks the rules of ValidateFetchAtSeal that hold
+// for all.
 func TestValidateFetchAtSealExhaustive(t *testing.T) {
 	const seal = 4
 	s := mustSwitch(t, PhaseOne, seal, true)

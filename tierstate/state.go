@@ -8,9 +8,9 @@ import (
 	"github.com/tierlog/tierlog/internal/invariants"
 )
 
-// Phase is where a partition stands in the classic-to-diskless switch
-// (SPEC 6.3). Phases only move forward, except that an operator may abort
-// a pending seal (seal pending -> classic).
+// Phase is where a partition stands in the classic-to-diskless switch (see
+// the package documentation). Phases only move forward, except that an
+// operator may abort a pending seal (seal pending -> classic).
 type Phase int8
 
 const (
@@ -61,7 +61,7 @@ func epochOf(e int32) epochField { return epochField(e + 1) }
 func (e epochField) get() int32  { return int32(e) - 1 }
 
 // State is the switch state of one partition: the Inkless fields of its
-// PartitionRecord (SPEC 6.2) plus whether the partition consolidates. It
+// PartitionRecord plus whether the partition consolidates. It
 // is an immutable value: every transition returns a new State, and
 // States compare with ==. The zero State is a classic, non-consolidating
 // partition.
@@ -138,16 +138,18 @@ func (s State) ProducerStates() []ProducerStateEntry {
 }
 
 // UsesRecordedEpoch reports whether the partition is in phase 2 with a
-// recorded epoch R >= 0: the condition for the phase-2 rebuild (SPEC
-// 5.2). Without R (-1: older controllers, an empty prefix, or an
-// operator's start-phase-2) the upstream rebuild applies (SPEC 6.15).
+// recorded epoch R >= 0: the condition for the phase-2 rebuild
+// (https://github.com/aiven/inkless/pull/857). Without R (-1: older
+// controllers, an empty prefix, or an operator's start-phase-2) the
+// upstream rebuild applies.
 func (s State) UsesRecordedEpoch() bool {
 	return s.phase == PhaseTwo && s.lastClassicLeaderEpoch.get() >= 0
 }
 
 // RunsReplicaCheck reports whether a replica of this partition runs the
 // phase-2 replica check when it is new to the broker or its leader epoch
-// rose (SPEC 6.11): consolidating, phase 2 and R >= 0.
+// rose (https://github.com/aiven/inkless/pull/857): consolidating, phase 2
+// and R >= 0.
 func (s State) RunsReplicaCheck() bool { return s.consolidating && s.UsesRecordedEpoch() }
 
 // WithConsolidating returns the State with the consolidating property

@@ -7,7 +7,7 @@ import (
 )
 
 // Tag numbers of the Inkless fields on PartitionRecord and
-// PartitionChangeRecord (SPEC 6.2). Kafka carries them as unknown tagged
+// PartitionChangeRecord. Kafka carries them as unknown tagged
 // fields (RawTaggedField), so upstream brokers skip them.
 const (
 	TagClassicToDisklessStartOffset uint32 = 100
@@ -40,7 +40,7 @@ type RawTaggedField struct {
 }
 
 // Optional is a tagged field's value and whether the record carries it.
-// In a change record an absent field keeps the previous value (SPEC 6.2).
+// In a change record an absent field keeps the previous value.
 type Optional[T any] struct {
 	Value   T
 	Present bool
@@ -102,8 +102,8 @@ func (t Tags) String() string {
 }
 
 // Encode returns the present fields as raw tagged fields in increasing
-// tag order, as Kafka requires on the wire (SPEC 6.2, SEED-827: 102
-// before 103 before 104).
+// tag order, as Kafka requires on the wire (102 before 103 before 104;
+// https://github.com/aiven/inkless/pull/827).
 func (t Tags) Encode() []RawTaggedField {
 	var out []RawTaggedField
 	if f := t.ClassicToDisklessStartOffset; f.Present {

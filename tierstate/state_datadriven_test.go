@@ -10,7 +10,7 @@ import (
 )
 
 // TestStateDataDriven runs testdata/state_*: one partition's switch State
-// through the operations and records of SPEC 6.2-6.14. Every command that
+// through the operations and records of the switch. Every command that
 // changes the State prints the new State and the change record that
 // carries it (ChangeTags); a refused one prints the error and leaves the
 // State as it was. After every command the harness checks the State's

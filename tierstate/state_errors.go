@@ -14,8 +14,8 @@ import (
 // sentinel (ErrInvalidTransition, ErrInvalidTags) and to the reason
 // below. The Kafka error a controller answers with is named on each.
 var (
-	// ErrInvalidTransition: a switch operation or change record that SPEC
-	// 6.3 does not allow from the current State. Returned as a
+	// ErrInvalidTransition: a switch operation or change record that the
+	// switch protocol does not allow from the current State. Returned as a
 	// *TransitionError.
 	ErrInvalidTransition = errors.New("tierstate: invalid switch transition")
 
@@ -62,14 +62,14 @@ var (
 	// Phase 2 is final.
 	ErrPhaseBackwards = errors.New("tierstate: phase 2 cannot be undone")
 
-	// ErrInvalidRecordedEpoch: lastClassicLeaderEpoch outside
-	// [-1, current leader epoch] (SPEC 6.6 check 6). Kafka:
+	// ErrInvalidRecordedEpoch: lastClassicLeaderEpoch outside [-1, current
+	// leader epoch] (https://github.com/aiven/inkless/pull/857). Kafka:
 	// INVALID_REQUEST.
 	ErrInvalidRecordedEpoch = errors.New("tierstate: invalid last classic leader epoch")
 
 	// ErrRecordedEpochNotWithFlag: a change record sets
 	// lastClassicLeaderEpoch other than together with the phase-2 flag,
-	// which is the only record that writes it (SPEC 6.6).
+	// which is the only record that writes it.
 	ErrRecordedEpochNotWithFlag = errors.New("tierstate: last classic leader epoch set without the phase-2 flag")
 
 	// ErrInvalidEpoch: an epoch tag below -1.
@@ -93,7 +93,8 @@ var (
 	ErrFencedEpoch = base.ErrFencedEpoch
 
 	// ErrNotLeader: the sender is not the partition's current leader.
-	// [INF] Kafka: NOT_LEADER_OR_FOLLOWER (SPEC 6.6 check 4 names no code).
+	// [INF] Kafka: NOT_LEADER_OR_FOLLOWER (the RPC's check names no
+	// error code).
 	ErrNotLeader = errors.New("tierstate: sender is not the partition leader")
 
 	// ErrCorruption marks tag bytes that cannot be decoded.

@@ -128,7 +128,7 @@ func ChangeTags(from, to State) Tags {
 }
 
 // ApplyChange merges a PartitionChangeRecord's Inkless fields into the
-// State (SPEC 6.2): an absent field keeps its value, a present one
+// State: an absent field keeps its value, a present one
 // (including an explicit -1) replaces it, and a negative tag 100 also
 // drops tags 101, 102 and 104. Kafka's merge applies any record
 // verbatim; ApplyChange also refuses, as a *TransitionError with the
@@ -211,7 +211,8 @@ func (s State) ApplyChange(t Tags) (State, error) {
 		case !f.Value && s.phase == PhaseTwo:
 			return refusef(ErrPhaseBackwards, "tag 103 = false")
 		case f.Value && !s.SealCommitted():
-			// The flag follows the seal's own record (SPEC 6.6 check 5).
+			// The flag follows the seal's own record (the controller
+			// refuses the phase-2 request before the seal commits).
 			return refusef(ErrSealNotCommitted, "tag 103 = true in %s", s.phase)
 		case f.Value && s.phase == PhaseOne:
 			n.phase, settingFlag = PhaseTwo, true

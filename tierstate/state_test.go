@@ -28,8 +28,8 @@ var (
 )
 
 // TestRefusalReasons makes each refusal reason happen once, through the
-// operation or record that SPEC 6 forbids, and checks the error's type,
-// both sentinels it matches and that the State is returned unchanged.
+// operation or record that the switch rules forbid, and checks the error's
+// type, both sentinels it matches and that the State is returned unchanged.
 func TestRefusalReasons(t *testing.T) {
 	classic := State{}
 	pending := mustRecord(t, tagsPending)
@@ -213,7 +213,8 @@ func TestDecodeTagsCorruption(t *testing.T) {
 	require.Equal(t, Tags{ClassicToDisklessStartOffset: Some[int64](0)}, tags)
 }
 
-// TestTagsEncodingIsBigEndianInTagOrder pins the byte layout of SPEC 6.2.
+// TestTagsEncodingIsBigEndianInTagOrder pins the byte layout of the
+// Inkless tagged fields.
 func TestTagsEncodingIsBigEndianInTagOrder(t *testing.T) {
 	tags := Tags{
 		ClassicToDisklessStartOffset: Some[int64](100),

@@ -7,10 +7,12 @@ import (
 	"github.com/tierlog/tierlog/internal/invariants"
 )
 
-// The switch operations (SPEC 6.3, 6.6, 6.13). Each is a pure decision:
-// it returns the State the controller commits, or a *TransitionError
-// (the State is unchanged and no record is written). ChangeTags gives the
-// change record of an accepted transition.
+// The switch operations (Inkless's switch protocol,
+// https://github.com/aiven/inkless/pull/827 and
+// https://github.com/aiven/inkless/pull/855). Each is a pure decision: it
+// returns the State the controller commits, or a *TransitionError (the
+// State is unchanged and no record is written). ChangeTags gives the change
+// record of an accepted transition.
 //
 //	            arm (operator sets diskless.enable, or re-arms)
 //	  classic ─────────────────────────> seal pending ──┐ arm (re-arm)
@@ -42,10 +44,10 @@ const (
 
 // ArmSwitch marks the seal pending (tag 100 = -2): the controller does it
 // for every partition when diskless.enable becomes true, and the operator
-// re-arms a pending switch with `kafka-topic-switch.sh seal -2` (SPEC 6.3,
-// protocol step 1). Kafka also bumps the leader epoch in the same record,
-// so the leader seals. Allowed from classic and seal pending; refused
-// with ErrSealCommitted once a seal is committed.
+// re-arms a pending switch with `kafka-topic-switch.sh seal -2`. Kafka also
+// bumps the leader epoch in the same record, so the leader seals. Allowed
+// from classic and seal pending; refused with ErrSealCommitted once a seal
+// is committed.
 func (s State) ArmSwitch() (State, error) {
 	if s.SealCommitted() {
 		return s, refuse(OpArm, s.phase, PhaseSealPending, ErrSealCommitted, "seal %d", s.seal)
@@ -67,14 +69,15 @@ func (s State) AbortSwitch() (State, error) {
 	return s.checked(State{consolidating: s.consolidating}), nil
 }
 
-// CommitSeal commits the seal the leader proposed with InitDisklessLog
-// (SPEC 6.3 step 4): seal pending -> phase 1 at seal, with the leader's
-// producer states. The diskless leader epoch is not written here: the
-// phase-2 flag writes it (KC-589, SPEC 6.3 step 4 [Δ]). The leader-epoch
-// and leader checks of the request are the controller's, on its
-// partition registration. Refused: a negative seal (ErrInvalidSeal),
-// classic (ErrNotSwitching), an already committed seal
-// (ErrSealCommitted).
+// CommitSeal commits the seal the leader proposed with InitDisklessLog (the
+// controller's side of the protocol): seal pending -> phase 1 at seal, with
+// the leader's producer states. The diskless leader epoch is not written
+// here: the phase-2 flag writes it
+// (https://github.com/aiven/inkless/pull/827; older Inkless controllers
+// wrote it with the seal). The leader-epoch and leader checks of the
+// request are the controller's, on its partition registration. Refused: a
+// negative seal (ErrInvalidSeal), classic (ErrNotSwitching), an already
+// committed seal (ErrSealCommitted).
 func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, error) {
 	switch {
 	case s.phase == PhaseClassic:
@@ -93,14 +96,14 @@ func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, er
 }
 
 // Reseal is the operator's `kafka-topic-switch.sh seal <offset>` with a
-// value >= 0 (AlterDisklessSwitch, SPEC 6.3 "Operator override"): from
-// seal pending it commits the seal; in phase 1 it moves the committed seal
-// down (or rewrites it), for example to the log end offset of a
-// last-known leader that lost records (SPEC 6.14). Producer states are
-// kept unless clearProducerStates (--clear-producer-states). Refused: a
-// negative seal (ErrInvalidSeal), classic (ErrNotSwitching), a seal above
-// the committed one (ErrSealIncrease), phase 2 (ErrInPhaseTwo: R and E_d
-// were recorded for the seal at the flag commit [INF]).
+// value >= 0 (AlterDisklessSwitch): from seal pending it commits the seal;
+// in phase 1 it moves the committed seal down (or rewrites it), for example
+// to the log end offset of a last-known leader that lost records
+// (https://github.com/aiven/inkless/pull/871). Producer states are kept
+// unless clearProducerStates (--clear-producer-states). Refused: a negative
+// seal (ErrInvalidSeal), classic (ErrNotSwitching), a seal above the
+// committed one (ErrSealIncrease), phase 2 (ErrInPhaseTwo: R and E_d were
+// recorded for the seal at the flag commit [INF]).
 //
 // The tool's own check (log start <= seal <= the leader's LEO) needs the
 // leader's log and is not made here.
@@ -132,7 +135,7 @@ type Leadership struct {
 }
 
 // ClassicPrefixRequest is one partition of a SetClassicPrefixInRemoteStorage
-// request (API key 503, SPEC 6.6).
+// request (API key 503, https://github.com/aiven/inkless/pull/827).
 type ClassicPrefixRequest struct {
 	// BrokerID is the sender.
 	BrokerID int32
@@ -146,9 +149,10 @@ type ClassicPrefixRequest struct {
 }
 
 // SetClassicPrefixInRemoteStorage decides the controller's answer to the
-// phase-2 request (SPEC 6.6), with the partition's leadership p. Checks,
-// in the controller's order (the broker epoch and an unknown partition,
-// check 1, come before and are not the State's):
+// phase-2 request (https://github.com/aiven/inkless/pull/827 and
+// https://github.com/aiven/inkless/pull/857), with the partition's
+// leadership p. Checks, in the controller's order (the broker epoch and an
+// unknown partition, check 1, come before and are not the State's):
 //
 //  2. flag already set: the same seal is an idempotent retry, answered
 //     NONE with no record (this returns s unchanged and no error; it runs
@@ -160,7 +164,7 @@ type ClassicPrefixRequest struct {
 //  5. seal not committed (classic: ErrNotSwitching, pending:
 //     ErrSealNotCommitted) or different from the request's
 //     (ErrSealMismatch), all INVALID_REQUEST;
-//  6. R outside [-1, p.LeaderEpoch]: ErrInvalidRecordedEpoch [SEED-857].
+//  6. R outside [-1, p.LeaderEpoch]: ErrInvalidRecordedEpoch (https://github.com/aiven/inkless/pull/857).
 //
 // A partition leader epoch whose successor is below an E_d already
 // recorded (by an older controller's seal commit) is inconsistent and
@@ -213,15 +217,17 @@ func (s State) SetClassicPrefixInRemoteStorage(req ClassicPrefixRequest, p Leade
 // StartPhaseTwo is the operator's recovery of a phase-1 partition whose
 // classic prefix is lost on every replica (AlterDisklessSwitch with
 // ClassicPrefixInRemoteStorage, `kafka-topic-switch.sh start-phase-2`,
-// SPEC 6.13): phase 1 -> phase 2 at seal, which may be below the
-// committed seal (the records between are lost). Like the flag commit the
-// record bumps the leader epoch once and writes E_d = currentLeaderEpoch
-// + 1; producer states are kept (the request may not clear them). No
-// leader reports an epoch at seal-1, so R stays -1 [INF] and brokers use
-// the upstream rebuild (SPEC 6.15). Refused: classic (ErrNotSwitching),
-// seal pending (ErrSealNotCommitted), phase 2 (ErrInPhaseTwo), a negative
-// seal (ErrInvalidSeal), a seal above the committed one
-// (ErrSealIncrease), an E_d that would fall (ErrDisklessEpochDecrease).
+// https://github.com/aiven/inkless/pull/855): phase 1 -> phase 2 at seal,
+// which may be below the committed seal (the records between are lost).
+// Like the flag commit the record bumps the leader epoch once and writes
+// E_d = currentLeaderEpoch + 1; producer states are kept (the request may
+// not clear them). No leader reports an epoch at seal-1, so R stays -1
+// [INF] and brokers use the upstream rebuild (a limitation
+// https://github.com/aiven/inkless/pull/857 accepts). Refused: classic
+// (ErrNotSwitching), seal pending (ErrSealNotCommitted), phase 2
+// (ErrInPhaseTwo), a negative seal (ErrInvalidSeal), a seal above the
+// committed one (ErrSealIncrease), an E_d that would fall
+// (ErrDisklessEpochDecrease).
 //
 // The tool's checks (no replica holds the whole prefix, the data-loss
 // confirmation) need the replicas' descriptions and are not made here.
@@ -252,15 +258,15 @@ func (s State) StartPhaseTwo(seal int64, currentLeaderEpoch int32) (State, error
 	return s.checked(n), nil
 }
 
-// ValidateElectReplica checks the switch part of the operator's election
-// of a replica outside the ISR (AlterDisklessSwitch with LeaderId,
-// `kafka-topic-switch.sh elect --replica`, SPEC 6.13): it needs phase 1
-// and a request that names the committed seal. It changes no switch
-// field. Refused: classic (ErrNotSwitching), seal pending
-// (ErrSealNotCommitted), phase 2 (ErrInPhaseTwo: any replica can lead
-// already), another seal (ErrSealMismatch). The replica's own checks
-// (active, log directory online, HW == S, gap-free coverage) are not the
-// State's.
+// ValidateElectReplica checks the switch part of the operator's election of
+// a replica outside the ISR (AlterDisklessSwitch with LeaderId,
+// `kafka-topic-switch.sh elect --replica`,
+// https://github.com/aiven/inkless/pull/855): it needs phase 1 and a
+// request that names the committed seal. It changes no switch field.
+// Refused: classic (ErrNotSwitching), seal pending (ErrSealNotCommitted),
+// phase 2 (ErrInPhaseTwo: any replica can lead already), another seal
+// (ErrSealMismatch). The replica's own checks (active, log directory
+// online, HW == S, gap-free coverage) are not the State's.
 func (s State) ValidateElectReplica(seal int64) error {
 	const op = OpElectReplica
 	switch {

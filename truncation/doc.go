@@ -1,7 +1,8 @@
 // Package truncation holds what the log and the remote tier share about
 // truncations: the count of truncations that changed a log, and the fence
 // that stops progress computed before a truncation from being installed
-// after it (the Inkless truncation counter, SPEC 2.13).
+// after it (the Inkless truncation counter of
+// https://github.com/aiven/inkless/pull/857).
 //
 // # Why a fence
 //

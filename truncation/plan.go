@@ -46,7 +46,7 @@ func (p DivergencePlan) String() string {
 }
 
 // PlanDivergence decides how far a follower truncates after the leader
-// answered OffsetsForLeaderEpoch (SPEC 3.3, last paragraph; Kafka's
+// answered OffsetsForLeaderEpoch (Kafka's
 // AbstractFetcherThread.getOffsetTruncationState):
 //
 //	leader end offset undefined      truncate to the high watermark (the initial fetch offset)
@@ -123,8 +123,8 @@ func (p ResetPlan) String() string {
 }
 
 // PlanOutOfRangeReset decides what a follower does when the leader
-// answered its fetch with OFFSET_OUT_OF_RANGE (SPEC 4.9, follower side;
-// Kafka's fetchOffsetAndTruncate), from the leader's latest and earliest
+// answered its fetch with OFFSET_OUT_OF_RANGE (Kafka's
+// AbstractFetcherThread.fetchOffsetAndTruncate), from the leader's latest and earliest
 // offsets and the follower's log end offset.
 func PlanOutOfRangeReset(leaderEnd, leaderStart, logEndOffset int64) ResetPlan {
 	switch {

@@ -1,4 +1,5 @@
-// Command recreate runs SEED #857's first example on the embedded defaults
+// Command recreate runs the first example of Inkless pull request 857
+// (https://github.com/aiven/inkless/pull/857) on the embedded defaults
 // (a temporary directory, a directory object store, Pebble metadata; no
 // server): a phase-2 replica whose log holds records the partition never
 // committed is recreated and rebuilt from remote storage, never truncated

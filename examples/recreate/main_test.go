@@ -15,8 +15,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
 
 // TestRecreateExample checks the state the example ends in, on the
-// embedded defaults and on the real S3 server: SEED #857's first example
-// with its exact numbers.
+// embedded defaults and on the real S3 server: the first example of
+// https://github.com/aiven/inkless/pull/857 with its exact numbers.
 func TestRecreateExample(t *testing.T) {
 	want := outcome{
 		beforeEpochs:  "0@0 1@80",

@@ -21,7 +21,7 @@ const (
 func recreate(ctx context.Context, c *demo.Cluster, store string) (outcome, error) {
 	tp := demo.Partition
 	var o outcome
-	c.Printf("tierlog recreate example (SEED #857): partition %s, remote tier on a %s", tp, store)
+	c.Printf("tierlog recreate example (the first case of https://github.com/aiven/inkless/pull/857): partition %s, remote tier on a %s", tp, store)
 	a, err := c.OpenLog("broker-A")
 	if err != nil {
 		return o, err

@@ -19,10 +19,10 @@ func printPending(w io.Writer, remote bool) {
 	fmt.Fprintln(w)
 }
 
-// printGoals checks the issue's goals against this run's medians and says
+// printGoals checks the local log's performance goals against this run's medians and says
 // which are met, with the numbers.
 func printGoals(w io.Writer, res *results, impls []impl, partitions int) {
-	fmt.Fprint(w, "### Goals (issue 7), checked against this run\n\n| goal | this run | met |\n|---|---|---|\n")
+	fmt.Fprint(w, "### Goals (local log), checked against this run\n\n| goal | this run | met |\n|---|---|---|\n")
 	row := func(goal, got string, met bool) {
 		mark := "no"
 		if met {

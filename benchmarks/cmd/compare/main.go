@@ -65,7 +65,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 	cfg := config{}
 	var appendMiB, syncMiB int64
 	fl.IntVar(&cfg.reps, "reps", 3, "repetitions of every workload (medians are printed)")
-	fl.Int64Var(&appendMiB, "append-mib", 256, "MiB per no-fsync append run; also the size of the log read and reopened (1024 for the issue's 1 GiB open test)")
+	fl.Int64Var(&appendMiB, "append-mib", 256, "MiB per no-fsync append run; also the size of the log read and reopened (1024 for a 1 GiB open test)")
 	fl.Int64Var(&syncMiB, "sync-mib", 16, "MiB per fsync-per-batch append run")
 	fl.IntVar(&cfg.pointReads, "point-reads", 100_000, "random point reads per repetition")
 	fl.DurationVar(&cfg.pointReadsMax, "point-reads-max", 4*time.Second, "time limit per implementation and repetition for the point reads")

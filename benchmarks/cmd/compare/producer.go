@@ -14,7 +14,7 @@ import (
 	"github.com/tierlog/tierlog/log/record"
 )
 
-// The tierlog-only producer workloads (issue 4): the 16 KiB no-fsync append
+// The tierlog-only producer workloads: the 16 KiB no-fsync append
 // of 1 KiB records, by an idempotent producer and by a transactional one,
 // run in every repetition right after the fill runs, which measured the
 // plain tierlog append and the raw file of the same bytes.
@@ -238,7 +238,7 @@ func runProducerRep(rep int, dir string, total int64, res *results, stderr io.Wr
 // printProducer prints the producer table: each cell is the median over
 // repetitions with its ratio to the plain tierlog row's median, then the
 // MB/s ratio to the plain append of the same repetition (median, and each
-// repetition's), then the issue 4 goals.
+// repetition's), then the producer goals.
 func printProducer(w io.Writer, res *results) {
 	fmt.Fprintf(w, "### %s\n\n", secProducer)
 	fmt.Fprintf(w, "Batch construction is outside the timed region: %d batches of %d records (1 MiB) are built once; "+
@@ -286,7 +286,7 @@ func printProducer(w io.Writer, res *results) {
 	}
 	fmt.Fprintln(w)
 
-	fmt.Fprint(w, "#### Goals (issue 4), checked against this run\n\n| goal | this run | met |\n|---|---|---|\n")
+	fmt.Fprint(w, "#### Goals (producer append), checked against this run\n\n| goal | this run | met |\n|---|---|---|\n")
 	for _, mode := range []string{modeIdempotent, modeTransactional} {
 		if v := res.vals[cellKey{rowKey{secProducer, mode}, ratioMetric}]; len(v) > 0 {
 			x := median(v)

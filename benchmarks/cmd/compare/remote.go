@@ -21,7 +21,7 @@ import (
 	"github.com/tierlog/tierlog/remote/objstore/s3"
 )
 
-// The tierlog-only remote-tier rows (issue 7, measuring issue 5's data
+// The tierlog-only remote-tier rows (measuring the remote tier's data
 // plane): the copy of one rolled segment into an object store and 16 KiB
 // reads at random positions of it, each beside the raw object-store call
 // that moves the same bytes, in the same repetition and in round-robin

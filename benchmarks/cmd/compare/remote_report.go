@@ -19,7 +19,7 @@ func (seg *remoteSegment) describe() string {
 }
 
 // printRemote prints what the remote rows are, then each target's copy and
-// read tables, then issue 5's goals checked against them.
+// read tables, then the remote data-plane goals checked against them.
 func printRemote(w io.Writer, r *remoteRun, res *results) {
 	fmt.Fprintf(w, "### tierlog only: remote tier, copy and 16 KiB reads beside the raw object-store client\n\n")
 	if r.err != nil {
@@ -106,13 +106,13 @@ func sameRepRatio(res *results, sec, name string, reference bool) string {
 	return fmt.Sprintf("%.3fx (%s)", median(v), strings.Join(each, ", "))
 }
 
-// printRemoteGoals checks issue 5's data-plane goals against this run.
-// Issue 5 states the copy goal against minio-go's direct multipart PUT on
+// printRemoteGoals checks the remote data-plane goals against this run.
+// The copy goal is stated against minio-go's direct multipart PUT on
 // S3; here the reference is the same store's objstore.PutLarge (the
 // adapter's own overhead over minio-go is in remote/objstore/s3's
 // BenchmarkTierCopy64MiB).
 func printRemoteGoals(w io.Writer, r *remoteRun, res *results) {
-	fmt.Fprint(w, "#### Goals (issue 5), checked against this run\n\n| goal | this run | met |\n|---|---|---|\n")
+	fmt.Fprint(w, "#### Goals (remote data plane), checked against this run\n\n| goal | this run | met |\n|---|---|---|\n")
 	for _, t := range r.targets {
 		if t.err != nil {
 			continue

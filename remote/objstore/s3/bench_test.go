@@ -15,7 +15,7 @@ import (
 // BenchmarkPut64MiB uploads a 64 MiB segment through the adapter
 // (PutLarge: multipart, 16 MiB parts, 4 at a time) and with minio-go
 // directly with the same part size and concurrency, against the same
-// server, side by side. The goal: the adapter at 0.9x or better.
+// server, side by side. The goal: the adapter at 0.9x or better.
 func BenchmarkPut64MiB(b *testing.B) {
 	const size = 64 << 20
 	const partBytes = 16 << 20

@@ -18,9 +18,9 @@ import (
 	"github.com/tierlog/tierlog/remote/objstore"
 )
 
-// These benchmarks measure the remote tier's data plane against the real
-// S3 server, each beside the raw minio-go call that moves the same bytes
-// (issue 5's performance goals): a 64 MiB segment copy (goal: 0.9x of a
+// These benchmarks measure the remote tier's data plane against the real S3
+// server, each beside the raw minio-go call that moves the same bytes (the
+// remote tier's performance goals): a 64 MiB segment copy (goal: 0.9x of a
 // direct multipart PUT) and a cold read of one 16 KiB fetch from a 64 MiB
 // segment (goal: one ranged GET per chunk needed; here a cold read also
 // fetches the manifest).
