@@ -109,7 +109,9 @@ func newEnv(t *testing.T, partitions int32) *env {
 	return e
 }
 
-func (e *env) tp(p int32) wal.TopicIDPartition { return wal.TopicIDPartition{TopicID: e.topic, Partition: p} }
+func (e *env) tp(p int32) wal.TopicIDPartition {
+	return wal.TopicIDPartition{TopicID: e.topic, Partition: p}
+}
 
 // writer starts a Writer on the env; opts' Store, ControlPlane and Clock
 // default to the env's.
