@@ -83,7 +83,7 @@ func TestCleanerKeepsLiveObjects(t *testing.T) {
 // and a late commit of its key fails.
 func TestCleanerOrphans(t *testing.T) {
 	e := newEnv(t, 1)
-	key := wal.NewObjectKey("wal/")
+	key := wal.NewObjectKey("wal")
 	require.NoError(t, e.cp.ReserveObject(e.ctx, key))
 	data := []byte("uploaded, never committed")
 	require.NoError(t, e.store.Put(e.ctx, key, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}))

@@ -74,6 +74,14 @@ type ControlPlane interface {
 	// PrunedLogStart says. Requests apply in order.
 	PruneDisklessLogs(ctx context.Context, reqs []PruneRequest) ([]PruneResult, error)
 
+	// EnforceRetention deletes, per partition, the oldest whole batches
+	// that breach its size or time retention (see RetentionScan), at most
+	// maxBatches per partition (0 = no cap), and moves W forward to the
+	// first remaining batch (never back), or to HW when none remains.
+	// For partitions that are not consolidated; consolidated ones are
+	// pruned instead.
+	EnforceRetention(ctx context.Context, reqs []RetentionRequest, maxBatches int) ([]RetentionResult, error)
+
 	// FilesToDelete lists objects marked for deletion strictly before
 	// markedBefore (at most limit, 0 = all), oldest mark first.
 	FilesToDelete(ctx context.Context, markedBefore time.Time, limit int) ([]FileToDelete, error)
@@ -200,8 +208,9 @@ type FindBatchesResult struct {
 	// Err: *PartitionError wrapping ErrUnknownTopicOrPartition or
 	// ErrOffsetOutOfRange (offset < W or > HW), else nil.
 	Err error
-	// Batches in offset order; the first holds the requested offset.
-	// Empty at HW.
+	// Batches in offset order; the first holds the requested offset
+	// (or, where the WAL holds nothing at it, as between a capped
+	// prune's W and the first batch, starts after it). Empty at HW.
 	Batches []BatchInfo
 	// LogStartOffset and HighWatermark are W and HW (-1 if unknown).
 	LogStartOffset int64
@@ -312,6 +321,24 @@ type PruneRequest struct {
 // PruneResult carries the new W (-1 with an error).
 type PruneResult struct {
 	Err            error
+	LogStartOffset int64
+}
+
+// RetentionRequest carries a partition's retention limits (-1 = none).
+type RetentionRequest struct {
+	Partition TopicIDPartition
+	// RetentionBytes is Kafka's retention.bytes.
+	RetentionBytes int64
+	// RetentionMs is Kafka's retention.ms.
+	RetentionMs int64
+}
+
+// RetentionResult says what EnforceRetention deleted.
+type RetentionResult struct {
+	Err            error
+	DeletedBatches int
+	DeletedBytes   int64
+	// LogStartOffset is the new W (-1 with an error).
 	LogStartOffset int64
 }
 

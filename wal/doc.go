@@ -35,7 +35,14 @@
 // rather than leaked.
 //
 // The pure rules every control plane shares live here: the idempotent
-// producer check (CheckSequence) and the WAL start after a prune
-// (PrunedLogStart). Implementations: package wal/pebblecp (embedded, on
+// producer check (CheckSequence), the WAL start after a prune
+// (PrunedLogStart), retention (RetentionScan), the fetch budgets
+// (FindBudget) and the commit request's own checks
+// (CommitFileRequest.Validate). So does the object format (object.go):
+// batches grouped by partition and a footer from which ParseObject
+// rebuilds an object's commit coordinates.
+//
+// Not here yet: the writer that buffers produce requests into objects,
+// the reader, and the drivers of file cleanup and orphan reaping. Implementations: package wal/pebblecp (embedded, on
 // Pebble). Package wal/controlplanetest is the conformance suite each runs.
 package wal

@@ -74,17 +74,19 @@ func (e *ProduceError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// ObjectError reports a failed upload, commit or read of one object. It
-// unwraps to Err (ErrUploadFailed, ErrCommitFailed, ErrObjectRead) and to
-// the cause (the store's or the control plane's error).
-type ObjectError struct {
+// StorageError reports a failed upload, commit or read of one object
+// (Kafka: KAFKA_STORAGE_ERROR, retriable). It unwraps to Err
+// (ErrUploadFailed, ErrCommitFailed, ErrObjectRead) and to the cause (the
+// store's or the control plane's error). A damaged object's format is an
+// *ObjectError instead.
+type StorageError struct {
 	ObjectKey string
 	Err       error
 	Cause     error
 }
 
-func (e *ObjectError) Error() string {
+func (e *StorageError) Error() string {
 	return fmt.Sprintf("%v: object %q: %v", e.Err, e.ObjectKey, e.Cause)
 }
 
-func (e *ObjectError) Unwrap() []error { return []error{e.Err, e.Cause} }
+func (e *StorageError) Unwrap() []error { return []error{e.Err, e.Cause} }

@@ -1,253 +1,284 @@
 package wal
 
 import (
+	"bytes"
+	"cmp"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
+	"slices"
 
 	"github.com/tierlog/tierlog/log/record"
 )
 
-// # The WAL object format
+// A WAL object holds the Kafka v2 batches of many partitions, grouped by
+// partition (in arrival order within one), followed by a footer that names
+// each group's partition:
 //
-// One object holds the Kafka v2 batches of many partitions, grouped by
-// partition (in the writer's sort order) and in arrival order within a
-// partition, followed by a footer that lists every batch and a fixed-size
-// trailer:
+//	+--------------------------------------------------------------+
+//	| batches of partition A | batches of B | ...                  |  Kafka v2 batches, back to back
+//	+--------------------------------------------------------------+
+//	| run: topicID [16] | partition u32 | batchCount u32 |         |  one per partition,
+//	|      byteOffset u64 | byteLength u64                (40 B)   |  in (topic id, partition) order
+//	+--------------------------------------------------------------+
+//	| runCount u32 | version u16 (1) | magic "TLWF"                |  trailer (18 B)
+//	| batchesCRC u32 | footerCRC u32                               |
+//	+--------------------------------------------------------------+
 //
-//	+---------+---------+-----+---------+----------------------+---------+
-//	| batch 0 | batch 1 | ... | batch n | footer entries (n+1) | trailer |
-//	+---------+---------+-----+---------+----------------------+---------+
-//	 ^ byte 0                             ^ dataLen              size-16
+// batchesCRC is the CRC-32C of the batch area: Kafka's batch CRC leaves
+// the base offset and the partition leader epoch uncovered, so only this
+// one catches damage there. footerCRC covers the runs and the trailer
+// before it.
 //
-//	footer entry (44 bytes, big-endian), one per batch, in data order:
-//	  topic id      [16]byte
-//	  partition     int32
-//	  byte offset   uint64   position of the batch in the object
-//	  size          uint32   bytes of the batch
-//	  offset count  uint32   LastOffsetDelta + 1
-//	  record count  uint32
-//	  batch crc     uint32   the batch's own CRC-32C field
-//
-//	trailer (16 bytes, last):
-//	  magic         "TLWF"
-//	  version       uint16   1
-//	  reserved      uint16   0
-//	  footer crc    uint32   CRC-32C of the entries, magic, version, reserved
-//	  footer length uint32   bytes of the entries (a multiple of 44)
-//
-// The batches themselves are exactly what the client sent (base offset 0,
-// request-relative offsets); the control plane's coordinates (ByteOffset,
-// Size) point into the data part, so a reader never needs the footer. The
-// footer exists so that the coordinates of a lost control plane can be
-// rebuilt from the objects alone (a scan of the key prefix, then the footer
-// of each object), and so that a tool can check an object against its
-// coordinates: Inkless's objects are bare concatenations, and losing its
-// control plane loses the WAL. The cost is 44 bytes per batch and 16 per
-// object (0.3% for 16 KiB batches).
+// Inkless's objects are bare concatenations: the control plane's
+// coordinates are their only index, and a lost control plane loses the
+// WAL. The footer costs 40 bytes per partition and 18 per object, and
+// makes an object self-describing: ParseObject rebuilds the CommitFile
+// request of any object from its bytes alone (each batch's offsets,
+// record count, timestamps and producer fields are in its own header;
+// only its partition is not), so a control plane can be rebuilt from the
+// store, and an orphan's content can be checked before it is deleted.
+// Readers never need the footer: they read batches at the coordinates
+// the control plane gives.
 const (
-	objectMagic       = "TLWF"
-	objectVersion     = 1
-	footerEntryBytes  = 44
-	objectTrailerSize = 16
-	// maxObjectBytes bounds an object so that every byte offset and size
-	// fits the footer's fields and an int on 32-bit platforms.
-	maxObjectBytes = math.MaxInt32
+	objectVersion = 1
+	objectMagic   = "TLWF"
+	runSize       = 16 + 4 + 4 + 8 + 8
+	trailerSize   = 4 + 2 + 4 + 4 + 4
 )
 
-var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
+var objectCRC = crc32.MakeTable(crc32.Castagnoli)
 
-// ObjectEntry is one footer entry: where one batch is and what it holds.
-type ObjectEntry struct {
-	Partition   TopicIDPartition
-	ByteOffset  int64
-	Size        int64
-	OffsetCount int64
-	RecordCount int32
-	BatchCRC    uint32
+// ObjectError reports a WAL object that fails its format checks. It
+// unwraps to ErrCorruption.
+type ObjectError struct {
+	Pos    int64 // byte position of the problem in the object
+	Reason string
+	Err    error // the batch's own error, if a batch failed
 }
 
-// ObjectFooter is the decoded footer of a WAL object.
-type ObjectFooter struct {
-	// DataBytes is the length of the batch part (the footer starts there).
-	DataBytes int64
-	Entries   []ObjectEntry
+func (e *ObjectError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%v: wal: object byte %d: %s: %v", ErrCorruption, e.Pos, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("%v: wal: object byte %d: %s", ErrCorruption, e.Pos, e.Reason)
 }
 
-// appendFooter appends the footer and the trailer for entries to dst.
-func appendFooter(dst []byte, entries []ObjectEntry) []byte {
-	start := len(dst)
-	for _, e := range entries {
-		dst = append(dst, e.Partition.TopicID[:]...)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.Partition.Partition))
-		dst = binary.BigEndian.AppendUint64(dst, uint64(e.ByteOffset))
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.Size))
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.OffsetCount))
-		dst = binary.BigEndian.AppendUint32(dst, uint32(e.RecordCount))
-		dst = binary.BigEndian.AppendUint32(dst, e.BatchCRC)
+func (e *ObjectError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrCorruption, e.Err}
 	}
-	footerLen := len(dst) - start
-	dst = append(dst, objectMagic...)
-	dst = binary.BigEndian.AppendUint16(dst, objectVersion)
-	dst = binary.BigEndian.AppendUint16(dst, 0)
-	crc := crc32.Checksum(dst[start:], castagnoliTable)
-	dst = binary.BigEndian.AppendUint32(dst, crc)
-	return binary.BigEndian.AppendUint32(dst, uint32(footerLen))
+	return []error{ErrCorruption}
 }
 
-// DecodeObjectFooter decodes the footer of a whole WAL object and checks
-// it against the object: the entries tile the data part exactly, in
-// order, with no gap and no overlap. It returns an *ObjectFormatError
-// (errors.Is ErrCorruption) for any damage and never panics. It does not
-// read the batches; CheckObject does.
-func DecodeObjectFooter(object []byte) (ObjectFooter, error) {
-	size := int64(len(object))
-	if size < objectTrailerSize {
-		return ObjectFooter{}, formatErr(size, "%d bytes, shorter than the %d-byte trailer", size, objectTrailerSize)
-	}
-	if size > maxObjectBytes {
-		return ObjectFooter{}, formatErr(size, "%d bytes, larger than %d", size, maxObjectBytes)
-	}
-	tr := object[size-objectTrailerSize:]
-	if string(tr[:4]) != objectMagic {
-		return ObjectFooter{}, formatErr(size, "magic %q, want %q", tr[:4], objectMagic)
-	}
-	if v := binary.BigEndian.Uint16(tr[4:]); v != objectVersion {
-		return ObjectFooter{}, formatErr(size, "version %d, want %d", v, objectVersion)
-	}
-	footerLen := int64(binary.BigEndian.Uint32(tr[12:]))
-	if footerLen%footerEntryBytes != 0 || footerLen > size-objectTrailerSize {
-		return ObjectFooter{}, formatErr(size, "footer length %d does not fit (object %d bytes, entries %d bytes each)",
-			footerLen, size, footerEntryBytes)
-	}
-	dataLen := size - objectTrailerSize - footerLen
-	covered := object[dataLen : size-4-4]
-	if stored, computed := binary.BigEndian.Uint32(tr[8:]), crc32.Checksum(covered, castagnoliTable); stored != computed {
-		return ObjectFooter{}, formatErr(size, "footer crc %#08x, computed %#08x", stored, computed)
-	}
-	entries, err := decodeEntries(object[dataLen:dataLen+footerLen], dataLen, size)
-	if err != nil {
-		return ObjectFooter{}, err
-	}
-	return ObjectFooter{DataBytes: dataLen, Entries: entries}, nil
+func objectErrorf(pos int64, format string, args ...any) error {
+	return &ObjectError{Pos: pos, Reason: fmt.Sprintf(format, args...)}
 }
 
-// decodeEntries decodes the entries and checks that they tile [0, dataLen).
-func decodeEntries(b []byte, dataLen, size int64) ([]ObjectEntry, error) {
-	entries := make([]ObjectEntry, 0, len(b)/footerEntryBytes)
-	next := int64(0)
-	for i := 0; len(b) >= footerEntryBytes; i++ {
-		var e ObjectEntry
-		copy(e.Partition.TopicID[:], b[:16])
-		e.Partition.Partition = int32(binary.BigEndian.Uint32(b[16:]))
-		e.ByteOffset = int64(binary.BigEndian.Uint64(b[20:]))
-		e.Size = int64(binary.BigEndian.Uint32(b[28:]))
-		e.OffsetCount = int64(binary.BigEndian.Uint32(b[32:]))
-		e.RecordCount = int32(binary.BigEndian.Uint32(b[36:]))
-		e.BatchCRC = binary.BigEndian.Uint32(b[40:])
-		b = b[footerEntryBytes:]
-		switch {
-		case e.ByteOffset != next:
-			return nil, formatErr(size, "entry %d at byte %d, want %d", i, e.ByteOffset, next)
-		case e.Size <= 0 || e.Size > dataLen-next:
-			return nil, formatErr(size, "entry %d: size %d at byte %d beyond the data (%d bytes)", i, e.Size, next, dataLen)
-		case e.OffsetCount <= 0 || e.RecordCount <= 0 || int64(e.RecordCount) > e.OffsetCount:
-			return nil, formatErr(size, "entry %d: %d records over %d offsets", i, e.RecordCount, e.OffsetCount)
-		}
-		next += e.Size
-		entries = append(entries, e)
-	}
-	if next != dataLen {
-		return nil, formatErr(size, "entries cover %d bytes, data has %d", next, dataLen)
-	}
-	return entries, nil
-}
-
-// NewObjectKey returns a fresh key under prefix: prefix, two hex digits, a
-// slash and 30 more hex digits of a random 128-bit id. The random part
-// comes first after the prefix, so the keys of all writers spread evenly
-// over the store's key space (S3 partitions request rates by key prefix),
-// and the two-digit directory keeps an fs store's directories small.
+// NewObjectKey returns prefix + "/" + a random 22-character name
+// (URL-safe base64 of 16 random bytes, as Kafka's Uuid prints). The
+// random part comes right after the prefix so that keys spread over an
+// object store's key-range partitions instead of piling onto one.
 func NewObjectKey(prefix string) string {
-	var id [16]byte
-	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24)
-	h := hex.EncodeToString(id[:])
-	return prefix + h[:2] + "/" + h[2:]
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	name := base64.RawURLEncoding.EncodeToString(b[:])
+	if prefix == "" {
+		return name
+	}
+	return prefix + "/" + name
 }
 
-// ObjectFormatError reports a WAL object that fails a format check.
-// errors.Is(err, ErrCorruption) holds.
-type ObjectFormatError struct {
-	ObjectKey  string // "" when the caller does not know it
-	ObjectSize int64
-	Reason     string
+// ObjectBuilder collects the batches of one WAL object. Not safe for
+// concurrent use.
+type ObjectBuilder struct {
+	entries []objectEntry
+	size    int64
 }
 
-func (e *ObjectFormatError) Error() string {
-	return fmt.Sprintf("wal: corrupt object %q (%d bytes): %s", e.ObjectKey, e.ObjectSize, e.Reason)
+type objectEntry struct {
+	tp    TopicIDPartition
+	batch record.Batch
 }
 
-func (e *ObjectFormatError) Unwrap() error { return ErrCorruption }
-
-func formatErr(size int64, format string, args ...any) *ObjectFormatError {
-	return &ObjectFormatError{ObjectSize: size, Reason: fmt.Sprintf(format, args...)}
-}
-
-// CheckObject decodes the footer of object and checks every batch against
-// its entry: framing, size, CRC, offset and record counts. It returns the
-// footer, or the first mismatch as an *ObjectFormatError (errors.Is
-// ErrCorruption). It is what a rebuild of lost coordinates runs per object.
-func CheckObject(object []byte) (ObjectFooter, error) {
-	f, err := DecodeObjectFooter(object)
+// Add appends a batch of tp. The batch must frame as one Kafka v2 batch
+// (record.ReadBatch) of exactly len(batch) bytes; its bytes are retained,
+// not copied.
+func (o *ObjectBuilder) Add(tp TopicIDPartition, batch []byte) error {
+	b, err := record.ReadBatch(batch)
 	if err != nil {
-		return ObjectFooter{}, err
+		return fmt.Errorf("%w: wal: batch of %s: %w", ErrInvalidArgument, tp, err)
 	}
-	size := int64(len(object))
-	for i, e := range f.Entries {
-		b, err := record.ReadBatch(object[e.ByteOffset : e.ByteOffset+e.Size])
-		if err == nil {
-			err = b.Validate()
+	if b.Size() != len(batch) {
+		return invalidf("batch of %s: %d bytes given, the batch frames %d", tp, len(batch), b.Size())
+	}
+	o.entries = append(o.entries, objectEntry{tp, b})
+	o.size += int64(len(batch))
+	return nil
+}
+
+// Len returns the bytes of the batches added so far (the footer excluded).
+func (o *ObjectBuilder) Len() int64 { return o.size }
+
+func comparePartitions(a, b TopicIDPartition) int {
+	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
+
+// Build lays the batches out grouped by partition ((topic id, partition)
+// order, arrival order within a partition), appends the footer, and
+// returns the object's bytes and the CommitFile batches that describe it.
+func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) {
+	entries := slices.Clone(o.entries)
+	slices.SortStableFunc(entries, func(a, b objectEntry) int { return comparePartitions(a.tp, b.tp) })
+	data := make([]byte, 0, o.size+int64(trailerSize+runSize*len(entries)))
+	var batches []CommitBatch
+	var runs []byte
+	for i := 0; i < len(entries); {
+		j, start := i, int64(len(data))
+		for ; j < len(entries) && entries[j].tp == entries[i].tp; j++ {
+			batches = append(batches, commitBatchOf(entries[j].tp, int64(len(data)), entries[j].batch))
+			data = append(data, entries[j].batch.Bytes()...)
 		}
-		switch {
-		case err != nil:
-			return ObjectFooter{}, formatErr(size, "entry %d: batch at byte %d: %v", i, e.ByteOffset, err)
-		case int64(b.Size()) != e.Size:
-			return ObjectFooter{}, formatErr(size, "entry %d: batch of %d bytes, entry says %d", i, b.Size(), e.Size)
-		case int64(b.LastOffsetDelta())+1 != e.OffsetCount || b.RecordsCount() != e.RecordCount || b.CRC() != e.BatchCRC:
-			return ObjectFooter{}, formatErr(size, "entry %d: batch (%d offsets, %d records, crc %#08x) does not match (%d, %d, %#08x)",
-				i, int64(b.LastOffsetDelta())+1, b.RecordsCount(), b.CRC(), e.OffsetCount, e.RecordCount, e.BatchCRC)
+		runs = appendRun(runs, entries[i].tp, uint32(j-i), start, int64(len(data))-start)
+		i = j
+	}
+	footer := len(data)
+	data = append(data, runs...)
+	data = binary.BigEndian.AppendUint32(data, uint32(len(runs)/runSize))
+	data = binary.BigEndian.AppendUint16(data, objectVersion)
+	data = append(data, objectMagic...)
+	data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data[:footer], objectCRC))
+	data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data[footer:], objectCRC))
+	return data, batches
+}
+
+func appendRun(dst []byte, tp TopicIDPartition, count uint32, offset, length int64) []byte {
+	dst = append(dst, tp.TopicID[:]...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(tp.Partition))
+	dst = binary.BigEndian.AppendUint32(dst, count)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(offset))
+	return binary.BigEndian.AppendUint64(dst, uint64(length))
+}
+
+// commitBatchOf describes a batch at byteOffset in the terms of a
+// CommitFile request, from its own header.
+func commitBatchOf(tp TopicIDPartition, byteOffset int64, b record.Batch) CommitBatch {
+	ts := CreateTime
+	if b.TimestampType() == record.LogAppendTime {
+		ts = LogAppendTime
+	}
+	return CommitBatch{Partition: tp, ByteOffset: byteOffset, Size: int64(b.Size()),
+		BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(), RecordCount: b.RecordsCount(),
+		MaxTimestamp: b.MaxTimestamp(), TimestampType: ts,
+		ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(), BaseSequence: b.BaseSequence()}
+}
+
+// ParseObject rebuilds the CommitFile batches of a WAL object from its
+// bytes: it checks the footer (magic, version, both CRCs, runs in
+// partition order covering the batch area exactly) and every batch (framing, CRC,
+// header; the run's count), and returns an *ObjectError (ErrCorruption)
+// on the first problem. It never panics and allocates in proportion to
+// len(data) only.
+func ParseObject(data []byte) ([]CommitBatch, error) {
+	runs, batchEnd, err := parseFooter(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []CommitBatch
+	pos := int64(0)
+	for i := 0; i < len(runs); i++ {
+		r := runs[i]
+		if i > 0 && comparePartitions(runs[i-1].tp, r.tp) >= 0 {
+			return nil, objectErrorf(r.footerPos, "run %d (%s) not after run %d (%s)", i, r.tp, i-1, runs[i-1].tp)
+		}
+		if r.offset != pos || r.length <= 0 || r.length > batchEnd-pos || r.count == 0 {
+			return nil, objectErrorf(r.footerPos, "run %d of %s: %d batches at [%d, +%d), want a non-empty run at %d within %d",
+				i, r.tp, r.count, r.offset, r.length, pos, batchEnd)
+		}
+		end := pos + r.length
+		for n := uint32(0); n < r.count; n++ {
+			if pos >= end {
+				return nil, objectErrorf(r.footerPos, "run %d of %s: %d batches declared, %d found", i, r.tp, r.count, n)
+			}
+			b, err := record.ReadBatch(data[pos:end])
+			if err == nil {
+				err = b.Validate()
+			}
+			if err == nil && b.RecordsCount() < 1 {
+				err = errors.New("no records")
+			}
+			if err != nil {
+				return nil, &ObjectError{Pos: pos, Reason: fmt.Sprintf("batch %d of %s", n, r.tp), Err: err}
+			}
+			out = append(out, commitBatchOf(r.tp, pos, b))
+			pos += int64(b.Size())
+		}
+		if pos != end {
+			return nil, objectErrorf(pos, "run %d of %s: %d bytes after its %d batches", i, r.tp, end-pos, r.count)
 		}
 	}
-	return f, nil
-}
-
-// objectBuilder concatenates batches into an object and records their
-// footer entries; the commit list is derived from the same entries, so
-// the coordinates the control plane stores and the footer never disagree.
-type objectBuilder struct {
-	data    []byte
-	entries []ObjectEntry
-}
-
-// add appends one validated batch of tp.
-func (ob *objectBuilder) add(tp TopicIDPartition, b record.Batch) ObjectEntry {
-	e := ObjectEntry{
-		Partition:   tp,
-		ByteOffset:  int64(len(ob.data)),
-		Size:        int64(b.Size()),
-		OffsetCount: int64(b.LastOffsetDelta()) + 1,
-		RecordCount: b.RecordsCount(),
-		BatchCRC:    b.CRC(),
+	if pos != batchEnd {
+		return nil, objectErrorf(pos, "%d bytes before the footer belong to no run", batchEnd-pos)
 	}
-	ob.data = append(ob.data, b.Bytes()...)
-	ob.entries = append(ob.entries, e)
-	return e
+	// What a batch header may hold but a commit may not (a negative base
+	// offset, a producer id without a sequence) is damage here.
+	req := CommitFileRequest{ObjectKey: "parse", ObjectSize: int64(len(data)), Batches: out}
+	if err := req.Validate(); err != nil {
+		return nil, objectErrorf(0, "batch headers make no valid commit: %v", err)
+	}
+	return out, nil
 }
 
-// finish returns the whole object: the batches, the footer and the trailer.
-func (ob *objectBuilder) finish() []byte {
-	return appendFooter(ob.data, ob.entries)
+type objectRun struct {
+	tp             TopicIDPartition
+	count          uint32
+	offset, length int64
+	footerPos      int64
+}
+
+// parseFooter checks the trailer and returns the runs and where the batch
+// area ends.
+func parseFooter(data []byte) ([]objectRun, int64, error) {
+	size := int64(len(data))
+	if size < trailerSize {
+		return nil, 0, objectErrorf(0, "%d bytes, shorter than the %d-byte trailer", size, trailerSize)
+	}
+	t := data[size-trailerSize:]
+	if string(t[6:10]) != objectMagic {
+		return nil, 0, objectErrorf(size-trailerSize+6, "magic %q, want %q", t[6:10], objectMagic)
+	}
+	if v := binary.BigEndian.Uint16(t[4:6]); v != objectVersion {
+		return nil, 0, objectErrorf(size-trailerSize+4, "object format version %d, want %d", v, objectVersion)
+	}
+	n := int64(binary.BigEndian.Uint32(t[0:4]))
+	if n > (size-trailerSize)/runSize {
+		return nil, 0, objectErrorf(size-trailerSize, "%d runs do not fit in %d bytes", n, size)
+	}
+	footer := size - trailerSize - n*runSize
+	if sum, want := crc32.Checksum(data[footer:size-4], objectCRC), binary.BigEndian.Uint32(t[14:18]); sum != want {
+		return nil, 0, objectErrorf(size-4, "footer crc32c %08x, stored %08x", sum, want)
+	}
+	if sum, want := crc32.Checksum(data[:footer], objectCRC), binary.BigEndian.Uint32(t[10:14]); sum != want {
+		return nil, 0, objectErrorf(size-8, "batch area crc32c %08x, stored %08x", sum, want)
+	}
+	runs := make([]objectRun, n)
+	for i := range runs {
+		p := footer + int64(i)*runSize
+		e := data[p : p+runSize]
+		r := objectRun{count: binary.BigEndian.Uint32(e[20:24]),
+			offset: int64(binary.BigEndian.Uint64(e[24:32])), length: int64(binary.BigEndian.Uint64(e[32:40])), footerPos: p}
+		copy(r.tp.TopicID[:], e[0:16])
+		r.tp.Partition = int32(binary.BigEndian.Uint32(e[16:20]))
+		if r.tp.Partition < 0 {
+			return nil, 0, objectErrorf(p+16, "negative partition %d", r.tp.Partition)
+		}
+		runs[i] = r
+	}
+	return runs, footer, nil
 }

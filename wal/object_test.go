@@ -1,7 +1,7 @@
 package wal
 
 import (
-	"encoding/binary"
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,117 +12,147 @@ import (
 	"github.com/tierlog/tierlog/log/record"
 )
 
-// testBatch builds a client batch (base offset 0) of n records whose
-// values are prefix-0, prefix-1, ...
-func testBatch(t testing.TB, n int, prefix string) []byte {
+func testBatch(t testing.TB, records int, pid int64, seq int32, ts int64) []byte {
 	t.Helper()
-	b := record.NewBuilder(record.DefaultBuilderOptions())
-	for i := range n {
-		b.Add(int64(1000+i), nil, fmt.Appendf(nil, "%s-%d", prefix, i))
+	opts := record.DefaultBuilderOptions()
+	if pid >= 0 {
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = pid, 0, seq
+	}
+	b := record.NewBuilder(opts)
+	for i := 0; i < records; i++ {
+		b.Add(ts+int64(i), nil, []byte(fmt.Sprintf("v%d", i)))
 	}
 	buf, err := b.Build()
 	require.NoError(t, err)
 	return buf
 }
 
-func buildTestObject(t testing.TB) []byte {
-	t.Helper()
-	var ob objectBuilder
-	for i, n := range []int{3, 1, 5} {
-		b, err := record.ReadBatch(testBatch(t, n, fmt.Sprint("p", i)))
-		require.NoError(t, err)
-		ob.add(TopicIDPartition{TopicID: TopicID{byte(i + 1)}, Partition: int32(i)}, b)
+// testObject builds an object from batches of three partitions, added
+// interleaved.
+func testObject(t testing.TB) ([]byte, []CommitBatch) {
+	var o ObjectBuilder
+	p := func(id byte, n int32) TopicIDPartition { return TopicIDPartition{TopicID: TopicID{id}, Partition: n} }
+	adds := []struct {
+		tp  TopicIDPartition
+		buf []byte
+	}{
+		{p(2, 0), testBatch(t, 3, -1, -1, 100)},
+		{p(1, 1), testBatch(t, 2, 7, 0, 200)},
+		{p(2, 0), testBatch(t, 1, -1, -1, 300)},
+		{p(1, 0), testBatch(t, 4, -1, -1, 400)},
+		{p(1, 1), testBatch(t, 5, 7, 2, 500)},
 	}
-	return ob.finish()
+	for _, a := range adds {
+		require.NoError(t, o.Add(a.tp, a.buf))
+	}
+	return o.Build()
 }
 
 func TestObjectRoundTrip(t *testing.T) {
-	obj := buildTestObject(t)
-	f, err := CheckObject(obj)
-	require.NoError(t, err)
-	require.Len(t, f.Entries, 3)
-	require.Equal(t, int64(len(obj)-objectTrailerSize-3*footerEntryBytes), f.DataBytes)
-	require.Equal(t, int64(0), f.Entries[0].ByteOffset)
-	require.Equal(t, f.Entries[0].Size, f.Entries[1].ByteOffset)
-	require.Equal(t, []int64{3, 1, 5}, []int64{f.Entries[0].OffsetCount, f.Entries[1].OffsetCount, f.Entries[2].OffsetCount})
-	require.Equal(t, int32(2), f.Entries[2].Partition.Partition)
-
-	empty := appendFooter(nil, nil)
-	f, err = DecodeObjectFooter(empty)
-	require.NoError(t, err)
-	require.Empty(t, f.Entries)
-}
-
-// TestObjectHostile damages an object in the ways a store or an attacker
-// can: every one is a typed corruption error.
-func TestObjectHostile(t *testing.T) {
-	obj := buildTestObject(t)
-	dataLen := len(obj) - objectTrailerSize - 3*footerEntryBytes
-	damage := map[string]func([]byte) []byte{
-		"short":        func(b []byte) []byte { return b[:10] },
-		"empty":        func(b []byte) []byte { return nil },
-		"truncated":    func(b []byte) []byte { return b[:len(b)-1] },
-		"garbage":      func(b []byte) []byte { return []byte(strings.Repeat("x", 200)) },
-		"bad magic":    func(b []byte) []byte { b[len(b)-16] = 'X'; return b },
-		"bad version":  func(b []byte) []byte { b[len(b)-11] = 9; return b },
-		"footer crc":   func(b []byte) []byte { b[dataLen+20]++; return b },
-		"huge length":  func(b []byte) []byte { binary.BigEndian.PutUint32(b[len(b)-4:], 1<<31); return b },
-		"odd length":   func(b []byte) []byte { binary.BigEndian.PutUint32(b[len(b)-4:], 45); return b },
-		"batch byte":   func(b []byte) []byte { b[30]++; return b },
-		"batch length": func(b []byte) []byte { binary.BigEndian.PutUint32(b[8:], 9); return b },
+	data, batches := testObject(t)
+	// Grouped by (topic id, partition), arrival order within one.
+	var got []string
+	for _, b := range batches {
+		got = append(got, fmt.Sprintf("%s@%d+%d n=%d ts=%d seq=%d", b.Partition, b.ByteOffset, b.Size, b.RecordCount, b.MaxTimestamp, b.BaseSequence))
 	}
-	for name, f := range damage {
-		t.Run(name, func(t *testing.T) {
-			bad := f(append([]byte(nil), obj...))
-			_, err := CheckObject(bad)
-			var fe *ObjectFormatError
-			require.ErrorAs(t, err, &fe)
-			require.ErrorIs(t, err, ErrCorruption)
-		})
+	require.Len(t, got, 5)
+	require.Equal(t, []int64{1, 1, 1, 2, 2}, []int64{int64(batches[0].Partition.TopicID[0]),
+		int64(batches[1].Partition.TopicID[0]), int64(batches[2].Partition.TopicID[0]),
+		int64(batches[3].Partition.TopicID[0]), int64(batches[4].Partition.TopicID[0])})
+	require.Equal(t, int32(0), batches[0].Partition.Partition)
+	require.Equal(t, []int64{201, 504}, []int64{batches[1].MaxTimestamp, batches[2].MaxTimestamp}, "arrival order in a partition")
+	require.Equal(t, []int64{102, 300}, []int64{batches[3].MaxTimestamp, batches[4].MaxTimestamp})
+
+	req := CommitFileRequest{ObjectKey: NewObjectKey("wal"), ObjectSize: int64(len(data)), Batches: batches}
+	require.NoError(t, req.Validate())
+	parsed, err := ParseObject(data)
+	require.NoError(t, err)
+	require.Equal(t, batches, parsed, "the coordinates are rebuilt from the bytes alone")
+	// Each coordinate frames its batch exactly.
+	for _, b := range parsed {
+		rb, err := record.ReadBatch(data[b.ByteOffset : b.ByteOffset+b.Size])
+		require.NoError(t, err)
+		require.NoError(t, rb.Validate())
 	}
 }
 
-// TestObjectEntriesMismatch: a footer whose CRC is right but whose
-// coordinates do not match the bytes (a buggy writer) is caught.
-func TestObjectEntriesMismatch(t *testing.T) {
-	var ob objectBuilder
-	b, err := record.ReadBatch(testBatch(t, 4, "x"))
+func TestObjectEmpty(t *testing.T) {
+	var o ObjectBuilder
+	data, batches := o.Build()
+	require.Empty(t, batches)
+	require.Len(t, data, trailerSize)
+	parsed, err := ParseObject(data)
 	require.NoError(t, err)
-	ob.add(TopicIDPartition{Partition: 1}, b)
-	ob.entries[0].OffsetCount = 5
-	_, err = CheckObject(ob.finish())
-	require.ErrorIs(t, err, ErrCorruption)
-
-	ob = objectBuilder{}
-	ob.add(TopicIDPartition{Partition: 1}, b)
-	ob.add(TopicIDPartition{Partition: 1}, b)
-	ob.entries[1].ByteOffset++ // a gap
-	_, err = DecodeObjectFooter(ob.finish())
-	require.ErrorIs(t, err, ErrCorruption)
+	require.Empty(t, parsed)
 }
 
-func TestNewObjectKey(t *testing.T) {
-	a, b := NewObjectKey("wal/"), NewObjectKey("wal/")
+func TestObjectBuilderRefusesBadBatches(t *testing.T) {
+	var o ObjectBuilder
+	good := testBatch(t, 2, -1, -1, 0)
+	require.ErrorIs(t, o.Add(TopicIDPartition{}, good[:20]), ErrInvalidArgument)
+	require.ErrorIs(t, o.Add(TopicIDPartition{}, append(good, 0)), ErrInvalidArgument)
+	require.Equal(t, int64(0), o.Len())
+}
+
+func TestObjectKey(t *testing.T) {
+	a, b := NewObjectKey("wal/p"), NewObjectKey("wal/p")
 	require.NotEqual(t, a, b)
-	require.Len(t, a, len("wal/")+33)
-	require.Equal(t, byte('/'), a[6])
+	require.True(t, strings.HasPrefix(a, "wal/p/"))
+	require.Len(t, a, len("wal/p/")+22)
+	require.Len(t, NewObjectKey(""), 22)
 }
 
-// FuzzDecodeObjectFooter: no input panics; an accepted footer tiles the
-// data, and re-encoding it gives the same bytes.
-func FuzzDecodeObjectFooter(f *testing.F) {
-	f.Add(buildTestObject(f))
-	f.Add(appendFooter(nil, nil))
+// Every truncation and every flipped bit of an object is corruption.
+func TestObjectDamage(t *testing.T) {
+	data, _ := testObject(t)
+	for n := 0; n < len(data); n++ {
+		_, err := ParseObject(data[:n])
+		require.ErrorIs(t, err, ErrCorruption, "cut at %d", n)
+	}
+	for i := 0; i < len(data)*8; i++ {
+		bad := bytes.Clone(data)
+		bad[i/8] ^= 1 << (i % 8)
+		_, err := ParseObject(bad)
+		require.ErrorIs(t, err, ErrCorruption, "bit %d", i)
+		var oe *ObjectError
+		require.True(t, errors.As(err, &oe))
+	}
+}
+
+// FuzzParseObject: hostile objects never panic, fail only with an
+// *ObjectError, and what parses rebuilds to the same bytes.
+func FuzzParseObject(f *testing.F) {
+	data, _ := testObject(f)
+	f.Add(data)
+	var o ObjectBuilder
+	empty, _ := o.Build()
+	f.Add(empty)
 	f.Add([]byte("TLWF"))
-	f.Fuzz(func(t *testing.T, obj []byte) {
-		footer, err := CheckObject(obj)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		batches, err := ParseObject(data)
 		if err != nil {
-			if !errors.Is(err, ErrCorruption) {
-				t.Fatalf("untyped error %v", err)
+			var oe *ObjectError
+			if !errors.As(err, &oe) || !errors.Is(err, ErrCorruption) {
+				t.Fatalf("error %v is not an *ObjectError", err)
 			}
 			return
 		}
-		re := appendFooter(append([]byte(nil), obj[:footer.DataBytes]...), footer.Entries)
-		require.Equal(t, obj, re)
+		var o ObjectBuilder
+		for _, b := range batches {
+			if err := o.Add(b.Partition, data[b.ByteOffset:b.ByteOffset+b.Size]); err != nil {
+				t.Fatalf("a parsed batch does not frame: %v", err)
+			}
+		}
+		again, rebuilt := o.Build()
+		if !bytes.Equal(again, data) {
+			t.Fatalf("rebuild differs:\n%x\n%x", data, again)
+		}
+		if fmt.Sprint(rebuilt) != fmt.Sprint(batches) {
+			t.Fatalf("coordinates differ")
+		}
+		req := CommitFileRequest{ObjectKey: "k", ObjectSize: int64(len(data)), Batches: batches}
+		if err := req.Validate(); err != nil {
+			t.Fatalf("parsed coordinates do not make a valid commit: %v", err)
+		}
 	})
 }

@@ -15,8 +15,10 @@ package wal
 //   - No batch remains: min(HW, max(h+1, oldW)).
 //
 // W never moves back: a W that DeleteRecords moved inside a remaining
-// batch stays.
+// batch stays. An h at or beyond HW means everything is tiered (and keeps
+// h+1 from overflowing).
 func PrunedLogStart(oldW, hw, h int64, batchesRemain bool, minBase int64) int64 {
+	h = min(h, hw)
 	if batchesRemain {
 		return max(oldW, min(minBase, h+1))
 	}

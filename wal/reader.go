@@ -51,7 +51,7 @@ func NewReader(opts ReaderOptions) (*Reader, error) {
 // FetchResult answers one partition of a Fetch.
 type FetchResult struct {
 	// Err is FindBatches' *PartitionError, or, when not even the first
-	// batch could be served, an *ObjectError (ErrObjectRead, retriable) or
+	// batch could be served, an *StorageError (ErrObjectRead, retriable) or
 	// a *BatchReadError (ErrCorruption or ErrInconsistentAnswer). When a
 	// later batch fails, the good prefix is served with Err nil, as
 	// Kafka serves the valid prefix of a log; the next fetch, starting
@@ -172,7 +172,7 @@ func (r *Reader) readRanges(ctx context.Context, ranges map[string]*objectRange)
 			r.metrics.gets.Add(1)
 			if err != nil {
 				r.metrics.getErrors.Add(1)
-				rg.err = &ObjectError{ObjectKey: key, Err: ErrObjectRead, Cause: err}
+				rg.err = &StorageError{ObjectKey: key, Err: ErrObjectRead, Cause: err}
 				return
 			}
 			r.metrics.getBytes.Add(int64(len(data)))

@@ -33,6 +33,8 @@ func TestRules(t *testing.T) {
 					d.ScanArgs(t, "min-base", &minBase)
 				}
 				return fmt.Sprintf("w=%d\n", PrunedLogStart(w, hwArg, h, remain, minBase))
+			case "retention":
+				return runRetention(t, d)
 			case "increment":
 				var n int64
 				d.ScanArgs(t, "n", &n)
@@ -81,6 +83,30 @@ func runBatch(t *testing.T, d *datadriven.TestData, producers map[int64]*Produce
 	default:
 		return fmt.Sprintf("%v: %s\n", c.Err, c.Detail)
 	}
+}
+
+// runRetention: sizes and timestamps of the batches oldest first; prints
+// how many go.
+func runRetention(t *testing.T, d *datadriven.TestData) string {
+	var sizes, stamps []int
+	var bytes, ms, now int64
+	maxBatches := 0
+	d.ScanArgs(t, "sizes", &sizes)
+	d.ScanArgs(t, "ts", &stamps)
+	d.ScanArgs(t, "bytes", &bytes)
+	d.ScanArgs(t, "ms", &ms)
+	d.ScanArgs(t, "now", &now)
+	d.MaybeScanArgs(t, "cap", &maxBatches)
+	total := int64(0)
+	for _, s := range sizes {
+		total += int64(s)
+	}
+	scan := NewRetentionScan(total, bytes, ms, now, maxBatches)
+	n := 0
+	for n < len(sizes) && scan.Delete(int64(sizes[n]), int64(stamps[n])) {
+		n++
+	}
+	return fmt.Sprintf("delete %d\n", n)
 }
 
 func printStates(producers map[int64]*ProducerState) string {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,8 +21,9 @@ type WriterOptions struct {
 	Store objstore.Store
 	// ControlPlane commits the objects and assigns offsets. Required.
 	ControlPlane ControlPlane
-	// KeyPrefix is prepended to every object key (see NewObjectKey).
-	// Default "wal/". Inkless: inkless.object.key.prefix.
+	// KeyPrefix is the first part of every object key, before "/" and a
+	// random name (NewObjectKey); it must not start or end with "/".
+	// Default "wal". Inkless: inkless.object.key.prefix.
 	KeyPrefix string
 	// MaxBytes is the size at which the active object rotates: before a
 	// request that would overflow it, and as soon as it is reached. A
@@ -72,6 +75,10 @@ const (
 	defaultUploads         = 8
 	defaultAttempts        = 3
 	defaultMaxMessageBytes = 1048588
+	// maxObjectBytes bounds an object (and every byte range a reader
+	// accepts) so that offsets fit an int on 32-bit platforms, as
+	// Inkless's int byte offsets bound its objects below 2 GiB.
+	maxObjectBytes = math.MaxInt32
 )
 
 // defaultMaxBytesInFlight is enough for every upload slot to hold a full
@@ -85,10 +92,10 @@ func (o WriterOptions) withDefaults() (WriterOptions, error) {
 		return o, invalidf("writer needs a Store and a ControlPlane")
 	}
 	if o.KeyPrefix == "" {
-		o.KeyPrefix = "wal/"
+		o.KeyPrefix = "wal"
 	}
-	if err := objstore.ValidatePrefix(o.KeyPrefix); err != nil {
-		return o, invalidf("key prefix: %v", err)
+	if err := objstore.ValidateKey(NewObjectKey(o.KeyPrefix)); err != nil || strings.HasSuffix(o.KeyPrefix, "/") {
+		return o, invalidf("key prefix %q makes no valid key: %v", o.KeyPrefix, err)
 	}
 	setDefault(&o.MaxBytes, defaultMaxBytes)
 	setDefault(&o.CommitInterval, defaultCommitInterval)

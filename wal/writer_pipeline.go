@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/remote/objstore"
 )
 
@@ -60,9 +60,11 @@ func newWALObject(key string, now time.Time) *walObject {
 	return &walObject{key: key, firstWrite: now, uploaded: make(chan struct{}), done: make(chan struct{})}
 }
 
-// build lays the batches out grouped by partition (a stable sort by topic
-// id and partition keeps arrival order inside a partition) and derives the
-// footer and the commit list from the same entries.
+// build lays the batches out grouped by partition and derives the commit
+// list from the same builder, so the coordinates the control plane stores
+// and the bytes never disagree. The requests are sorted here (stably, as
+// ObjectBuilder.Build sorts its batches) so that each request's batches
+// are a known, contiguous slice of the commit list.
 func (o *walObject) build(brokerID int32, brokerEpoch int64) {
 	reqs := slices.Clone(o.reqs)
 	slices.SortStableFunc(reqs, func(a, b *pendingRequest) int {
@@ -71,31 +73,21 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64) {
 		}
 		return cmp.Compare(a.req.partition.Partition, b.req.partition.Partition)
 	})
-	ob := objectBuilder{data: make([]byte, 0, o.bytes)}
-	var batches []CommitBatch
+	var ob ObjectBuilder
+	n := 0
 	for _, pr := range reqs {
-		pr.first = len(batches)
+		pr.first = n
 		for _, b := range pr.req.batches {
-			e := ob.add(pr.req.partition, b)
-			batches = append(batches, commitBatchOf(e, b))
+			// Validated batches always frame; Add cannot fail.
+			err := ob.Add(pr.req.partition, b.Bytes())
+			invariants.Assertf(err == nil, "wal: adding a validated batch: %v", err)
+			n++
 		}
 	}
-	o.data = ob.finish()
-	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(o.data)),
+	data, batches := ob.Build()
+	o.data = data
+	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(data)),
 		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: batches}
-}
-
-func commitBatchOf(e ObjectEntry, b record.Batch) CommitBatch {
-	ts := CreateTime
-	if b.TimestampType() == record.LogAppendTime {
-		ts = LogAppendTime
-	}
-	return CommitBatch{
-		Partition: e.Partition, ByteOffset: e.ByteOffset, Size: e.Size,
-		BaseOffset: 0, LastOffset: e.OffsetCount - 1, RecordCount: e.RecordCount,
-		MaxTimestamp: b.MaxTimestamp(), TimestampType: ts,
-		ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(), BaseSequence: b.BaseSequence(),
-	}
 }
 
 // upload builds, reserves and stores one sealed object. It runs in its own
@@ -110,7 +102,7 @@ func (w *Writer) upload(obj *walObject) {
 	// Reserve first: if this process dies after the Put, the reservation
 	// is what lets the cleaner find and delete the orphan.
 	if err := w.opts.ControlPlane.ReserveObject(ctx, obj.key); err != nil {
-		obj.uploadErr = &ObjectError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
+		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
 		return
 	}
 	var err error
@@ -127,7 +119,7 @@ func (w *Writer) upload(obj *walObject) {
 		// Never committed, so deleting is safe; if the delete fails too,
 		// the reservation expires and the cleaner reaps the object.
 		_ = w.opts.Store.Delete(ctx, obj.key)
-		obj.uploadErr = &ObjectError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
+		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
 		return
 	}
 	w.metrics.objectsUploaded.Add(1)
@@ -167,7 +159,7 @@ func (w *Writer) commitObject(obj *walObject) {
 	w.metrics.commitNanos.Add(int64(w.opts.Clock.Now().Sub(start)))
 	if err != nil {
 		w.metrics.commitErrors.Add(1)
-		obj.err = &ObjectError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}
+		obj.err = &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}
 		w.afterFailedCommit(ctx, obj)
 		return
 	}

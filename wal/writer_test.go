@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/mem"
 	"github.com/tierlog/tierlog/wal"
 )
@@ -47,9 +48,16 @@ func TestWriterOffsets(t *testing.T) {
 	// The object checks against its footer.
 	keys := e.store.Keys()
 	require.Len(t, keys, 1)
-	obj, err := e.store.Get(e.ctx, keys[0], 0, -1)
+	data, err := objstore.ReadAll(e.ctx, e.store, keys[0])
 	require.NoError(t, err)
-	defer obj.Close()
+	parsed, err := wal.ParseObject(data)
+	require.NoError(t, err)
+	require.Len(t, parsed, 8)
+	for i, b := range parsed {
+		// Grouped by partition, arrival order within one.
+		require.Equal(t, int32(i/2), b.Partition.Partition)
+		require.Equal(t, int64(i/2+1+4*(i%2)), b.OffsetCount())
+	}
 	require.Equal(t, int64(1), w.Metrics().ObjectsCommitted)
 	require.NoError(t, w.Close())
 	m := w.Metrics()

@@ -16,7 +16,7 @@ type ProduceRequest struct {
 // ProduceResult answers one ProduceRequest.
 type ProduceResult struct {
 	// Err is a *ProduceError when the request was refused before it was
-	// buffered, an *ObjectError when its object failed to upload or
+	// buffered, an *StorageError when its object failed to upload or
 	// commit (IsRetriable), else nil.
 	Err error
 	// Batches holds the control plane's answer per batch, in request

@@ -193,6 +193,8 @@ func prune(tx *txn, q wal.PruneRequest) (wal.PruneResult, error) {
 		return wal.PruneResult{LogStartOffset: -1, Err: &wal.PartitionError{Partition: q.Partition,
 			Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("highest offset in remote storage %d", h)}}, nil
 	}
+	// h at or beyond HW: everything is tiered (and h+1 cannot overflow).
+	h = min(h, l.row.HighWatermark)
 	var freed int64
 	if h >= 0 {
 		if err := deleteBatchesBelow(tx, q.Partition, h+1, &freed); err != nil {
@@ -332,4 +334,70 @@ func (cp *ControlPlane) AdvanceCrossTierLogStart(ctx context.Context, reqs []wal
 		return nil, err
 	}
 	return out, nil
+}
+
+// EnforceRetention implements wal.ControlPlane.
+func (cp *ControlPlane) EnforceRetention(ctx context.Context, reqs []wal.RetentionRequest, maxBatches int) ([]wal.RetentionResult, error) {
+	out := make([]wal.RetentionResult, len(reqs))
+	err := cp.update(ctx, func(tx *txn) error {
+		for i, q := range reqs {
+			res, err := enforceRetention(tx, q, maxBatches)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func enforceRetention(tx *txn, q wal.RetentionRequest, maxBatches int) (wal.RetentionResult, error) {
+	l, err := tx.log(q.Partition)
+	if err != nil {
+		return wal.RetentionResult{}, err
+	}
+	if !l.found || q.Partition.TopicID.IsZero() {
+		return wal.RetentionResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
+	}
+	scan := wal.NewRetentionScan(l.row.ByteSize, q.RetentionBytes, q.RetentionMs, tx.nowMs, maxBatches)
+	type victim struct {
+		last int64
+		row  batchRow
+	}
+	var vs []victim
+	nextBase, remain := int64(0), false
+	err = eachBatch(tx.b, q.Partition, 0, -1, func(last int64, b *batchRow) (bool, error) {
+		if !scan.Delete(b.Size, batchInfo(last, b).EffectiveTimestamp()) {
+			nextBase, remain = b.BaseOffset, true
+			return false, nil
+		}
+		vs = append(vs, victim{last, *b})
+		return true, nil
+	})
+	if err != nil {
+		return wal.RetentionResult{}, err
+	}
+	res := wal.RetentionResult{DeletedBatches: len(vs), LogStartOffset: l.row.LogStartOffset}
+	if len(vs) == 0 {
+		return res, nil
+	}
+	for i := range vs {
+		if err := tx.deleteBatch(q.Partition, vs[i].last, &vs[i].row); err != nil {
+			return wal.RetentionResult{}, err
+		}
+		res.DeletedBytes += vs[i].row.Size
+	}
+	w := l.row.HighWatermark
+	if remain {
+		w = nextBase
+	}
+	l.row.LogStartOffset = max(l.row.LogStartOffset, w)
+	l.row.ByteSize -= res.DeletedBytes
+	l.dirty = true
+	res.LogStartOffset = l.row.LogStartOffset
+	return res, nil
 }

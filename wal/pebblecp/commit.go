@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/tierlog/tierlog/wal"
 )
@@ -69,6 +70,10 @@ func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (s
 		return storedResult{Status: statusUnknownPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, nil
 	}
 	assigned := l.row.HighWatermark
+	if assigned > math.MaxInt64-b.OffsetCount() {
+		return storedResult{}, fmt.Errorf("%w: pebblecp: partition %s: %d offsets after the high watermark %d overflow",
+			wal.ErrInvalidArgument, b.Partition, b.OffsetCount(), assigned)
+	}
 	appendTime := tx.nowMs
 	if b.Idempotent() {
 		st, err := tx.producer(b.Partition, b.ProducerID)
@@ -113,8 +118,13 @@ func rejected(c wal.SequenceCheck, logStart int64) storedResult {
 
 // resultsOf turns the stored results into the call's answer.
 func resultsOf(req *wal.CommitFileRequest, f *fileRow) wal.CommitFileResult {
-	res := wal.CommitFileResult{MarkedForDeletion: f.LiveBatches == 0, Batches: make([]wal.BatchResult, len(f.Results))}
+	// Marked at commit iff nothing was accepted (the object's state now
+	// may differ: a retry answers as the first commit did).
+	res := wal.CommitFileResult{MarkedForDeletion: true, Batches: make([]wal.BatchResult, len(f.Results))}
 	for i, s := range f.Results {
+		if s.Status == statusAccepted {
+			res.MarkedForDeletion = false
+		}
 		r := wal.BatchResult{BaseOffset: s.BaseOffset, LogAppendTime: s.LogAppendTime, LogStartOffset: s.LogStartOffset}
 		if s.Status != statusAccepted {
 			detail := s.Detail
