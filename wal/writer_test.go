@@ -348,3 +348,29 @@ func TestWriterOptions(t *testing.T) {
 	_, err = wal.NewWriter(wal.WriterOptions{Store: e.store, ControlPlane: e.cp, KeyPrefix: "/abs"})
 	require.ErrorIs(t, err, wal.ErrInvalidArgument)
 }
+
+// TestWriterListener: every object is reported once, committed or failed,
+// on the committer goroutine.
+func TestWriterListener(t *testing.T) {
+	e := newEnv(t, 1)
+	var committed []wal.ObjectInfo
+	var failed []error
+	w := e.writer(wal.WriterOptions{MaxBytes: 1, Listener: wal.WriterListener{
+		ObjectCommitted: func(o wal.ObjectInfo) { committed = append(committed, o) },
+		ObjectFailed:    func(_ wal.ObjectInfo, err error) { failed = append(failed, err) },
+	}})
+	_, err := w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: batch(t, 2, "l")}})
+	require.NoError(t, err)
+	e.store.SetFaults(mem.FaultConfig{Put: mem.Faults{ErrorRate: 1}})
+	_, err = w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: batch(t, 2, "m")}})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.Len(t, committed, 1)
+	require.Equal(t, 1, committed[0].Batches)
+	require.Equal(t, 1, committed[0].Requests)
+	require.Len(t, failed, 1)
+	require.ErrorIs(t, failed[0], wal.ErrUploadFailed)
+	m := w.Metrics()
+	require.Equal(t, int64(1), m.ObjectsCommitted)
+	require.Equal(t, int64(1), m.ObjectsUploaded)
+}
