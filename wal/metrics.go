@@ -1,0 +1,97 @@
+package wal
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// WriterMetrics is a snapshot of a Writer's counters and gauges.
+type WriterMetrics struct {
+	// ObjectsInFlight and BytesInFlight are gauges: objects sealed and
+	// not yet answered, and request bytes admitted and not yet answered.
+	ObjectsInFlight int64
+	BytesInFlight   int64
+	// BackPressureWaits counts Produce calls that waited for room.
+	BackPressureWaits int64
+
+	ObjectsUploaded  int64
+	BytesUploaded    int64
+	ObjectsCommitted int64
+	CommitErrors     int64
+	// CommitLatencySum is the total time spent in CommitFile (with
+	// retries), successful or not.
+	CommitLatencySum time.Duration
+	// ObjectsDeletedUncommitted counts objects deleted after a failed
+	// commit that the control plane proved unregistered;
+	// ObjectsKeptUnknown those kept because it did not.
+	ObjectsDeletedUncommitted int64
+	ObjectsKeptUnknown        int64
+
+	// Rejected counts refused batches by cause: the writer's validation
+	// (ErrCorruption, ErrInvalidRecord, ErrRecordTooLarge,
+	// ErrTransactionalBatch; one per refused request) and the control
+	// plane's (ErrUnknownTopicOrPartition, ErrDuplicateSequence,
+	// ErrOutOfOrderSequence, ErrInvalidProducerEpoch; one per batch).
+	Rejected map[string]int64
+}
+
+// WriterListener receives a Writer's events. Nil fields are skipped.
+// Callbacks run on the committer goroutine with no lock held; a slow
+// callback delays every later commit.
+type WriterListener struct {
+	ObjectCommitted func(ObjectInfo)
+	ObjectFailed    func(ObjectInfo, error)
+}
+
+// ObjectInfo describes one object of a Writer.
+type ObjectInfo struct {
+	Key            string
+	Bytes          int64
+	Batches        int
+	Requests       int
+	UploadDuration time.Duration
+}
+
+// rejectionCauses are the sentinels Rejected counts, in report order.
+var rejectionCauses = []error{
+	ErrCorruption, ErrInvalidRecord, ErrRecordTooLarge, ErrTransactionalBatch,
+	ErrUnknownTopicOrPartition, ErrDuplicateSequence, ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
+}
+
+type writerCounters struct {
+	objectsInFlight, bytesInFlight, backPressureWaits atomic.Int64
+	objectsUploaded, bytesUploaded                    atomic.Int64
+	objectsCommitted, commitErrors, commitNanos       atomic.Int64
+	objectsDeletedUncommitted, objectsKept            atomic.Int64
+	rejectedBy                                        [8]atomic.Int64 // indexed like rejectionCauses
+}
+
+func (c *writerCounters) rejected(err error) {
+	for i, cause := range rejectionCauses {
+		if errors.Is(err, cause) {
+			c.rejectedBy[i].Add(1)
+			return
+		}
+	}
+}
+
+// Metrics returns a snapshot of the counters and gauges.
+func (w *Writer) Metrics() WriterMetrics {
+	c := &w.metrics
+	m := WriterMetrics{
+		ObjectsInFlight: c.objectsInFlight.Load(), BytesInFlight: c.bytesInFlight.Load(),
+		BackPressureWaits: c.backPressureWaits.Load(),
+		ObjectsUploaded:   c.objectsUploaded.Load(), BytesUploaded: c.bytesUploaded.Load(),
+		ObjectsCommitted: c.objectsCommitted.Load(), CommitErrors: c.commitErrors.Load(),
+		CommitLatencySum:          time.Duration(c.commitNanos.Load()),
+		ObjectsDeletedUncommitted: c.objectsDeletedUncommitted.Load(), ObjectsKeptUnknown: c.objectsKept.Load(),
+		Rejected: map[string]int64{},
+	}
+	for i, cause := range rejectionCauses {
+		if n := c.rejectedBy[i].Load(); n > 0 {
+			m.Rejected[cause.Error()] = n
+		}
+	}
+	return m
+}

@@ -1,0 +1,348 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote/objstore"
+)
+
+// WriterOptions configure a Writer. Zero values mean the defaults.
+type WriterOptions struct {
+	// Store receives the objects. Required.
+	Store objstore.Store
+	// ControlPlane commits the objects and assigns offsets. Required.
+	ControlPlane ControlPlane
+	// KeyPrefix is the first part of every object key, before "/" and a
+	// random name (NewObjectKey); it must not start or end with "/".
+	// Default "wal". Inkless: inkless.object.key.prefix.
+	KeyPrefix string
+	// MaxBytes is the size at which the active object rotates: before a
+	// request that would overflow it, and as soon as it is reached. A
+	// single request larger than MaxBytes becomes one object of its own.
+	// Default 8 MiB. Inkless: inkless.produce.buffer.max.bytes.
+	MaxBytes int64
+	// CommitInterval is the longest a non-empty active object waits,
+	// counted from its first write. Default 250 ms. Inkless:
+	// inkless.produce.commit.interval.ms.
+	CommitInterval time.Duration
+	// UploadConcurrency is how many objects upload at once. Default 8.
+	// Inkless: inkless.produce.upload.thread.pool.size.
+	UploadConcurrency int
+	// UploadAttempts is how many times one object's Put is tried (the key
+	// is the writer's own, so a retry is idempotent). Default 3. Inkless:
+	// inkless.produce.max.upload.attempts.
+	UploadAttempts int
+	// CommitAttempts is how many times a failed CommitFile is retried
+	// with the same request; a retry of a commit that did happen returns
+	// its first result, so a lost answer costs no data. Default 3.
+	CommitAttempts int
+	// MaxBytesInFlight bounds the bytes of requests accepted but not yet
+	// answered; Produce blocks while a call would exceed it (a call alone
+	// larger than the bound is admitted when nothing else is in flight).
+	// Default MaxBytes * (UploadConcurrency + 1): every upload slot busy
+	// with a full object and one more filling.
+	MaxBytesInFlight int64
+	// MaxMessageBytes is the largest batch accepted. Default 1048588.
+	// Kafka: message.max.bytes.
+	MaxMessageBytes int
+	// BrokerID and BrokerEpoch are recorded with each commit.
+	BrokerID    int32
+	BrokerEpoch int64
+	// Cache, if non-nil, receives every committed object (write-through),
+	// so that tail reads on this broker need no GET.
+	Cache *ObjectCache
+	// Clock is the time source. Default SystemClock.
+	Clock Clock
+	// Logger; default zap.NewNop().
+	Logger *zap.Logger
+	// Listener receives events; callbacks run on the committer goroutine
+	// with no lock held.
+	Listener WriterListener
+}
+
+const (
+	defaultMaxBytes        = 8 << 20
+	defaultCommitInterval  = 250 * time.Millisecond
+	defaultUploads         = 8
+	defaultAttempts        = 3
+	defaultMaxMessageBytes = 1048588
+	// maxObjectBytes bounds an object (and every byte range a reader
+	// accepts) so that offsets fit an int on 32-bit platforms, as
+	// Inkless's int byte offsets bound its objects below 2 GiB.
+	maxObjectBytes = math.MaxInt32
+)
+
+// defaultMaxBytesInFlight is enough for every upload slot to hold a full
+// object plus one filling: beyond that, more bytes would only queue.
+func defaultMaxBytesInFlight(o WriterOptions) int64 {
+	return o.MaxBytes * int64(o.UploadConcurrency+1)
+}
+
+func (o WriterOptions) withDefaults() (WriterOptions, error) {
+	if o.Store == nil || o.ControlPlane == nil {
+		return o, invalidf("writer needs a Store and a ControlPlane")
+	}
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = "wal"
+	}
+	if err := objstore.ValidateKey(NewObjectKey(o.KeyPrefix)); err != nil || strings.HasSuffix(o.KeyPrefix, "/") {
+		return o, invalidf("key prefix %q makes no valid key: %v", o.KeyPrefix, err)
+	}
+	setDefault(&o.MaxBytes, defaultMaxBytes)
+	setDefault(&o.CommitInterval, defaultCommitInterval)
+	setDefault(&o.UploadConcurrency, defaultUploads)
+	setDefault(&o.UploadAttempts, defaultAttempts)
+	setDefault(&o.CommitAttempts, defaultAttempts)
+	setDefault(&o.MaxMessageBytes, defaultMaxMessageBytes)
+	setDefault(&o.MaxBytesInFlight, defaultMaxBytesInFlight(o))
+	if o.MaxBytes > maxObjectBytes/2 {
+		return o, invalidf("MaxBytes %d above %d", o.MaxBytes, maxObjectBytes/2)
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o, nil
+}
+
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Writer buffers produce requests of many partitions into one active
+// object, uploads sealed objects in parallel and commits them to the
+// control plane strictly in the order they were sealed. A request is
+// answered only after its object is stored and committed.
+//
+// Concurrency: Produce may be called from any number of goroutines. The
+// committer goroutine and the upload goroutines never hold Writer.mu
+// across store or control-plane calls.
+//
+// Lock order: Writer.mu -> commitQueue.mu. Listener callbacks, uploads
+// and commits run with no lock held.
+type Writer struct {
+	opts    WriterOptions // immutable after NewWriter
+	uploads chan struct{} // UploadConcurrency tokens
+	queue   commitQueue
+	// committerDone is closed when the committer has answered every
+	// sealed object after Close.
+	committerDone chan struct{}
+	metrics       writerCounters
+
+	mu struct {
+		sync.Mutex
+		// active is the object being filled; nil when empty.
+		active *walObject
+		// bytesInFlight counts the bytes of admitted requests not yet
+		// answered. Invariant: >= 0.
+		bytesInFlight int64
+		// room is closed (and replaced) whenever bytesInFlight drops.
+		room   chan struct{}
+		closed bool
+	}
+}
+
+// NewWriter starts a Writer.
+func NewWriter(opts WriterOptions) (*Writer, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{
+		opts:          opts,
+		uploads:       make(chan struct{}, opts.UploadConcurrency),
+		committerDone: make(chan struct{}),
+	}
+	w.queue.wake = make(chan struct{}, 1)
+	w.mu.room = make(chan struct{})
+	go w.runCommitter()
+	return w, nil
+}
+
+// Produce validates and buffers the requests (one partition each; the
+// same partition may appear more than once), and answers them once their
+// object is committed: results[i] answers reqs[i]. All requests of one
+// call go into the same object. The error is for the whole call: ErrClosed,
+// or the context's error (if it ends after the requests were buffered
+// their outcome is unknown, as for a produce request whose connection
+// drops).
+func (w *Writer) Produce(ctx context.Context, reqs []ProduceRequest) ([]ProduceResult, error) {
+	results := make([]ProduceResult, len(reqs))
+	checked, need := w.validate(reqs, results)
+	if len(checked) == 0 {
+		return results, w.closedErr()
+	}
+	obj, err := w.admit(ctx, checked, need)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-obj.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for _, pr := range checked {
+		if obj.err != nil {
+			results[pr.index].Err = obj.err
+			continue
+		}
+		results[pr.index].Batches = obj.result.Batches[pr.first : pr.first+len(pr.req.batches)]
+	}
+	return results, nil
+}
+
+// validate checks every request; refused ones get their result now.
+func (w *Writer) validate(reqs []ProduceRequest, results []ProduceResult) ([]*pendingRequest, int64) {
+	it := record.NewIter(record.IterOptions{})
+	var checked []*pendingRequest
+	var need int64
+	for i, r := range reqs {
+		if len(r.Batches) == 0 {
+			continue // answered with no batches, as Kafka answers NONE
+		}
+		cr, err := validateRequest(r, w.opts.MaxMessageBytes, it)
+		if err != nil {
+			w.metrics.rejected(err)
+			if errors.Is(err, ErrTransactionalBatch) {
+				// The whole call is refused (Inkless: INVALID_REQUEST
+				// for every partition).
+				for j := range results {
+					results[j] = ProduceResult{Err: err}
+				}
+				return nil, 0
+			}
+			results[i].Err = err
+			continue
+		}
+		checked = append(checked, &pendingRequest{req: cr, index: i})
+		need += cr.size()
+	}
+	return checked, need
+}
+
+func (w *Writer) closedErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.closed {
+		return fmt.Errorf("wal: writer: %w", ErrClosed)
+	}
+	return nil
+}
+
+// admit waits for room, then adds the requests to the active object,
+// rotating before and after as the size and age rules say.
+func (w *Writer) admit(ctx context.Context, reqs []*pendingRequest, need int64) (*walObject, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		if w.mu.closed {
+			return nil, fmt.Errorf("wal: writer: %w", ErrClosed)
+		}
+		inFlight := w.mu.bytesInFlight
+		if inFlight == 0 || inFlight+need <= w.opts.MaxBytesInFlight {
+			break
+		}
+		// Blocked: the buffered requests will not get company soon
+		// enough to be worth their wait.
+		w.rotateLocked()
+		w.metrics.backPressureWaits.Add(1)
+		room := w.mu.room
+		w.mu.Unlock()
+		select {
+		case <-room:
+			w.mu.Lock()
+		case <-ctx.Done():
+			w.mu.Lock()
+			return nil, ctx.Err()
+		}
+	}
+	now := w.opts.Clock.Now()
+	if a := w.mu.active; a != nil && (a.bytes+need > w.opts.MaxBytes || now.Sub(a.firstWrite) >= w.opts.CommitInterval) {
+		w.rotateLocked()
+	}
+	if w.mu.active == nil {
+		w.mu.active = newWALObject(NewObjectKey(w.opts.KeyPrefix), now)
+		a := w.mu.active
+		a.timer = w.opts.Clock.AfterFunc(w.opts.CommitInterval, func() { w.rotateIfActive(a) })
+	}
+	obj := w.mu.active
+	obj.reqs = append(obj.reqs, reqs...)
+	obj.bytes += need
+	w.mu.bytesInFlight += need
+	w.metrics.bytesInFlight.Add(need)
+	if obj.bytes >= w.opts.MaxBytes {
+		w.rotateLocked()
+	}
+	return obj, nil
+}
+
+// rotateIfActive is the interval timer's callback.
+func (w *Writer) rotateIfActive(obj *walObject) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.active == obj {
+		w.rotateLocked()
+	}
+}
+
+// rotateLocked seals the active object, if any, and hands it to an
+// upload goroutine and to the committer queue (in sealing order).
+//
+// REQUIRES: w.mu held.
+func (w *Writer) rotateLocked() {
+	obj := w.mu.active
+	if obj == nil {
+		return
+	}
+	w.mu.active = nil
+	obj.timer.Stop()
+	w.metrics.objectsInFlight.Add(1)
+	w.queue.push(obj)
+	go w.upload(obj)
+}
+
+// release returns an answered object's bytes to the in-flight budget.
+func (w *Writer) release(obj *walObject) {
+	w.mu.Lock()
+	w.mu.bytesInFlight -= obj.bytes
+	close(w.mu.room)
+	w.mu.room = make(chan struct{})
+	w.mu.Unlock()
+	w.metrics.bytesInFlight.Add(-obj.bytes)
+	w.metrics.objectsInFlight.Add(-1)
+}
+
+// Close seals the active object and waits until every sealed object is
+// answered (uploaded and committed, or failed): a clean shutdown leaves no
+// uncommitted upload. Later Produce calls fail with ErrClosed. A second
+// Close returns nil at once. Close does not close the store or the control
+// plane.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.mu.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.closed = true
+	w.rotateLocked()
+	w.queue.close()
+	// Wake producers blocked on room so that they see closed.
+	close(w.mu.room)
+	w.mu.room = make(chan struct{})
+	w.mu.Unlock()
+	<-w.committerDone
+	return nil
+}

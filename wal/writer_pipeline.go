@@ -1,0 +1,305 @@
+package wal
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/remote/objstore"
+)
+
+// walObject is one object from its first buffered request to its answer.
+//
+//	buffered   reqs added under Writer.mu (active == this)
+//	sealed     rotateLocked: queued for commit, an upload goroutine started
+//	built      upload goroutine: data and commit list from the same entries
+//	reserved   ControlPlane.ReserveObject(key)
+//	uploaded   Store.Put(key) succeeded; uploaded closed
+//	committed  ControlPlane.CommitFile(key) answered
+//	answered   result/err set, done closed
+type walObject struct {
+	key        string
+	firstWrite time.Time
+	timer      Timer
+	// reqs and bytes grow under Writer.mu while the object is active and
+	// are immutable once it is sealed.
+	reqs  []*pendingRequest
+	bytes int64
+
+	// Written by the upload goroutine before uploaded is closed.
+	data      []byte
+	commit    CommitFileRequest
+	uploadErr error
+	uploadDur time.Duration
+	uploaded  chan struct{}
+
+	// Written by the committer before done is closed.
+	result CommitFileResult
+	err    error
+	done   chan struct{}
+}
+
+// pendingRequest is one validated request inside an object.
+type pendingRequest struct {
+	req   checkedRequest
+	index int // position in the caller's request list
+	// first is the index of the request's first batch in the commit
+	// list; set when the object is built.
+	first int
+}
+
+func newWALObject(key string, now time.Time) *walObject {
+	return &walObject{key: key, firstWrite: now, uploaded: make(chan struct{}), done: make(chan struct{})}
+}
+
+// build lays the batches out grouped by partition and derives the commit
+// list from the same builder, so the coordinates the control plane stores
+// and the bytes never disagree. The requests are sorted here (stably, as
+// ObjectBuilder.Build sorts its batches) so that each request's batches
+// are a known, contiguous slice of the commit list.
+func (o *walObject) build(brokerID int32, brokerEpoch int64) {
+	reqs := slices.Clone(o.reqs)
+	slices.SortStableFunc(reqs, func(a, b *pendingRequest) int {
+		if c := bytes.Compare(a.req.partition.TopicID[:], b.req.partition.TopicID[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.req.partition.Partition, b.req.partition.Partition)
+	})
+	var ob ObjectBuilder
+	n := 0
+	for _, pr := range reqs {
+		pr.first = n
+		for _, b := range pr.req.batches {
+			// Validated batches always frame; Add cannot fail.
+			err := ob.Add(pr.req.partition, b.Bytes())
+			invariants.Assertf(err == nil, "wal: adding a validated batch: %v", err)
+			n++
+		}
+	}
+	data, batches := ob.Build()
+	o.data = data
+	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(data)),
+		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: batches}
+}
+
+// upload builds, reserves and stores one sealed object. It runs in its own
+// goroutine, at most UploadConcurrency at once.
+func (w *Writer) upload(obj *walObject) {
+	defer close(obj.uploaded)
+	w.uploads <- struct{}{}
+	defer func() { <-w.uploads }()
+	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch)
+	ctx := context.Background()
+	start := w.opts.Clock.Now()
+	// Reserve first: if this process dies after the Put, the reservation
+	// is what lets the cleaner find and delete the orphan.
+	if err := w.opts.ControlPlane.ReserveObject(ctx, obj.key); err != nil {
+		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
+		return
+	}
+	var err error
+	for attempt := 0; attempt < w.opts.UploadAttempts; attempt++ {
+		// The key is fresh and reserved for this writer, so a retry
+		// after a lost response rewrites the same bytes.
+		err = w.opts.Store.Put(ctx, obj.key, bytes.NewReader(obj.data), int64(len(obj.data)), objstore.PutOptions{})
+		if err == nil || errors.Is(err, objstore.ErrClosed) || errors.Is(err, objstore.ErrInvalidKey) {
+			break
+		}
+	}
+	obj.uploadDur = w.opts.Clock.Now().Sub(start)
+	if err != nil {
+		// Never committed, so deleting is safe; if the delete fails too,
+		// the reservation expires and the cleaner reaps the object.
+		_ = w.opts.Store.Delete(ctx, obj.key)
+		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
+		return
+	}
+	w.metrics.objectsUploaded.Add(1)
+	w.metrics.bytesUploaded.Add(int64(len(obj.data)))
+}
+
+// runCommitter commits the sealed objects one at a time, in sealing order,
+// so that one writer's objects get offsets in the order their requests
+// were buffered (head-of-line blocking by design, as in Inkless).
+func (w *Writer) runCommitter() {
+	defer close(w.committerDone)
+	for {
+		obj, ok := w.queue.pop()
+		if !ok {
+			return
+		}
+		<-obj.uploaded
+		if obj.uploadErr != nil {
+			obj.err = obj.uploadErr
+		} else {
+			w.commitObject(obj)
+		}
+		w.finish(obj)
+	}
+}
+
+// commitObject registers an uploaded object. On a failure whose outcome
+// may be a commit, the object is deleted only when the control plane says
+// no committed object has its key.
+func (w *Writer) commitObject(obj *walObject) {
+	ctx := context.Background()
+	start := w.opts.Clock.Now()
+	res, err := w.commitWithRetries(ctx, obj)
+	if err == nil {
+		err = checkCommitAnswer(obj.commit, res)
+	}
+	w.metrics.commitNanos.Add(int64(w.opts.Clock.Now().Sub(start)))
+	if err != nil {
+		w.metrics.commitErrors.Add(1)
+		obj.err = &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}
+		w.afterFailedCommit(ctx, obj)
+		return
+	}
+	w.metrics.objectsCommitted.Add(1)
+	for _, b := range res.Batches {
+		if b.Err != nil {
+			w.metrics.rejected(b.Err)
+		}
+	}
+	obj.result = res
+	if w.opts.Cache != nil && !res.MarkedForDeletion {
+		w.opts.Cache.Put(obj.key, obj.data)
+	}
+}
+
+func (w *Writer) commitWithRetries(ctx context.Context, obj *walObject) (CommitFileResult, error) {
+	var err error
+	for attempt := 0; attempt < w.opts.CommitAttempts; attempt++ {
+		var res CommitFileResult
+		res, err = w.opts.ControlPlane.CommitFile(ctx, obj.commit)
+		if err == nil {
+			return res, nil
+		}
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrObjectKeyReused) {
+			break
+		}
+	}
+	return CommitFileResult{}, err
+}
+
+// afterFailedCommit decides the fate of an object whose commit failed.
+func (w *Writer) afterFailedCommit(ctx context.Context, obj *walObject) {
+	safe, err := w.opts.ControlPlane.IsSafeToDeleteObject(ctx, obj.key)
+	switch {
+	case err != nil:
+		w.opts.Logger.Warn("wal: commit outcome unknown and unprovable; object kept",
+			zap.String("key", obj.key), zap.Error(err))
+		w.metrics.objectsKept.Add(1)
+	case !safe:
+		// Committed after all: its batches are live and the cleaner
+		// deletes it once they are gone.
+		w.opts.Logger.Warn("wal: commit answer lost but the object is registered; kept",
+			zap.String("key", obj.key), zap.Error(obj.err))
+		w.metrics.objectsKept.Add(1)
+	default:
+		if derr := w.opts.Store.Delete(ctx, obj.key); derr != nil {
+			w.opts.Logger.Warn("wal: delete of an uncommitted object failed; left to the reaper",
+				zap.String("key", obj.key), zap.Error(derr))
+			return
+		}
+		w.metrics.objectsDeletedUncommitted.Add(1)
+	}
+}
+
+// checkCommitAnswer rejects an answer that contradicts its request, which
+// would otherwise hand producers offsets nobody can read.
+func checkCommitAnswer(req CommitFileRequest, res CommitFileResult) error {
+	if len(res.Batches) != len(req.Batches) {
+		return fmt.Errorf("%w: %d results for %d batches", ErrInconsistentAnswer, len(res.Batches), len(req.Batches))
+	}
+	accepted := false
+	for i, b := range res.Batches {
+		var rej *BatchRejectedError
+		switch {
+		case b.Err == nil && b.BaseOffset < 0:
+			return fmt.Errorf("%w: batch %d accepted at offset %d", ErrInconsistentAnswer, i, b.BaseOffset)
+		case b.Err != nil && !errors.As(b.Err, &rej):
+			return fmt.Errorf("%w: batch %d: untyped rejection %v", ErrInconsistentAnswer, i, b.Err)
+		}
+		accepted = accepted || b.Err == nil
+	}
+	if accepted == res.MarkedForDeletion {
+		return fmt.Errorf("%w: marked for deletion %v with accepted batches %v", ErrInconsistentAnswer, res.MarkedForDeletion, accepted)
+	}
+	return nil
+}
+
+// finish answers an object's requests and frees its budget.
+func (w *Writer) finish(obj *walObject) {
+	info := ObjectInfo{Key: obj.key, Bytes: int64(len(obj.data)), Batches: len(obj.commit.Batches),
+		Requests: len(obj.reqs), UploadDuration: obj.uploadDur}
+	if obj.err != nil {
+		w.opts.Logger.Warn("wal: object failed", zap.String("key", obj.key), zap.Int("requests", len(obj.reqs)), zap.Error(obj.err))
+		if f := w.opts.Listener.ObjectFailed; f != nil {
+			f(info, obj.err)
+		}
+	} else if f := w.opts.Listener.ObjectCommitted; f != nil {
+		f(info)
+	}
+	close(obj.done)
+	w.release(obj)
+}
+
+// commitQueue holds the sealed objects in sealing order. It is unbounded:
+// the in-flight byte budget bounds it.
+type commitQueue struct {
+	mu     sync.Mutex
+	items  []*walObject
+	closed bool
+	wake   chan struct{} // capacity 1
+}
+
+func (q *commitQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *commitQueue) push(o *walObject) {
+	q.mu.Lock()
+	q.items = append(q.items, o)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *commitQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pop returns the oldest object, blocking until there is one; false once
+// the queue is closed and empty.
+func (q *commitQueue) pop() (*walObject, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			o := q.items[0]
+			q.items[0] = nil
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return o, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return nil, false
+		}
+		<-q.wake
+	}
+}
