@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"slices"
 
-	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
@@ -80,11 +79,16 @@ func (l *UnifiedLog) load(ev *events) error {
 	if err != nil {
 		return err
 	}
-	l.epochs, err = epochcache.Open(l.fs, l.fs.PathJoin(l.dir, epochcache.CheckpointFileName))
+	var rebuildEpochs bool
+	l.epochs, rebuildEpochs, err = l.openEpochs()
 	if err != nil {
-		return fmt.Errorf("log: %w", err)
+		return err
 	}
 	recoverFrom, recover := ckpt.recoveryPoint, !clean
+	if rebuildEpochs && len(bases) > 0 {
+		// Recover every segment: their batches hold the epochs.
+		recoverFrom, recover = bases[0], true
+	}
 	for _, b := range bases {
 		s, err := segment.Open(l.fs, l.dir, b, l.opts.nowMs(), l.segOpts)
 		if err != nil {

@@ -121,6 +121,10 @@ type UnifiedLog struct {
 
 	counters counters
 
+	// epochsRebuilt is set by Open when the leader-epoch checkpoint was
+	// damaged and the epochs were rebuilt from the batches. Open only.
+	epochsRebuilt bool
+
 	// testingKnobs are hooks for tests; zero in production.
 	testingKnobs struct {
 		// afterTruncationCounted runs inside a truncation, after the

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/log/record"
 	"go.uber.org/zap"
 )
 
@@ -47,9 +48,23 @@ func (l *UnifiedLog) checkTrustedSegments(verifyTail bool, recoverFrom int64, re
 		return recoverFrom, recover, nil
 	}
 	active := segs[len(segs)-1]
-	tail, err := active.VerifyTail()
-	if err != nil || tail == nil {
+	// The last sound batch's offset and epoch, copied: the batch itself
+	// aliases the walk's buffer.
+	lastBase, lastEpoch := int64(-1), int32(-1)
+	tail, err := active.VerifyTailFunc(func(b record.Batch) { lastBase, lastEpoch = b.BaseOffset(), b.PartitionLeaderEpoch() })
+	if err != nil {
 		return recoverFrom, recover, err
+	}
+	if tail == nil {
+		if lastBase >= 0 {
+			if err := l.checkEpochsAgainst(lastBase, lastEpoch); err != nil {
+				return 0, false, err
+			}
+			if l.epochsRebuilt {
+				return segs[0].BaseOffset(), true, nil
+			}
+		}
+		return recoverFrom, recover, nil
 	}
 	l.logger.Warn("clean shutdown marker, but the active segment's tail is damaged; recovering it",
 		zap.Int64("base", active.BaseOffset()), zap.Int64("position", tail.Pos), zap.Error(tail))

@@ -101,6 +101,13 @@ func (s *Segment) CheckIndexBounds() error {
 // *TailError that Recover would cut, or nil if the tail is sound; err is
 // an I/O failure. Damage below the last index entry is not looked for.
 func (s *Segment) VerifyTail() (*TailError, error) {
+	return s.VerifyTailFunc(nil)
+}
+
+// VerifyTailFunc is VerifyTail calling onBatch for each sound batch of the
+// tail, in order, so a caller can check what the batches say (their leader
+// epochs) in the same pass.
+func (s *Segment) VerifyTailFunc(onBatch func(record.Batch)) (*TailError, error) {
 	if err := s.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -126,6 +133,9 @@ func (s *Segment) VerifyTail() (*TailError, error) {
 				return &stopWalk{err}
 			}
 			next = b.NextOffset()
+			if onBatch != nil {
+				onBatch(b)
+			}
 			return nil
 		},
 	})
