@@ -9,9 +9,9 @@
 // durations in seconds, timestamps in seconds since the epoch.
 //
 //	c := promexport.NewCollector()
-//	c.AddLog("orders", 0, l)  // *log.UnifiedLog
-//	c.SetRemote(mgr)          // *remote.Manager
-//	c.AddMachine("fetcher-0", m) // *tierstate.Machine
+//	err := c.AddLog("orders", 0, l)        // l is a *log.UnifiedLog
+//	c.SetRemote(mgr)                       // mgr is the *remote.Manager
+//	err = c.AddMachine("fetcher-0", m)     // m is a fetcher's *tierstate.Machine
 //	prometheus.MustRegister(c)
 //
 // # Names
