@@ -135,7 +135,8 @@ type RebuildStart struct {
 // fetcher owning the partition) serializes rebuilds of one log with its
 // other writes, as for any log writer.
 type Machine struct {
-	opts MachineOptions
+	opts     MachineOptions
+	counters machineCounters
 }
 
 // NewMachine returns a Machine over its sources.
@@ -260,6 +261,7 @@ func (m *Machine) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResul
 		Target:              OffsetAndEpoch{Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch},
 		LastFetchedEpoch:    base.UndefinedEpoch,
 	}}
+	m.counters.started.Add(1)
 	if ls := m.opts.Listener.RebuildStarted; ls != nil {
 		ls(RebuildStart{Partition: req.Partition, Mode: r.res.Mode, LogEndOffset: req.Log.LogEndOffset()})
 	}
@@ -276,6 +278,7 @@ func (m *Machine) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResul
 			zap.String("epochs", epochcache.FormatEntries(r.res.Epochs)),
 			zap.Bool("producerSnapshot", r.res.ProducerSnapshotRestored))
 	}
+	m.counters.observeRebuild(r.res, err)
 	if ls := m.opts.Listener.RebuildFinished; ls != nil {
 		ls(r.res, err)
 	}

@@ -1,6 +1,7 @@
 // Package lint checks the structure DESIGN.md section 2 fixes: which
 // tierlog package may import which, which third-party modules the lower
-// layers may use, and that minio-go stays inside remote/objstore/s3.
+// layers may use, that minio-go stays inside remote/objstore/s3 and
+// client_golang inside promexport.
 //
 // The rules are data (the layers table below) so a reader can check them
 // against DESIGN.md line by line; lint_test.go applies them to the module
@@ -58,6 +59,7 @@ const (
 	pebble    = "github.com/cockroachdb/pebble/v2"
 	zap       = "go.uber.org/zap"
 	minio     = "github.com/minio/minio-go/v7"
+	promLib   = "github.com/prometheus/client_golang"
 )
 
 // layers mirrors DESIGN.md section 2, "Dependency direction", with the
@@ -84,6 +86,9 @@ var layers = []layer{
 	{62, exact("wal/pebblecp"), []string{pebble, zap}},
 	{64, exact("wal/controlplanetest"), nil},
 	{70, exact("tierstate"), nil},
+	// The Prometheus exporter: above everything it reads, and the only
+	// library package that imports client_golang (checked below).
+	{75, exact("promexport"), nil},
 	// Test machinery: it may use any library package; only tests,
 	// examples and benchmarks may import it (checked below).
 	{80, under("internal"), nil},
@@ -150,6 +155,10 @@ func Check(pkgs []Package) []string {
 func checkImport(rel string, own layer, imp string, report func(string, ...any)) {
 	if hasPrefixPath(imp, minio) && rel != "remote/objstore/s3" {
 		report("%s imports %s: only remote/objstore/s3 may import minio-go", rel, imp)
+		return
+	}
+	if hasPrefixPath(imp, promLib) && rel != "promexport" {
+		report("%s imports %s: only promexport may import client_golang", rel, imp)
 		return
 	}
 	if impRel, ok := strings.CutPrefix(imp, Module+"/"); ok {

@@ -1,0 +1,89 @@
+package promexport
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/tierstate"
+)
+
+// TestTablesCoverSnapshots fails when a snapshot struct gains a field no
+// row exports, or a row reads no field: for each field, a snapshot with
+// only that field set must change at least one row's value, and each row
+// must change for at least one field.
+func TestTablesCoverSnapshots(t *testing.T) {
+	t.Run("log.Metrics", func(t *testing.T) { checkCoverage(t, logTable) })
+	t.Run("remote.ManagerMetrics", func(t *testing.T) {
+		checkCoverage(t, remoteTable, "Partitions") // exported by remotePartitionTable
+	})
+	t.Run("remote.PartitionMetrics", func(t *testing.T) { checkCoverage(t, remotePartitionTable) })
+	t.Run("tierstate.MachineMetrics", func(t *testing.T) { checkCoverage(t, rebuildTable) })
+}
+
+func checkCoverage[M any](t *testing.T, tab *table[M], elsewhere ...string) {
+	var zero M
+	base := rowValues(tab, &zero)
+	typ := reflect.TypeFor[M]()
+	rowsRead := make([]bool, len(tab.rows))
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if contains(elsewhere, f.Name) {
+			continue
+		}
+		var m M
+		setNonZero(t, reflect.ValueOf(&m).Elem().Field(i), f)
+		read := false
+		for j, v := range rowValues(tab, &m) {
+			if v != base[j] {
+				read, rowsRead[j] = true, true
+			}
+		}
+		require.True(t, read, "%s.%s is exported by no row: add one to its table", typ, f.Name)
+	}
+	for j, ok := range rowsRead {
+		require.True(t, ok, "row %s reads no field of %s", tab.rows[j].name, typ)
+	}
+}
+
+func rowValues[M any](tab *table[M], m *M) []float64 {
+	out := make([]float64, len(tab.rows))
+	for i, r := range tab.rows {
+		out[i] = r.value(m)
+	}
+	return out
+}
+
+func setNonZero(t *testing.T, v reflect.Value, f reflect.StructField) {
+	switch {
+	case f.Type == reflect.TypeFor[time.Duration]():
+		v.SetInt(int64(7 * time.Second))
+	case v.Kind() == reflect.Int || v.Kind() == reflect.Int64 || v.Kind() == reflect.Int32:
+		v.SetInt(7)
+	case v.Kind() == reflect.Bool:
+		v.SetBool(true)
+	default:
+		t.Fatalf("field %s of type %s: teach setNonZero and the table its kind", f.Name, f.Type)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// The tables read these types; a compile error here means a snapshot
+// type moved.
+var (
+	_ *table[log.Metrics]              = logTable
+	_ *table[remote.ManagerMetrics]    = remoteTable
+	_ *table[remote.PartitionMetrics]  = remotePartitionTable
+	_ *table[tierstate.MachineMetrics] = rebuildTable
+)
