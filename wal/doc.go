@@ -42,7 +42,15 @@
 // batches grouped by partition and a footer from which ParseObject
 // rebuilds an object's commit coordinates.
 //
-// Not here yet: the writer that buffers produce requests into objects,
-// the reader, and the drivers of file cleanup and orphan reaping. Implementations: package wal/pebblecp (embedded, on
-// Pebble). Package wal/controlplanetest is the conformance suite each runs.
+// The data path: Writer buffers produce requests of many partitions into
+// one object, reserves its key, uploads it and commits objects strictly in
+// the order it sealed them, answering each request only once its object is
+// durable and committed. Reader serves fetches from objects through
+// FindBatches (one ranged GET per object, or the write-through
+// ObjectCache), checking every batch against its coordinates. Cleaner
+// deletes objects the control plane marked, after a grace period, and
+// reaps orphans (objects uploaded but never committed).
+//
+// Control planes: package wal/pebblecp (embedded, on Pebble). Package
+// wal/controlplanetest is the conformance suite each runs.
 package wal
