@@ -43,6 +43,10 @@ type describeJSON struct {
 	// a crash left (Open deletes those).
 	OtherFiles []string `json:"otherFiles,omitempty"`
 	Problems   []string `json:"problems,omitempty"`
+
+	// offsetsDamaged and epochsDamaged say that the checkpoint exists
+	// but could not be parsed (its problem is listed).
+	offsetsDamaged, epochsDamaged bool
 }
 
 func setupDescribe(*flag.FlagSet) func(*tool, []string, *output) error {
@@ -126,6 +130,7 @@ func (t *tool) describeDir(dir string) (*describeJSON, error) {
 		d.LogStartOffset, d.RecoveryPoint = c.LogStartOffset, c.RecoveryPoint
 	case !errors.Is(err, iofs.ErrNotExist):
 		probs.addf("%s", oneLine(err))
+		d.offsetsDamaged = true
 	}
 	entries, err := t.readEpochs(t.fs.PathJoin(dir, epochcache.CheckpointFileName))
 	switch {
@@ -133,6 +138,7 @@ func (t *tool) describeDir(dir string) (*describeJSON, error) {
 		d.Epochs = toEpochJSON(entries)
 	case !errors.Is(err, iofs.ErrNotExist):
 		probs.addf("%s", oneLine(err))
+		d.epochsDamaged = true
 	}
 	if err := t.describeOffsets(d, &probs); err != nil {
 		return nil, err
@@ -185,6 +191,9 @@ func (t *tool) describeOffsets(d *describeJSON, probs *problems) error {
 
 func printDescribe(d *describeJSON, out *output) {
 	orNone := func(v int64, what string) string {
+		if d.offsetsDamaged {
+			return "unknown (offsets-checkpoint damaged, see below)"
+		}
 		if v < 0 {
 			return "none (no offsets-checkpoint: the log was never flushed)"
 		}
@@ -206,6 +215,9 @@ func printDescribe(d *describeJSON, out *output) {
 		out.printf("clean shutdown marker:   absent (the next Open recovers from the recovery point)")
 	}
 	epochs := "none"
+	if d.epochsDamaged {
+		epochs = "unknown (leader-epoch-checkpoint damaged, see below)"
+	}
 	if len(d.Epochs) > 0 {
 		var list []string
 		for _, e := range d.Epochs {

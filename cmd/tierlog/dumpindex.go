@@ -116,7 +116,7 @@ func (t *tool) dumpIndex(path string, verify bool, out *output) error {
 			doc.Entries = append(doc.Entries, ej)
 		}
 		if derr != nil {
-			problem("%s", oneLine(derr))
+			out.printf("PROBLEM %s", probs.addf("%s", oneLine(derr))) // names the file
 		}
 	} else {
 		entries, derr := log.DecodeTimeIndex(path, base, data)
@@ -132,7 +132,7 @@ func (t *tool) dumpIndex(path string, verify bool, out *output) error {
 			doc.Entries = append(doc.Entries, ej)
 		}
 		if derr != nil {
-			problem("%s", oneLine(derr))
+			out.printf("PROBLEM %s", probs.addf("%s", oneLine(derr))) // names the file
 		}
 	}
 	out.printf("%d entries", len(doc.Entries))

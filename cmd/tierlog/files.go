@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/log"
@@ -97,7 +98,7 @@ func setupSnapshot(*flag.FlagSet) func(*tool, []string, *output) error {
 		}
 		entries, err := log.DecodeProducerSnapshot(data)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		doc := snapshotJSON{File: path, Offset: offset, Producers: []snapshotEntryJSON{}}
 		out.printf("%s: producer state below offset %d, %d producers", path, offset, len(entries))

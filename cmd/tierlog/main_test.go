@@ -78,6 +78,8 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) (string, error) {
 		return e.ls(d)
 	case "flip":
 		return e.flip(d)
+	case "poke":
+		return "", e.poke(d)
 	case "cut":
 		return "", e.cut(d)
 	case "write":
@@ -217,6 +219,9 @@ func (e *env) read(path string) ([]byte, error) {
 }
 
 func (e *env) write(path string, data []byte) error {
+	if err := e.fs.MkdirAll(e.fs.PathDir(path), 0o755); err != nil {
+		return err
+	}
 	f, err := e.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
@@ -240,6 +245,20 @@ func (e *env) flip(d *datadriven.TestData) (string, error) {
 	}
 	data[pos] ^= 0xff
 	return "", e.write(path, data)
+}
+
+// poke sets the byte at pos=N of file=<path> to value=V.
+func (e *env) poke(d *datadriven.TestData) error {
+	path, pos := strArg(d, "file", ""), intArg(d, "pos", 0)
+	data, err := e.read(path)
+	if err != nil {
+		return err
+	}
+	if pos >= len(data) {
+		return fmt.Errorf("pos %d beyond %d bytes", pos, len(data))
+	}
+	data[pos] = byte(intArg(d, "value", 0))
+	return e.write(path, data)
 }
 
 // cut keeps the first size=N bytes of file=<path>.
