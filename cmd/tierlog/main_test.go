@@ -51,6 +51,8 @@ type env struct {
 	l  *log.UnifiedLog
 	// ts is the next record timestamp.
 	ts int64
+	// remembered is the listing of the last remember command.
+	remembered string
 }
 
 func (e *env) close() {
@@ -76,6 +78,18 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) (string, error) {
 		return "", err
 	case "ls":
 		return e.ls(d)
+	case "remember":
+		out, err := e.ls(d)
+		e.remembered = out
+		return "", err
+	case "unchanged":
+		// Pebble numbers its files by timing, so stores are compared
+		// with what remember saw rather than printed.
+		out, err := e.ls(d)
+		if err != nil || out == e.remembered {
+			return "unchanged\n", err
+		}
+		return "changed:\n" + e.remembered + "now:\n" + out, nil
 	case "flip":
 		return e.flip(d)
 	case "poke":

@@ -18,11 +18,17 @@ func (l fileLog) LogEndOffset() int64        { return l.logEnd }
 func (l fileLog) HighWatermark() int64       { return l.highWatermark }
 
 type replicaJSON struct {
-	Description          tierstate.ReplicaDescription `json:"description"`
-	HighWatermarkAssumed bool                         `json:"highWatermarkAssumed"`
-	HoldsClassicPrefix   bool                         `json:"holdsClassicPrefix"`
-	CoversClassicPrefix  bool                         `json:"coversClassicPrefix"`
-	Summary              string                       `json:"summary"`
+	BrokerID                int32  `json:"brokerId"`
+	Seal                    int64  `json:"seal"`
+	LocalLogStartOffset     int64  `json:"localLogStartOffset"`
+	LogEndOffset            int64  `json:"logEndOffset"`
+	HighWatermark           int64  `json:"highWatermark"`
+	HighWatermarkAssumed    bool   `json:"highWatermarkAssumed"`
+	CrossTierLogStartOffset int64  `json:"crossTierLogStartOffset"`
+	RemoteEndOffset         int64  `json:"remoteEndOffset"`
+	HoldsClassicPrefix      bool   `json:"holdsClassicPrefix"`
+	CoversClassicPrefix     bool   `json:"coversClassicPrefix"`
+	Summary                 string `json:"summary"`
 }
 
 func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error {
@@ -90,8 +96,10 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 		if err != nil {
 			return err
 		}
-		doc := replicaJSON{Description: desc, HighWatermarkAssumed: assumed, HoldsClassicPrefix: desc.HoldsClassicPrefix(),
-			CoversClassicPrefix: desc.CoversClassicPrefix(), Summary: desc.String()}
+		doc := replicaJSON{BrokerID: desc.BrokerID, Seal: desc.Seal, LocalLogStartOffset: desc.LocalLogStartOffset,
+			LogEndOffset: desc.LogEndOffset, HighWatermark: desc.HighWatermark, HighWatermarkAssumed: assumed,
+			CrossTierLogStartOffset: desc.CrossTierLogStartOffset, RemoteEndOffset: desc.RemoteEndOffset,
+			HoldsClassicPrefix: desc.HoldsClassicPrefix(), CoversClassicPrefix: desc.CoversClassicPrefix(), Summary: desc.String()}
 		out.printf("%s", desc.String())
 		if assumed {
 			out.printf("(high watermark assumed to be the log end offset; pass --high-watermark)")

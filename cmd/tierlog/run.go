@@ -127,8 +127,8 @@ func (t *tool) main(args []string) int {
 		return 2 // the flag package printed the error and the usage
 	}
 	if len(pos) != cmd.nargs {
-		fmt.Fprintf(t.stderr, "tierlog %s: want %d argument(s), got %d\n", name, cmd.nargs, len(pos))
-		fl.Usage()
+		fmt.Fprintf(t.stderr, "tierlog %s: want %d argument(s), got %d (usage: tierlog %s %s)\n",
+			name, cmd.nargs, len(pos), name, cmd.usage)
 		return 2
 	}
 	out := &output{json: *jsonOut, w: t.stdout}
@@ -141,8 +141,7 @@ func (t *tool) main(args []string) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(t.stderr, "tierlog %s: %s\n", name, ue.msg)
-		fl.Usage()
+		fmt.Fprintf(t.stderr, "tierlog %s: %s (see tierlog %s --help)\n", name, ue.msg, name)
 		return 2
 	case errors.Is(err, errProblems):
 		fmt.Fprintf(t.stderr, "tierlog %s: %v\n", name, err)

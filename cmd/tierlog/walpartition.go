@@ -9,9 +9,16 @@ import (
 )
 
 type walProducerJSON struct {
-	ProducerID    int64               `json:"producerId"`
-	ProducerEpoch int16               `json:"producerEpoch"`
-	Batches       []wal.ProducerBatch `json:"batches"`
+	ProducerID    int64                  `json:"producerId"`
+	ProducerEpoch int16                  `json:"producerEpoch"`
+	Batches       []walProducerBatchJSON `json:"batches"`
+}
+
+type walProducerBatchJSON struct {
+	BaseSequence   int32 `json:"baseSequence"`
+	LastSequence   int32 `json:"lastSequence"`
+	AssignedOffset int64 `json:"assignedOffset"`
+	Timestamp      int64 `json:"timestamp"`
 }
 
 type walPartitionJSON struct {
@@ -64,11 +71,13 @@ func setupWALPartition(fl *flag.FlagSet) func(*tool, []string, *output) error {
 		out.printf("live batch bytes:            %d", info.ByteSize)
 		out.printf("producers:                   %d", len(states))
 		for _, st := range states {
-			doc.Producers = append(doc.Producers, walProducerJSON{ProducerID: st.ProducerID, ProducerEpoch: st.ProducerEpoch, Batches: st.Batches})
+			pj := walProducerJSON{ProducerID: st.ProducerID, ProducerEpoch: st.ProducerEpoch, Batches: []walProducerBatchJSON{}}
 			out.printf("  producer=%d epoch=%d batches=%d", st.ProducerID, st.ProducerEpoch, len(st.Batches))
 			for _, b := range st.Batches {
+				pj.Batches = append(pj.Batches, walProducerBatchJSON(b))
 				out.printf("    seq=[%d, %d] offset=%d timestamp=%d", b.BaseSequence, b.LastSequence, b.AssignedOffset, b.Timestamp)
 			}
+			doc.Producers = append(doc.Producers, pj)
 		}
 		out.setJSON(doc)
 		return nil
