@@ -27,7 +27,9 @@
 // recovers unflushed segments, deletes temporary files and removes the
 // clean-shutdown marker. The Pebble stores (remote metadata, control
 // plane) are opened with Pebble's read-only mode, which replays their
-// write-ahead log in memory and writes nothing.
+// write-ahead log in memory and writes nothing. Pebble still takes its
+// directory lock in that mode, so a store a running broker holds open
+// cannot be inspected (the open fails); inspect a copy, or stop the broker.
 //
 // # Exit status
 //
