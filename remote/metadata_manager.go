@@ -1,10 +1,14 @@
 package remote
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -25,6 +29,11 @@ type MetadataOptions struct {
 	// (its FS field is overwritten with Open's fs). Default: Pebble's
 	// defaults. Tests use it to shrink caches; production needs nothing.
 	PebbleOptions *pebble.Options
+	// ReadOnly opens an existing database without writing to it (Pebble's
+	// Options.ReadOnly): for inspection tools. Every write then fails;
+	// a directory without a database is an error instead of a new one.
+	// Default false.
+	ReadOnly bool
 }
 
 // MetadataManager stores remote segment metadata (Kafka:
@@ -91,8 +100,16 @@ func Open(fs vfs.FS, dir string, opts MetadataOptions) (*MetadataManager, error)
 		*po = *opts.PebbleOptions
 	}
 	po.FS = fs
+	po.ReadOnly = po.ReadOnly || opts.ReadOnly
 	if po.Logger == nil && po.LoggerAndTracer == nil {
 		po.Logger = pebbleLogger{logger.Sugar().With(zap.String("component", "pebble"))}
+	}
+	if po.ReadOnly {
+		// Pebble would create an empty database in a missing or empty
+		// directory even when read-only; an inspector must not.
+		if desc, err := pebble.Peek(dir, fs); err != nil || !desc.Exists {
+			return nil, fmt.Errorf("%w: remote: %s holds no metadata database", ErrInvalidArgument, dir)
+		}
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
@@ -101,7 +118,7 @@ func Open(fs vfs.FS, dir string, opts MetadataOptions) (*MetadataManager, error)
 	m := &MetadataManager{fs: fs, dir: dir, logger: logger, db: db}
 	parts, err := load(db)
 	if err == nil {
-		err = m.ensureVersion()
+		err = m.ensureVersion(po.ReadOnly)
 	}
 	if err != nil {
 		_ = db.Close()
@@ -119,8 +136,11 @@ func Open(fs vfs.FS, dir string, opts MetadataOptions) (*MetadataManager, error)
 
 // ensureVersion writes the format version key of a new database, or checks
 // it in an existing one.
-func (m *MetadataManager) ensureVersion() error {
+func (m *MetadataManager) ensureVersion(readOnly bool) error {
 	v, closer, err := m.db.Get([]byte(keyVersion))
+	if errors.Is(err, pebble.ErrNotFound) && readOnly {
+		return corruptionf("metadata database %s has no format version", m.dir)
+	}
 	if errors.Is(err, pebble.ErrNotFound) {
 		var buf [4]byte
 		binary.BigEndian.PutUint32(buf[:], metadataFormatVersion)
@@ -478,6 +498,25 @@ func (m *MetadataManager) ListSegmentsForEpoch(tp TopicIDPartition, epoch int32)
 		return nil, nil
 	}
 	return copySegments(st.members), nil
+}
+
+// Partitions returns every partition with metadata, sorted by topic id,
+// topic name and partition: what an inspection lists before it asks
+// ListSegments.
+func (m *MetadataManager) Partitions() ([]TopicIDPartition, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.mu.closed {
+		return nil, ErrClosed
+	}
+	out := make([]TopicIDPartition, 0, len(m.mu.partitions))
+	for tp := range m.mu.partitions {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, func(a, b TopicIDPartition) int {
+		return cmp.Or(bytes.Compare(a.TopicID[:], b.TopicID[:]), strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out, nil
 }
 
 func copySegments(list []*SegmentMetadata) []SegmentMetadata {

@@ -93,6 +93,9 @@ var layers = []layer{
 	// examples and benchmarks may import it (checked below).
 	{80, under("internal"), nil},
 	{90, either(under("examples"), under("benchmarks"), exact("examples"), exact("benchmarks")), nil},
+	// Commands (the inspect tool): users of the library like the
+	// examples, above every package they read.
+	{90, under("cmd"), nil},
 }
 
 // Package is what the checks need to know of one package of the module.

@@ -53,6 +53,11 @@ type Options struct {
 	// PebbleOptions, if non-nil, is copied and used to open the database
 	// (its FS is overwritten). Default: Pebble's defaults.
 	PebbleOptions *pebble.Options
+	// ReadOnly opens an existing database without writing to it (Pebble's
+	// Options.ReadOnly), for inspection tools: reads work, every mutating
+	// call fails, and a directory without a database is an error instead
+	// of a new one. Default false.
+	ReadOnly bool
 }
 
 // ControlPlane is the embedded wal.ControlPlane.
@@ -94,14 +99,22 @@ func Open(fs vfs.FS, dir string, opts Options) (*ControlPlane, error) {
 		*po = *opts.PebbleOptions
 	}
 	po.FS = fs
+	po.ReadOnly = po.ReadOnly || opts.ReadOnly
 	if po.Logger == nil && po.LoggerAndTracer == nil {
 		po.Logger = pebbleLogger{logger.Sugar().With(zap.String("component", "pebble"))}
+	}
+	if po.ReadOnly {
+		// Pebble creates a database in an empty directory even when
+		// read-only; an inspector must find one, not make one.
+		if desc, err := pebble.Peek(dir, fs); err != nil || !desc.Exists {
+			return nil, fmt.Errorf("%w: pebblecp: %s holds no control-plane database", wal.ErrInvalidArgument, dir)
+		}
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("pebblecp: open %s: %w", dir, err)
 	}
-	if err := ensureVersion(db); err != nil {
+	if err := ensureVersion(db, po.ReadOnly); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -110,8 +123,11 @@ func Open(fs vfs.FS, dir string, opts Options) (*ControlPlane, error) {
 	return cp, nil
 }
 
-func ensureVersion(db *pebble.DB) error {
+func ensureVersion(db *pebble.DB, readOnly bool) error {
 	v, closer, err := db.Get([]byte(keyVersion))
+	if errors.Is(err, pebble.ErrNotFound) && readOnly {
+		return &CorruptionError{Key: []byte(keyVersion), Reason: "no format version"}
+	}
 	if errors.Is(err, pebble.ErrNotFound) {
 		if err := db.Set([]byte(keyVersion), binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
 			return fmt.Errorf("pebblecp: write format version: %w", err)

@@ -36,3 +36,43 @@ func TestReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wal.LogInfo{Topic: "t", HighWatermark: 5, CrossTierLogStartOffset: -1, ByteSize: 10}, info)
 }
+
+// TestOpenReadOnly: a read-only open reads what a writer committed,
+// refuses commits, leaves the files as they were, and refuses a directory
+// without a database instead of creating one.
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	now := func() time.Time { return time.UnixMilli(1000) }
+	cp, err := Open(fs, "cp", Options{Now: now})
+	require.NoError(t, err)
+	tp := wal.TopicIDPartition{TopicID: wal.TopicID{1}, Partition: 0}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: tp.TopicID, Topic: "t", NumPartitions: 1}}))
+	require.NoError(t, cp.Close())
+	listing := func() map[string]int64 {
+		names, err := fs.List("cp")
+		require.NoError(t, err)
+		out := map[string]int64{}
+		for _, n := range names {
+			st, err := fs.Stat(fs.PathJoin("cp", n))
+			require.NoError(t, err)
+			out[n] = st.Size()
+		}
+		return out
+	}
+	before := listing()
+
+	ro, err := Open(fs, "cp", Options{Now: now, ReadOnly: true})
+	require.NoError(t, err)
+	info, err := ro.LogInfo(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, "t", info.Topic)
+	_, err = ro.CommitFile(ctx, wal.CommitFileRequest{ObjectKey: "a", ObjectSize: 10, Batches: []wal.CommitBatch{
+		{Partition: tp, Size: 10, LastOffset: 4, RecordCount: 5, ProducerID: -1}}})
+	require.Error(t, err)
+	require.NoError(t, ro.Close())
+	require.Equal(t, before, listing())
+
+	_, err = Open(fs, "missing", Options{ReadOnly: true})
+	require.ErrorIs(t, err, wal.ErrInvalidArgument)
+}
