@@ -70,7 +70,7 @@ func (b builder) binary(ctx context.Context) (string, error) {
 		return bin, nil
 	}
 	removeLeftovers(bin)
-	b.say("building versitygw %s, the S3 server of the tests, into %s: once per machine, about 2 to 3 minutes", Version, b.dir)
+	b.say("building versitygw %s, the S3 server of the tests, into %s: once per machine, about 2 to 3 minutes with a cold Go build cache", Version, b.dir)
 	start := time.Now()
 	// Build under a unique name and rename into place: the final name only
 	// ever holds a whole binary, even if this process dies mid-build.

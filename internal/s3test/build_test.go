@@ -3,10 +3,13 @@
 package s3test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -80,7 +83,7 @@ func TestBuildOnceUnderLock(t *testing.T) {
 	require.Equal(t, []string{fmt.Sprintf("waiting for another process building versitygw %s (lock %s)", Version, filepath.Join(dir, lockName))}, bLines.get())
 	al := aLines.get()
 	require.Len(t, al, 2)
-	require.Equal(t, fmt.Sprintf("building versitygw %s, the S3 server of the tests, into %s: once per machine, about 2 to 3 minutes", Version, dir), al[0])
+	require.Equal(t, fmt.Sprintf("building versitygw %s, the S3 server of the tests, into %s: once per machine, about 2 to 3 minutes with a cold Go build cache", Version, dir), al[0])
 	require.Regexp(t, `^built versitygw v[0-9.]+ in [0-9hms.]+$`, al[1])
 
 	// A third call finds the binary and says nothing.
@@ -133,4 +136,50 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestBuildOnceAcrossProcesses: two test processes find the binary
+// missing; the second waits for the first one's build instead of building.
+func TestBuildOnceAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	helper := func() (*exec.Cmd, io.WriteCloser, *bufio.Scanner) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envHelper+"="+dir)
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		return cmd, stdin, bufio.NewScanner(stdout)
+	}
+	// readUntil reads lines until one starts with prefix, or the end.
+	readUntil := func(s *bufio.Scanner, prefix string) (seen []string, found bool) {
+		for s.Scan() {
+			seen = append(seen, s.Text())
+			if strings.HasPrefix(s.Text(), prefix) {
+				return seen, true
+			}
+		}
+		return seen, false
+	}
+
+	a, aIn, aOut := helper()
+	seen, ok := readUntil(aOut, "fake build")
+	require.True(t, ok, "first process: %q", seen)
+	b, bIn, bOut := helper()
+	require.NoError(t, bIn.Close()) // its build, if it ran one, would not wait
+	bSeen, bWaited := readUntil(bOut, "waiting for another process")
+	require.NoError(t, aIn.Close()) // the first build ends
+	bRest, _ := readUntil(bOut, "\x00")
+	aRest, _ := readUntil(aOut, "\x00")
+	require.NoError(t, a.Wait())
+	require.NoError(t, b.Wait())
+
+	require.True(t, bWaited, "second process did not wait: %q", bSeen)
+	require.Empty(t, bRest, "second process after waiting")
+	require.Len(t, aRest, 1)
+	require.True(t, strings.HasPrefix(aRest[0], "built versitygw"), aRest[0])
+	builds, err := os.ReadFile(filepath.Join(dir, "builds"))
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(builds), "\n"), "builds by pid:\n%s", builds)
 }

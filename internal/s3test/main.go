@@ -42,9 +42,16 @@ func runMain(m *testing.M, share bool) int {
 	}
 	missed.mu.Lock()
 	defer missed.mu.Unlock()
-	if len(missed.tests) > 0 {
-		progress("%s", summary(testedPackage(), missed.tests, missed.err, skipAllowed()))
+	if len(missed.tests) == 0 {
+		return code
 	}
+	text := summary(testedPackage(), missed.tests, missed.err, skipAllowed())
+	if !skipAllowed() {
+		// The tests failed: go test prints the package's output anyway.
+		fmt.Fprintf(os.Stderr, "s3test: %s\n", text)
+		return code
+	}
+	progress("%s", text)
 	return code
 }
 
