@@ -16,7 +16,7 @@ import (
 )
 
 // openS3ForStorage opens the S3 adapter on a fresh bucket of the shared
-// versitygw server (skipped without one, failed under TIERLOG_REQUIRE_S3=1).
+// versitygw server (failed without one, skipped under TIERLOG_SKIP_S3=1).
 func openS3ForStorage(t *testing.T, srv *s3test.Server) (*s3.Store, s3.Options) {
 	t.Helper()
 	o := srv.StoreOptions(t)

@@ -12,11 +12,24 @@
 //     internal/tools/versitygw into the user cache directory
 //     (os.UserCacheDir, so $XDG_CACHE_HOME is respected):
 //     <cache>/tierlog/versitygw-v1.8.0-<hash of go.mod and go.sum>/versitygw.
-//     A cold build takes about three minutes, a cached one nothing.
+//     A cold build takes about two to three minutes, a cached one nothing.
+//     Test processes that find it missing take a file lock (flock on
+//     build.lock beside it, on Linux and macOS): one builds, the others
+//     wait and use its binary. The build writes a temporary name and
+//     renames it into place, so a build that dies leaves no binary.
 //
-// When the server cannot be built or started, tests fail if
-// TIERLOG_REQUIRE_S3=1 (CI sets it) and are skipped otherwise (a laptop
-// without network).
+// The build says what it builds and, when done, how long it took, on
+// stderr and on the terminal: `go test ./...` shows a passing package's
+// output only under -v, and minutes of silence look like a hang.
+//
+// # A server that cannot be had
+//
+// When the server cannot be built or started, the tests that need it
+// fail: `go test ./...` must not print ok for tests that did not run.
+// TIERLOG_SKIP_S3=1 makes them skip instead (a laptop without network);
+// TIERLOG_REQUIRE_S3=1 (CI sets it) keeps them failing even then. Main
+// closes the run with a summary of those tests and the reason, on stderr
+// and on the terminal.
 //
 // # Sharing
 //
@@ -31,13 +44,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -45,9 +56,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,8 +76,11 @@ const (
 const (
 	// EnvBinary names a prebuilt versitygw binary to use instead of building one.
 	EnvBinary = "TIERLOG_VERSITYGW"
-	// EnvRequire, set to 1, turns a server that cannot be built or started
-	// into a test failure instead of a skip.
+	// EnvSkip, set to 1, skips the tests that need a server when none can
+	// be built or started; without it they fail.
+	EnvSkip = "TIERLOG_SKIP_S3"
+	// EnvRequire, set to 1, makes those tests fail even under EnvSkip (CI
+	// sets it, so a stray EnvSkip cannot turn its run green).
 	EnvRequire = "TIERLOG_REQUIRE_S3"
 )
 
@@ -144,58 +156,6 @@ func (s *Server) Stop() {
 	_ = os.RemoveAll(s.dir)
 }
 
-var shared struct {
-	active bool // Main is running the tests
-	once   sync.Once
-	srv    *Server
-	err    error
-}
-
-// Main runs the tests of a package that shares one server among them
-// (call it from TestMain: os.Exit(s3test.Main(m))) and stops the server,
-// if a test started it, once they are done.
-func Main(m *testing.M) int {
-	shared.active = true
-	code := m.Run()
-	if shared.srv != nil {
-		if code != 0 {
-			fmt.Fprintf(os.Stderr, "versitygw log tail (%s):\n%s\n", shared.srv.LogPath, shared.srv.LogTail(8<<10))
-		}
-		shared.srv.Stop()
-	}
-	return code
-}
-
-// Start returns a running server: the package's shared one under Main,
-// else a new one stopped at tb's cleanup. It skips tb (or fails it, under
-// TIERLOG_REQUIRE_S3=1) when no server can be built or started.
-func Start(tb testing.TB) *Server {
-	tb.Helper()
-	var srv *Server
-	var err error
-	if shared.active {
-		shared.once.Do(func() { shared.srv, shared.err = start(context.Background()) })
-		srv, err = shared.srv, shared.err
-	} else {
-		srv, err = start(context.Background())
-		if srv != nil {
-			tb.Cleanup(srv.Stop)
-		}
-	}
-	if err != nil {
-		if os.Getenv(EnvRequire) == "1" {
-			tb.Fatalf("s3test: %v (%s=1: the S3 tests must run)", err, EnvRequire)
-		}
-		tb.Skipf("s3test: no S3 server: %v (set %s=1 to fail instead)", err, EnvRequire)
-	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("versitygw log tail (%s):\n%s", srv.LogPath, srv.LogTail(4<<10))
-		}
-	})
-	return srv
-}
-
 // start finds or builds the binary and starts a server. Port races with
 // other processes are retried.
 func start(ctx context.Context) (*Server, error) {
@@ -212,77 +172,6 @@ func start(ctx context.Context) (*Server, error) {
 		lastErr = err
 	}
 	return nil, lastErr
-}
-
-// Binary returns the path of a versitygw binary: $TIERLOG_VERSITYGW, or
-// the cached build, building it first if missing.
-func Binary(ctx context.Context) (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-			return "", fmt.Errorf("%s=%s: not a file: %v", EnvBinary, p, err)
-		}
-		return p, nil
-	}
-	toolsDir, err := toolsModuleDir()
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(toolsDir, f))
-		if err != nil {
-			return "", fmt.Errorf("tools module: %w", err)
-		}
-		h.Write(b)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory: %w", err)
-	}
-	dir := filepath.Join(cache, "tierlog", fmt.Sprintf("versitygw-%s-%x", Version, h.Sum(nil)[:6]))
-	bin := filepath.Join(dir, "versitygw")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// Build under a unique name and rename into place, so that concurrent
-	// test processes never run a half-written binary.
-	tmp := fmt.Sprintf("%s.tmp-%d", bin, os.Getpid())
-	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", tmp, pkgPath)
-	cmd.Dir = toolsDir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("building versitygw %s in %s (timeout %v): %v\n%s", Version, toolsDir, buildTimeout, err, out)
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
-	}
-	return bin, nil
-}
-
-// toolsModuleDir finds internal/tools/versitygw from this file's path.
-func toolsModuleDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate internal/s3test source")
-	}
-	dir := filepath.Join(filepath.Dir(file), "..", "tools", "versitygw")
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		return "", fmt.Errorf("tools module not found: %w", err)
-	}
-	return dir, nil
-}
-
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 func startOnce(ctx context.Context, bin string) (_ *Server, err error) {

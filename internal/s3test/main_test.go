@@ -1,0 +1,15 @@
+package s3test_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/tierlog/tierlog/internal/s3test"
+)
+
+func TestMain(m *testing.M) {
+	if s3test.BuildHelper() {
+		os.Exit(0)
+	}
+	os.Exit(s3test.MainPrivate(m))
+}
