@@ -26,7 +26,8 @@
 //
 // The first unstable offset is the smaller of the first ongoing and the
 // first unreplicated transaction's first offset; the last stable offset
-// is min(first unstable offset, high watermark) (SPEC 2.9).
+// is min(first unstable offset, high watermark) (as in Kafka's
+// UnifiedLog.lastStableOffset).
 //
 // An append is two steps, so that a refused append changes nothing:
 // PrepareAppend validates the batches (with their final offsets) against
@@ -45,10 +46,11 @@
 //	plain batch in open txn   error    error         accepted (Kafka: error)
 //	coordinator epoch older   error    error         accepted
 //
-// Sequences wrap from MaxInt32 to 0 (SPEC 1.1). A new epoch starts at
-// sequence 0. A producer without state is accepted at any first
-// sequence (Kafka since 2.5, KIP-360) unless Options.StrictUnknownProducer.
-// Markers follow transaction version 0/1 (marker epoch >= current).
+// Sequences wrap from MaxInt32 to 0 (the batch v2 rule of KIP-98). A new
+// epoch starts at sequence 0. A producer without state is accepted at any
+// first sequence (Kafka since 2.5, KIP-360) unless
+// Options.StrictUnknownProducer. Markers follow transaction version 0/1
+// (marker epoch >= current).
 //
 // # Formats
 //

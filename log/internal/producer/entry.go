@@ -27,7 +27,7 @@ type BatchMetadata struct {
 }
 
 // FirstSeq returns the sequence of the batch's first record, undoing the
-// wrap at MaxInt32 of SPEC 1.1.
+// wrap at MaxInt32 (KIP-98's batch v2 sequences).
 func (b BatchMetadata) FirstSeq() int32 { return decrementSequence(b.LastSeq, b.OffsetDelta) }
 
 // FirstOffset returns the offset of the batch's first record.
@@ -43,7 +43,7 @@ func decrementSequence(seq, dec int32) int32 {
 }
 
 // inSequence reports whether next is the sequence that follows last:
-// last+1, or 0 after MaxInt32 (SPEC 1.1).
+// last+1, or 0 after MaxInt32 (KIP-98's batch v2 sequences).
 func inSequence(last, next int32) bool {
 	return int64(next) == int64(last)+1 || (next == 0 && last == math.MaxInt32)
 }

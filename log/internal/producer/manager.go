@@ -127,7 +127,8 @@ func (m *Manager) FirstUndecidedOffset() (int64, bool) {
 }
 
 // LastStableOffset returns the last stable offset for high watermark hw:
-// the first unstable offset if it is below hw, else hw (SPEC 2.9).
+// the first unstable offset if it is below hw, else hw (Kafka's
+// UnifiedLog.lastStableOffset).
 func (m *Manager) LastStableOffset(hw int64) int64 {
 	if fuo, ok := m.FirstUnstableOffset(); ok && fuo < hw {
 		return fuo
@@ -162,8 +163,8 @@ func (m *Manager) OnLogStartOffsetIncremented(logStart int64) {
 // producer's batches that end below it, the producers left without a
 // batch at or above it (with their ongoing transaction), and completed
 // transactions below it; the map end offset is raised to it. This is the
-// rule of issue 4 ("a log start advance drops producers whose last batch
-// is below it", Kafka before 2.4's truncateHead).
+// older rule "a log start advance drops producers whose last batch is
+// below it" (Kafka before 2.4, ProducerStateManager.truncateHead).
 func (m *Manager) TruncateHead(logStart int64) {
 	m.invalidate()
 	for pid, e := range m.producers {

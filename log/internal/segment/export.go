@@ -5,9 +5,10 @@ import (
 	"slices"
 )
 
-// This file exposes a segment's bytes whole, for a copy to remote
-// storage (SPEC 4.1: the .log file and both indexes are uploaded as
-// they are). Safe for concurrent use with the writer, like Read.
+// This file exposes a segment's bytes whole, for a copy to remote storage
+// (KIP-405's RemoteStorageManager.copyLogSegmentData: the .log file and
+// both indexes are uploaded as they are). Safe for concurrent use with the
+// writer, like Read.
 
 // ReadAt reads the .log bytes [off, off+len(p)) below the published size
 // (io.ReaderAt). A read reaching past the size returns the bytes below

@@ -26,7 +26,7 @@ type RollParams struct {
 }
 
 // ShouldRoll reports whether the log must roll a new segment before
-// appending (SPEC 2.3, Kafka's LogSegment.shouldRoll): true iff
+// appending (Kafka's LogSegment.shouldRoll): true iff
 //
 //   - the append would not fit: Size > MaxSegmentBytes - IncomingBytes;
 //   - the segment is not empty and is too old: the time waited exceeds

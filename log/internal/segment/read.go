@@ -30,11 +30,11 @@ type ReadResult struct {
 }
 
 // Read reads from the first batch whose last offset is >= startOffset
-// (SPEC 2.3): a floor lookup in the offset index, then a forward scan of
-// batch headers (one pread of the header per batch). It returns at most
-// maxSize bytes and never bytes at or past maxPosition (< 0: the segment
-// size). With minOneMessage, maxSize is raised to the first batch's size
-// so a consumer always makes progress.
+// (Kafka's LogSegment.read): a floor lookup in the offset index, then a
+// forward scan of batch headers (one pread of the header per batch). It
+// returns at most maxSize bytes and never bytes at or past maxPosition
+// (< 0: the segment size). With minOneMessage, maxSize is raised to the
+// first batch's size so a consumer always makes progress.
 //
 // Read may run concurrently with Append and with other reads; it sees the
 // data published when it loaded the size.

@@ -246,14 +246,14 @@ func (s *Segment) checkWritable() error {
 }
 
 // Append writes batches, one or more concatenated, validated v2 batches
-// with increasing offsets, at the end of the segment, with one WriteAt.
-// The first batch's base offset must be at least the segment's next
-// offset, and largestOffset (the last offset of the last batch) must fit
-// relative to the base offset (else an *OffsetOverflowError; the log rolls
-// first, see ShouldRoll). Then, per batch (SPEC 2.3): the running maximum
-// timestamp is updated, and if more than IndexIntervalBytes were appended
-// since the last index entry, the batch gets an offset-index entry
-// (lastOffset, position) and a time-index entry (running max, its
+// with increasing offsets, at the end of the segment, with one WriteAt. The
+// first batch's base offset must be at least the segment's next offset, and
+// largestOffset (the last offset of the last batch) must fit relative to
+// the base offset (else an *OffsetOverflowError; the log rolls first, see
+// ShouldRoll). Then, per batch (as in Kafka's LogSegment.append): the
+// running maximum timestamp is updated, and if more than IndexIntervalBytes
+// were appended since the last index entry, the batch gets an offset-index
+// entry (lastOffset, position) and a time-index entry (running max, its
 // offset). The first batch of a segment is never indexed; the counter
 // persists across calls. An index that is full skips the entry.
 //

@@ -10,9 +10,9 @@ import (
 )
 
 // TruncateTo removes the batches from the one holding offset to the end
-// (SPEC 2.3, S-06): the batch whose last offset is >= offset is removed
-// whole, with the index entries at or above it. offset must be a batch
-// boundary (leader epoch boundaries and high watermarks are); this is
+// (Kafka's LogSegment.truncateTo): the batch whose last offset is >= offset
+// is removed whole, with the index entries at or above it. offset must be a
+// batch boundary (leader epoch boundaries and high watermarks are); this is
 // asserted under invariants, and otherwise the cut is at that batch's
 // start, as in Kafka.
 //
@@ -35,7 +35,7 @@ func (s *Segment) TruncateTo(offset int64) (*Segment, int64, error) {
 
 // truncateTo is TruncateTo; checkBoundary = false skips the batch-boundary
 // assertion so tests can show Kafka's behaviour for an offset inside a
-// batch (S-06).
+// batch (the whole batch holding it goes).
 func (s *Segment) truncateTo(offset int64, checkBoundary bool) (*Segment, int64, error) {
 	if err := s.checkWritable(); err != nil {
 		return nil, 0, err
@@ -75,7 +75,7 @@ type RecoveryResult struct {
 	Tail *TailError
 }
 
-// Recover rebuilds the segment from its .log (SPEC 2.3, Kafka's
+// Recover rebuilds the segment from its .log (Kafka's
 // LogSegment.recover): it reads the file in bounded chunks (1 MiB, more
 // only for a larger batch), validates every batch (framing, CRC, offsets
 // above the previous batch's and within MaxInt32 of the base), calls

@@ -11,7 +11,7 @@ import (
 )
 
 // Batch header fields the segment reads without framing the whole batch
-// (SPEC 1.1; log/record keeps its offsets private).
+// (the batch v2 header of KIP-98; log/record keeps its offsets private).
 const (
 	hdrLength          = 8
 	hdrMagic           = 16
