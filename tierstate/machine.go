@@ -174,12 +174,12 @@ type RebuildResult struct {
 	Partition remote.TopicIDPartition
 	Mode      RebuildMode
 	// LeaderLocalLogStart is the source's answer to
-	// FetchEarliestLocalOffset; base.UndefinedOffset and
-	// base.UndefinedEpoch in phase 2, which ignores the source's local
+	// FetchEarliestLocalOffset; record.UndefinedOffset and
+	// record.UndefinedEpoch in phase 2, which ignores the source's local
 	// log.
 	LeaderLocalLogStart OffsetAndEpoch
 	// QueriedEpoch is the epoch asked with OffsetsForLeaderEpoch, and
-	// EpochAnswer the answer; base.UndefinedEpoch and a zero answer when
+	// EpochAnswer the answer; record.UndefinedEpoch and a zero answer when
 	// none was asked (epoch 0 at the local start, or phase 2).
 	QueriedEpoch int32
 	EpochAnswer  EpochEndOffset
@@ -200,7 +200,7 @@ type RebuildResult struct {
 	// snapshot became the producer state at NextOffset.
 	ProducerSnapshotRestored bool
 	// LastFetchedEpoch is the rebuilt log's latest epoch, for the next
-	// fetch's truncation check; base.UndefinedEpoch when it has none.
+	// fetch's truncation check; record.UndefinedEpoch when it has none.
 	LastFetchedEpoch int32
 }
 

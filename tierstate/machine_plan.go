@@ -60,7 +60,7 @@ func (o OffsetAndEpoch) String() string { return fmt.Sprintf("%d@%d", o.Epoch, o
 
 // EpochEndOffset is one partition's OffsetsForLeaderEpoch answer: the
 // largest epoch <= the requested one that the leader knows and its
-// exclusive end offset, or base.UndefinedEpoch and base.UndefinedOffset
+// exclusive end offset, or record.UndefinedEpoch and record.UndefinedOffset
 // when it has none (Kafka: LeaderEpochFileCache.endOffsetFor).
 type EpochEndOffset struct {
 	Epoch     int32
