@@ -1,6 +1,10 @@
 package truncation
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/epochcache"
+)
 
 // Undefined values of the OffsetsForLeaderEpoch protocol. Kafka:
 // UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET. (The same values as
@@ -14,11 +18,8 @@ const (
 // EpochEndOffset is a leader's answer to OffsetsForLeaderEpoch for the
 // epoch a follower asked about: the largest epoch <= the asked one that
 // the leader knows, and its exclusive end offset. Either may be -1
-// (undefined).
-type EpochEndOffset struct {
-	LeaderEpoch int32
-	EndOffset   int64
-}
+// (undefined). The same type as epochcache.EpochEndOffset.
+type EpochEndOffset = epochcache.EpochEndOffset
 
 // EndOffsetFunc is the follower's own OffsetsForLeaderEpoch answer for an
 // epoch: log.UnifiedLog.EndOffsetForEpoch has this shape.
@@ -62,18 +63,18 @@ func PlanDivergence(leader EpochEndOffset, local EndOffsetFunc, logEndOffset, hi
 	case leader.EndOffset == undefinedOffset:
 		return DivergencePlan{TruncateTo: min(highWatermark, logEndOffset), Done: true,
 			Reason: "leader has no end offset: truncate to the high watermark"}
-	case leader.LeaderEpoch == undefinedEpoch:
+	case leader.Epoch == undefinedEpoch:
 		return DivergencePlan{TruncateTo: min(leader.EndOffset, logEndOffset), Done: true,
 			Reason: "leader epoch undefined: truncate to the leader's end offset"}
 	}
-	end, epoch, ok := local(leader.LeaderEpoch)
+	end, epoch, ok := local(leader.Epoch)
 	switch {
 	case !ok:
 		return DivergencePlan{TruncateTo: min(leader.EndOffset, logEndOffset), Done: true,
-			Reason: fmt.Sprintf("no local epoch at or below %d: truncate to the leader's end offset", leader.LeaderEpoch)}
-	case epoch != leader.LeaderEpoch:
+			Reason: fmt.Sprintf("no local epoch at or below %d: truncate to the leader's end offset", leader.Epoch)}
+	case epoch != leader.Epoch:
 		return DivergencePlan{TruncateTo: min(end, logEndOffset), AskEpoch: epoch,
-			Reason: fmt.Sprintf("local floor epoch %d differs from the leader's %d", epoch, leader.LeaderEpoch)}
+			Reason: fmt.Sprintf("local floor epoch %d differs from the leader's %d", epoch, leader.Epoch)}
 	}
 	return DivergencePlan{TruncateTo: min(end, leader.EndOffset, logEndOffset), Done: true,
 		Reason: fmt.Sprintf("epoch %d ends at %d here and %d on the leader", epoch, end, leader.EndOffset)}

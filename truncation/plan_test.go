@@ -25,7 +25,7 @@ func TestPlans(t *testing.T) {
 			d.ScanArgs(t, "hw", &hw)
 			d.MaybeScanArgs(t, "local", &history)
 			local := historyFunc(t, history, leo)
-			return PlanDivergence(EpochEndOffset{leaderEpoch, leaderEnd}, local, leo, hw).String()
+			return PlanDivergence(EpochEndOffset{Epoch: leaderEpoch, EndOffset: leaderEnd}, local, leo, hw).String()
 		case "reset":
 			var leaderEnd, leaderStart, leo int64
 			d.ScanArgs(t, "leader-end", &leaderEnd)

@@ -214,7 +214,7 @@ func (f *Fetcher) CatchUp(ctx context.Context) error {
 			follower.UpdateHighWatermark(min(fd.HighWatermark, follower.LogEndOffset()))
 		case tierstate.FetchDiverging:
 			plan := truncation.PlanDivergence(
-				truncation.EpochEndOffset{LeaderEpoch: v.DivergingEpoch, EndOffset: v.DivergingEndOffset},
+				truncation.EpochEndOffset{Epoch: v.DivergingEpoch, EndOffset: v.DivergingEndOffset},
 				follower.EndOffsetForEpoch, follower.LogEndOffset(), follower.HighWatermark())
 			c.Printf("  fetch at %d in epoch %d: diverging (leader's epoch %d ends at %d): truncate to %d",
 				offset, last, v.DivergingEpoch, v.DivergingEndOffset, plan.TruncateTo)
