@@ -185,7 +185,8 @@ func (l *UnifiedLog) EpochForOffset(offset int64) (int32, bool) {
 // 3.3). ok is false when the cache has no answer (Kafka's undefined
 // epoch and offset).
 func (l *UnifiedLog) EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch int32, ok bool) {
-	e, off := l.epochs.EndOffsetFor(epoch, l.LogEndOffset())
+	ans := l.epochs.EndOffsetFor(epoch, l.LogEndOffset())
+	e, off := ans.Epoch, ans.EndOffset
 	if off == base.UndefinedOffset {
 		return base.UndefinedOffset, base.UndefinedEpoch, false
 	}

@@ -89,7 +89,8 @@ func TestTaskDecisionsDataDriven(t *testing.T) {
 				off, epoch, err := FindHighestRemoteOffset(cache,
 					func(e int32) (int64, bool, error) { h, ok := remote[e]; return h, ok, nil },
 					func(e int32) (int64, int32, bool) {
-						found, end := c.EndOffsetFor(e, leo)
+						ans := c.EndOffsetFor(e, leo)
+						found, end := ans.Epoch, ans.EndOffset
 						return end, found, end >= 0
 					})
 				if err != nil {

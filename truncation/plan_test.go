@@ -55,7 +55,8 @@ func historyFunc(t *testing.T, history string, leo int64) EndOffsetFunc {
 		}
 	}
 	return func(epoch int32) (int64, int32, bool) {
-		e, end := c.EndOffsetFor(epoch, leo)
+		ans := c.EndOffsetFor(epoch, leo)
+		e, end := ans.Epoch, ans.EndOffset
 		return end, e, end != undefinedOffset
 	}
 }
