@@ -106,8 +106,8 @@ func SegmentWithinLineage(m *SegmentMetadata, logEnd int64, lineage []epochcache
 type HighestOffsetLookup func(epoch int32) (offset int64, ok bool, err error)
 
 // EndOffsetLookup answers the end offset of an epoch in this log
-// (UnifiedLog.EndOffsetForEpoch: the exclusive end and the epoch found).
-type EndOffsetLookup func(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
+// (UnifiedLog.EndOffsetForEpoch: the epoch found and its exclusive end).
+type EndOffsetLookup func(epoch int32) epochcache.EpochEndOffset
 
 // FindHighestRemoteOffset returns the highest offset of this log's lineage
 // that is in remote storage, and its epoch, or (-1, -1) when none is
@@ -129,7 +129,8 @@ func FindHighestRemoteOffset(entries []epochcache.Entry, highest HighestOffsetLo
 		if !ok {
 			continue
 		}
-		end, found, ok := endOf(e)
+		ans := endOf(e)
+		end, found, ok := ans.EndOffset, ans.Epoch, !ans.Undefined()
 		if ok && end <= h {
 			return end - 1, found, nil
 		}

@@ -15,10 +15,10 @@ type FetchLog interface {
 	LogEndOffset() int64
 	HighWatermark() int64
 	// EndOffsetForEpoch answers OffsetsForLeaderEpoch from the log's epoch
-	// cache: the largest epoch <= epoch and its exclusive end offset; ok
-	// false when there is no answer (Kafka's
+	// cache: the largest epoch <= epoch and its exclusive end offset;
+	// Undefined when there is no answer (Kafka's
 	// LeaderEpochFileCache.endOffsetFor).
-	EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
+	EndOffsetForEpoch(epoch int32) EpochEndOffset
 	RemoteStorageEnabled() bool
 }
 
@@ -203,7 +203,8 @@ func ValidateFetch(l FetchLog, leaderEpoch int32, req FetchRequest) FetchValidat
 	}
 	offset := req.FetchOffset
 	if e := req.LastFetchedEpoch; e != base.UndefinedEpoch {
-		end, found, ok := l.EndOffsetForEpoch(e)
+		ans := l.EndOffsetForEpoch(e)
+		end, found, ok := ans.EndOffset, ans.Epoch, !ans.Undefined()
 		switch {
 		case !ok:
 			return v.outOfRange(l, req, fmt.Sprintf("no end offset for last fetched epoch %d", e))

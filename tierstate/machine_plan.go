@@ -177,3 +177,7 @@ func formatEpoch(epoch int32, ok bool) string {
 	}
 	return fmt.Sprint(epoch)
 }
+
+// undefinedEpochEndOffset is the OffsetsForLeaderEpoch answer "no such
+// epoch".
+var undefinedEpochEndOffset = epochcache.UndefinedEpochEndOffset

@@ -469,7 +469,7 @@ func (v sealReadView) LogEndOffset() int64        { return v.leo }
 func (v sealReadView) HighWatermark() int64       { return v.highWatermark }
 func (v sealReadView) RemoteStorageEnabled() bool { return false }
 
-func (v sealReadView) EndOffsetForEpoch(epoch int32) (int64, int32, bool) {
+func (v sealReadView) EndOffsetForEpoch(epoch int32) EpochEndOffset {
 	return v.log.EndOffsetForEpoch(epoch)
 }
 

@@ -22,8 +22,9 @@ const (
 type EpochEndOffset = epochcache.EpochEndOffset
 
 // EndOffsetFunc is the follower's own OffsetsForLeaderEpoch answer for an
-// epoch: log.UnifiedLog.EndOffsetForEpoch has this shape.
-type EndOffsetFunc func(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
+// epoch, Undefined when it has none: log.UnifiedLog.EndOffsetForEpoch
+// has this shape.
+type EndOffsetFunc func(epoch int32) EpochEndOffset
 
 // DivergencePlan says where a follower cuts its log after the leader's
 // answer.
@@ -67,7 +68,8 @@ func PlanDivergence(leader EpochEndOffset, local EndOffsetFunc, logEndOffset, hi
 		return DivergencePlan{TruncateTo: min(leader.EndOffset, logEndOffset), Done: true,
 			Reason: "leader epoch undefined: truncate to the leader's end offset"}
 	}
-	end, epoch, ok := local(leader.Epoch)
+	ans := local(leader.Epoch)
+	end, epoch, ok := ans.EndOffset, ans.Epoch, !ans.Undefined()
 	switch {
 	case !ok:
 		return DivergencePlan{TruncateTo: min(leader.EndOffset, logEndOffset), Done: true,

@@ -54,9 +54,5 @@ func historyFunc(t *testing.T, history string, leo int64) EndOffsetFunc {
 			t.Fatal(err)
 		}
 	}
-	return func(epoch int32) (int64, int32, bool) {
-		ans := c.EndOffsetFor(epoch, leo)
-		e, end := ans.Epoch, ans.EndOffset
-		return end, e, end != undefinedOffset
-	}
+	return func(epoch int32) EpochEndOffset { return c.EndOffsetFor(epoch, leo) }
 }

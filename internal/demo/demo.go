@@ -154,11 +154,7 @@ func (e Endpoint) FetchEpochEndOffset(_ context.Context, _ remote.TopicIDPartiti
 	if err := e.fence(current); err != nil {
 		return tierstate.EpochEndOffset{}, err
 	}
-	end, found, ok := e.Log.EndOffsetForEpoch(epoch)
-	if !ok {
-		return tierstate.EpochEndOffset{Epoch: base.UndefinedEpoch, EndOffset: base.UndefinedOffset}, nil
-	}
-	return tierstate.EpochEndOffset{Epoch: found, EndOffset: end}, nil
+	return e.Log.EndOffsetForEpoch(epoch), nil
 }
 
 func (e Endpoint) fence(current int32) error {
