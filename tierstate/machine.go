@@ -169,7 +169,8 @@ type RebuildRequest struct {
 	LeaderLogStartOffset int64
 }
 
-// RebuildResult describes a finished rebuild.
+// RebuildResult describes a rebuild: after a failure, only what the steps
+// before it looked up (see Machine.Rebuild).
 type RebuildResult struct {
 	Partition remote.TopicIDPartition
 	Mode      RebuildMode
@@ -248,7 +249,10 @@ func (r RebuildResult) String() string {
 //
 // Steps 1 to 7 read only; the local log changes in step 8, and only if
 // they all succeeded and ctx is still live. Errors are *RebuildError;
-// RebuildAction says what the fetcher does with them.
+// RebuildAction says what the fetcher does with them. A failed rebuild
+// still returns what its steps looked up before the failure (the source's
+// local log start, the epoch answer, the target, the segment); the fields
+// that describe the rebuilt log (NextOffset and after) stay unset.
 func (m *Machine) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResult, error) {
 	if req.Log == nil {
 		return RebuildResult{}, fmt.Errorf("tierstate: rebuild of %s without a log: %w", req.Partition, ErrInvalidArgument)
@@ -269,7 +273,6 @@ func (m *Machine) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResul
 	if err != nil {
 		m.opts.Logger.Warn("rebuild from remote storage failed", zap.Stringer("partition", req.Partition),
 			zap.Stringer("mode", r.res.Mode), zap.Stringer("action", RebuildAction(err)), zap.Error(err))
-		r.res = RebuildResult{}
 	} else {
 		m.opts.Logger.Info("rebuilt the local log from remote storage", zap.Stringer("partition", req.Partition),
 			zap.Stringer("mode", r.res.Mode), zap.Stringer("target", r.res.Target),

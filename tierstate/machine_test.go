@@ -249,3 +249,30 @@ var (
 	_ truncation.EpochEndOffset = EpochEndOffset{}
 	_ epochcache.EpochEndOffset = EpochEndOffset{}
 )
+
+// TestRebuildFailedKeepsLookups: a rebuild that fails at the restore still
+// returns (and hands the listener) what it looked up before: the source's
+// local log start, the target and the segment; nothing of a rebuilt log.
+func TestRebuildFailedKeepsLookups(t *testing.T) {
+	l, err := log.Open("p0", log.Options{FS: vfs.NewMem(), RemoteStorageEnabled: true})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	data := newFakeData()
+	seg := remote.SegmentMetadata{StartOffset: 0, EndOffset: 9, SegmentID: remote.SegmentID{ID: remote.UUID{9}}}
+	data.segments[seg.SegmentID.ID] = fakeSegment{epochs: entries(0, 0), snapshot: producerSnapshot(t)}
+	leader := newFakeLeader()
+	leader.local = OffsetAndEpoch{Offset: 10, Epoch: 0}
+	var heard RebuildResult
+	m, err := NewMachine(MachineOptions{Leader: leader, Metadata: fakeMeta{seg: seg, ok: true}, Data: data,
+		Listener: MachineListener{RebuildFinished: func(r RebuildResult, _ error) { heard = r }}})
+	require.NoError(t, err)
+	res, err := m.Rebuild(context.Background(), RebuildRequest{Partition: testTP, Log: l})
+	require.ErrorIs(t, err, log.ErrClosed)
+	require.Equal(t, testTP, res.Partition)
+	require.Equal(t, OffsetAndEpoch{Offset: 10, Epoch: 0}, res.LeaderLocalLogStart)
+	require.Equal(t, OffsetAndEpoch{Offset: 9, Epoch: 0}, res.Target)
+	require.Equal(t, seg, res.Segment)
+	require.False(t, res.ProducerSnapshotRestored)
+	require.Empty(t, res.Epochs)
+	require.Equal(t, res, heard)
+}
