@@ -37,7 +37,8 @@ func BenchmarkEndOffsetFor(b *testing.B) {
 			var sink int64
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				e, o := c.EndOffsetFor(queries[i&1023], leo)
+				ans := c.EndOffsetFor(queries[i&1023], leo)
+				e, o := ans.Epoch, ans.EndOffset
 				sink += int64(e) + o
 			}
 			_ = sink

@@ -349,7 +349,8 @@ func (c *Cache) writeFlushLocked() error {
 // EndOffsetFor answers OffsetsForLeaderEpoch for requestedEpoch on a log
 // whose end offset is logEndOffset: the largest epoch <= requestedEpoch
 // this replica knows, and the exclusive end offset of that epoch (Kafka's
-// LeaderEpochFileCache.endOffsetFor). Rows evaluated in order:
+// LeaderEpochFileCache.endOffsetFor), as (epoch, end); (-1, -1) is
+// UndefinedEpochEndOffset. Rows evaluated in order:
 //
 //	requestedEpoch < 0 (-1: undefined)        (-1, -1)
 //	requestedEpoch == latest epoch            (requestedEpoch, logEndOffset)
@@ -362,10 +363,11 @@ func (c *Cache) writeFlushLocked() error {
 // row; other negative epochs cannot be assigned and are treated the same.
 //
 // It runs in O(log n) and does not allocate.
-func (c *Cache) EndOffsetFor(requestedEpoch int32, logEndOffset int64) (epoch int32, endOffset int64) {
+func (c *Cache) EndOffsetFor(requestedEpoch int32, logEndOffset int64) EpochEndOffset {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return endOffsetFor(c.mu.entries, requestedEpoch, logEndOffset)
+	epoch, endOffset := endOffsetFor(c.mu.entries, requestedEpoch, logEndOffset)
+	return EpochEndOffset{Epoch: epoch, EndOffset: endOffset}
 }
 
 // EpochForOffset returns the epoch that wrote offset: the epoch of the

@@ -56,7 +56,8 @@ func TestZeroAllocQueries(t *testing.T) {
 	}
 	var sink int64
 	allocs := testing.AllocsPerRun(100, func() {
-		e, o := c.EndOffsetFor(37, 2000)
+		ans := c.EndOffsetFor(37, 2000)
+		e, o := ans.Epoch, ans.EndOffset
 		sink += int64(e) + o
 		ep, _ := c.EpochForOffset(555)
 		sink += int64(ep)
@@ -205,7 +206,8 @@ func TestAgainstNaiveModel(t *testing.T) {
 				epoch := rng.Int32N(22) - 1
 				leo := int64(100 + rng.IntN(10))
 				we, wo := n.endOffsetFor(epoch, leo)
-				ge, gof := c.EndOffsetFor(epoch, leo)
+				ans := c.EndOffsetFor(epoch, leo)
+				ge, gof := ans.Epoch, ans.EndOffset
 				require.Equal(t, [2]int64{int64(we), wo}, [2]int64{int64(ge), gof},
 					"%s: endOffsetFor(%d, %d)", where, epoch, leo)
 				o := rng.Int64N(120)
@@ -255,7 +257,8 @@ func TestConcurrentReaders(t *testing.T) {
 				}
 				const leo = 1 << 40
 				requested := rng.Int32N(writes + 2)
-				epoch, end := c.EndOffsetFor(requested, leo)
+				ans := c.EndOffsetFor(requested, leo)
+				epoch, end := ans.Epoch, ans.EndOffset
 				if (epoch == -1) != (end == -1) || epoch > requested || end > leo {
 					errs <- fmt.Errorf("endOffsetFor(%d) = (%d,%d)", requested, epoch, end)
 					return
@@ -391,7 +394,8 @@ func TestReadersDoNotWaitForIO(t *testing.T) {
 
 	queries := make(chan string)
 	go func() {
-		e, o := c.EndOffsetFor(1, 20)
+		ans := c.EndOffsetFor(1, 20)
+		e, o := ans.Epoch, ans.EndOffset
 		ep, _ := c.EpochForOffset(15)
 		c.TruncateFromStart(12)
 		queries <- fmt.Sprintf("(%d,%d) %d %s dirty=%t", e, o, ep, c, c.Dirty())

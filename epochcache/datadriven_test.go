@@ -225,7 +225,8 @@ func (e *testEnv) handleCache(t *testing.T, d *datadriven.TestData) string {
 		for i := range arg.Vals {
 			var epoch int32
 			arg.Scan(t, i, &epoch)
-			gotEpoch, end := c.EndOffsetFor(epoch, leo)
+			ans := c.EndOffsetFor(epoch, leo)
+			gotEpoch, end := ans.Epoch, ans.EndOffset
 			fmt.Fprintf(&sb, "endOffsetFor(%d, %d) = (%d,%d)\n", epoch, leo, gotEpoch, end)
 		}
 		return sb.String()

@@ -101,7 +101,8 @@ func (e *testEnv) handle(t *testing.T, d *datadriven.TestData) string {
 	case "end-offset-for":
 		var epoch int32
 		d.ScanArgs(t, "epoch", &epoch)
-		off, got, ok := e.log.EndOffsetForEpoch(epoch)
+		ans := e.log.EndOffsetForEpoch(epoch)
+		off, got, ok := ans.EndOffset, ans.Epoch, !ans.Undefined()
 		return fmt.Sprintf("ok=%t epoch=%d end=%d", ok, got, off)
 	case "list-offsets":
 		var ts int64

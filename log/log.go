@@ -7,7 +7,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/truncation"
@@ -182,14 +181,14 @@ func (l *UnifiedLog) EpochForOffset(offset int64) (int32, bool) {
 
 // EndOffsetForEpoch answers OffsetsForLeaderEpoch: the largest epoch <=
 // epoch this log knows and the exclusive end offset of that epoch (SPEC
-// 3.3). ok is false when the cache has no answer (Kafka's undefined
-// epoch and offset).
-func (l *UnifiedLog) EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch int32, ok bool) {
-	e, off := l.epochs.EndOffsetFor(epoch, l.LogEndOffset())
-	if off == base.UndefinedOffset {
-		return base.UndefinedOffset, base.UndefinedEpoch, false
+// 3.3). The answer is epochcache.UndefinedEpochEndOffset (Undefined
+// reports it) when the cache has none (Kafka's UNDEFINED_EPOCH_OFFSET).
+func (l *UnifiedLog) EndOffsetForEpoch(epoch int32) epochcache.EpochEndOffset {
+	ans := l.epochs.EndOffsetFor(epoch, l.LogEndOffset())
+	if ans.Undefined() {
+		return epochcache.UndefinedEpochEndOffset
 	}
-	return off, e, true
+	return ans
 }
 
 // Metrics returns a snapshot of the log's counters and sizes.

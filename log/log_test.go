@@ -299,3 +299,21 @@ func TestFlushPolicy(t *testing.T) {
 	require.Equal(t, int64(1), l.Metrics().RecoveryPoint)
 	require.Positive(t, l.Metrics().Fsyncs)
 }
+
+// TestRetentionNone: a zero retention limit, which a literal 0 cannot ask
+// for (0 is the default), is asked for with RetentionNone and stored as 0.
+func TestRetentionNone(t *testing.T) {
+	l, err := Open("p0", Options{FS: vfs.NewMem(), RetentionMs: RetentionNone, RetentionBytes: RetentionNone})
+	require.NoError(t, err)
+	defer l.Close()
+	ms, bytes := l.Retention()
+	require.Equal(t, int64(0), ms)
+	require.Equal(t, int64(0), bytes)
+
+	o, err := Options{LocalRetentionMs: RetentionNone, LocalRetentionBytes: RetentionNone,
+		RemoteStorageEnabled: true}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, int64(0), o.localRetentionMs())
+	require.Equal(t, int64(0), o.localRetentionBytes())
+	require.Equal(t, RetentionInfinite, o.RetentionBytes, "the total limit keeps its default")
+}

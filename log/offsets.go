@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"go.uber.org/zap"
 )
@@ -136,15 +137,11 @@ const (
 )
 
 // OffsetAndEpoch is an answer to ListOffsets. Epoch is -1 when unknown;
-// Offset is -1 when there is no answer.
-type OffsetAndEpoch struct {
-	Offset int64
-	Epoch  int32
-}
+// Offset is -1 when there is no answer. The same type as
+// epochcache.OffsetAndEpoch and tierstate.OffsetAndEpoch.
+type OffsetAndEpoch = epochcache.OffsetAndEpoch
 
-func (o OffsetAndEpoch) String() string { return fmt.Sprintf("%d@%d", o.Epoch, o.Offset) }
-
-var undefinedOffsetAndEpoch = OffsetAndEpoch{base.UndefinedOffset, base.UndefinedEpoch}
+var undefinedOffsetAndEpoch = OffsetAndEpoch{Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch}
 
 // ListOffsets answers the special ListOffsets timestamps a log can answer
 // alone (SPEC 2.14): ListEarliest, ListEarliestLocal, ListLatest,
@@ -167,22 +164,22 @@ func (l *UnifiedLog) ListOffsets(ts int64) (OffsetAndEpoch, bool, error) {
 		if e, ok := l.epochs.Earliest(); ok && e.StartOffset <= start {
 			epoch = e.Epoch
 		}
-		return OffsetAndEpoch{start, epoch}, true, nil
+		return OffsetAndEpoch{Offset: start, Epoch: epoch}, true, nil
 	case ts == ListEarliestLocal:
 		start := l.LocalLogStartOffset()
-		return OffsetAndEpoch{start, epochAt(start)}, true, nil
+		return OffsetAndEpoch{Offset: start, Epoch: epochAt(start)}, true, nil
 	case ts == ListLatest:
 		epoch, ok := l.LatestEpoch()
 		if !ok {
 			epoch = base.UndefinedEpoch
 		}
-		return OffsetAndEpoch{l.LogEndOffset(), epoch}, true, nil
+		return OffsetAndEpoch{Offset: l.LogEndOffset(), Epoch: epoch}, true, nil
 	case ts == ListLatestTiered:
 		hi := l.HighestOffsetInRemoteStorage()
 		if !remote || hi < 0 {
-			return OffsetAndEpoch{hi, base.UndefinedEpoch}, remote, nil
+			return OffsetAndEpoch{Offset: hi, Epoch: base.UndefinedEpoch}, remote, nil
 		}
-		return OffsetAndEpoch{hi, epochAt(hi)}, true, nil
+		return OffsetAndEpoch{Offset: hi, Epoch: epochAt(hi)}, true, nil
 	case ts == ListEarliestPendingUpload:
 		return l.earliestPendingUpload(epochAt), true, nil
 	case ts < 0:
@@ -202,7 +199,7 @@ func (l *UnifiedLog) earliestPendingUpload(epochAt func(int64) int32) OffsetAndE
 		return undefinedOffsetAndEpoch
 	}
 	o := max(hi+1, start)
-	return OffsetAndEpoch{o, epochAt(o)}
+	return OffsetAndEpoch{Offset: o, Epoch: epochAt(o)}
 }
 
 // offsetForTimestamp finds the first offset, among local segments at or
@@ -227,7 +224,7 @@ func (l *UnifiedLog) offsetForTimestamp(ts int64) (OffsetAndEpoch, bool, error) 
 			if !ok {
 				e = base.UndefinedEpoch
 			}
-			return OffsetAndEpoch{max(off, start), e}, true, nil
+			return OffsetAndEpoch{Offset: max(off, start), Epoch: e}, true, nil
 		}
 	}
 	return undefinedOffsetAndEpoch, false, nil

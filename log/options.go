@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -17,6 +18,12 @@ const (
 	// LocalRetentionDefault makes a local retention setting follow the
 	// corresponding total retention setting. Kafka: -2.
 	LocalRetentionDefault int64 = -2
+	// RetentionNone asks for a limit of zero in a retention field
+	// (RetentionMs, RetentionBytes, LocalRetentionMs, LocalRetentionBytes):
+	// Kafka's 0, keep nothing but the active segment. A literal 0 in
+	// these fields means the default, as for every Options field, so the
+	// zero limit needs a name of its own; Open stores it as 0.
+	RetentionNone int64 = math.MinInt64
 )
 
 // Options configures a UnifiedLog. Zero means default for every field;
@@ -59,20 +66,20 @@ type Options struct {
 	MessageTimestampAfterMaxMs  int64
 
 	// RetentionMs is how long records are kept, by their timestamps.
-	// Default 7 days; RetentionInfinite keeps them forever. Kafka:
-	// retention.ms.
+	// Default 7 days; RetentionInfinite keeps them forever, RetentionNone
+	// nothing. Kafka: retention.ms.
 	RetentionMs int64
 	// RetentionBytes is the size the whole log (local plus remote) may
 	// reach. Default RetentionInfinite. Kafka: retention.bytes. Zero is
-	// the default, so a literal 0-byte limit cannot be expressed.
+	// the default; RetentionNone asks for a 0-byte limit.
 	RetentionBytes int64
 	// LocalRetentionMs is how long records stay on local disk when remote
-	// storage is enabled. Default LocalRetentionDefault (= RetentionMs).
-	// Kafka: local.retention.ms.
+	// storage is enabled. Default LocalRetentionDefault (= RetentionMs);
+	// RetentionNone for zero. Kafka: local.retention.ms.
 	LocalRetentionMs int64
 	// LocalRetentionBytes is the local size limit when remote storage is
-	// enabled. Default LocalRetentionDefault (= RetentionBytes). Kafka:
-	// local.retention.bytes.
+	// enabled. Default LocalRetentionDefault (= RetentionBytes);
+	// RetentionNone for zero. Kafka: local.retention.bytes.
 	LocalRetentionBytes int64
 	// RemoteStorageEnabled tiers the log: segments are deleted locally
 	// only once uploaded, and offsets below the local log start are
@@ -151,6 +158,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LocalRetentionBytes == 0 {
 		o.LocalRetentionBytes = LocalRetentionDefault
+	}
+	for _, v := range []*int64{&o.RetentionMs, &o.RetentionBytes, &o.LocalRetentionMs, &o.LocalRetentionBytes} {
+		if *v == RetentionNone {
+			*v = 0 // after the defaults: a stored 0 is a real zero limit
+		}
 	}
 	if o.ProducerIDExpirationMs == 0 {
 		o.ProducerIDExpirationMs = DefaultProducerIDExpirationMs

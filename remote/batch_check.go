@@ -28,7 +28,7 @@ type BatchCorruptionError struct {
 	// Position is the byte position of the bad batch in the segment's .log.
 	Position int64
 	// BatchBaseOffset is the base offset in the bad batch's header,
-	// base.UndefinedOffset when fewer than 8 bytes of it exist.
+	// record.UndefinedOffset when fewer than 8 bytes of it exist.
 	BatchBaseOffset int64
 	// Remote tells a remote read's finding from a copy's.
 	Remote bool

@@ -30,6 +30,18 @@ func FilterLineage(entries []epochcache.Entry) []epochcache.Entry {
 	return out
 }
 
+// filterLineageIfNeeded is FilterLineage, returning entries itself when
+// no epoch is empty (the common case: the callers' lineage is filtered once
+// per task run, and most segments hold one epoch).
+func filterLineageIfNeeded(entries []epochcache.Entry) []epochcache.Entry {
+	for i := 0; i+1 < len(entries); i++ {
+		if entries[i+1].StartOffset == entries[i].StartOffset {
+			return FilterLineage(entries)
+		}
+	}
+	return entries
+}
+
 // lineageIndex returns the index of epoch in entries, or -1.
 func lineageIndex(entries []epochcache.Entry, epoch int32) int {
 	for i, e := range entries {
@@ -44,9 +56,11 @@ func lineageIndex(entries []epochcache.Entry, epoch int32) int {
 }
 
 // SegmentWithinLineage reports whether segment m belongs to the lineage of
-// a leader whose filtered epoch entries are lineage and whose log ends at
-// logEnd (exclusive). Kafka: isRemoteSegmentWithinLeaderEpochs.
-// The segment's own epochs are filtered the same way. It holds iff
+// a leader whose epoch entries are lineage and whose log ends at logEnd
+// (exclusive). Kafka: isRemoteSegmentWithinLeaderEpochs. Both the
+// lineage and the segment's own epochs are filtered with FilterLineage
+// first (a lineage filtered already is used as is, without a copy), so
+// the caller may pass the log's epoch entries directly. It holds iff
 //
 //   - the segment's last epoch lies within [first, last] lineage epoch;
 //   - first, the smallest segment epoch >= the lineage's first, exists;
@@ -61,7 +75,7 @@ func lineageIndex(entries []epochcache.Entry, epoch int32) int {
 //     lineage's do;
 //   - the segment ends below logEnd.
 func SegmentWithinLineage(m *SegmentMetadata, logEnd int64, lineage []epochcache.Entry) bool {
-	seg := FilterLineage(m.SegmentLeaderEpochs)
+	seg, lineage := filterLineageIfNeeded(m.SegmentLeaderEpochs), filterLineageIfNeeded(lineage)
 	if len(seg) == 0 || len(lineage) == 0 {
 		return false
 	}
@@ -106,8 +120,8 @@ func SegmentWithinLineage(m *SegmentMetadata, logEnd int64, lineage []epochcache
 type HighestOffsetLookup func(epoch int32) (offset int64, ok bool, err error)
 
 // EndOffsetLookup answers the end offset of an epoch in this log
-// (UnifiedLog.EndOffsetForEpoch: the exclusive end and the epoch found).
-type EndOffsetLookup func(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
+// (UnifiedLog.EndOffsetForEpoch: the epoch found and its exclusive end).
+type EndOffsetLookup func(epoch int32) epochcache.EpochEndOffset
 
 // FindHighestRemoteOffset returns the highest offset of this log's lineage
 // that is in remote storage, and its epoch, or (-1, -1) when none is
@@ -129,7 +143,8 @@ func FindHighestRemoteOffset(entries []epochcache.Entry, highest HighestOffsetLo
 		if !ok {
 			continue
 		}
-		end, found, ok := endOf(e)
+		ans := endOf(e)
+		end, found, ok := ans.EndOffset, ans.Epoch, !ans.Undefined()
 		if ok && end <= h {
 			return end - 1, found, nil
 		}

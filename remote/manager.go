@@ -24,7 +24,7 @@ type PartitionLog interface {
 	TruncationCount() truncation.Count
 	EpochEntries() []epochcache.Entry
 	EpochEntriesInRange(start, end int64) []epochcache.Entry
-	EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
+	EndOffsetForEpoch(epoch int32) epochcache.EpochEndOffset
 	EpochForOffset(offset int64) (int32, bool)
 	LogStartOffset() int64
 	LocalLogStartOffset() int64

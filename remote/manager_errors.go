@@ -41,7 +41,7 @@ var (
 type ReadRangeError struct {
 	TopicIDPartition TopicIDPartition
 	Offset           int64
-	// Epoch is the leader epoch looked up, base.UndefinedEpoch when the
+	// Epoch is the leader epoch looked up, record.UndefinedEpoch when the
 	// cache has none for the offset.
 	Epoch int32
 }

@@ -179,7 +179,7 @@ type batchStream struct {
 	// pos is the segment position after the last batch returned.
 	pos int64
 	// indexed is the offset the offset index maps to the body's first
-	// position, base.UndefinedOffset when it starts at 0 by default.
+	// position, record.UndefinedOffset when it starts at 0 by default.
 	// The first batch must hold it: an index pointing at a later batch
 	// would skip records without any other check noticing.
 	indexed int64
@@ -253,7 +253,7 @@ func (s *batchStream) readErr(hdr []byte, what string, err error) error {
 
 // lookupPosition returns the position of the floor entry of offset in the
 // segment's remote offset index and the offset the entry maps (0 and
-// base.UndefinedOffset when none), caching the index.
+// record.UndefinedOffset when none), caching the index.
 func (m *Manager) lookupPosition(ctx context.Context, seg *SegmentMetadata, offset int64) (pos, indexed int64, err error) {
 	idx, err := m.offsetIndex(ctx, seg)
 	if err != nil {

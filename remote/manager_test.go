@@ -192,13 +192,13 @@ type truncatingLog struct {
 	afterEndOffset func()
 }
 
-func (l *truncatingLog) EndOffsetForEpoch(epoch int32) (int64, int32, bool) {
-	end, found, ok := l.UnifiedLog.EndOffsetForEpoch(epoch)
+func (l *truncatingLog) EndOffsetForEpoch(epoch int32) epochcache.EpochEndOffset {
+	ans := l.UnifiedLog.EndOffsetForEpoch(epoch)
 	if f := l.afterEndOffset; f != nil {
 		l.afterEndOffset = nil
 		f()
 	}
-	return end, found, ok
+	return ans
 }
 
 // TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup

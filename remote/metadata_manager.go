@@ -532,7 +532,7 @@ func copySegments(list []*SegmentMetadata) []SegmentMetadata {
 
 // RemoteLogSize returns the summed SizeBytes of the segments
 // ListSegmentsForEpoch(tp, epoch) returns (Kafka: remoteLogSize(tp,
-// epoch)), or of all ListSegments(tp) if epoch is base.UndefinedEpoch
+// epoch)), or of all ListSegments(tp) if epoch is record.UndefinedEpoch
 // (-1), each segment counted once.
 func (m *MetadataManager) RemoteLogSize(tp TopicIDPartition, epoch int32) (int64, error) {
 	m.mu.RLock()

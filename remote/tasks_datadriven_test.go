@@ -88,10 +88,7 @@ func TestTaskDecisionsDataDriven(t *testing.T) {
 				leo := num("leo", 0)
 				off, epoch, err := FindHighestRemoteOffset(cache,
 					func(e int32) (int64, bool, error) { h, ok := remote[e]; return h, ok, nil },
-					func(e int32) (int64, int32, bool) {
-						found, end := c.EndOffsetFor(e, leo)
-						return end, found, end >= 0
-					})
+					func(e int32) epochcache.EpochEndOffset { return c.EndOffsetFor(e, leo) })
 				if err != nil {
 					return "error: " + err.Error()
 				}

@@ -173,8 +173,8 @@ type DescribeRequest struct {
 	BrokerID int32
 	// State is the partition's switch state as the broker applied it.
 	State State
-	// Log is the replica's log, nil when the broker does not host it (a
-	// nil interface: a nil *log.UnifiedLog inside one is not nil).
+	// Log is the replica's log, nil (or a nil *log.UnifiedLog) when the
+	// broker does not host it.
 	Log DescribeLog
 	// FencedByBroker: the broker took the partition offline because its log
 	// ends below the seal in phase 1
@@ -353,9 +353,9 @@ func Describe(req DescribeRequest) (ReplicaDescription, error) {
 		return ReplicaDescription{}, refuseRecovery(op, id, ErrNotSwitching, "%s is classic", req.Partition)
 	case !s.SealCommitted():
 		return ReplicaDescription{}, refuseRecovery(op, id, ErrSealNotCommitted, "%s is %s", req.Partition, s.Phase())
-	case req.Log == nil:
+	case isNilLog(req.Log):
 		return ReplicaDescription{}, refuseRecovery(op, id, ErrReplicaNotHosted, "%s", req.Partition)
-	case req.Remote == nil:
+	case isNilLog(req.Remote):
 		return ReplicaDescription{}, refuseRecovery(op, id, ErrInvalidArgument, "no remote log metadata")
 	case x < 0:
 		return ReplicaDescription{}, refuseRecovery(op, id, ErrInvalidArgument, "cross-tier log start %d", x)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 )
 
@@ -223,7 +224,11 @@ func TestDescribeRefusals(t *testing.T) {
 		{"classic", func(r *DescribeRequest) { r.State = State{} }, ErrNotSwitching},
 		{"seal pending", func(r *DescribeRequest) { r.State = pending }, ErrSealNotCommitted},
 		{"not hosted", func(r *DescribeRequest) { r.Log = nil }, ErrReplicaNotHosted},
+		{"not hosted, nil *log.UnifiedLog", func(r *DescribeRequest) { r.Log = (*log.UnifiedLog)(nil) }, ErrReplicaNotHosted},
 		{"no remote metadata", func(r *DescribeRequest) { r.Remote = nil }, ErrInvalidArgument},
+		{"no remote metadata, nil *remote.MetadataManager", func(r *DescribeRequest) {
+			r.Remote = (*remote.MetadataManager)(nil)
+		}, ErrInvalidArgument},
 		{"negative X", func(r *DescribeRequest) { r.CrossTierLogStartOffset = -1 }, ErrInvalidArgument},
 		{"remote not ready", func(r *DescribeRequest) {
 			r.RemoteReady = func(tp remote.TopicIDPartition) bool { return tp != testTP }

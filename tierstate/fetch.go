@@ -15,10 +15,10 @@ type FetchLog interface {
 	LogEndOffset() int64
 	HighWatermark() int64
 	// EndOffsetForEpoch answers OffsetsForLeaderEpoch from the log's epoch
-	// cache: the largest epoch <= epoch and its exclusive end offset; ok
-	// false when there is no answer (Kafka's
+	// cache: the largest epoch <= epoch and its exclusive end offset;
+	// Undefined when there is no answer (Kafka's
 	// LeaderEpochFileCache.endOffsetFor).
-	EndOffsetForEpoch(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
+	EndOffsetForEpoch(epoch int32) EpochEndOffset
 	RemoteStorageEnabled() bool
 }
 
@@ -53,11 +53,11 @@ type FetchRequest struct {
 	Fetcher     Fetcher
 	FetchOffset int64
 	// LastFetchedEpoch is the epoch of the last batch the fetcher holds
-	// (KIP-595 truncation on fetch), or base.UndefinedEpoch when the
+	// (KIP-595 truncation on fetch), or record.UndefinedEpoch when the
 	// request carries none (consumers do not send it).
 	LastFetchedEpoch int32
 	// CurrentLeaderEpoch is the leader epoch the fetcher believes current
-	// (KIP-320), or base.UndefinedEpoch to skip the fencing check.
+	// (KIP-320), or record.UndefinedEpoch to skip the fencing check.
 	CurrentLeaderEpoch int32
 }
 
@@ -114,12 +114,12 @@ type FetchValidation struct {
 	Outcome FetchOutcome
 	// DivergingEpoch and DivergingEndOffset are the leader's end of the
 	// fetcher's last fetched epoch, set for FetchDiverging only
-	// (base.UndefinedEpoch and base.UndefinedOffset otherwise).
+	// (record.UndefinedEpoch and record.UndefinedOffset otherwise).
 	DivergingEpoch     int32
 	DivergingEndOffset int64
 	// The leader's offsets, read once at the start of the validation (as
 	// Kafka reads them before the read), for the response: the high
-	// watermark, log start and log end offsets; base.UndefinedOffset for
+	// watermark, log start and log end offsets; record.UndefinedOffset for
 	// an epoch-fencing error, whose response carries none.
 	HighWatermark  int64
 	LogStartOffset int64
@@ -203,7 +203,8 @@ func ValidateFetch(l FetchLog, leaderEpoch int32, req FetchRequest) FetchValidat
 	}
 	offset := req.FetchOffset
 	if e := req.LastFetchedEpoch; e != base.UndefinedEpoch {
-		end, found, ok := l.EndOffsetForEpoch(e)
+		ans := l.EndOffsetForEpoch(e)
+		end, found, ok := ans.EndOffset, ans.Epoch, !ans.Undefined()
 		switch {
 		case !ok:
 			return v.outOfRange(l, req, fmt.Sprintf("no end offset for last fetched epoch %d", e))

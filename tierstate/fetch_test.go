@@ -85,8 +85,11 @@ func (f fakeLog) LocalLogStartOffset() int64 { return f.localLogStart }
 func (f fakeLog) LogEndOffset() int64        { return f.leo }
 func (f fakeLog) HighWatermark() int64       { return f.hw }
 func (f fakeLog) RemoteStorageEnabled() bool { return f.remote }
-func (f fakeLog) EndOffsetForEpoch(int32) (int64, int32, bool) {
-	return f.end, f.found, f.ok
+func (f fakeLog) EndOffsetForEpoch(int32) EpochEndOffset {
+	if !f.ok {
+		return undefinedEpochEndOffset
+	}
+	return EpochEndOffset{Epoch: f.found, EndOffset: f.end}
 }
 
 // TestValidateFetchOrder pins the order of Kafka's checks where two rules

@@ -169,17 +169,18 @@ type RebuildRequest struct {
 	LeaderLogStartOffset int64
 }
 
-// RebuildResult describes a finished rebuild.
+// RebuildResult describes a rebuild: after a failure, only what the steps
+// before it looked up (see Machine.Rebuild).
 type RebuildResult struct {
 	Partition remote.TopicIDPartition
 	Mode      RebuildMode
 	// LeaderLocalLogStart is the source's answer to
-	// FetchEarliestLocalOffset; base.UndefinedOffset and
-	// base.UndefinedEpoch in phase 2, which ignores the source's local
+	// FetchEarliestLocalOffset; record.UndefinedOffset and
+	// record.UndefinedEpoch in phase 2, which ignores the source's local
 	// log.
 	LeaderLocalLogStart OffsetAndEpoch
 	// QueriedEpoch is the epoch asked with OffsetsForLeaderEpoch, and
-	// EpochAnswer the answer; base.UndefinedEpoch and a zero answer when
+	// EpochAnswer the answer; record.UndefinedEpoch and a zero answer when
 	// none was asked (epoch 0 at the local start, or phase 2).
 	QueriedEpoch int32
 	EpochAnswer  EpochEndOffset
@@ -200,7 +201,7 @@ type RebuildResult struct {
 	// snapshot became the producer state at NextOffset.
 	ProducerSnapshotRestored bool
 	// LastFetchedEpoch is the rebuilt log's latest epoch, for the next
-	// fetch's truncation check; base.UndefinedEpoch when it has none.
+	// fetch's truncation check; record.UndefinedEpoch when it has none.
 	LastFetchedEpoch int32
 }
 
@@ -248,7 +249,10 @@ func (r RebuildResult) String() string {
 //
 // Steps 1 to 7 read only; the local log changes in step 8, and only if
 // they all succeeded and ctx is still live. Errors are *RebuildError;
-// RebuildAction says what the fetcher does with them.
+// RebuildAction says what the fetcher does with them. A failed rebuild
+// still returns what its steps looked up before the failure (the source's
+// local log start, the epoch answer, the target, the segment); the fields
+// that describe the rebuilt log (NextOffset and after) stay unset.
 func (m *Machine) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResult, error) {
 	if req.Log == nil {
 		return RebuildResult{}, fmt.Errorf("tierstate: rebuild of %s without a log: %w", req.Partition, ErrInvalidArgument)
@@ -269,7 +273,6 @@ func (m *Machine) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResul
 	if err != nil {
 		m.opts.Logger.Warn("rebuild from remote storage failed", zap.Stringer("partition", req.Partition),
 			zap.Stringer("mode", r.res.Mode), zap.Stringer("action", RebuildAction(err)), zap.Error(err))
-		r.res = RebuildResult{}
 	} else {
 		m.opts.Logger.Info("rebuilt the local log from remote storage", zap.Stringer("partition", req.Partition),
 			zap.Stringer("mode", r.res.Mode), zap.Stringer("target", r.res.Target),

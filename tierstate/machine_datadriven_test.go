@@ -442,7 +442,8 @@ func (f *fakeLeader) FetchEpochEndOffset(_ context.Context, _ remote.TopicIDPart
 	if f.err != nil {
 		return EpochEndOffset{}, f.err
 	}
-	e, off := f.cache.EndOffsetFor(epoch, f.leo)
+	ans := f.cache.EndOffsetFor(epoch, f.leo)
+	e, off := ans.Epoch, ans.EndOffset
 	return EpochEndOffset{Epoch: e, EndOffset: off}, nil
 }
 

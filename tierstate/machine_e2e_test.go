@@ -42,11 +42,7 @@ func (e logEndpoint) FetchEarliestLocalOffset(context.Context, remote.TopicIDPar
 }
 
 func (e logEndpoint) FetchEpochEndOffset(_ context.Context, _ remote.TopicIDPartition, _, epoch int32) (EpochEndOffset, error) {
-	end, found, ok := e.l.EndOffsetForEpoch(epoch)
-	if !ok {
-		return EpochEndOffset{Epoch: base.UndefinedEpoch, EndOffset: base.UndefinedOffset}, nil
-	}
-	return EpochEndOffset{Epoch: found, EndOffset: end}, nil
+	return e.l.EndOffsetForEpoch(epoch), nil
 }
 
 // TestRebuildEndToEnd tiers a leader's log with the real remote tier

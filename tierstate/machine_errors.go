@@ -69,7 +69,7 @@ type RebuildError struct {
 	Mode      RebuildMode
 	Step      RebuildStep
 	// TargetEpoch and TargetOffset are the record the rebuild looks up, or
-	// base.UndefinedEpoch and base.UndefinedOffset before they are known.
+	// record.UndefinedEpoch and record.UndefinedOffset before they are known.
 	TargetEpoch  int32
 	TargetOffset int64
 	// LocalLogChanged is false for every step before StepRestoreLocalLog:

@@ -50,24 +50,16 @@ func ModeFor(s State) RebuildMode {
 }
 
 // OffsetAndEpoch is an offset and the leader epoch of the record there
-// (Kafka: OffsetAndEpoch). Printed as epoch@offset.
-type OffsetAndEpoch struct {
-	Offset int64
-	Epoch  int32
-}
-
-func (o OffsetAndEpoch) String() string { return fmt.Sprintf("%d@%d", o.Epoch, o.Offset) }
+// (Kafka: OffsetAndEpoch). Printed as epoch@offset. The same type as
+// epochcache.OffsetAndEpoch and log.OffsetAndEpoch.
+type OffsetAndEpoch = epochcache.OffsetAndEpoch
 
 // EpochEndOffset is one partition's OffsetsForLeaderEpoch answer: the
 // largest epoch <= the requested one that the leader knows and its
-// exclusive end offset, or base.UndefinedEpoch and base.UndefinedOffset
-// when it has none (Kafka: LeaderEpochFileCache.endOffsetFor).
-type EpochEndOffset struct {
-	Epoch     int32
-	EndOffset int64
-}
-
-func (e EpochEndOffset) String() string { return fmt.Sprintf("(%d, %d)", e.Epoch, e.EndOffset) }
+// exclusive end offset, or record.UndefinedEpoch and record.UndefinedOffset
+// when it has none (Kafka: LeaderEpochFileCache.endOffsetFor). The same
+// type as epochcache.EpochEndOffset and truncation.EpochEndOffset.
+type EpochEndOffset = epochcache.EpochEndOffset
 
 // NeedsEpochQuery reports whether the upstream rebuild asks the leader
 // OffsetsForLeaderEpoch(localStart.Epoch - 1) to find the epoch of the
@@ -185,3 +177,7 @@ func formatEpoch(epoch int32, ok bool) string {
 	}
 	return fmt.Sprint(epoch)
 }
+
+// undefinedEpochEndOffset is the OffsetsForLeaderEpoch answer "no such
+// epoch".
+var undefinedEpochEndOffset = epochcache.UndefinedEpochEndOffset

@@ -12,6 +12,7 @@ import (
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/truncation"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -36,21 +37,21 @@ func TestUpstreamTarget(t *testing.T) {
 		want   OffsetAndEpoch
 	}{
 		// {0:20, 1:85, 3:90, 4:98}, local start 90: ask 2 -> (1, 90).
-		{OffsetAndEpoch{90, 3}, EpochEndOffset{1, 90}, OffsetAndEpoch{89, 1}},
+		{OffsetAndEpoch{Offset: 90, Epoch: 3}, EpochEndOffset{Epoch: 1, EndOffset: 90}, OffsetAndEpoch{Offset: 89, Epoch: 1}},
 		// Local start inside epoch 3: the previous epoch ends before 94.
-		{OffsetAndEpoch{95, 3}, EpochEndOffset{1, 90}, OffsetAndEpoch{94, 3}},
+		{OffsetAndEpoch{Offset: 95, Epoch: 3}, EpochEndOffset{Epoch: 1, EndOffset: 90}, OffsetAndEpoch{Offset: 94, Epoch: 3}},
 		// Epoch 0: no question, the answer is ignored.
-		{OffsetAndEpoch{50, 0}, EpochEndOffset{7, 1000}, OffsetAndEpoch{49, 0}},
+		{OffsetAndEpoch{Offset: 50, Epoch: 0}, EpochEndOffset{Epoch: 7, EndOffset: 1000}, OffsetAndEpoch{Offset: 49, Epoch: 0}},
 		// No answer (undefined): the local start's epoch.
-		{OffsetAndEpoch{7, 7}, EpochEndOffset{base.UndefinedEpoch, base.UndefinedOffset}, OffsetAndEpoch{6, 7}},
+		{OffsetAndEpoch{Offset: 7, Epoch: 7}, EpochEndOffset{Epoch: base.UndefinedEpoch, EndOffset: base.UndefinedOffset}, OffsetAndEpoch{Offset: 6, Epoch: 7}},
 		// Diskless endpoint, E_d = 5, seal 100: asks 4, gets (4, 100).
-		{OffsetAndEpoch{100, 5}, EpochEndOffset{4, 100}, OffsetAndEpoch{99, 4}},
+		{OffsetAndEpoch{Offset: 100, Epoch: 5}, EpochEndOffset{Epoch: 4, EndOffset: 100}, OffsetAndEpoch{Offset: 99, Epoch: 4}},
 	} {
 		require.Equal(t, tc.want, UpstreamTarget(tc.local, tc.answer), "%v %v", tc.local, tc.answer)
 	}
-	require.False(t, NeedsEpochQuery(OffsetAndEpoch{10, 0}))
-	require.False(t, NeedsEpochQuery(OffsetAndEpoch{10, base.UndefinedEpoch}))
-	require.True(t, NeedsEpochQuery(OffsetAndEpoch{10, 1}))
+	require.False(t, NeedsEpochQuery(OffsetAndEpoch{Offset: 10, Epoch: 0}))
+	require.False(t, NeedsEpochQuery(OffsetAndEpoch{Offset: 10, Epoch: base.UndefinedEpoch}))
+	require.True(t, NeedsEpochQuery(OffsetAndEpoch{Offset: 10, Epoch: 1}))
 }
 
 // TestPlanRestore: the restore decided from a segment: the next offset,
@@ -69,18 +70,18 @@ func TestPlanRestore(t *testing.T) {
 		checkpoint []epochcache.Entry
 		want       string
 	}{
-		{"upstream", RebuildUpstream, NoSeal, OffsetAndEpoch{4, 4}, seg(0, 4), entries(0, 0, 2, 1, 4, 2),
+		{"upstream", RebuildUpstream, NoSeal, OffsetAndEpoch{Offset: 4, Epoch: 4}, seg(0, 4), entries(0, 0, 2, 1, 4, 2),
 			"next=5 epochs=0@0 2@1 4@2 dropped=(empty) snapshot=true"},
-		{"phase 2 ends at the seal", RebuildPhaseTwo, 100, OffsetAndEpoch{99, 2}, seg(50, 99), entries(0, 0, 2, 80),
+		{"phase 2 ends at the seal", RebuildPhaseTwo, 100, OffsetAndEpoch{Offset: 99, Epoch: 2}, seg(50, 99), entries(0, 0, 2, 80),
 			"next=100 epochs=0@0 2@80 dropped=(empty) snapshot=true"},
-		{"phase 2 crosses the seal", RebuildPhaseTwo, 100, OffsetAndEpoch{99, 2}, seg(50, 119), entries(2, 50, 3, 100),
+		{"phase 2 crosses the seal", RebuildPhaseTwo, 100, OffsetAndEpoch{Offset: 99, Epoch: 2}, seg(50, 119), entries(2, 50, 3, 100),
 			"next=100 epochs=2@50 dropped=3@100 snapshot=false"},
-		{"phase 2 one epoch across", RebuildPhaseTwo, 100, OffsetAndEpoch{99, 2}, seg(60, 109), entries(2, 50),
+		{"phase 2 one epoch across", RebuildPhaseTwo, 100, OffsetAndEpoch{Offset: 99, Epoch: 2}, seg(60, 109), entries(2, 50),
 			"next=100 epochs=2@50 dropped=(empty) snapshot=false"},
-		{"checkpoint maps the target elsewhere", RebuildUpstream, NoSeal, OffsetAndEpoch{9, 2}, seg(5, 9), entries(1, 0, 3, 5),
+		{"checkpoint maps the target elsewhere", RebuildUpstream, NoSeal, OffsetAndEpoch{Offset: 9, Epoch: 2}, seg(5, 9), entries(1, 0, 3, 5),
 			"error: inconsistent"},
-		{"empty checkpoint", RebuildUpstream, NoSeal, OffsetAndEpoch{9, 2}, seg(5, 9), nil, "error: inconsistent"},
-		{"segment does not hold the target", RebuildPhaseTwo, 100, OffsetAndEpoch{99, 2}, seg(0, 50), entries(2, 0),
+		{"empty checkpoint", RebuildUpstream, NoSeal, OffsetAndEpoch{Offset: 9, Epoch: 2}, seg(5, 9), nil, "error: inconsistent"},
+		{"segment does not hold the target", RebuildPhaseTwo, 100, OffsetAndEpoch{Offset: 99, Epoch: 2}, seg(0, 50), entries(2, 0),
 			"error: inconsistent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,4 +239,40 @@ func TestRebuildSourceStartsAtZero(t *testing.T) {
 	require.ErrorAs(t, err, &nf)
 	require.Equal(t, int64(-1), nf.Offset)
 	require.Equal(t, ActionRetry, RebuildAction(err))
+}
+
+// One OffsetAndEpoch and one EpochEndOffset: the log's, the cache's, the
+// truncation planner's and this package's are the same types.
+var (
+	_ log.OffsetAndEpoch        = OffsetAndEpoch{}
+	_ epochcache.OffsetAndEpoch = OffsetAndEpoch{}
+	_ truncation.EpochEndOffset = EpochEndOffset{}
+	_ epochcache.EpochEndOffset = EpochEndOffset{}
+)
+
+// TestRebuildFailedKeepsLookups: a rebuild that fails at the restore still
+// returns (and hands the listener) what it looked up before: the source's
+// local log start, the target and the segment; nothing of a rebuilt log.
+func TestRebuildFailedKeepsLookups(t *testing.T) {
+	l, err := log.Open("p0", log.Options{FS: vfs.NewMem(), RemoteStorageEnabled: true})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	data := newFakeData()
+	seg := remote.SegmentMetadata{StartOffset: 0, EndOffset: 9, SegmentID: remote.SegmentID{ID: remote.UUID{9}}}
+	data.segments[seg.SegmentID.ID] = fakeSegment{epochs: entries(0, 0), snapshot: producerSnapshot(t)}
+	leader := newFakeLeader()
+	leader.local = OffsetAndEpoch{Offset: 10, Epoch: 0}
+	var heard RebuildResult
+	m, err := NewMachine(MachineOptions{Leader: leader, Metadata: fakeMeta{seg: seg, ok: true}, Data: data,
+		Listener: MachineListener{RebuildFinished: func(r RebuildResult, _ error) { heard = r }}})
+	require.NoError(t, err)
+	res, err := m.Rebuild(context.Background(), RebuildRequest{Partition: testTP, Log: l})
+	require.ErrorIs(t, err, log.ErrClosed)
+	require.Equal(t, testTP, res.Partition)
+	require.Equal(t, OffsetAndEpoch{Offset: 10, Epoch: 0}, res.LeaderLocalLogStart)
+	require.Equal(t, OffsetAndEpoch{Offset: 9, Epoch: 0}, res.Target)
+	require.Equal(t, seg, res.Segment)
+	require.False(t, res.ProducerSnapshotRestored)
+	require.Empty(t, res.Epochs)
+	require.Equal(t, res, heard)
 }

@@ -156,7 +156,8 @@ func (d ReplicaDecision) String() string {
 // CheckReplica decides whether a consolidating phase-2 replica keeps its
 // log (https://github.com/aiven/inkless/pull/857): it is kept only if all
 // four conditions hold (see ReplicaCondition). current is the replica's
-// log, future its future log or nil when there is none. The caller has
+// log, future its future log or nil when there is none (a nil
+// *log.UnifiedLog counts as none). The caller has
 // stopped the partition's fetchers first (CheckAndRecreate does), so
 // neither log moves and no future log is promoted meanwhile.
 //
@@ -197,7 +198,7 @@ func CheckReplica(s State, current ReplicaLog, future FutureReplicaLog) ReplicaD
 		fail(ConditionRemoteProgress, "highest offset in remote storage %d not below the log end %d", h, leo)
 	}
 	// 4. The future log.
-	if future != nil {
+	if !isNilLog(future) {
 		checkFutureLog(current, future, fail)
 	}
 	d.Recreate = len(d.Failures) > 0

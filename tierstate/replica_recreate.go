@@ -145,7 +145,7 @@ func Recreate(ctx context.Context, deps RecreateDeps) RecreateResult {
 // 3. A failed fetcher stop skips the check and takes the replica offline
 // as in Recreate (tasks cancelled, logs kept) [INF]: the logs could still
 // move under the check. The RecreateResult is RecreateNotRun when the log
-// is kept.
+// is kept. future may be nil, or a nil *log.UnifiedLog, for no future log.
 func CheckAndRecreate(ctx context.Context, s State, current ReplicaLog, future FutureReplicaLog,
 	deps RecreateDeps) (ReplicaDecision, RecreateResult) {
 	var res RecreateResult

@@ -175,3 +175,34 @@ func TestShouldCheckReplica(t *testing.T) {
 		require.Equal(t, tc.want, got, "%s %+v: %s", tc.s, tc.d, why)
 	}
 }
+
+// TestCheckReplicaNilFutureLog: a nil *log.UnifiedLog passed as the future
+// log (a typed nil inside the interface) means no future log, as a nil
+// interface does, instead of panicking on its first method call.
+func TestCheckReplicaNilFutureLog(t *testing.T) {
+	s := phaseTwoState(t, 100, 2, 4)
+	l := openReplicaLog(t, vfs.NewMem(), "p0")
+	defer l.Close()
+	appendLeader(t, l, 0, 80)
+	appendLeader(t, l, 2, 10)
+	var future *log.UnifiedLog
+	require.Equal(t, "keep", CheckReplica(s, l, future).String())
+	require.Equal(t, CheckReplica(s, l, nil), CheckReplica(s, l, future))
+}
+
+// TestCheckAndRecreateNilFutureLog: the same through CheckAndRecreate,
+// which stops the fetchers and then keeps the log.
+func TestCheckAndRecreateNilFutureLog(t *testing.T) {
+	s := phaseTwoState(t, 100, 2, 4)
+	l := openReplicaLog(t, vfs.NewMem(), "p0")
+	defer l.Close()
+	appendLeader(t, l, 0, 80)
+	appendLeader(t, l, 2, 10)
+	var future *log.UnifiedLog
+	deps := RecreateDeps{Partition: testTP, Fetchers: &fakeFetchers{}, RemoteTasks: &fakeTasks{},
+		DeleteCurrentLog: l.Delete}
+	dec, res := CheckAndRecreate(context.Background(), s, l, future, deps)
+	require.Equal(t, "keep", dec.String())
+	require.Equal(t, RecreateNotRun, res.Outcome, "%v", res)
+	require.True(t, res.FetchersStopped)
+}

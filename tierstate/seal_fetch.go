@@ -196,21 +196,21 @@ type SealFetchDecision struct {
 	// HighWatermark and LogStartOffset are the response's: the seal and 0
 	// without an error (step 4: the high watermark is clamped
 	// to the seal, never the consolidating leader's diskless frontier),
-	// base.UndefinedOffset (-1) for both with one.
+	// record.UndefinedOffset (-1) for both with one.
 	HighWatermark  int64
 	LogStartOffset int64
 	// DivergingEpoch and DivergingEndOffset are the response's diverging
 	// epoch (KIP-595): set only by a step-3 divergence,
-	// base.UndefinedEpoch and base.UndefinedOffset otherwise.
+	// record.UndefinedEpoch and record.UndefinedOffset otherwise.
 	DivergingEpoch     int32
 	DivergingEndOffset int64
 	// ValidatedOffset is V, the offset of step 3's zero-byte read;
-	// base.UndefinedOffset in steps 1 and 2.
+	// record.UndefinedOffset in steps 1 and 2.
 	ValidatedOffset int64
 	// RecordOffset is the follower position the leader records, with the
 	// request's broker epoch (Kafka: Partition.updateFollowerFetchState):
 	// V after a step-3 read, the real fetch offset O in step 2;
-	// base.UndefinedOffset to record nothing (step 1, an error, a
+	// record.UndefinedOffset to record nothing (step 1, an error, a
 	// divergence: Kafka keeps the previous position then).
 	RecordOffset int64
 	// TryAdmission: after recording, ask ShouldAdmitAtSeal whether to add
@@ -354,7 +354,7 @@ func ValidateFetchAtSeal(leader SealLeader, replica SealReplica, req SealFetchRe
 }
 
 // sealFetchStep picks the step of ValidateFetchAtSeal for a fetch at offset
-// o, and V, the offset step 3 validates (base.UndefinedOffset in steps 1
+// o, and V, the offset step 3 validates (record.UndefinedOffset in steps 1
 // and 2).
 func sealFetchStep(seal int64, view sealReadView, o int64) (SealFetchStep, int64) {
 	switch {
@@ -469,7 +469,7 @@ func (v sealReadView) LogEndOffset() int64        { return v.leo }
 func (v sealReadView) HighWatermark() int64       { return v.highWatermark }
 func (v sealReadView) RemoteStorageEnabled() bool { return false }
 
-func (v sealReadView) EndOffsetForEpoch(epoch int32) (int64, int32, bool) {
+func (v sealReadView) EndOffsetForEpoch(epoch int32) EpochEndOffset {
 	return v.log.EndOffsetForEpoch(epoch)
 }
 
@@ -487,7 +487,7 @@ type SealAdmission struct {
 	Replica SealReplica
 	// RecordedEndOffset and RecordedBrokerEpoch are the follower position
 	// the leader recorded and the broker epoch recorded with it;
-	// RecordedEndOffset base.UndefinedOffset when none is (Kafka:
+	// RecordedEndOffset record.UndefinedOffset when none is (Kafka:
 	// Replica.stateSnapshot.logEndOffset and brokerEpoch).
 	RecordedEndOffset   int64
 	RecordedBrokerEpoch int64
@@ -604,7 +604,7 @@ type SealHandOff struct {
 	Action SealHandOffAction
 	// ConsolidationStartOffset is the log end offset where the
 	// consolidation fetcher starts, for HandOffConsolidate;
-	// base.UndefinedOffset otherwise.
+	// record.UndefinedOffset otherwise.
 	ConsolidationStartOffset int64
 	// Reason names the rule that decided, for logs and tests.
 	Reason string

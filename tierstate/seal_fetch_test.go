@@ -25,10 +25,13 @@ func (l *sealFakeLog) LogEndOffset() int64        { return l.leo }
 func (l *sealFakeLog) HighWatermark() int64       { return l.hw }
 func (l *sealFakeLog) RemoteStorageEnabled() bool { return l.remote }
 
-func (l *sealFakeLog) EndOffsetForEpoch(epoch int32) (int64, int32, bool) {
+func (l *sealFakeLog) EndOffsetForEpoch(epoch int32) EpochEndOffset {
 	l.questions++
 	a, ok := l.epochs[epoch]
-	return a.EndOffset, a.Epoch, ok
+	if !ok {
+		return undefinedEpochEndOffset
+	}
+	return a
 }
 
 func mustSwitch(t *testing.T, phase Phase, seal int64, consolidating bool) State {

@@ -117,10 +117,10 @@ func (s State) SealCommitted() bool { return s.phase >= PhaseOne }
 func (s State) ClassicPrefixInRemoteStorage() bool { return s.phase == PhaseTwo }
 
 // LastClassicLeaderEpoch returns the recorded epoch R (tag 104), or
-// base.UndefinedEpoch when none was recorded.
+// record.UndefinedEpoch when none was recorded.
 func (s State) LastClassicLeaderEpoch() int32 { return s.lastClassicLeaderEpoch.get() }
 
-// DisklessLeaderEpoch returns E_d (tag 102), or base.UndefinedEpoch
+// DisklessLeaderEpoch returns E_d (tag 102), or record.UndefinedEpoch
 // (Inkless: NO_DISKLESS_LEADER_EPOCH).
 func (s State) DisklessLeaderEpoch() int32 { return s.disklessLeaderEpoch.get() }
 

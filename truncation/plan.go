@@ -1,6 +1,10 @@
 package truncation
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/epochcache"
+)
 
 // Undefined values of the OffsetsForLeaderEpoch protocol. Kafka:
 // UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET. (The same values as
@@ -14,15 +18,13 @@ const (
 // EpochEndOffset is a leader's answer to OffsetsForLeaderEpoch for the
 // epoch a follower asked about: the largest epoch <= the asked one that
 // the leader knows, and its exclusive end offset. Either may be -1
-// (undefined).
-type EpochEndOffset struct {
-	LeaderEpoch int32
-	EndOffset   int64
-}
+// (undefined). The same type as epochcache.EpochEndOffset.
+type EpochEndOffset = epochcache.EpochEndOffset
 
 // EndOffsetFunc is the follower's own OffsetsForLeaderEpoch answer for an
-// epoch: log.UnifiedLog.EndOffsetForEpoch has this shape.
-type EndOffsetFunc func(epoch int32) (endOffset int64, foundEpoch int32, ok bool)
+// epoch, Undefined when it has none: log.UnifiedLog.EndOffsetForEpoch
+// has this shape.
+type EndOffsetFunc func(epoch int32) EpochEndOffset
 
 // DivergencePlan says where a follower cuts its log after the leader's
 // answer.
@@ -62,18 +64,19 @@ func PlanDivergence(leader EpochEndOffset, local EndOffsetFunc, logEndOffset, hi
 	case leader.EndOffset == undefinedOffset:
 		return DivergencePlan{TruncateTo: min(highWatermark, logEndOffset), Done: true,
 			Reason: "leader has no end offset: truncate to the high watermark"}
-	case leader.LeaderEpoch == undefinedEpoch:
+	case leader.Epoch == undefinedEpoch:
 		return DivergencePlan{TruncateTo: min(leader.EndOffset, logEndOffset), Done: true,
 			Reason: "leader epoch undefined: truncate to the leader's end offset"}
 	}
-	end, epoch, ok := local(leader.LeaderEpoch)
+	ans := local(leader.Epoch)
+	end, epoch, ok := ans.EndOffset, ans.Epoch, !ans.Undefined()
 	switch {
 	case !ok:
 		return DivergencePlan{TruncateTo: min(leader.EndOffset, logEndOffset), Done: true,
-			Reason: fmt.Sprintf("no local epoch at or below %d: truncate to the leader's end offset", leader.LeaderEpoch)}
-	case epoch != leader.LeaderEpoch:
+			Reason: fmt.Sprintf("no local epoch at or below %d: truncate to the leader's end offset", leader.Epoch)}
+	case epoch != leader.Epoch:
 		return DivergencePlan{TruncateTo: min(end, logEndOffset), AskEpoch: epoch,
-			Reason: fmt.Sprintf("local floor epoch %d differs from the leader's %d", epoch, leader.LeaderEpoch)}
+			Reason: fmt.Sprintf("local floor epoch %d differs from the leader's %d", epoch, leader.Epoch)}
 	}
 	return DivergencePlan{TruncateTo: min(end, leader.EndOffset, logEndOffset), Done: true,
 		Reason: fmt.Sprintf("epoch %d ends at %d here and %d on the leader", epoch, end, leader.EndOffset)}

@@ -25,7 +25,7 @@ func TestPlans(t *testing.T) {
 			d.ScanArgs(t, "hw", &hw)
 			d.MaybeScanArgs(t, "local", &history)
 			local := historyFunc(t, history, leo)
-			return PlanDivergence(EpochEndOffset{leaderEpoch, leaderEnd}, local, leo, hw).String()
+			return PlanDivergence(EpochEndOffset{Epoch: leaderEpoch, EndOffset: leaderEnd}, local, leo, hw).String()
 		case "reset":
 			var leaderEnd, leaderStart, leo int64
 			d.ScanArgs(t, "leader-end", &leaderEnd)
@@ -54,8 +54,5 @@ func historyFunc(t *testing.T, history string, leo int64) EndOffsetFunc {
 			t.Fatal(err)
 		}
 	}
-	return func(epoch int32) (int64, int32, bool) {
-		e, end := c.EndOffsetFor(epoch, leo)
-		return end, e, end != undefinedOffset
-	}
+	return func(epoch int32) EpochEndOffset { return c.EndOffsetFor(epoch, leo) }
 }

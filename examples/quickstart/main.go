@@ -136,7 +136,8 @@ func run(out io.Writer, dir string) error {
 	}
 	fmt.Fprintf(out, "truncated to %d: epochs %s, checkpoint file %q\n", truncateTo, reloaded, file)
 	for _, epoch := range []int32{0, 2, 3, 4, 5} {
-		e, end := reloaded.EndOffsetFor(epoch, leo)
+		ans := reloaded.EndOffsetFor(epoch, leo)
+		e, end := ans.Epoch, ans.EndOffset
 		fmt.Fprintf(out, "OffsetsForLeaderEpoch(%d) = epoch %d, end offset %d\n", epoch, e, end)
 	}
 	if got, want := records, 18; got != want {

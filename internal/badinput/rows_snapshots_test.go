@@ -191,7 +191,8 @@ func epochCheckpointRows() []row {
 	// latest, and ends at the log end.
 	endsAtLogEnd := func(l *log.UnifiedLog) bool {
 		e, ok := l.LatestEpoch()
-		end, found, ok2 := l.EndOffsetForEpoch(0)
+		ans := l.EndOffsetForEpoch(0)
+		end, found, ok2 := ans.EndOffset, ans.Epoch, !ans.Undefined()
 		return ok && e == 0 && ok2 && found == 0 && end == l.LogEndOffset()
 	}
 	rebuilt := outcome{repaired: true, readableTo: 60}

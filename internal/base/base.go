@@ -3,7 +3,8 @@
 // than one package returns. Packages re-export the sentinels they return
 // (log.ErrCorruption = base.ErrCorruption) so callers never import
 // internal packages; errors.Is works across packages because the values
-// are the same.
+// are the same. The undefined constants are public as
+// log/record.UndefinedOffset and so on, the names documentation uses.
 //
 // This package imports only the standard library.
 package base

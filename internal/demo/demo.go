@@ -154,11 +154,7 @@ func (e Endpoint) FetchEpochEndOffset(_ context.Context, _ remote.TopicIDPartiti
 	if err := e.fence(current); err != nil {
 		return tierstate.EpochEndOffset{}, err
 	}
-	end, found, ok := e.Log.EndOffsetForEpoch(epoch)
-	if !ok {
-		return tierstate.EpochEndOffset{Epoch: base.UndefinedEpoch, EndOffset: base.UndefinedOffset}, nil
-	}
-	return tierstate.EpochEndOffset{Epoch: found, EndOffset: end}, nil
+	return e.Log.EndOffsetForEpoch(epoch), nil
 }
 
 func (e Endpoint) fence(current int32) error {
@@ -214,7 +210,7 @@ func (f *Fetcher) CatchUp(ctx context.Context) error {
 			follower.UpdateHighWatermark(min(fd.HighWatermark, follower.LogEndOffset()))
 		case tierstate.FetchDiverging:
 			plan := truncation.PlanDivergence(
-				truncation.EpochEndOffset{LeaderEpoch: v.DivergingEpoch, EndOffset: v.DivergingEndOffset},
+				truncation.EpochEndOffset{Epoch: v.DivergingEpoch, EndOffset: v.DivergingEndOffset},
 				follower.EndOffsetForEpoch, follower.LogEndOffset(), follower.HighWatermark())
 			c.Printf("  fetch at %d in epoch %d: diverging (leader's epoch %d ends at %d): truncate to %d",
 				offset, last, v.DivergingEpoch, v.DivergingEndOffset, plan.TruncateTo)

@@ -135,7 +135,7 @@ func (b Batch) BaseOffset() int64 { return b.i64(offBaseOffset) }
 func (b Batch) Length() int32 { return b.i32(offLength) }
 
 // PartitionLeaderEpoch returns the leader epoch that appended the batch,
-// or base.UndefinedEpoch. It is outside the CRC.
+// or UndefinedEpoch. It is outside the CRC.
 func (b Batch) PartitionLeaderEpoch() int32 { return b.i32(offPartitionLeaderEpoch) }
 
 // Magic returns the format version byte, always 2.
@@ -182,14 +182,14 @@ func (b Batch) BaseTimestamp() int64 { return b.i64(offBaseTimestamp) }
 // time for LogAppendTime batches.
 func (b Batch) MaxTimestamp() int64 { return b.i64(offMaxTimestamp) }
 
-// ProducerID returns the producer id, or base.NoProducerID.
+// ProducerID returns the producer id, or NoProducerID.
 func (b Batch) ProducerID() int64 { return b.i64(offProducerID) }
 
-// ProducerEpoch returns the producer epoch, or base.NoProducerEpoch.
+// ProducerEpoch returns the producer epoch, or NoProducerEpoch.
 func (b Batch) ProducerEpoch() int16 { return b.i16(offProducerEpoch) }
 
 // BaseSequence returns the sequence number of the first record, or
-// base.NoSequence.
+// NoSequence.
 func (b Batch) BaseSequence() int32 { return b.i32(offBaseSequence) }
 
 // RecordsCount returns the number of records the batch declares.
@@ -203,7 +203,7 @@ func (b Batch) LastOffset() int64 { return b.BaseOffset() + int64(b.LastOffsetDe
 func (b Batch) NextOffset() int64 { return b.LastOffset() + 1 }
 
 // LastSequence returns the sequence number of the last record, or
-// base.NoSequence for a batch without one.
+// NoSequence for a batch without one.
 func (b Batch) LastSequence() int32 {
 	if b.BaseSequence() == base.NoSequence {
 		return base.NoSequence

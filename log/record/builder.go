@@ -19,13 +19,13 @@ type BuilderOptions struct {
 	// BaseOffset is the offset of the first record. A leader overwrites it
 	// on append (Batch.SetBaseOffset).
 	BaseOffset int64
-	// PartitionLeaderEpoch is the leader epoch, or base.UndefinedEpoch.
+	// PartitionLeaderEpoch is the leader epoch, or UndefinedEpoch.
 	PartitionLeaderEpoch int32
-	// ProducerID is the idempotent producer id, or base.NoProducerID.
+	// ProducerID is the idempotent producer id, or NoProducerID.
 	ProducerID int64
-	// ProducerEpoch is the producer epoch, or base.NoProducerEpoch.
+	// ProducerEpoch is the producer epoch, or NoProducerEpoch.
 	ProducerEpoch int16
-	// BaseSequence is the first record's sequence, or base.NoSequence.
+	// BaseSequence is the first record's sequence, or NoSequence.
 	BaseSequence int32
 	// Transactional sets AttrTransactional.
 	Transactional bool

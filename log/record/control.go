@@ -130,7 +130,7 @@ func ParseEndTxnMarker(value []byte) (EndTxnMarker, error) {
 // opts.BaseOffset. It takes the producer id and epoch, the leader epoch
 // and the timestamp type from opts and sets what Kafka's
 // MemoryRecords.withEndTransactionMarker sets: the transactional and
-// control bits, no compression, base.NoSequence.
+// control bits, no compression, NoSequence.
 func AppendEndTxnBatch(dst []byte, opts BuilderOptions, timestamp int64, t ControlType, coordinatorEpoch int32) ([]byte, error) {
 	if t != ControlAbort && t != ControlCommit {
 		return dst, invalidArgf("end txn batch: type %s is not ABORT or COMMIT", t)

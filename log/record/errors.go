@@ -42,7 +42,7 @@ type CorruptBatchError struct {
 	// start of the Scanner's input plus ScannerOptions.StartPos, or 0 for
 	// a batch checked on its own (Batch.Validate, Iter).
 	Pos int64
-	// BaseOffset is the batch's base offset, or base.UndefinedOffset when
+	// BaseOffset is the batch's base offset, or UndefinedOffset when
 	// fewer than 8 bytes were available to read it.
 	BaseOffset int64
 	// Reason says what was wrong, for humans.
@@ -98,7 +98,7 @@ func (e *TornTailError) Unwrap() error { return ErrTornTail }
 // decompression limit. errors.Is(err, ErrDecompressedTooLarge) reports true
 // for it.
 type DecompressedSizeError struct {
-	// BaseOffset is the batch's base offset, or base.UndefinedOffset when
+	// BaseOffset is the batch's base offset, or UndefinedOffset when
 	// the data was not decompressed through an Iter.
 	BaseOffset int64
 	// Compression is the batch's codec.
