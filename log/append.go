@@ -229,7 +229,8 @@ func countBatches(buf []byte) int {
 }
 
 // appendLocked takes the mutex and performs the write half of an append
-// (SPEC 2.6, "under the log lock"): offsets, epoch cache, roll, write.
+// (Kafka: the part of UnifiedLog.append done under the log lock):
+// offsets, epoch cache, roll, write.
 // The epoch cache and the flush policy are served after the mutex is
 // released, before returning.
 func (l *UnifiedLog) appendLocked(buf []byte, a *appendAnalysis, leader bool, leaderEpoch int32) (AppendInfo, error) {
@@ -340,7 +341,7 @@ func (l *UnifiedLog) writeLocked(buf []byte, batches []record.Batch, info *Appen
 }
 
 // maybeRollLocked rolls the active segment if the append does not fit it
-// (SPEC 2.7): size, age by record timestamps, full indexes, or an offset
+// (Kafka: LogSegment.shouldRoll): size, age by record timestamps, full indexes, or an offset
 // the segment cannot index relative to its base.
 //
 // REQUIRES: l.mu held.

@@ -158,7 +158,7 @@ func benchAppendProducer(b *testing.B, batch []byte, sync, sequenced bool) {
 			binary.BigEndian.PutUint32(batch[53:], uint32(seq)) // BaseSequence, inside the CRC
 			seq += span
 			if seq < 0 {
-				seq = 0 // wraps at MaxInt32 (SPEC 1.1); unreachable in a benchmark
+				seq = 0 // wraps at MaxInt32 (DefaultRecordBatch.incrementSequence); unreachable in a benchmark
 			}
 		}
 		binary.BigEndian.PutUint32(batch[17:], bt.ComputeCRC())

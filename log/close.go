@@ -107,7 +107,8 @@ const DeletedDirSuffix = ".deleted"
 // leaves the whole log; after it, no log at dir (a new Open creates an
 // empty one) and a leftover directory that RemoveDeletedDirs deletes. A
 // partly deleted log, with some segments gone and others not, is never
-// left at dir: a recreate (SEED #857) relies on it.
+// left at dir: a recreate (github.com/aiven/inkless/pull/857) relies on
+// it.
 func (l *UnifiedLog) Delete() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()

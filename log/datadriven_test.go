@@ -148,7 +148,7 @@ func (e *testEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		return "ok"
 	case "cache-truncate-from-end":
 		// Truncate the epoch cache alone, as Kafka's test does to lose a
-		// flushed entry (S-17).
+		// flushed entry (testdata/recover_epochs).
 		var offset int64
 		d.ScanArgs(t, "offset", &offset)
 		e.log.epochs.TruncateFromEnd(offset)

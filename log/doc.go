@@ -22,7 +22,7 @@
 //	  offsets-checkpoint              log start offset, recovery point
 //	  .kafka_cleanshutdown            present only after a clean Close
 //
-// Offsets (SPEC 0.2): logStartOffset <= localLogStartOffset <= LEO;
+// Offsets (docs/offsets.md): logStartOffset <= localLogStartOffset <= LEO;
 // logStartOffset <= highWatermark <= LEO. Offsets in [logStartOffset,
 // localLogStartOffset) exist only in remote storage; a read there returns
 // ErrOffsetMovedToTieredStorage. The highest offset in remote storage is

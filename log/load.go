@@ -16,7 +16,8 @@ import (
 )
 
 // Open opens the log in dir, creating the directory and an empty log if
-// needed, and recovers it if it was not closed cleanly (SPEC 2.11):
+// needed, and recovers it if it was not closed cleanly (as Kafka's
+// LogLoader does):
 //
 //  1. remove temporary files left by interrupted writes;
 //  2. open the segments named by the .log files;
@@ -316,8 +317,10 @@ func (l *UnifiedLog) ensureStartLocked(logStart int64, ev *events) (emptied bool
 	return emptied, nil
 }
 
-// finishLoad sets the offsets (steps 5 and 7 of SPEC 2.11), repairs the
-// epoch cache, publishes the segments and removes the clean-shutdown
+// finishLoad sets the offsets (the recovery point, and the log start
+// offset: the checkpointed one when remote storage is enabled, else at
+// least the first segment's base, as in LogLoader), repairs the epoch
+// cache, publishes the segments and removes the clean-shutdown
 // marker.
 func (l *UnifiedLog) finishLoad(clean, recovered bool, ckpt offsetsCheckpoint) error {
 	segs := l.mu.segments

@@ -150,7 +150,8 @@ func (l *UnifiedLog) LogEndOffset() int64 { return l.Offsets().LogEndOffset }
 func (l *UnifiedLog) HighWatermark() int64 { return l.Offsets().HighWatermark }
 
 // LastStableOffset returns the first offset not known to be decided:
-// min(first unstable offset, high watermark) (SPEC 2.9). Reads with
+// min(first unstable offset, high watermark) (UnifiedLog.lastStableOffset).
+// Reads with
 // IsolationCommitted stop there. Lock-free. A caller that needs two of
 // the offsets to agree calls Offsets once instead of two getters.
 func (l *UnifiedLog) LastStableOffset() int64 { return l.Offsets().LastStableOffset }
@@ -180,8 +181,8 @@ func (l *UnifiedLog) EpochForOffset(offset int64) (int32, bool) {
 }
 
 // EndOffsetForEpoch answers OffsetsForLeaderEpoch: the largest epoch <=
-// epoch this log knows and the exclusive end offset of that epoch (SPEC
-// 3.3). The answer is epochcache.UndefinedEpochEndOffset (Undefined
+// epoch this log knows and the exclusive end offset of that epoch
+// (LeaderEpochFileCache.endOffsetFor). The answer is epochcache.UndefinedEpochEndOffset (Undefined
 // reports it) when the cache has none (Kafka's UNDEFINED_EPOCH_OFFSET).
 func (l *UnifiedLog) EndOffsetForEpoch(epoch int32) epochcache.EpochEndOffset {
 	ans := l.epochs.EndOffsetFor(epoch, l.LogEndOffset())

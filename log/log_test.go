@@ -38,13 +38,13 @@ func appendRecords(t *testing.T, l *UnifiedLog, epoch int32, n int, ts int64) {
 	}
 }
 
-// TestS13RetentionNeverDeletesAtOrAboveHighWatermark: expired records
+// TestRetentionNeverDeletesAtOrAboveHighWatermark: expired records
 // 0..99 in more than five segments; for each high watermark 0..100,
 // retention keeps the log start at or below it, the first segment's base
 // at or below it and every other base above it. At 100: log start 100 and
 // one empty segment. (UnifiedLogTest
 // testCannotDeleteSegmentsAtOrAboveHighWatermark.)
-func TestS13RetentionNeverDeletesAtOrAboveHighWatermark(t *testing.T) {
+func TestRetentionNeverDeletesAtOrAboveHighWatermark(t *testing.T) {
 	now := int64(10_000_000)
 	l := openTestLog(t, vfs.NewMem(), Options{
 		SegmentBytes: 1024, RetentionMs: 1000,
@@ -72,7 +72,8 @@ func TestS13RetentionNeverDeletesAtOrAboveHighWatermark(t *testing.T) {
 }
 
 // TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation
-// is the seed's test of the same name (SEED-857): truncateTo and
+// is named after the test added by github.com/aiven/inkless/pull/857:
+// truncateTo and
 // truncateFullyAndStartAt make the log drop an offset computed before
 // them, and a truncateTo without effect does not.
 func TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation(t *testing.T) {

@@ -75,7 +75,8 @@ func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 }
 
 // maybeIncrementLogStartOffsetLocked is MaybeIncrementLogStartOffset's
-// critical section (SPEC 2.9). REQUIRES: l.mu held.
+// critical section (UnifiedLog.maybeIncrementLogStartOffset). REQUIRES:
+// l.mu held.
 func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	if err := l.checkWritableLocked(); err != nil {
 		return false, err
@@ -99,8 +100,7 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	l.mu.recoveryPoint = max(l.mu.recoveryPoint, n)
 	l.epochs.TruncateFromStart(n)
 	// Producers are kept (they expire by time), as in Kafka since KIP-360:
-	// dropping those whose last batch is below n (issue 4's wording, the
-	// pre-2.4 rule) would forget the dedup window and open transactions
+	// dropping those whose last batch is below n (the pre-2.4 rule) would forget the dedup window and open transactions
 	// of producers restored from a remote snapshot, whose batches all lie
 	// below the new log start. Completed transactions below n are
 	// forgotten; snapshot files below n are deleted after mu.
@@ -144,7 +144,7 @@ type OffsetAndEpoch = epochcache.OffsetAndEpoch
 var undefinedOffsetAndEpoch = OffsetAndEpoch{Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch}
 
 // ListOffsets answers the special ListOffsets timestamps a log can answer
-// alone (SPEC 2.14): ListEarliest, ListEarliestLocal, ListLatest,
+// alone (UnifiedLog.fetchOffsetByTimestamp): ListEarliest, ListEarliestLocal, ListLatest,
 // ListLatestTiered and ListEarliestPendingUpload; any timestamp >= 0 is
 // looked up in the local segments (the first offset whose batch has a
 // timestamp >= ts). Offsets only in the remote tier are the remote tier's

@@ -215,7 +215,7 @@ func (o *Options) copyEnabled() bool {
 }
 
 // localRetentionMs resolves the retention time used for local deletion
-// (SPEC 2.1): local.retention.ms (with -2 meaning retention.ms) when
+// (LogConfig): local.retention.ms (with -2 meaning retention.ms) when
 // copying, retention.ms otherwise.
 func (o *Options) localRetentionMs() int64 {
 	if o.copyEnabled() && o.LocalRetentionMs != LocalRetentionDefault {

@@ -13,8 +13,9 @@ import (
 )
 
 // RemoteRestore is the state a rebuild from remote storage installs in a
-// log (Kafka: TierStateMachine.buildRemoteLogAuxState; SPEC 5.1 steps 7
-// to 9, 5.2 steps 5 to 7).
+// log (Kafka: the end of TierStateMachine.buildRemoteLogAuxState, from
+// truncateFullyAndStartAt to the producer snapshot; see docs/rebuild.md
+// for the upstream and the phase-2 variants).
 type RemoteRestore struct {
 	// NextOffset is where the local log restarts: the new log end offset,
 	// local log start offset and high watermark. Upstream it is the

@@ -8,7 +8,7 @@ type deletePredicate func(s, next *segmentRef) bool
 
 // DeleteOldSegments deletes the local segments that breach the log start
 // offset, the size limit or the time limit, oldest first, and returns how
-// many it deleted (SPEC 2.12). It never deletes a segment holding offsets
+// many it deleted (UnifiedLog.deleteOldSegments). It never deletes a segment holding offsets
 // at or above the high watermark, and with remote storage copying it
 // deletes a segment only once it is in remote storage (its last offset <=
 // HighestOffsetInRemoteStorage) or below the log start offset. When the

@@ -63,7 +63,7 @@ func (l *UnifiedLog) Roll() error {
 }
 
 // rollLocked starts a new active segment at max(expectedNextOffset, LEO)
-// (SPEC 2.4 roll). If the active segment already starts there and is
+// (Kafka LocalLog.roll). If the active segment already starts there and is
 // empty, it stays. The new segment's file creation is not fsynced here:
 // the next flush syncs the directory before it advances the recovery
 // point past the new base. A producer snapshot at the new base is

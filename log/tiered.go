@@ -9,7 +9,7 @@ import (
 )
 
 // This file is what the remote tier reads of a log to copy its segments
-// (SPEC 4.5): the segment list, a rolled segment's files, and the epoch
+// (docs/remote-tier.md, "Copying"): the segment list, a rolled segment's files, and the epoch
 // entries the copy records. Nothing here takes l.mu for longer than a
 // copy of a small slice; the bytes are read from pinned segments, so an
 // upload never blocks an append.
@@ -64,7 +64,7 @@ func (l *UnifiedLog) Segments(from int64) ([]SegmentInfo, error) {
 // SegmentFiles is a rolled segment pinned for a copy: its files stay
 // readable until Close even if retention deletes or a truncation replaces
 // them meanwhile (the copy then uploads the old bytes, and the truncation
-// count fences the result; SPEC 2.13).
+// count fences the result; docs/remote-tier.md, "The truncation fence").
 type SegmentFiles struct {
 	Info SegmentInfo
 	// Log reads the .log file in [0, Info.SizeBytes).
@@ -125,14 +125,16 @@ func (l *UnifiedLog) OpenSegment(base int64) (*SegmentFiles, error) {
 // (start -1: from the beginning of the cache), the first clipped to start
 // at start. The copy task records EpochEntriesInRange(base, next) as a
 // remote segment's epochs and uploads EpochEntriesInRange(-1, next) as
-// its leader-epoch checkpoint (SPEC 4.1, 4.2).
+// its leader-epoch checkpoint (KIP-405 RemoteLogSegmentMetadata and the
+// LEADER_EPOCH index; docs/remote-tier.md).
 func (l *UnifiedLog) EpochEntriesInRange(start, end int64) []epochcache.Entry {
 	return l.epochs.EntriesInRange(start, end)
 }
 
 // Retention returns the log's effective retention.ms and retention.bytes
 // (defaults filled; RetentionInfinite for no limit): the remote tier's
-// expiration task applies them to local plus remote data (SPEC 4.8).
+// expiration task applies them to local plus remote data
+// (docs/remote-tier.md, "Expiration and retention").
 func (l *UnifiedLog) Retention() (ms, bytes int64) {
 	return l.opts.RetentionMs, l.opts.RetentionBytes
 }
@@ -141,7 +143,8 @@ func (l *UnifiedLog) Retention() (ms, bytes int64) {
 // [fetchOffset, upper) that the local segments' transaction indexes hold,
 // from the segment holding fetchOffset (or the first local segment) on,
 // stopping once the search is complete. A remote read finishes with it
-// when the remote indexes did not complete the search (SPEC 4.9).
+// when the remote indexes did not complete the search
+// (docs/remote-tier.md, "Remote reads").
 func (l *UnifiedLog) CollectAbortedTransactions(fetchOffset, upper int64) ([]AbortedTxn, error) {
 	v, err := l.acquireView()
 	if err != nil {

@@ -127,7 +127,8 @@ func TestOpenSegmentTxnIndex(t *testing.T) {
 	require.Equal(t, readFile(t, fs, "p0/"+segment.TxnIndexFileName(0)), f.TxnIndex)
 }
 
-// TestEpochEntriesInRange: the two ranges a copy records (SPEC 4.1, 4.2).
+// TestEpochEntriesInRange: the two ranges a copy records (a remote
+// segment's epochs and its LEADER_EPOCH index; docs/remote-tier.md).
 func TestEpochEntriesInRange(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), Options{})
 	defer l.Close()

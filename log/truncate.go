@@ -16,7 +16,8 @@ import (
 // TruncateFullyAndStartAt, which fsync. This is the one place the
 // log fsyncs under its mutex, on purpose: the truncation count promises
 // that whoever reads it under the mutex sees either the old count with the
-// old log or the new count with the new log (SPEC 2.13), so the change and
+// old log or the new count with the new log (docs/remote-tier.md, "The
+// truncation fence"), so the change and
 // the count move in one critical section. Readers of records never take
 // the mutex and are not held up; the writer is the one truncating. The
 // producer state is rebuilt in the same critical section (snapshot
@@ -60,7 +61,8 @@ func (l *UnifiedLog) UpdateHighestOffsetInRemoteStorage(offset int64, count trun
 	return true
 }
 
-// TruncateTo removes every record at or above offset t (SPEC 2.10) and
+// TruncateTo removes every record at or above offset t
+// (UnifiedLog.truncateTo) and
 // reports whether the log changed. t at or beyond the log end offset
 // changes no record but still drops an epoch entry that starts at the log
 // end offset (a leader that wrote nothing in its epoch); such a call does
@@ -130,7 +132,7 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 // at offset n, with log start offset logStart (n when logStart < 0). It
 // always counts as a truncation. The epoch cache is cleared and its
 // checkpoint written before the call returns; the highest offset in
-// remote storage is kept (SPEC 2.10).
+// remote storage is kept (UnifiedLog.truncateFullyAndStartAt).
 func (l *UnifiedLog) TruncateFullyAndStartAt(n, logStart int64) error {
 	if n < 0 {
 		return fmt.Errorf("log: truncate fully and start at %d: %w", n, ErrInvalidArgument)
@@ -293,7 +295,8 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	old := l.mu.segments
-	// No producer state survives (S-16): the snapshot files go first, so
+	// No producer state survives (testdata/producer_truncate_fully): the
+	// snapshot files go first, so
 	// a crash from here on never pairs an old snapshot with the new log.
 	l.mu.pendingSnapshots = nil
 	if _, err := producer.DeleteSnapshotsAbove(l.fs, l.dir, -1); err != nil {
@@ -366,7 +369,9 @@ func (l *UnifiedLog) removeSegmentLocked(s *segmentRef, reason string, ev *event
 	return nil
 }
 
-// checkOffsetsLocked asserts the offset invariants of SPEC 2.5.
+// checkOffsetsLocked asserts the offset invariants of docs/offsets.md:
+// log start <= high watermark <= LEO, log start <= local log start,
+// and the two starts equal without remote storage.
 //
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) checkOffsetsLocked() {

@@ -27,7 +27,8 @@ const (
 	minLength = HeaderSize - LogOverhead
 )
 
-// Attribute bits (SPEC 1.2).
+// Attribute bits (Kafka DefaultRecordBatch; transactional and control
+// bits from KIP-98).
 const (
 	// AttrCompressionMask selects the codec bits; see Compression.
 	AttrCompressionMask int16 = 0x07
@@ -42,7 +43,8 @@ const (
 	AttrDeleteHorizon int16 = 0x40
 )
 
-// Byte offsets of the header fields (SPEC 1.1). The CRC covers
+// Byte offsets of the header fields (Kafka DefaultRecordBatch). The CRC
+// covers
 // [offAttributes, end of batch).
 const (
 	offBaseOffset           = 0
@@ -212,8 +214,8 @@ func (b Batch) LastSequence() int32 {
 }
 
 // LastSequence returns baseSequence + delta, wrapping as Kafka does:
-// sequence numbers run from 0 to MaxInt32 and then start again at 0 (SPEC
-// 1.1), so the result is never negative for non-negative inputs.
+// sequence numbers run from 0 to MaxInt32 and then start again at 0
+// (DefaultRecordBatch.incrementSequence), so the result is never negative for non-negative inputs.
 func LastSequence(baseSequence, delta int32) int32 {
 	if baseSequence > math.MaxInt32-delta {
 		return delta - (math.MaxInt32 - baseSequence) - 1
@@ -296,7 +298,8 @@ func (b Batch) SetBaseOffset(offset int64) {
 
 // SetPartitionLeaderEpoch overwrites the partition leader epoch in place
 // (Inkless stamps the diskless leader epoch this way). The field is
-// outside the CRC, so a valid batch stays valid (SPEC S-01).
+// outside the CRC, so a valid batch stays valid
+// (TestLeaderEpochOutsideCRC).
 func (b Batch) SetPartitionLeaderEpoch(epoch int32) {
 	binary.BigEndian.PutUint32(b.b[offPartitionLeaderEpoch:], uint32(epoch))
 }

@@ -14,8 +14,10 @@ import (
 	"github.com/tierlog/tierlog/internal/base"
 )
 
-// TestS01LeaderEpochOutsideCRC is SPEC scenario S-01.
-func TestS01LeaderEpochOutsideCRC(t *testing.T) {
+// TestLeaderEpochOutsideCRC: the partition leader epoch lies before the
+// CRC-covered bytes (Kafka DefaultRecordBatch), so overwriting it keeps a
+// batch valid.
+func TestLeaderEpochOutsideCRC(t *testing.T) {
 	opts := DefaultBuilderOptions()
 	opts.BaseOffset = 0
 	opts.PartitionLeaderEpoch = 0
@@ -64,7 +66,8 @@ func TestS01LeaderEpochOutsideCRC(t *testing.T) {
 	})
 }
 
-// goldenBatch is a batch laid out by hand from SPEC 1.1 / 1.3. Its CRC was
+// goldenBatch is a batch laid out by hand from Kafka's DefaultRecordBatch
+// and DefaultRecord formats. Its CRC was
 // computed by an independent bitwise CRC-32C implementation.
 var goldenBatch = strings.Join([]string{
 	"0000000000000005", // 0  BaseOffset 5

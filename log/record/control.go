@@ -28,7 +28,8 @@ func (t ControlType) String() string {
 	return fmt.Sprintf("control(%d)", int16(t))
 }
 
-// Control record key and end transaction marker value (SPEC 1.2):
+// Control record key and end transaction marker value (Kafka
+// ControlRecordType, EndTransactionMarker; KIP-98):
 //
 //	key:   +-------------+----------+
 //	       | version i16 | type i16 |

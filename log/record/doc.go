@@ -4,7 +4,7 @@
 //
 // # Batch layout
 //
-// All integers are big-endian (SPEC 1.1).
+// All integers are big-endian (Kafka DefaultRecordBatch, magic 2).
 //
 //	offset  size  field                 notes
 //	     0     8  BaseOffset            offset of the first record
@@ -26,7 +26,7 @@
 //	bit 3 LogAppendTime, bit 4 transactional, bit 5 control,
 //	bit 6 delete horizon in BaseTimestamp.
 //
-// Each record (SPEC 1.3) is a zig-zag varint Length, then Attributes
+// Each record (Kafka DefaultRecord) is a zig-zag varint Length, then Attributes
 // (int8), TimestampDelta (varlong), OffsetDelta (varint), Key and Value
 // (varint length, -1 = null, then bytes) and Headers (varint count, then
 // per header a key and a nullable value, each with a varint length).

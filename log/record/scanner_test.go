@@ -47,10 +47,11 @@ func TestScannerClean(t *testing.T) {
 	}
 }
 
-// TestS02TornTail is the batch part of SPEC scenario S-02: 20
+// TestTornTail is the batch part of testdata/torn_tail_recovery in
+// package log: 20
 // single-record batches, garbage from inside batch k to the end. The
 // scanner keeps batches 0..k-1 and stops at the start of batch k.
-func TestS02TornTail(t *testing.T) {
+func TestTornTail(t *testing.T) {
 	buf, starts := concat(t, 20)
 	size := starts[1] // every batch has the same size
 	rng := rand.New(rand.NewPCG(2, 0))

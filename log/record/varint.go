@@ -1,6 +1,6 @@
 package record
 
-// Varints (SPEC 1.3): a signed value is zig-zag mapped to an unsigned one,
+// Varints (Kafka ByteUtils, as DefaultRecord uses them): a signed value is zig-zag mapped to an unsigned one,
 // so small magnitudes of either sign stay short, then written as unsigned
 // LEB128, seven bits per byte, low group first, the high bit set on every
 // byte but the last.

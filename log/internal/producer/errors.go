@@ -67,7 +67,7 @@ type OutOfOrderSequenceError struct {
 	Epoch        int16
 	CurrentEpoch int16
 	// FirstSeq is the batch's base sequence. LastSeq is the producer's
-	// last sequence in CurrentEpoch (base.NoSequence for a new epoch,
+	// last sequence in CurrentEpoch (record.NoSequence for a new epoch,
 	// where FirstSeq must be 0).
 	FirstSeq int32
 	LastSeq  int32
