@@ -72,7 +72,7 @@ func TestRetentionNeverDeletesAtOrAboveHighWatermark(t *testing.T) {
 }
 
 // TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation
-// is named after the test added by github.com/aiven/inkless/pull/857:
+// ports the test of the same name in github.com/aiven/inkless/pull/857:
 // truncateTo and
 // truncateFullyAndStartAt make the log drop an offset computed before
 // them, and a truncateTo without effect does not.
@@ -102,12 +102,13 @@ func TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation
 	require.Equal(t, int64(119), l.HighestOffsetInRemoteStorage())
 }
 
-// TestTruncationCountWaitsForRunningTruncation is the seed's test of the
-// same name: a truncateTo paused after it counted itself and before it
-// truncated the epoch cache holds up a reader of the count, which then
-// sees the new count together with the truncated cache. If the count were
-// read without the log mutex, the reader would see the new count while
-// the cache still held the removed epoch.
+// TestTruncationCountWaitsForRunningTruncation ports the test of the same
+// name in github.com/aiven/inkless/pull/857: a truncateTo paused after it
+// counted itself and before it truncated the epoch cache holds up a
+// reader of the count, which then sees the new count together with the
+// truncated cache. If the count were read without the log mutex, the
+// reader would see the new count while the cache still held the removed
+// epoch.
 func TestTruncationCountWaitsForRunningTruncation(t *testing.T) {
 	l := openTestLog(t, vfs.NewMem(), Options{RemoteStorageEnabled: true})
 	defer l.Close()

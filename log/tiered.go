@@ -9,8 +9,8 @@ import (
 )
 
 // This file is what the remote tier reads of a log to copy its segments
-// (docs/remote-tier.md, "Copying"): the segment list, a rolled segment's files, and the epoch
-// entries the copy records. Nothing here takes l.mu for longer than a
+// (docs/remote-tier.md, "Copying: what and when"): the segment list, a
+// rolled segment's files, and the epoch entries the copy records. Nothing here takes l.mu for longer than a
 // copy of a small slice; the bytes are read from pinned segments, so an
 // upload never blocks an append.
 
@@ -125,8 +125,8 @@ func (l *UnifiedLog) OpenSegment(base int64) (*SegmentFiles, error) {
 // (start -1: from the beginning of the cache), the first clipped to start
 // at start. The copy task records EpochEntriesInRange(base, next) as a
 // remote segment's epochs and uploads EpochEntriesInRange(-1, next) as
-// its leader-epoch checkpoint (KIP-405 RemoteLogSegmentMetadata and the
-// LEADER_EPOCH index; docs/remote-tier.md).
+// its leader-epoch checkpoint (KIP-405: RemoteLogSegmentMetadata's
+// segmentLeaderEpochs and the LEADER_EPOCH index; docs/remote-tier.md).
 func (l *UnifiedLog) EpochEntriesInRange(start, end int64) []epochcache.Entry {
 	return l.epochs.EntriesInRange(start, end)
 }
