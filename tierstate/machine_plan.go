@@ -116,9 +116,9 @@ type RestorePlan struct {
 // and the segment's leader-epoch checkpoint (the leader's cache before
 // the segment end):
 //
-//	                 next offset        epochs kept         producer snapshot
-//	upstream (5.1)   seg.EndOffset + 1  all (< next)        restored
-//	phase 2 (5.2)    seal               starting < seal     only if seg.EndOffset == seal - 1
+//	           next offset        epochs kept         producer snapshot
+//	upstream   seg.EndOffset + 1  all (< next)        restored
+//	phase 2    seal               starting < seal     only if seg.EndOffset == seal - 1
 //
 // In phase 2 the segment may cross the seal (an unclean election before the
 // switch discarded its records past the seal): its records below the seal
