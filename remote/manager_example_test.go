@@ -47,10 +47,12 @@ func ExampleManager() {
 
 	// Become leader of the partition and run its copy task once.
 	_ = mgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: l}}, nil)
-	if err := mgr.RunCopy(ctx, tp); err != nil {
+	run, err := mgr.RunCopy(ctx, tp)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	fmt.Printf("copy run: %d segments copied, stopped: %s\n", len(run.Copied), run.Stop)
 	segs, _ := meta.ListSegments(tp)
 	fmt.Printf("copied %d segments, highest remote offset %d\n", len(segs), l.HighestOffsetInRemoteStorage())
 	for _, s := range segs {
@@ -64,12 +66,13 @@ func ExampleManager() {
 		deleted, l.LogStartOffset(), l.LocalLogStartOffset())
 
 	// Offset 0 is no longer on disk; the manager reads it remotely.
-	_, err := l.Read(nil, 0, 1<<20, log.IsolationHighWatermark, true)
+	_, err = l.Read(nil, 0, 1<<20, log.IsolationHighWatermark, true)
 	fmt.Println("local read at 0 moved to tiered storage:", errors.Is(err, log.ErrOffsetMovedToTieredStorage))
 	res, _ := mgr.Read(ctx, tp, 0, 1<<20, log.IsolationHighWatermark, true)
 	b, _ := record.ReadBatch(res.Records)
 	fmt.Printf("remote read at 0: first batch [%d, %d)\n", b.BaseOffset(), b.NextOffset())
 	// Output:
+	// copy run: 4 segments copied, stopped: caught-up
 	// copied 4 segments, highest remote offset 29
 	//   [0, 8] COPY_SEGMENT_FINISHED
 	//   [9, 17] COPY_SEGMENT_FINISHED

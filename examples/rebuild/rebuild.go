@@ -64,13 +64,11 @@ func rebuild(ctx context.Context, c *demo.Cluster, store string, perEpoch int) (
 	if err := leaderMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: leader}}, nil); err != nil {
 		return outcome{}, err
 	}
-	if err := leaderMgr.RunCopy(ctx, tp); err != nil {
-		return outcome{}, err
-	}
-	remoteSegs, err := c.Meta.ListSegments(tp)
+	run, err := leaderMgr.RunCopy(ctx, tp)
 	if err != nil {
 		return outcome{}, err
 	}
+	remoteSegs := run.Copied
 	c.Printf("2. leader copied %d segments to remote storage (highest remote offset %d):", len(remoteSegs), leader.HighestOffsetInRemoteStorage())
 	for _, s := range remoteSegs {
 		c.Printf("     [%d, %d] epochs %s, %d bytes", s.StartOffset, s.EndOffset, epochcache.FormatEntries(s.SegmentLeaderEpochs), s.SizeBytes)

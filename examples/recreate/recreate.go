@@ -88,13 +88,11 @@ func recreate(ctx context.Context, c *demo.Cluster, store string) (outcome, erro
 	if err := aMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: a}}, nil); err != nil {
 		return o, err
 	}
-	if err := aMgr.RunCopy(ctx, tp); err != nil {
-		return o, err
-	}
-	segs, err := c.Meta.ListSegments(tp)
+	copyRun, err := aMgr.RunCopy(ctx, tp)
 	if err != nil {
 		return o, err
 	}
+	segs := copyRun.Copied
 	for _, s := range segs {
 		c.Printf("2. A sealed at %d and uploaded [%d, %d] epochs %s", seal, s.StartOffset, s.EndOffset, epochcache.FormatEntries(s.SegmentLeaderEpochs))
 	}
