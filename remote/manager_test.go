@@ -246,12 +246,9 @@ func (e *mgrEnv) addFinished(tp TopicIDPartition, start, end int64, epochs []epo
 	e.t.Helper()
 	m := SegmentMetadata{
 		SegmentID: NewSegmentID(tp), StartOffset: start, EndOffset: end, SegmentLeaderEpochs: epochs,
-		SizeBytes: end - start + 1, MaxTimestampMs: 0, State: CopySegmentStarted, TxnIndexEmpty: true,
+		SizeBytes: end - start + 1, State: CopySegmentFinished, TxnIndexEmpty: true,
 	}
-	ctx := context.Background()
-	require.NoError(e.t, e.meta.AddSegment(ctx, m))
-	require.NoError(e.t, e.meta.UpdateSegment(ctx, SegmentMetadataUpdate{SegmentID: m.SegmentID, State: CopySegmentFinished}))
-	m.State = CopySegmentFinished
+	require.NoError(e.t, e.meta.RegisterCopiedSegment(context.Background(), m))
 	return m
 }
 
