@@ -14,6 +14,11 @@ import (
 func rebuild(ctx context.Context, c *demo.Cluster, store string, perEpoch int) (outcome, error) {
 	tp := demo.Partition
 	c.Printf("tierlog rebuild example: partition %s, remote tier on a %s", tp, store)
+	c.Legend(demo.NotePartitionName, demo.NoteHalfOpen, demo.NoteClosed, demo.NoteEpochAt, demo.NoteOffsets,
+		demo.NoteMovedToTiered, demo.NoteOffsetsForLeaderEpoch,
+		demo.Note{Form: "leader local log start E@O", Meaning: "the leader's first local offset O and its epoch E"},
+		demo.Note{Form: "target E@O in segment [a, b]", Meaning: "the rebuild reads the remote segment holding O, " +
+			"the last offset below the leader's local log start, in epoch E"})
 
 	// 1. The leader writes three epochs; the follower replicates.
 	leader, err := c.OpenLog("broker-1")
