@@ -84,7 +84,7 @@ func TestRegisterCopiedSegment(t *testing.T) {
 	tp := testPartition(0)
 	seg := SegmentMetadata{SegmentID: NewSegmentID(tp), StartOffset: 100, EndOffset: 199,
 		SegmentLeaderEpochs: []epochcache.Entry{{Epoch: 3, StartOffset: 100}, {Epoch: 5, StartOffset: 150}},
-		SizeBytes: 4096, BrokerID: 7, EventTimestampMs: 1_700_000_000_000, TxnIndexEmpty: true}
+		SizeBytes:           4096, BrokerID: 7, EventTimestampMs: 1_700_000_000_000, TxnIndexEmpty: true}
 
 	// The state is unset (the zero value): taken as finished.
 	require.NoError(t, m.RegisterCopiedSegment(ctx, seg))
