@@ -80,7 +80,7 @@ func (e *env) copyAndRebuild() error {
 	if err := e.mgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: testTP, Log: e.log}}, nil); err != nil {
 		return err
 	}
-	if err := e.mgr.RunCopy(context.Background(), testTP); err != nil {
+	if _, err := e.mgr.RunCopy(context.Background(), testTP); err != nil {
 		return err
 	}
 	follower, err := log.Open("follower", log.Options{FS: vfs.NewMem(), RemoteStorageEnabled: true, Now: now})

@@ -102,8 +102,9 @@
 //
 // Manager (Kafka: RemoteLogManager) runs per partition a copy and an
 // expiration task on leaders and a follower task on followers, at a fixed
-// delay or by hand (RunCopy, RunExpiration, RunFollower), and serves reads
-// below the local log start (Read). Every install of the log's highest
+// delay or by hand (RunCopy, RunExpiration, RunFollower, each returning
+// what the run did: CopyResult, ExpirationResult, FollowerResult), and
+// serves reads below the local log start (Read). Every install of the log's highest
 // offset in remote storage carries the truncation count read under the log
 // lock before the task read the epoch cache or the segments (the Inkless
 // truncation counter of https://github.com/aiven/inkless/pull/857), so

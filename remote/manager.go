@@ -292,37 +292,62 @@ func (m *Manager) loop(pt *partitionTasks, k taskKind) {
 			return
 		case <-t.C:
 		}
-		if err := m.run(pt.ctx, pt, k); err != nil && !errors.Is(err, ErrTaskCancelled) {
+		res, err := m.run(pt.ctx, pt, k)
+		if err != nil && !errors.Is(err, ErrTaskCancelled) {
 			m.logger.Warn("remote task failed", zap.Stringer("task", k),
-				zap.Stringer("partition", pt.p.TopicIDPartition), zap.Error(err))
+				zap.Stringer("partition", pt.p.TopicIDPartition), zap.Stringer("result", res), zap.Error(err))
+		} else if ce := m.logger.Check(zap.DebugLevel, "remote task ran"); ce != nil {
+			ce.Write(zap.Stringer("task", k), zap.Stringer("partition", pt.p.TopicIDPartition), zap.Stringer("result", res))
 		}
 		t.Reset(m.opts.TaskInterval)
 	}
 }
 
+// taskResult is the result of one run of a task: the field of its kind.
+type taskResult struct {
+	kind     taskKind
+	copy     CopyResult
+	expire   ExpirationResult
+	follower FollowerResult
+}
+
+func (r taskResult) String() string {
+	switch r.kind {
+	case taskCopy:
+		return r.copy.String()
+	case taskExpiration:
+		return r.expire.String()
+	}
+	return r.follower.String()
+}
+
 // run runs one task of pt once, with ctx also cancelled when pt's tasks
 // are.
-func (m *Manager) run(ctx context.Context, pt *partitionTasks, k taskKind) error {
+func (m *Manager) run(ctx context.Context, pt *partitionTasks, k taskKind) (taskResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stopAfter := context.AfterFunc(pt.ctx, func() { cancel(ErrTaskCancelled) })
 	defer stopAfter()
+	res := taskResult{kind: k}
 	var err error
 	switch k {
 	case taskCopy:
-		err = m.runCopy(ctx, pt)
+		res.copy, err = m.runCopy(ctx, pt)
 	case taskExpiration:
-		err = m.runExpiration(ctx, pt)
+		res.expire, err = m.runExpiration(ctx, pt)
 	case taskFollower:
-		err = m.runFollower(ctx, pt)
+		res.follower, err = m.runFollower(ctx, pt)
 	}
 	if err != nil && context.Cause(ctx) == ErrTaskCancelled {
 		err = fmt.Errorf("%w: %w", ErrTaskCancelled, err)
+		if k == taskCopy {
+			res.copy.Stop = CopyCancelled
+		}
 	}
 	if err != nil && !errors.Is(err, ErrTaskCancelled) {
 		m.metrics.taskErrors.Add(1)
 	}
-	return err
+	return res, err
 }
 
 // task returns the registered partition for a manual run of kind k, or an
@@ -348,33 +373,44 @@ func (m *Manager) task(tp TopicIDPartition, k taskKind) (*partitionTasks, error)
 }
 
 // RunCopy runs the copy task of leader partition tp once, now (Kafka:
-// RLMCopyTask).
-func (m *Manager) RunCopy(ctx context.Context, tp TopicIDPartition) error {
+// RLMCopyTask), and says what it copied and why it stopped. The result
+// is filled as far as the run got, also when it returns an error; it is
+// the zero CopyResult when the run did not start (tp not a registered
+// leader, copy disabled, the Manager closed).
+func (m *Manager) RunCopy(ctx context.Context, tp TopicIDPartition) (CopyResult, error) {
 	pt, err := m.task(tp, taskCopy)
 	if err != nil {
-		return err
+		return CopyResult{}, err
 	}
-	return m.run(ctx, pt, taskCopy)
+	res, err := m.run(ctx, pt, taskCopy)
+	return res.copy, err
 }
 
 // RunExpiration runs the expiration task of leader partition tp once,
-// now (Kafka: RLMExpirationTask).
-func (m *Manager) RunExpiration(ctx context.Context, tp TopicIDPartition) error {
+// now (Kafka: RLMExpirationTask), and says what it deleted and why. The
+// result is filled as far as the run got, also when it returns an error
+// (the failed deletions are in Failed); it is the zero ExpirationResult
+// when the run did not start.
+func (m *Manager) RunExpiration(ctx context.Context, tp TopicIDPartition) (ExpirationResult, error) {
 	pt, err := m.task(tp, taskExpiration)
 	if err != nil {
-		return err
+		return ExpirationResult{}, err
 	}
-	return m.run(ctx, pt, taskExpiration)
+	res, err := m.run(ctx, pt, taskExpiration)
+	return res.expire, err
 }
 
 // RunFollower runs the follower task of follower partition tp once, now
-// (Kafka: RemoteLogManager's follower task).
-func (m *Manager) RunFollower(ctx context.Context, tp TopicIDPartition) error {
+// (Kafka: RemoteLogManager's follower task), and says what highest remote
+// offset it found. It is the zero FollowerResult when the run did not
+// start.
+func (m *Manager) RunFollower(ctx context.Context, tp TopicIDPartition) (FollowerResult, error) {
 	pt, err := m.task(tp, taskFollower)
 	if err != nil {
-		return err
+		return FollowerResult{}, err
 	}
-	return m.run(ctx, pt, taskFollower)
+	res, err := m.run(ctx, pt, taskFollower)
+	return res.follower, err
 }
 
 // StopPartitions stops the tasks of each partition, then deletes its

@@ -58,23 +58,39 @@ func CopyCandidates(segs []log.SegmentInfo, lso int64) []CopyCandidate {
 }
 
 // runCopy is one run of a leader's copy task (Kafka: RLMCopyTask, with the
-// truncation fence of https://github.com/aiven/inkless/pull/857).
-func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
+// truncation fence of https://github.com/aiven/inkless/pull/857). The
+// result says what it did, also when it fails.
+func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) (CopyResult, error) {
 	pt.copyMu.Lock()
 	defer pt.copyMu.Unlock()
+	res := newCopyResult()
+	fail := func(err error) (CopyResult, error) {
+		res.Stop = CopyFailed
+		switch {
+		case errors.Is(err, ErrCopyStalled):
+			res.Stop = CopyStalled
+		case errors.Is(err, ErrTaskCancelled) || context.Cause(ctx) != nil:
+			res.Stop = CopyCancelled
+		}
+		return res, err
+	}
 	if pt.copyCancelled {
-		return fmt.Errorf("%w: the copy task of %s cancelled itself", ErrTaskCancelled, pt.p.TopicIDPartition)
+		return fail(fmt.Errorf("%w: the copy task of %s cancelled itself", ErrTaskCancelled, pt.p.TopicIDPartition))
 	}
 	tp, l, st := pt.p.TopicIDPartition, pt.p.Log, &pt.copy
+	if st.known {
+		res.CopiedOffset = st.copied
+	}
 	if !st.logStartReported {
 		// Once per task: a new leader first deletes the copies that an
 		// earlier leader (or this broker before a crash) left unfinished,
 		// then reports the log start.
-		if err := m.deleteDanglingCopies(ctx, tp); err != nil {
-			return err
+		var err error
+		if res.DanglingDeleted, err = m.deleteDanglingCopies(ctx, tp); err != nil {
+			return fail(err)
 		}
-		if err := m.reportLogStart(tp, l); err != nil {
-			return err
+		if res.LogStartReported, err = m.reportLogStart(tp, l); err != nil {
+			return fail(err)
 		}
 		st.logStartReported = true
 	}
@@ -85,33 +101,38 @@ func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
 	if !st.known || st.count != count {
 		off, epoch, err := m.findHighestRemoteOffset(tp, l)
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		st.known, st.copied, st.copiedEpoch, st.count = true, off, epoch, count
 		if !installRemoteOffset(l, off, count) {
 			st.known = false // truncated during the lookup: derive again
-			return nil
+			res.Stop, res.CopiedOffset = CopyTruncated, -1
+			return res, nil
 		}
+		res.CopiedOffset = off
 	}
 	lso := l.LastStableOffset()
+	res.LastStableOffset = lso
 	if lso <= 0 || st.copied >= lso {
 		pt.recordCopyLag(nil)
-		return nil
+		res.Stop = CopyCaughtUp
+		return res, nil
 	}
 	segs, err := l.Segments(max(st.copied+1, l.LogStartOffset()))
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	cands := CopyCandidates(segs, lso)
 	for i, c := range cands {
 		pt.recordCopyLag(segs[i:len(cands)])
 		if err := context.Cause(ctx); err != nil {
-			return err
+			return fail(err)
 		}
 		if err := pt.stalledAt(c, segs[i].SizeBytes, count); err != nil {
-			return err
+			res.StoppedAt = c.BaseOffset
+			return fail(err)
 		}
-		end, lastEpoch, err := m.copySegment(ctx, pt, c)
+		seg, err := m.copySegment(ctx, pt, c)
 		if errors.As(err, new(*BatchCorruptionError)) {
 			// Stop here rather than fail the same way every run: a
 			// rolled segment's bytes do not change, and each retry
@@ -122,9 +143,16 @@ func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
 				zap.Stringer("partition", tp), zap.Int64("segment", c.BaseOffset), zap.Error(err))
 		}
 		if err != nil {
-			return err
+			if seg.SegmentID != (SegmentID{}) {
+				res.Failed = &seg
+			}
+			res.StoppedAt = c.BaseOffset
+			return fail(err)
 		}
+		res.Copied = append(res.Copied, seg)
+		end, lastEpoch := seg.EndOffset, seg.SegmentLeaderEpochs[len(seg.SegmentLeaderEpochs)-1].Epoch
 		st.copied, st.copiedEpoch = end, lastEpoch
+		res.CopiedOffset = end
 		if !installRemoteOffset(l, end, count) {
 			// A truncation ran during the upload: the log may no longer
 			// hold what was uploaded, so resuming after end could skip
@@ -133,11 +161,13 @@ func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
 			st.known = false
 			m.logger.Info("truncation during upload; copied offset is derived again",
 				zap.Stringer("partition", tp), zap.Int64("uploaded-end", end))
-			return nil
+			res.Stop, res.CopiedOffset = CopyTruncated, -1
+			return res, nil
 		}
 	}
 	pt.recordCopyLag(nil)
-	return nil
+	res.Stop = CopyCaughtUp
+	return res, nil
 }
 
 // deleteDanglingCopies deletes the partition's COPY_SEGMENT_STARTED
@@ -146,22 +176,24 @@ func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) error {
 // finished them. Their objects may be partly written; their metadata
 // names them, so the deletion removes every one (the commit point of a
 // copy is COPY_SEGMENT_FINISHED, never an object).
-func (m *Manager) deleteDanglingCopies(ctx context.Context, tp TopicIDPartition) error {
+func (m *Manager) deleteDanglingCopies(ctx context.Context, tp TopicIDPartition) ([]SegmentMetadata, error) {
 	segs, err := m.meta.ListSegments(tp)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var deleted []SegmentMetadata
 	for i := range segs {
 		if segs[i].State != CopySegmentStarted || m.beingCopied(segs[i].SegmentID) {
 			continue
 		}
 		if err := m.deleteSegment(ctx, &segs[i]); err != nil {
-			return err
+			return deleted, err
 		}
 		m.logger.Info("deleted an unfinished copy", zap.Stringer("partition", tp),
 			zap.Stringer("segment", segs[i].SegmentID))
+		deleted = append(deleted, segs[i])
 	}
-	return nil
+	return deleted, nil
 }
 
 // installRemoteOffset installs offset as the log's highest offset in
@@ -184,13 +216,15 @@ func (m *Manager) findHighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (
 // (Kafka: findLogStartOffset, reported once per copy task): for the
 // earliest cached epoch upward, the start of the first segment listed for
 // that epoch; the local log start when none is.
-func (m *Manager) reportLogStart(tp TopicIDPartition, l PartitionLog) error {
+func (m *Manager) reportLogStart(tp TopicIDPartition, l PartitionLog) (int64, error) {
 	start, err := m.findLogStartOffset(tp, l)
 	if err != nil {
-		return err
+		return -1, err
 	}
-	_, err = l.UpdateLogStartOffsetFromRemoteTier(start)
-	return err
+	if _, err = l.UpdateLogStartOffsetFromRemoteTier(start); err != nil {
+		return -1, err
+	}
+	return start, nil
 }
 
 func (m *Manager) findLogStartOffset(tp TopicIDPartition, l PartitionLog) (int64, error) {
@@ -218,20 +252,23 @@ const danglingDeleteTimeout = 10 * time.Second
 // UpdateSegment(COPY_SEGMENT_FINISHED) makes the copy visible. A failed
 // upload is deleted at once; a crash leaves a STARTED segment that
 // expiration deletes and whose objects DeleteOrphans can sweep.
-func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCandidate) (end int64, lastEpoch int32, err error) {
+//
+// It returns the committed segment, or on failure the attempted one (zero
+// when the attempt never got a segment id).
+func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCandidate) (SegmentMetadata, error) {
 	tp, l := pt.p.TopicIDPartition, pt.p.Log
 	files, err := l.OpenSegment(c.BaseOffset)
 	if err != nil {
-		return 0, 0, err
+		return SegmentMetadata{}, err
 	}
 	defer files.Close()
 	epochs := l.EpochEntriesInRange(c.BaseOffset, c.NextOffset)
 	if len(epochs) == 0 {
-		return 0, 0, fmt.Errorf("%w: segment %d of %s", ErrNoLeaderEpoch, c.BaseOffset, tp)
+		return SegmentMetadata{}, fmt.Errorf("%w: segment %d of %s", ErrNoLeaderEpoch, c.BaseOffset, tp)
 	}
 	snapshot, err := l.ProducerSnapshot(c.NextOffset)
 	if err != nil {
-		return 0, 0, fmt.Errorf("remote: producer snapshot at %d of %s: %w", c.NextOffset, tp, err)
+		return SegmentMetadata{}, fmt.Errorf("remote: producer snapshot at %d of %s: %w", c.NextOffset, tp, err)
 	}
 	seg := SegmentMetadata{
 		SegmentID:           NewSegmentID(tp),
@@ -256,7 +293,8 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 	m.beginCopy(seg.SegmentID)
 	defer m.endCopy(seg.SegmentID)
 	if err := m.meta.AddSegment(ctx, seg); err != nil {
-		return 0, 0, err
+		// Not recorded, so no copy started (no CopyStart event).
+		return SegmentMetadata{}, err
 	}
 	m.notify(func(ls *ManagerListener) {
 		if ls.CopyStart != nil {
@@ -297,13 +335,23 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 				ls.Corruption(tp, err)
 			}
 		})
-		return 0, 0, err
+		return seg, err
 	}
 	if err := m.meta.UpdateSegment(ctx, SegmentMetadataUpdate{
 		SegmentID: seg.SegmentID, State: CopySegmentFinished,
 		EventTimestampMs: m.opts.Now().UnixMilli(), BrokerID: m.opts.BrokerID, CustomMetadata: custom,
 	}); err != nil {
-		return 0, 0, err
+		// The copy is not committed: it stays COPY_SEGMENT_STARTED, which
+		// the next leader's first run deletes. Reported as a failed copy,
+		// so that every CopyStart has a CopyEnd or a CopyError.
+		m.metrics.copyErrors.Add(1)
+		err = fmt.Errorf("remote: copy segment %d of %s: commit: %w", c.BaseOffset, tp, err)
+		m.notify(func(ls *ManagerListener) {
+			if ls.CopyError != nil {
+				ls.CopyError(CopyInfo{Segment: seg, Duration: m.opts.Now().Sub(start)}, err)
+			}
+		})
+		return seg, err
 	}
 	seg.State = CopySegmentFinished
 	dur := m.opts.Now().Sub(start)
@@ -315,5 +363,5 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 			ls.CopyEnd(CopyInfo{Segment: seg, Duration: dur})
 		}
 	})
-	return seg.EndOffset, epochs[len(epochs)-1].Epoch, nil
+	return seg, nil
 }

@@ -93,7 +93,7 @@ func TestCopyRefusesCorruptLocalSegment(t *testing.T) {
 				damageVFSFile(t, e.fs, path, func(b []byte) { d.damage(b, positions[2]) })
 
 				require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-				err = e.mgr.RunCopy(context.Background(), tp)
+				err = runErr(e.mgr.RunCopy(context.Background(), tp))
 				var bce *BatchCorruptionError
 				require.ErrorAs(t, err, &bce)
 				require.ErrorIs(t, err, ErrCorruption)
@@ -120,7 +120,7 @@ func TestCopyRefusesCorruptLocalSegment(t *testing.T) {
 
 				// The next run stops at the segment: no new attempt.
 				copies := e.hooks.copies.Load()
-				err = e.mgr.RunCopy(context.Background(), tp)
+				err = runErr(e.mgr.RunCopy(context.Background(), tp))
 				require.ErrorIs(t, err, ErrCopyStalled)
 				require.ErrorAs(t, err, &bce)
 				require.Equal(t, copies, e.hooks.copies.Load())
@@ -132,7 +132,7 @@ func TestCopyRefusesCorruptLocalSegment(t *testing.T) {
 				_, err = l.TruncateTo(5)
 				require.NoError(t, err)
 				appendSegments(t, l, 0, 1, 5)
-				require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+				require.NoError(t, runErr(e.mgr.RunCopy(context.Background(), tp)))
 				require.Equal(t, "[0,4]0@0 [5,9]0@5 ", spans(finished(t, e.meta, tp)))
 				require.EqualValues(t, -1, e.mgr.Metrics().Partitions[tp].CopyStalledAt)
 			})
@@ -266,7 +266,7 @@ func newReadEnv(t *testing.T) *readEnv {
 	e.l = e.openLog("p0", log.Options{})
 	appendSegments(t, e.l, 0, 3, 5)
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{e.tp, e.l}}, nil))
-	require.NoError(t, e.mgr.RunCopy(context.Background(), e.tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(context.Background(), e.tp)))
 	segs := finished(t, e.meta, e.tp)
 	require.Len(t, segs, 3)
 	e.seg = segs[1]

@@ -156,7 +156,7 @@ func (c *crashTiering) run() {
 	require.NoError(t, mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
 
 	c.setPhase("copy", true)
-	require.NoError(t, mgr.RunCopy(ctx, tp))
+	require.NoError(t, runErr(mgr.RunCopy(ctx, tp)))
 	c.setPhase("local retention", true)
 	c.nowMs.Add(10)
 	_, err = l.DeleteOldSegments()
@@ -164,7 +164,7 @@ func (c *crashTiering) run() {
 	require.Greater(t, l.LocalLogStartOffset(), int64(0))
 	c.setPhase("expiration", true)
 	c.nowMs.Store(expireAtMs)
-	require.NoError(t, mgr.RunExpiration(ctx, tp))
+	require.NoError(t, runErr(mgr.RunExpiration(ctx, tp)))
 	require.EqualValues(t, c.expireTo, l.LogStartOffset())
 	c.setPhase("done", true)
 	c.crashPoint("end")
@@ -244,10 +244,10 @@ func (c *crashTiering) recover(fs vfs.FS, store *mem.Mem) (err error) {
 	if err := mgr.OnLeadershipChange([]Partition{{tp, l}}, nil); err != nil {
 		return err
 	}
-	if err := mgr.RunCopy(ctx, tp); err != nil {
+	if err := runErr(mgr.RunCopy(ctx, tp)); err != nil {
 		return fmt.Errorf("copy after restart: %w", err)
 	}
-	if err := mgr.RunExpiration(ctx, tp); err != nil {
+	if err := runErr(mgr.RunExpiration(ctx, tp)); err != nil {
 		return fmt.Errorf("expiration after restart: %w", err)
 	}
 	state := fmt.Sprintf("log start %d, local log start %d, log end %d, highest remote %d",

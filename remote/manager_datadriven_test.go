@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,13 +23,19 @@ var segmentIDPattern = regexp.MustCompile(`p0/[A-Za-z0-9_-]{22}`)
 // tasks over a real log, Pebble metadata and a StorageManager on a mem
 // store (scenarios of the lifecycle, copy, follower and expiration tasks).
 //
-//	open [local-retention-ms=N] [retention-ms=N]   the leader's log p0
+//	open [local-retention-ms=N] [retention-ms=N] [retention-bytes=N]   the leader's log p0
 //	append epoch=E segments=N records=N          N segments of N records, rolled, committed
 //	leader | follower                            OnLeadershipChange
 //	fail-copy [from=O]                           copies of segments starting at >= O fail
+//	fail-delete [from=O]                         deletions of segments starting at >= O fail
+//	heal                                         no more injected failures
+//	add-started start=S end=E epoch=E            a COPY_SEGMENT_STARTED segment (an interrupted copy)
+//	log-start to=O                               the log's MaybeIncrementLogStartOffset
 //	damage-local segment=B batch=K               flip a record byte of the K-th batch of local segment B
 //	truncate to=O                                the log's TruncateTo
-//	copy | expire | follower-task                one run of the task
+//	copy | expire | follower-task                one run of the task: its result, then ok or the error;
+//	                                             the copy and expiration results must agree with the
+//	                                             listener's events of the run
 //	advance ms=N                                 move the clock
 //	retention                                    the log's DeleteOldSegments
 //	state                                        log offsets, remote segments, storage calls, metrics
@@ -39,17 +46,22 @@ func TestManagerDataDriven(t *testing.T) {
 		tp := testPartition(0)
 		var l *log.UnifiedLog
 		var events []string
+		var run runEvents // the listener's events of the current task run
 		e.mgr.opts.Listener = ManagerListener{
 			CopyStart: func(c CopyInfo) {
+				run.started = append(run.started, c.Segment)
 				events = append(events, fmt.Sprintf("copy-start [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset))
 			},
 			CopyEnd: func(c CopyInfo) {
+				run.ended = append(run.ended, c.Segment)
 				events = append(events, fmt.Sprintf("copy-end [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset))
 			},
 			CopyError: func(c CopyInfo, err error) {
+				run.failed = append(run.failed, c.Segment)
 				events = append(events, fmt.Sprintf("copy-error [%d,%d]", c.Segment.StartOffset, c.Segment.EndOffset))
 			},
 			SegmentDeleted: func(m SegmentMetadata, r DeleteReason) {
+				run.deleted = append(run.deleted, ScheduledDelete{m, r})
 				events = append(events, fmt.Sprintf("deleted [%d,%d] (%s)", m.StartOffset, m.EndOffset, r))
 			},
 			Corruption: func(_ TopicIDPartition, err error) {
@@ -63,10 +75,13 @@ func TestManagerDataDriven(t *testing.T) {
 			},
 		}
 		ctx := context.Background()
+		// Segment ids are random: masked.
+		mask := func(s string) string {
+			return segmentIDPattern.ReplaceAllString(strings.ReplaceAll(s, tp.String(), "p0"), "p0/<id>")
+		}
 		result := func(err error) string {
 			if err != nil {
-				// Segment ids are random: masked.
-				return "error: " + segmentIDPattern.ReplaceAllString(strings.ReplaceAll(err.Error(), tp.String(), "p0"), "p0/<id>")
+				return "error: " + mask(err.Error())
 			}
 			return "ok"
 		}
@@ -80,7 +95,8 @@ func TestManagerDataDriven(t *testing.T) {
 			}
 			switch d.Cmd {
 			case "open":
-				l = e.openLog("p0", log.Options{LocalRetentionMs: num("local-retention-ms", 0), RetentionMs: num("retention-ms", 0)})
+				l = e.openLog("p0", log.Options{LocalRetentionMs: num("local-retention-ms", 0), RetentionMs: num("retention-ms", 0),
+					RetentionBytes: num("retention-bytes", 0)})
 				return "ok"
 			case "append":
 				appendSegments(t, l, int32(num("epoch", 0)), int(num("segments", 1)), int(num("records", 5)))
@@ -98,6 +114,30 @@ func TestManagerDataDriven(t *testing.T) {
 					return nil
 				}
 				return "ok"
+			case "fail-delete":
+				from := num("from", 0)
+				e.hooks.beforeDelete = func(m *SegmentMetadata) error {
+					if m.StartOffset >= from {
+						return errors.New("injected delete failure")
+					}
+					return nil
+				}
+				return "ok"
+			case "heal":
+				e.hooks.beforeCopy, e.hooks.beforeDelete = nil, nil
+				return "ok"
+			case "add-started":
+				start := num("start", 0)
+				err := e.meta.AddSegment(ctx, SegmentMetadata{SegmentID: NewSegmentID(tp), StartOffset: start,
+					EndOffset: num("end", 0), SegmentLeaderEpochs: []epochcache.Entry{{Epoch: int32(num("epoch", 0)), StartOffset: start}},
+					SizeBytes: 1, State: CopySegmentStarted, TxnIndexEmpty: true})
+				return result(err)
+			case "log-start":
+				_, err := l.MaybeIncrementLogStartOffset(num("to", 0))
+				if err != nil {
+					return result(err)
+				}
+				return fmt.Sprintf("log start %d", l.LogStartOffset())
 			case "damage-local":
 				path := fmt.Sprintf("p0/%020d.log", num("segment", 0))
 				pos := localBatchPositions(t, e.fs, path)[num("batch", 0)]
@@ -110,11 +150,18 @@ func TestManagerDataDriven(t *testing.T) {
 				}
 				return fmt.Sprintf("log end %d", l.LogEndOffset())
 			case "copy":
-				return result(e.mgr.RunCopy(ctx, tp))
+				run = runEvents{}
+				res, err := e.mgr.RunCopy(ctx, tp)
+				run.requireAgreesWithCopy(t, res)
+				return mask(res.String()) + "\n" + result(err)
 			case "expire":
-				return result(e.mgr.RunExpiration(ctx, tp))
+				run = runEvents{}
+				res, err := e.mgr.RunExpiration(ctx, tp)
+				run.requireAgreesWithExpiration(t, res)
+				return mask(res.String()) + "\n" + result(err)
 			case "follower-task":
-				return result(e.mgr.RunFollower(ctx, tp))
+				res, err := e.mgr.RunFollower(ctx, tp)
+				return res.String() + "\n" + result(err)
 			case "advance":
 				e.nowMs.Add(num("ms", 0))
 				return "ok"
@@ -154,4 +201,44 @@ func TestManagerDataDriven(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// runEvents are the listener's events of one task run.
+type runEvents struct {
+	started, ended, failed []SegmentMetadata
+	deleted                []ScheduledDelete
+}
+
+// requireAgreesWithCopy checks a copy run's result against its events:
+// each copied segment had a CopyStart and a CopyEnd, the failed one a
+// CopyStart and a CopyError, and nothing else was reported.
+func (r runEvents) requireAgreesWithCopy(t *testing.T, res CopyResult) {
+	t.Helper()
+	ids := func(segs []SegmentMetadata) []SegmentID {
+		out := []SegmentID{}
+		for _, s := range segs {
+			out = append(out, s.SegmentID)
+		}
+		return out
+	}
+	var failed []SegmentMetadata
+	if res.Failed != nil {
+		failed = []SegmentMetadata{*res.Failed}
+	}
+	require.Equal(t, ids(r.ended), ids(res.Copied), "CopyEnd events and CopyResult.Copied")
+	require.Equal(t, ids(r.failed), ids(failed), "CopyError events and CopyResult.Failed")
+	require.Equal(t, ids(r.started), ids(append(slices.Clone(res.Copied), failed...)), "CopyStart events")
+	require.Len(t, r.deleted, 0, "a copy run reports no SegmentDeleted")
+}
+
+// requireAgreesWithExpiration checks an expiration run's result against
+// its events: one SegmentDeleted per deleted segment, same segment, same
+// reason, same order.
+func (r runEvents) requireAgreesWithExpiration(t *testing.T, res ExpirationResult) {
+	t.Helper()
+	if len(r.deleted) == 0 {
+		r.deleted = nil
+	}
+	require.Equal(t, r.deleted, res.Deleted, "SegmentDeleted events and ExpirationResult.Deleted")
+	require.Empty(t, r.started, "an expiration run copies nothing")
 }

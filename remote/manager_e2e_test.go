@@ -58,7 +58,7 @@ func runTieringEndToEnd(t *testing.T, store objstore.Store) {
 	}
 
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-	require.NoError(t, e.mgr.RunCopy(ctx, tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	active, err := l.Segments(l.LogEndOffset())
 	require.NoError(t, err)
 	require.EqualValues(t, active[0].BaseOffset-1, l.HighestOffsetInRemoteStorage(), "every rolled segment is copied")
@@ -103,7 +103,7 @@ func runTieringEndToEnd(t *testing.T, store objstore.Store) {
 	// Expiration: past retention.ms everything remote goes, the log start
 	// moves first, and no object is left.
 	e.nowMs.Add(120_000)
-	require.NoError(t, e.mgr.RunExpiration(ctx, tp))
+	require.NoError(t, runErr(e.mgr.RunExpiration(ctx, tp)))
 	require.Empty(t, finished(t, e.meta, tp))
 	require.Equal(t, localStart, l.LogStartOffset())
 	_, err = e.mgr.Read(ctx, tp, 0, 1<<20, log.IsolationLogEnd, true)

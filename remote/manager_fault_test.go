@@ -43,7 +43,7 @@ func TestManagerUnderStoreFaults(t *testing.T) {
 	failures := 0
 	for range 30 {
 		tctx, cancel := context.WithTimeout(ctx, time.Second)
-		if err := e.mgr.RunCopy(tctx, tp); err != nil {
+		if err := runErr(e.mgr.RunCopy(tctx, tp)); err != nil {
 			failures++
 		}
 		cancel()
@@ -82,7 +82,7 @@ func TestManagerUnderStoreFaults(t *testing.T) {
 
 	// The faults stop: the tier converges.
 	store.SetFaults(mem.FaultConfig{})
-	require.NoError(t, e.mgr.RunCopy(ctx, tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	segs, err := l.Segments(l.LogEndOffset())
 	require.NoError(t, err)
 	require.Equal(t, segs[0].BaseOffset-1, l.HighestOffsetInRemoteStorage())
@@ -94,7 +94,7 @@ func TestManagerUnderStoreFaults(t *testing.T) {
 		require.Equal(t, want[off], b.Bytes())
 	}
 	e.nowMs.Add(120_000)
-	require.NoError(t, e.mgr.RunExpiration(ctx, tp))
+	require.NoError(t, runErr(e.mgr.RunExpiration(ctx, tp)))
 	require.Empty(t, finished(t, e.meta, tp))
 	require.Empty(t, store.Keys(), "no object survives expiration, not even from failed attempts")
 	t.Logf("%d of 30 copy runs failed; %d of %d reads failed", failures, reads-good, reads)

@@ -131,14 +131,14 @@ func TestManagerUnderS3Faults(t *testing.T) {
 	st.faults(1, scaleFaultRates(s3FaultMix, 2))
 	copyRuns := 0
 	for ; copyRuns < 20 && l.HighestOffsetInRemoteStorage() < lastRolled; copyRuns++ {
-		if runTask("copy", e.mgr.RunCopy) != nil {
+		if runTask("copy", errOnly(e.mgr.RunCopy)) != nil {
 			st.copyRunErrors++
 		}
 	}
 	checkFinishedChain(t, e, tp, l)
 	// Expiration before retention ends only retries the deletes of failed
 	// copies whose own cleanup failed (DELETE_SEGMENT_STARTED).
-	_ = runTask("expiration", e.mgr.RunExpiration)
+	_ = runTask("expiration", errOnly(e.mgr.RunExpiration))
 	st.phase("copy")
 
 	// 2. Reads under faults, of what is copied: an error or the right bytes.
@@ -163,8 +163,8 @@ func TestManagerUnderS3Faults(t *testing.T) {
 
 	// 3. The faults stop: the tier converges.
 	st.faults(0, nil)
-	require.NoError(t, runTask("copy", e.mgr.RunCopy))
-	require.NoError(t, runTask("expiration", e.mgr.RunExpiration))
+	require.NoError(t, runTask("copy", errOnly(e.mgr.RunCopy)))
+	require.NoError(t, runTask("expiration", errOnly(e.mgr.RunExpiration)))
 	require.EqualValues(t, lastRolled, l.HighestOffsetInRemoteStorage(), "every rolled segment is copied")
 	checkFinishedChain(t, e, tp, l)
 	e.nowMs.Add(10)
@@ -193,10 +193,10 @@ func TestManagerUnderS3Faults(t *testing.T) {
 	e.nowMs.Add(120_000)
 	st.faults(4, scaleFaultRates(s3FaultMix, 2))
 	for range 3 {
-		_ = runTask("expiration", e.mgr.RunExpiration)
+		_ = runTask("expiration", errOnly(e.mgr.RunExpiration))
 	}
 	st.faults(0, nil)
-	require.NoError(t, runTask("expiration", e.mgr.RunExpiration))
+	require.NoError(t, runTask("expiration", errOnly(e.mgr.RunExpiration)))
 	require.Empty(t, finished(t, e.meta, tp))
 	all, err := e.meta.ListSegments(tp)
 	require.NoError(t, err)

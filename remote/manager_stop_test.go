@@ -32,12 +32,12 @@ func TestStopPartitionsCancelsTasksEvenWhenLocalDeleteFails(t *testing.T) {
 	appendSegments(t, inner, 0, 2, 5)
 	l := failingDeleteLog{inner}
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-	require.NoError(t, e.mgr.RunCopy(ctx, tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 
 	err := e.mgr.StopPartitions(ctx, []StopPartition{{TopicIDPartition: tp, DeleteLocalLog: true, KeepRemoteLogMetadata: true}})
 	require.ErrorIs(t, err, errDeleteFailed)
-	require.ErrorIs(t, e.mgr.RunCopy(ctx, tp), ErrTaskCancelled, "the copy task is cancelled although the deletion failed")
-	require.ErrorIs(t, e.mgr.RunExpiration(ctx, tp), ErrTaskCancelled)
+	require.ErrorIs(t, runErr(e.mgr.RunCopy(ctx, tp)), ErrTaskCancelled, "the copy task is cancelled although the deletion failed")
+	require.ErrorIs(t, runErr(e.mgr.RunExpiration(ctx, tp)), ErrTaskCancelled)
 	require.True(t, e.mgr.IsPartitionReady(tp), "the metadata subscription is kept")
 	seg, ok, err := e.mgr.FetchSegmentMetadata(tp, 0, 3)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestStopPartitionsCancelsTasksEvenWhenLocalDeleteFails(t *testing.T) {
 	// A leadership change with a new (recreated) log starts fresh tasks.
 	fresh := e.openLog("p0-new", log.Options{})
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, fresh}}, nil))
-	require.NoError(t, e.mgr.RunCopy(ctx, tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	require.EqualValues(t, -1, fresh.HighestOffsetInRemoteStorage(), "an empty log has nothing in remote storage")
 
 	// Without KeepRemoteLogMetadata the partition is forgotten.
@@ -66,7 +66,7 @@ func TestStopPartitionsDeletesRemoteLog(t *testing.T) {
 	l := e.openLog("p0", log.Options{})
 	appendSegments(t, l, 0, 3, 5)
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-	require.NoError(t, e.mgr.RunCopy(ctx, tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	require.Len(t, finished(t, e.meta, tp), 3)
 	require.NoError(t, e.mgr.StopPartitions(ctx, []StopPartition{{TopicIDPartition: tp, DeleteRemoteLog: true, DeleteLocalLog: true}}))
 	st, err := e.meta.PartitionDeleteState(tp)
@@ -89,11 +89,11 @@ func TestLeadershipRoles(t *testing.T) {
 	l := e.openLog("p0", log.Options{LocalRetentionMs: 1})
 	appendSegments(t, l, 0, 3, 5)
 	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{tp, l}}))
-	require.ErrorIs(t, e.mgr.RunCopy(ctx, tp), ErrInvalidArgument, "a follower has no copy task")
+	require.ErrorIs(t, runErr(e.mgr.RunCopy(ctx, tp)), ErrInvalidArgument, "a follower has no copy task")
 	// The leader elsewhere tiered [0,9].
 	e.addFinished(tp, 0, 4, []epochcache.Entry{{Epoch: 0, StartOffset: 0}})
 	e.addFinished(tp, 5, 9, []epochcache.Entry{{Epoch: 0, StartOffset: 5}})
-	require.NoError(t, e.mgr.RunFollower(ctx, tp))
+	require.NoError(t, runErr(e.mgr.RunFollower(ctx, tp)))
 	require.EqualValues(t, 9, l.HighestOffsetInRemoteStorage())
 	e.nowMs.Add(10)
 	n, err := l.DeleteOldSegments()
@@ -102,8 +102,8 @@ func TestLeadershipRoles(t *testing.T) {
 	require.EqualValues(t, 10, l.LocalLogStartOffset())
 
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-	require.ErrorIs(t, e.mgr.RunFollower(ctx, tp), ErrInvalidArgument)
-	require.NoError(t, e.mgr.RunCopy(ctx, tp))
+	require.ErrorIs(t, runErr(e.mgr.RunFollower(ctx, tp)), ErrInvalidArgument)
+	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	require.EqualValues(t, 14, l.HighestOffsetInRemoteStorage(), "the new leader resumes after 9")
 	require.Len(t, finished(t, e.meta, tp), 3)
 }
@@ -150,7 +150,7 @@ func TestRecreatedLeaderKeepsRemotePrefix(t *testing.T) {
 			l := e.openLog("p0", log.Options{})
 			require.NoError(t, l.AssignEpochStartOffset(7, 0))
 			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-			require.NoError(t, e.mgr.RunExpiration(ctx, tp))
+			require.NoError(t, runErr(e.mgr.RunExpiration(ctx, tp)))
 			left := finished(t, e.meta, tp)
 			if consolidating {
 				require.Equal(t, spans(segs[1:]), spans(left))

@@ -16,34 +16,39 @@ import (
 // read first and fences the install (the Inkless truncation counter of
 // https://github.com/aiven/inkless/pull/857): an offset computed from
 // an epoch cache that a truncation then cut is dropped.
-func (m *Manager) runFollower(ctx context.Context, pt *partitionTasks) error {
+func (m *Manager) runFollower(ctx context.Context, pt *partitionTasks) (FollowerResult, error) {
 	pt.followerMu.Lock()
 	defer pt.followerMu.Unlock()
+	res := FollowerResult{HighestRemoteOffset: -1}
 	if err := context.Cause(ctx); err != nil {
-		return err
+		return res, err
 	}
 	tp, l := pt.p.TopicIDPartition, pt.p.Log
 	count := l.TruncationCount()
 	off, _, err := m.findHighestRemoteOffset(tp, l)
 	if err != nil {
-		return err
+		return res, err
 	}
+	res.HighestRemoteOffset = off
 	if !installRemoteOffset(l, off, count) {
+		res.Dropped = true
 		m.logger.Debug("follower task: truncation during the lookup; offset dropped",
 			zap.Stringer("partition", tp), zap.Int64("offset", off))
 	}
-	return nil
+	return res, nil
 }
 
 // runExpiration is one run of a leader's expiration task (Kafka:
 // RemoteLogManager's RLMExpirationTask).
-func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
+func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) (ExpirationResult, error) {
 	pt.expireMu.Lock()
 	defer pt.expireMu.Unlock()
+	res := newExpirationResult()
 	tp, l := pt.p.TopicIDPartition, pt.p.Log
 	all, err := m.meta.ListSegments(tp)
+	res.Listed = len(all)
 	if err != nil || len(all) == 0 {
-		return err
+		return res, err
 	}
 	remoteEpochs := segmentEpochs(all)
 	entries := l.EpochEntries()
@@ -56,9 +61,10 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 		if guard.Known {
 			logStart = guard.Start
 		} else if logStart, err = m.findLogStartOffset(tp, l); err != nil {
-			return err
+			return res, err
 		}
 	}
+	res.LogStart = logStart
 	retentionMs, retentionBytes := l.Retention()
 	in := RetentionInput{
 		Lineage: lineage, LogStart: logStart, LogEnd: l.LogEndOffset(),
@@ -67,7 +73,7 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 	}
 	if retentionBytes > -1 {
 		if in.LocalOnlyBytes, err = localOnlyBytes(l); err != nil {
-			return err
+			return res, err
 		}
 	}
 	// Every decision of the run is taken over the one listing above, so
@@ -76,12 +82,14 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 		in.SegmentsByEpoch = append(in.SegmentsByEpoch, segmentsOfEpoch(all, e.Epoch))
 	}
 	plan := PlanRetention(in)
+	res.StoppedAtCopy = plan.StoppedAtCopy
 	// Report the new log start before deleting, as Kafka does: a
 	// reader is never sent to a segment being deleted.
 	if plan.NewLogStart >= 0 {
 		if _, err := l.UpdateLogStartOffsetFromRemoteTier(plan.NewLogStart); err != nil {
-			return err
+			return res, err
 		}
+		res.NewLogStart = plan.NewLogStart
 	}
 	// Every pending deletion is retried on every run, not only those the
 	// walk reaches (Kafka retries DELETE_SEGMENT_STARTED only on
@@ -99,15 +107,21 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 		}
 	}
 	var errs []error
+	del := func(d ScheduledDelete) {
+		if err := m.deleteScheduled(ctx, tp, &d); err != nil {
+			errs = append(errs, err)
+			res.Failed = append(res.Failed, FailedDelete{Delete: d, Err: err})
+			return
+		}
+		res.Deleted = append(res.Deleted, d)
+	}
 	attempted := map[SegmentID]bool{}
 	for _, d := range plan.Delete {
 		if err := context.Cause(ctx); err != nil {
-			return errors.Join(append(errs, err)...)
+			return res, errors.Join(append(errs, err)...)
 		}
 		attempted[d.Segment.SegmentID] = true
-		if err := m.deleteScheduled(ctx, tp, d); err != nil {
-			errs = append(errs, err)
-		}
+		del(d)
 	}
 	if len(entries) > 0 {
 		cleanup := PlanEpochCleanup(entries[0].Epoch, remoteEpochs, func(e int32) []SegmentMetadata {
@@ -115,20 +129,21 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) error {
 		}, guard)
 		for _, d := range cleanup {
 			if err := context.Cause(ctx); err != nil {
-				return errors.Join(append(errs, err)...)
+				return res, errors.Join(append(errs, err)...)
 			}
-			if err := m.deleteScheduled(ctx, tp, d); err != nil {
-				errs = append(errs, err)
-			}
+			del(d)
 		}
 	}
-	return errors.Join(errs...)
+	return res, errors.Join(errs...)
 }
 
-func (m *Manager) deleteScheduled(ctx context.Context, tp TopicIDPartition, d ScheduledDelete) error {
+// deleteScheduled deletes d's segment and reports it (SegmentDeleted,
+// with the segment's state DELETE_SEGMENT_FINISHED).
+func (m *Manager) deleteScheduled(ctx context.Context, tp TopicIDPartition, d *ScheduledDelete) error {
 	if err := m.deleteSegment(ctx, &d.Segment); err != nil {
 		return err
 	}
+	d.Segment.State = DeleteSegmentFinished
 	m.logger.Info("deleted remote segment", zap.Stringer("partition", tp),
 		zap.Stringer("segment", d.Segment.SegmentID), zap.Int64("start", d.Segment.StartOffset),
 		zap.Int64("end", d.Segment.EndOffset), zap.Stringer("reason", d.Reason))

@@ -35,9 +35,10 @@ type mgrEnv struct {
 // hookStorage runs hooks around the data plane's calls.
 type hookStorage struct {
 	SegmentStorage
-	beforeCopy func(m *SegmentMetadata) error
-	copies     atomic.Int64
-	deletes    atomic.Int64
+	beforeCopy   func(m *SegmentMetadata) error
+	beforeDelete func(m *SegmentMetadata) error
+	copies       atomic.Int64
+	deletes      atomic.Int64
 }
 
 func (h *hookStorage) CopySegment(ctx context.Context, m *SegmentMetadata, d SegmentData) ([]byte, error) {
@@ -52,6 +53,11 @@ func (h *hookStorage) CopySegment(ctx context.Context, m *SegmentMetadata, d Seg
 
 func (h *hookStorage) DeleteSegment(ctx context.Context, m *SegmentMetadata) error {
 	h.deletes.Add(1)
+	if h.beforeDelete != nil {
+		if err := h.beforeDelete(m); err != nil {
+			return err
+		}
+	}
 	return h.SegmentStorage.DeleteSegment(ctx, m)
 }
 
@@ -148,10 +154,10 @@ func TestCopyTaskCopiesRolledSegmentsBelowLSO(t *testing.T) {
 	l := e.openLog("p0", log.Options{})
 	appendSegments(t, l, 0, 3, 5)
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(context.Background(), tp)))
 	require.Equal(t, "[0,4]0@0 [5,9]0@5 [10,14]0@10 ", spans(finished(t, e.meta, tp)))
 	require.EqualValues(t, 14, l.HighestOffsetInRemoteStorage())
-	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(context.Background(), tp)))
 	require.EqualValues(t, 3, e.hooks.copies.Load())
 	met := e.mgr.Metrics()
 	require.EqualValues(t, 3, met.SegmentsCopied)
@@ -173,7 +179,7 @@ func TestFailedCopyDeletesTheDanglingSegment(t *testing.T) {
 	e.mgr.opts.Listener.CopyStart = func(CopyInfo) { events = append(events, "start") }
 	e.mgr.opts.Listener.CopyError = func(_ CopyInfo, err error) { events = append(events, "error") }
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-	err := e.mgr.RunCopy(context.Background(), tp)
+	err := runErr(e.mgr.RunCopy(context.Background(), tp))
 	require.ErrorIs(t, err, boom)
 	all, err := e.meta.ListSegments(tp)
 	require.NoError(t, err)
@@ -224,10 +230,14 @@ func TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeThe
 		require.NoError(t, err)
 	}
 	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{tp, l}}))
-	require.NoError(t, e.mgr.RunFollower(context.Background(), tp))
+	res, err := e.mgr.RunFollower(context.Background(), tp)
+	require.NoError(t, err)
+	require.Equal(t, FollowerResult{HighestRemoteOffset: 149, Dropped: true}, res)
 	require.EqualValues(t, base.UndefinedOffset, inner.HighestOffsetInRemoteStorage(),
 		"149 was computed before the truncation to 100: dropped")
-	require.NoError(t, e.mgr.RunFollower(context.Background(), tp))
+	res, err = e.mgr.RunFollower(context.Background(), tp)
+	require.NoError(t, err)
+	require.Equal(t, FollowerResult{HighestRemoteOffset: 99}, res)
 	require.EqualValues(t, 99, inner.HighestOffsetInRemoteStorage())
 }
 
@@ -236,12 +246,9 @@ func (e *mgrEnv) addFinished(tp TopicIDPartition, start, end int64, epochs []epo
 	e.t.Helper()
 	m := SegmentMetadata{
 		SegmentID: NewSegmentID(tp), StartOffset: start, EndOffset: end, SegmentLeaderEpochs: epochs,
-		SizeBytes: end - start + 1, MaxTimestampMs: 0, State: CopySegmentStarted, TxnIndexEmpty: true,
+		SizeBytes: end - start + 1, State: CopySegmentFinished, TxnIndexEmpty: true,
 	}
-	ctx := context.Background()
-	require.NoError(e.t, e.meta.AddSegment(ctx, m))
-	require.NoError(e.t, e.meta.UpdateSegment(ctx, SegmentMetadataUpdate{SegmentID: m.SegmentID, State: CopySegmentFinished}))
-	m.State = CopySegmentFinished
+	require.NoError(e.t, e.meta.RegisterCopiedSegment(context.Background(), m))
 	return m
 }
 
@@ -265,13 +272,20 @@ func TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload(t *testing.T)
 		return nil
 	}
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
-	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	res, err := e.mgr.RunCopy(context.Background(), tp)
+	require.NoError(t, err)
+	require.Equal(t, CopyTruncated, res.Stop, "%s", res)
+	require.Equal(t, "[0,9]0@0 [10,19]0@10 ", spans(res.Copied), "both uploads committed; the second one's install dropped")
+	require.EqualValues(t, -1, res.CopiedOffset, "derived again by the next run")
 	require.EqualValues(t, 9, l.HighestOffsetInRemoteStorage(), "19 was uploaded under the old count: dropped")
 	require.Equal(t, "[0,9]0@0 [10,19]0@10 ", spans(finished(t, e.meta, tp)))
 
 	e.hooks.beforeCopy = nil
 	appendSegments(t, l, 1, 1, 15) // 15..29 in epoch 1, then roll
-	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	res, err = e.mgr.RunCopy(context.Background(), tp)
+	require.NoError(t, err)
+	require.Equal(t, CopyCaughtUp, res.Stop, "%s", res)
+	require.EqualValues(t, 29, res.CopiedOffset)
 	got := finished(t, e.meta, tp)
 	end := int64(-1)
 	for _, s := range got {
@@ -303,15 +317,23 @@ func TestCopyLagMetrics(t *testing.T) {
 	}
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
 	e.nowMs.Add(60_000)
-	require.ErrorIs(t, e.mgr.RunCopy(context.Background(), tp), boom)
+	require.ErrorIs(t, runErr(e.mgr.RunCopy(context.Background(), tp)), boom)
 	pm := e.mgr.Metrics().Partitions[tp]
 	require.EqualValues(t, 2, pm.CopyLagSegments, "[5,9] and [10,14] wait")
 	require.Positive(t, pm.CopyLagBytes)
 	require.Equal(t, 60*time.Second, pm.CopyLagAge, "records stamped at the start, 60 s ago")
 	require.EqualValues(t, 4, pm.HighestOffsetInRemoteStorage)
 	e.hooks.beforeCopy = nil
-	require.NoError(t, e.mgr.RunCopy(context.Background(), tp))
+	require.NoError(t, runErr(e.mgr.RunCopy(context.Background(), tp)))
 	pm = e.mgr.Metrics().Partitions[tp]
 	require.Zero(t, pm.CopyLagSegments)
 	require.Zero(t, pm.CopyLagAge)
+}
+
+// runErr is the error of a task run whose result the test does not read.
+func runErr[R any](_ R, err error) error { return err }
+
+// errOnly drops the result of a task's Run method.
+func errOnly[R any](run func(context.Context, TopicIDPartition) (R, error)) func(context.Context, TopicIDPartition) error {
+	return func(ctx context.Context, tp TopicIDPartition) error { return runErr(run(ctx, tp)) }
 }

@@ -219,6 +219,61 @@ func (m *MetadataManager) AddSegment(ctx context.Context, seg SegmentMetadata) e
 	})
 }
 
+// RegisterCopiedSegment records a segment whose data is already in remote
+// storage as COPY_SEGMENT_FINISHED in one call: what AddSegment
+// (COPY_SEGMENT_STARTED) followed by UpdateSegment (COPY_SEGMENT_FINISHED)
+// records, written as one Pebble batch, so no crash leaves it started. It
+// is for data copied outside a Manager's copy task (an import, a tool, a
+// test); the copy task itself keeps the two steps, since its commit point
+// must come after the upload.
+//
+// seg.State is COPY_SEGMENT_FINISHED, or unset (the zero value,
+// COPY_SEGMENT_STARTED), which the call takes as finished; any other state
+// is a *TransitionError. The fields must pass Validate (a
+// *SegmentMetadataError otherwise) and the segment id must not be the zero
+// UUID. seg.BrokerID, EventTimestampMs and CustomMetadata are stored as
+// given. Registering the same segment again succeeds and changes nothing
+// when the copy's fields are the same, and finishes it when it is still
+// COPY_SEGMENT_STARTED; different fields under the id are
+// ErrSegmentIDReused; a segment being deleted is a *TransitionError.
+//
+// Commit point: the fsync of Pebble's WAL for the batch holding the
+// segment and its per-epoch index entries.
+func (m *MetadataManager) RegisterCopiedSegment(ctx context.Context, seg SegmentMetadata) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch seg.State {
+	case CopySegmentStarted, CopySegmentFinished:
+		seg.State = CopySegmentFinished
+	default:
+		return &TransitionError{What: seg.SegmentID.String(), From: "(register)", To: seg.State.String()}
+	}
+	if err := seg.Validate(); err != nil {
+		return err
+	}
+	if seg.SegmentID.ID == (UUID{}) {
+		return &SegmentMetadataError{SegmentID: seg.SegmentID, Reason: "zero segment id"}
+	}
+	seg.CustomMetadata = bytes.Clone(seg.CustomMetadata)
+	seg.SegmentLeaderEpochs = slices.Clone(seg.SegmentLeaderEpochs)
+	return m.write(seg.SegmentID.TopicIDPartition, func(ps *partitionState) (*segmentChange, error) {
+		prev := ps.segments[seg.SegmentID.ID]
+		switch {
+		case prev == nil:
+		case !IsValidTransition(prev.State, CopySegmentFinished):
+			return nil, &TransitionError{What: seg.SegmentID.String(), From: prev.State.String(), To: seg.State.String()}
+		case !sameCopy(prev, &seg):
+			return nil, fmt.Errorf("%w: %s", ErrSegmentIDReused, seg.SegmentID)
+		case equalMetadata(prev, &seg):
+			return nil, nil // registered already
+		}
+		c := &segmentChange{prev: prev, next: seg}
+		ps.plan(c)
+		return c, nil
+	})
+}
+
 // UpdateSegment moves a segment to u.State (Kafka:
 // updateRemoteLogSegmentMetadata), taking u's event time and broker id (and
 // custom metadata when non-nil). The transition must be allowed by

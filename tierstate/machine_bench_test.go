@@ -61,12 +61,8 @@ func benchmarkRebuild(b *testing.B, n int) {
 		}
 		seg := remote.SegmentMetadata{SegmentID: remote.NewSegmentID(testTP), StartOffset: start,
 			EndOffset: start + perSegment - 1, SegmentLeaderEpochs: []epochcache.Entry{{Epoch: epochOf(i), StartOffset: start}},
-			SizeBytes: 1 << 20, MaxTimestampMs: testNowMs, State: remote.CopySegmentStarted, TxnIndexEmpty: true}
-		if err := meta.AddSegment(ctx, seg); err != nil {
-			b.Fatal(err)
-		}
-		if err := meta.UpdateSegment(ctx, remote.SegmentMetadataUpdate{SegmentID: seg.SegmentID,
-			State: remote.CopySegmentFinished, EventTimestampMs: testNowMs}); err != nil {
+			SizeBytes: 1 << 20, MaxTimestampMs: testNowMs, EventTimestampMs: testNowMs, TxnIndexEmpty: true}
+		if err := meta.RegisterCopiedSegment(ctx, seg); err != nil {
 			b.Fatal(err)
 		}
 		last = seg

@@ -112,9 +112,8 @@ func runRebuildCrash(t *testing.T, state State) {
 	data := newFakeData()
 	seg := remote.SegmentMetadata{SegmentID: remote.SegmentID{TopicIDPartition: testTP, ID: remote.UUID{1}},
 		StartOffset: 50, EndOffset: 99, SegmentLeaderEpochs: []epochcache.Entry{{Epoch: 2, StartOffset: 50}, {Epoch: 4, StartOffset: 80}},
-		SizeBytes: 100, State: remote.CopySegmentStarted, TxnIndexEmpty: true}
-	require.NoError(t, meta.AddSegment(ctx, seg))
-	require.NoError(t, meta.UpdateSegment(ctx, remote.SegmentMetadataUpdate{SegmentID: seg.SegmentID, State: remote.CopySegmentFinished}))
+		SizeBytes: 100, TxnIndexEmpty: true}
+	require.NoError(t, meta.RegisterCopiedSegment(ctx, seg))
 	data.segments[seg.SegmentID.ID] = fakeSegment{
 		epochs:   []epochcache.Entry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 50}, {Epoch: 4, StartOffset: 80}},
 		snapshot: producerSnapshot(t, 7, 8)}

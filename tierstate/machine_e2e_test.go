@@ -92,7 +92,9 @@ func TestRebuildEndToEnd(t *testing.T) {
 	require.NoError(t, leader.Flush())
 
 	require.NoError(t, mgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: testTP, Log: leader}}, nil))
-	require.NoError(t, mgr.RunCopy(ctx, testTP))
+	run, err := mgr.RunCopy(ctx, testTP)
+	require.NoError(t, err)
+	require.Equal(t, remote.CopyCaughtUp, run.Stop, "%s", run)
 	nowMs.Add(10)
 	_, err = leader.DeleteOldSegments()
 	require.NoError(t, err)

@@ -48,9 +48,8 @@ func ExampleMachine_Rebuild() {
 	defer meta.Close()
 	id := remote.SegmentID{TopicIDPartition: tp, ID: remote.UUID{1}}
 	epochs := []epochcache.Entry{{Epoch: 2, StartOffset: 50}, {Epoch: 3, StartOffset: 100}}
-	_ = meta.AddSegment(ctx, remote.SegmentMetadata{SegmentID: id, StartOffset: 50, EndOffset: 119,
-		SegmentLeaderEpochs: epochs, SizeBytes: 1000, State: remote.CopySegmentStarted, TxnIndexEmpty: true})
-	_ = meta.UpdateSegment(ctx, remote.SegmentMetadataUpdate{SegmentID: id, State: remote.CopySegmentFinished})
+	_ = meta.RegisterCopiedSegment(ctx, remote.SegmentMetadata{SegmentID: id, StartOffset: 50, EndOffset: 119,
+		SegmentLeaderEpochs: epochs, SizeBytes: 1000, TxnIndexEmpty: true})
 
 	// The partition: phase 2 at seal 100, R = 2, flag committed in epoch 4.
 	s, _ := tierstate.State{}.WithConsolidating(true).ArmSwitch()

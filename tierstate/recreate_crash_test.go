@@ -67,7 +67,8 @@ func TestRecreateCrash(t *testing.T) {
 	require.NoError(t, err)
 	defer aMgr.Close()
 	require.NoError(t, aMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: demo.Partition, Log: a}}, nil))
-	require.NoError(t, aMgr.RunCopy(ctx, demo.Partition))
+	_, err = aMgr.RunCopy(ctx, demo.Partition)
+	require.NoError(t, err)
 	produce(a, st.DisklessLeaderEpoch(), 20, "diskless", true)
 	a.UpdateHighWatermark(a.LogEndOffset())
 	src.NowMs += 10

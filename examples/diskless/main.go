@@ -28,6 +28,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/tierlog/tierlog/internal/demo"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
 	"github.com/tierlog/tierlog/wal"
@@ -67,7 +68,14 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 	if err := cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "orders", NumPartitions: 3}}); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "1. topic orders: 3 partitions in the control plane")
+	demo.PrintLegend(out,
+		demo.Note{Form: "orders-N", Meaning: "partition N of the topic orders"},
+		demo.Note{Form: "produce call N", Meaning: "one wal.Writer.Produce call: one shared object for all its partitions"},
+		demo.Note{Form: "base offset", Meaning: "the first offset the control plane assigned to the partition's batch"},
+		demo.Note{Form: "O=value", Meaning: "the record at offset O and its value (callC-pP-I: call C, partition P, record I)"},
+		demo.Note{Form: "high watermark", Meaning: "every record below it is committed and readable"},
+		demo.Note{Form: "GETs", Meaning: "ranged object-store reads; one per object, whatever the number of partitions in it"})
+	fmt.Fprintf(out, "1. topic orders (topic id %s): 3 partitions, orders-0 to orders-2, in the control plane\n", topic)
 	tp := func(p int32) wal.TopicIDPartition { return wal.TopicIDPartition{TopicID: topic, Partition: p} }
 
 	// 2. Produce.
@@ -93,7 +101,7 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 			if r.Err != nil {
 				return r.Err
 			}
-			fmt.Fprintf(out, "2. produce call %d: partition %d: %d records at base offset %d\n",
+			fmt.Fprintf(out, "2. produce call %d: orders-%d: %d records at base offset %d\n",
 				call, reqs[i].Partition.Partition, i+2, r.Batches[0].BaseOffset)
 		}
 	}
@@ -124,7 +132,7 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "3. partition %d (high watermark %d): %s\n", p, f.HighWatermark, recs)
+		fmt.Fprintf(out, "3. orders-%d (high watermark %d): %s\n", p, f.HighWatermark, recs)
 	}
 	fmt.Fprintf(out, "3. reader: %d GETs for %d partitions\n", r.Metrics().Gets, len(fetched))
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/demo"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -53,6 +54,15 @@ func run(out io.Writer, dir string) error {
 	}
 	fs := vfs.Default
 	checkpoint := filepath.Join(dir, epochcache.CheckpointFileName)
+	demo.PrintLegend(out,
+		demo.Note{Form: "batch [a, b) epoch=E", Meaning: "a record batch holding offsets a to b-1 (b not included), " +
+			"written by the leader of epoch E; codec and bytes: its compression and size"},
+		demo.NoteEpochAt,
+		demo.Note{Form: "checkpoint file", Meaning: "the leader-epoch-checkpoint text: version (0), entry count, " +
+			"then one \"epoch start-offset\" line per entry"},
+		demo.Note{Form: "OffsetsForLeaderEpoch(e)", Meaning: "Kafka's request, answered from the cache: the largest epoch " +
+			"<= e and the offset where it ends (the next epoch's start, or the log end); epoch -1, end offset -1: " +
+			"e is above every epoch the log knows"})
 
 	// 1. Build batches as three leaders wrote them.
 	steps := []step{

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ func TestQuickstart(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(&out, t.TempDir()))
 	got := out.String()
+	require.True(t, strings.HasPrefix(got, "Notation:\n"), "the legend comes first")
 	for _, want := range []string{
 		"scanned 622 valid bytes, 18 records, log end offset 18\n",
 		"epochs  0@0 3@8 4@12 (persisted to leader-epoch-checkpoint)\n",

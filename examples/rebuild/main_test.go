@@ -47,5 +47,22 @@ func TestRebuildExample(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 700, got.records)
 		require.True(t, strings.HasPrefix(out.String(), "tierlog rebuild example"))
+		requireLegendAndNames(t, out.String())
+		// The output is the same on every run.
+		var again bytes.Buffer
+		_, err = run(context.Background(), &again, config{perEpoch: 200})
+		require.NoError(t, err)
+		require.Equal(t, out.String(), again.String())
 	})
+}
+
+// requireLegendAndNames: the notation is explained first, and the
+// partition is written orders-0, its topic id said once (in the legend).
+func requireLegendAndNames(t *testing.T, out string) {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "\n")
+	require.True(t, ok)
+	require.True(t, strings.HasPrefix(rest, "Notation:\n"), "the legend follows the title:\n%s", out)
+	require.Equal(t, 1, strings.Count(out, demo.Partition.TopicID.String()), "topic id printed once:\n%s", out)
+	require.Contains(t, out, "rebuild of orders-0:")
 }

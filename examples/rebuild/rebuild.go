@@ -14,6 +14,11 @@ import (
 func rebuild(ctx context.Context, c *demo.Cluster, store string, perEpoch int) (outcome, error) {
 	tp := demo.Partition
 	c.Printf("tierlog rebuild example: partition %s, remote tier on a %s", tp, store)
+	c.Legend(demo.NotePartitionName, demo.NoteHalfOpen, demo.NoteClosed, demo.NoteEpochAt, demo.NoteOffsets,
+		demo.NoteMovedToTiered, demo.NoteOffsetsForLeaderEpoch,
+		demo.Note{Form: "leader local log start E@O", Meaning: "the leader's first local offset O and its epoch E"},
+		demo.Note{Form: "target E@O in segment [a, b]", Meaning: "the rebuild reads the remote segment holding O, " +
+			"the last offset below the leader's local log start, in epoch E"})
 
 	// 1. The leader writes three epochs; the follower replicates.
 	leader, err := c.OpenLog("broker-1")
@@ -64,13 +69,11 @@ func rebuild(ctx context.Context, c *demo.Cluster, store string, perEpoch int) (
 	if err := leaderMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: leader}}, nil); err != nil {
 		return outcome{}, err
 	}
-	if err := leaderMgr.RunCopy(ctx, tp); err != nil {
-		return outcome{}, err
-	}
-	remoteSegs, err := c.Meta.ListSegments(tp)
+	run, err := leaderMgr.RunCopy(ctx, tp)
 	if err != nil {
 		return outcome{}, err
 	}
+	remoteSegs := run.Copied
 	c.Printf("2. leader copied %d segments to remote storage (highest remote offset %d):", len(remoteSegs), leader.HighestOffsetInRemoteStorage())
 	for _, s := range remoteSegs {
 		c.Printf("     [%d, %d] epochs %s, %d bytes", s.StartOffset, s.EndOffset, epochcache.FormatEntries(s.SegmentLeaderEpochs), s.SizeBytes)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,6 +37,20 @@ func TestRecreateExample(t *testing.T) {
 	}
 	t.Run("fs", func(t *testing.T) { check(t, config{dir: t.TempDir()}) })
 	t.Run("default-flags", func(t *testing.T) { check(t, config{}) })
+	t.Run("output", func(t *testing.T) {
+		// The legend first, the partition as orders-0 with its topic id
+		// said once, and the same output on every run.
+		var out, again bytes.Buffer
+		_, err := run(context.Background(), &out, config{})
+		require.NoError(t, err)
+		_, rest, _ := strings.Cut(out.String(), "\n")
+		require.True(t, strings.HasPrefix(rest, "Notation:\n"), out.String())
+		require.Equal(t, 1, strings.Count(out.String(), demo.Partition.TopicID.String()), out.String())
+		require.Contains(t, out.String(), "phase-2 rebuild of orders-0:")
+		_, err = run(context.Background(), &again, config{})
+		require.NoError(t, err)
+		require.Equal(t, out.String(), again.String())
+	})
 	t.Run("s3", func(t *testing.T) {
 		srv := s3test.Start(t)
 		t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKeyID)

@@ -22,6 +22,17 @@ func recreate(ctx context.Context, c *demo.Cluster, store string) (outcome, erro
 	tp := demo.Partition
 	var o outcome
 	c.Printf("tierlog recreate example (the first case of https://github.com/aiven/inkless/pull/857): partition %s, remote tier on a %s", tp, store)
+	c.Legend(demo.NotePartitionName, demo.NoteHalfOpen, demo.NoteClosed, demo.NoteEpochAt, demo.NoteOffsets,
+		demo.NoteMovedToTiered,
+		demo.Note{Form: "A, B, C", Meaning: "three brokers with a replica of the partition"},
+		demo.Note{Form: "phase-2 seal=S recorded-epoch=R diskless-epoch=D", Meaning: "the switch state: classic records end " +
+			"at the seal S, R is the leader epoch of the record at S-1, diskless records from S on carry epoch D; " +
+			"consolidating: brokers also append the diskless records to their local logs"},
+		demo.Note{Form: "check: recreate: C (detail)", Meaning: "the replica check failed condition C " +
+			"(epoch-at-seal: the replica's epoch at S-1 is not R)"},
+		demo.Note{Form: "fetchers-stopped=... future-deleted=...", Meaning: "the recreate's steps: fetchers stopped, " +
+			"remote tasks cancelled, current and future logs deleted (true: done, or nothing to do)"},
+		demo.Note{Form: "target E@O in segment [a, b]", Meaning: "the rebuild reads the remote segment holding O = S-1, in epoch E"})
 	a, err := c.OpenLog("broker-A")
 	if err != nil {
 		return o, err
@@ -88,13 +99,11 @@ func recreate(ctx context.Context, c *demo.Cluster, store string) (outcome, erro
 	if err := aMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: a}}, nil); err != nil {
 		return o, err
 	}
-	if err := aMgr.RunCopy(ctx, tp); err != nil {
-		return o, err
-	}
-	segs, err := c.Meta.ListSegments(tp)
+	copyRun, err := aMgr.RunCopy(ctx, tp)
 	if err != nil {
 		return o, err
 	}
+	segs := copyRun.Copied
 	for _, s := range segs {
 		c.Printf("2. A sealed at %d and uploaded [%d, %d] epochs %s", seal, s.StartOffset, s.EndOffset, epochcache.FormatEntries(s.SegmentLeaderEpochs))
 	}

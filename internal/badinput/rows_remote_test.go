@@ -111,7 +111,8 @@ func must(t *testing.T, err error) {
 // copyAll runs the copy task: every rolled segment is tiered.
 func (f *remoteFixture) copyAll() {
 	f.t.Helper()
-	must(f.t, f.mgr.RunCopy(context.Background(), f.tp))
+	_, err := f.mgr.RunCopy(context.Background(), f.tp)
+	must(f.t, err)
 }
 
 // localLog returns the bytes of the local segment at base.
@@ -373,7 +374,7 @@ func remoteRows() []row {
 				_, err = w.WriteAt(b, 0)
 				must(t, err)
 				must(t, w.Close())
-				cerr := fx.mgr.RunCopy(context.Background(), fx.tp)
+				_, cerr := fx.mgr.RunCopy(context.Background(), fx.tp)
 				var bce *remote.BatchCorruptionError
 				if !errors.As(cerr, &bce) || bce.StartOffset != 5 || bce.Position != int64(fx.batchPos(6)) {
 					t.Errorf("copy error %v does not name segment 5 and the batch at %d", cerr, fx.batchPos(6))

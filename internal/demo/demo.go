@@ -71,10 +71,12 @@ func NewClusterOn(fs vfs.FS, dir string, store objstore.Store, out io.Writer) (*
 // Close closes the metadata store. The logs are the caller's.
 func (c *Cluster) Close() error { return c.Meta.Close() }
 
-// Printf narrates one step.
+// Printf narrates one step. The demo partition is written by its name
+// (orders-0), not with its base64 topic id: the legend says the id once.
 func (c *Cluster) Printf(format string, args ...any) {
 	if c.Out != nil {
-		fmt.Fprintf(c.Out, format+"\n", args...)
+		line := strings.ReplaceAll(fmt.Sprintf(format, args...), Partition.String(), PartitionName())
+		fmt.Fprintln(c.Out, line)
 	}
 }
 

@@ -87,7 +87,8 @@ func Setup(ctx context.Context, dir string, flags StoreFlags, out io.Writer) (c 
 			close()
 		}
 	}()
-	if dir == "" {
+	temporary := dir == ""
+	if temporary {
 		tmp, err := os.MkdirTemp("", "tierlog-demo-")
 		if err != nil {
 			return nil, "", nil, err
@@ -98,6 +99,10 @@ func Setup(ctx context.Context, dir string, flags StoreFlags, out io.Writer) (c 
 	store, describe, err := flags.Open(ctx, dir)
 	if err != nil {
 		return nil, "", nil, err
+	}
+	if temporary && flags.Endpoint == "" {
+		// The path changes every run; the output should not.
+		describe = "directory object store in a temporary directory"
 	}
 	cleanups = append(cleanups, func() { _ = store.Close() })
 	c, err = NewCluster(dir, store, out)
