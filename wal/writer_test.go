@@ -131,6 +131,7 @@ func TestWriterCommitOrder(t *testing.T) {
 // nothing is committed and the object is not left in the store.
 func TestWriterUploadFailure(t *testing.T) {
 	e := newEnv(t, 2)
+	e.clock.fireAtOnceBelow = 5 * time.Second // upload backoffs, not the 30 s deadline
 	e.store.SetFaults(mem.FaultConfig{Put: mem.Faults{LostResponseRate: 1}})
 	w := e.writer(wal.WriterOptions{MaxBytes: 1})
 	res, err := w.Produce(e.ctx, []wal.ProduceRequest{
@@ -353,6 +354,7 @@ func TestWriterOptions(t *testing.T) {
 // on the committer goroutine.
 func TestWriterListener(t *testing.T) {
 	e := newEnv(t, 1)
+	e.clock.fireAtOnceBelow = 5 * time.Second // upload backoffs, not the 30 s deadline
 	var committed []wal.ObjectInfo
 	var failed []error
 	w := e.writer(wal.WriterOptions{MaxBytes: 1, Listener: wal.WriterListener{
@@ -385,7 +387,10 @@ func TestWriterCommitAfterOrphanReaped(t *testing.T) {
 	e := newEnv(t, 1)
 	gated := newGatedStore(e.store, 1)
 	cache := wal.NewObjectCache(1 << 20)
-	w := e.writer(wal.WriterOptions{Store: gated, MaxBytes: 1, Cache: cache})
+	// The deadline is longer than the reservation timeout here: the
+	// same happens to a writer frozen past both (a GC pause, a VM
+	// migration) or to a reaper on a broker whose clock runs ahead.
+	w := e.writer(wal.WriterOptions{Store: gated, MaxBytes: 1, Cache: cache, ObjectTimeout: time.Hour})
 	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 2, "slow")})
 	waitUntil(func() bool { return gated.putsStarted() == 1 })
 
