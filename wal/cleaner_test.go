@@ -110,6 +110,36 @@ func TestCleanerOrphans(t *testing.T) {
 	require.Equal(t, int64(1), c.Metrics().OrphansReaped)
 }
 
+// TestCleanerOrphanDeleteFails: an orphan whose delete the store fails
+// is not forgotten: it stays marked for deletion and the first Run after
+// the grace period deletes it. (A cleaner that dropped it would leave an
+// object in the store that nothing lists.)
+func TestCleanerOrphanDeleteFails(t *testing.T) {
+	e := newEnv(t, 1)
+	key := wal.NewObjectKey("wal")
+	require.NoError(t, e.cp.ReserveObject(e.ctx, key))
+	data := []byte("uploaded, never committed")
+	require.NoError(t, e.store.Put(e.ctx, key, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}))
+
+	c := e.cleaner(wal.CleanerOptions{ReservationTimeout: 5 * time.Minute, GracePeriod: time.Minute})
+	e.clock.Advance(5*time.Minute + time.Millisecond)
+	e.store.SetFaults(mem.FaultConfig{Delete: mem.Faults{ErrorRate: 1}})
+	res, err := c.Run(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, wal.CleanResult{DeleteErrors: 1}, res)
+	require.Equal(t, []string{key}, e.store.Keys())
+
+	e.store.SetFaults(mem.FaultConfig{})
+	res, err = c.Run(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, wal.CleanResult{}, res, "within the grace period of the reaping")
+	e.clock.Advance(time.Minute + time.Millisecond)
+	res, err = c.Run(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, wal.CleanResult{Deleted: 1}, res)
+	require.Empty(t, e.store.Keys())
+}
+
 // TestCleanerSaturated: a run deletes at most MaxFilesPerRun objects and
 // says when more were due.
 func TestCleanerSaturated(t *testing.T) {

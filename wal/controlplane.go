@@ -28,23 +28,29 @@ type ControlPlane interface {
 
 	// ReserveObject records key before its upload, so that an object
 	// uploaded but never committed is found by ExpireReservations. A
-	// key already reserved, committed or reaped is ErrObjectKeyReused.
+	// key already reserved, committed or reaped (ever, also after
+	// DeleteFiles forgot it) is ErrObjectKeyReused.
 	ReserveObject(ctx context.Context, key string) error
 	// ExpireReservations turns the reservations made before
 	// reservedBefore (at most limit, 0 = all) into objects marked for
-	// deletion and returns their keys: from then on a CommitFile of such
-	// a key fails with ErrObjectKeyReused, so the cleaner never deletes
-	// an object that a late commit registers.
+	// deletion (reaped orphans) and returns their keys. From then on,
+	// for ever, a CommitFile of such a key fails with ErrObjectReaped
+	// (wrapped with ErrObjectKeyReused) and registers nothing: also
+	// after DeleteFiles forgets the row, so the implementation keeps a
+	// tombstone of every reaped key. Without it a writer slower than the
+	// reaper would register batches in an object the cleaner deleted.
 	ExpireReservations(ctx context.Context, reservedBefore time.Time, limit int) ([]string, error)
 
 	// CommitFile registers an uploaded object and assigns offsets to its
 	// accepted batches (see CommitFileRequest). Committing a key again
 	// with the same request returns the first commit's result; with a
-	// different request it fails with ErrObjectKeyReused.
+	// different request it fails with ErrObjectKeyReused; a key reaped
+	// as an orphan (see ExpireReservations) fails with ErrObjectReaped
+	// and ErrObjectKeyReused.
 	CommitFile(ctx context.Context, req CommitFileRequest) (CommitFileResult, error)
-	// IsSafeToDeleteObject reports whether no committed object has key:
-	// a writer whose commit outcome is unknown deletes its upload only
-	// then.
+	// IsSafeToDeleteObject reports whether no committed object has key
+	// (true for unknown and reaped keys): a writer whose commit outcome
+	// is unknown deletes its upload only then.
 	IsSafeToDeleteObject(ctx context.Context, key string) (bool, error)
 
 	// FindBatches answers where the batches from each requested offset
@@ -86,7 +92,9 @@ type ControlPlane interface {
 	// markedBefore (at most limit, 0 = all), oldest mark first.
 	FilesToDelete(ctx context.Context, markedBefore time.Time, limit int) ([]FileToDelete, error)
 	// DeleteFiles forgets the given objects, which the caller deleted
-	// from the store; keys not marked for deletion are ignored.
+	// from the store; keys not marked for deletion are ignored. A
+	// reaped orphan's key stays refused by CommitFile and ReserveObject
+	// (its tombstone).
 	DeleteFiles(ctx context.Context, keys []string) error
 
 	// LogInfo returns a partition's row (ErrUnknownTopicOrPartition if

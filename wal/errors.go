@@ -36,9 +36,15 @@ var (
 	// the producer's latest. Kafka: INVALID_PRODUCER_EPOCH (47).
 	ErrInvalidProducerEpoch = errors.New("wal: invalid producer epoch")
 	// ErrObjectKeyReused: the object key was committed (or reserved, or
-	// reaped as an orphan) with a different content. A retry of the same
+	// reaped as an orphan: then ErrObjectReaped too) with a different content. A retry of the same
 	// commit is not this error: it returns the first commit's result.
 	ErrObjectKeyReused = errors.New("wal: object key reused")
+	// ErrObjectReaped: the key's reservation expired and the cleaner
+	// reaped it as an orphan (its object is deleted, or about to be), so
+	// it may never be registered: a slow writer's CommitFile of it fails,
+	// for ever, and the writer deletes its upload. Control planes return
+	// it together with ErrObjectKeyReused (errors.Is matches both).
+	ErrObjectReaped = errors.New("wal: object reaped as an orphan")
 	// ErrUnsupportedTimestamp: ListOffsets got a negative timestamp that
 	// is none of the special values. Kafka: UNSUPPORTED_VERSION.
 	ErrUnsupportedTimestamp = errors.New("wal: unsupported special timestamp")

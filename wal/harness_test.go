@@ -19,15 +19,21 @@ import (
 	"github.com/tierlog/tierlog/wal/pebblecp"
 )
 
-// fakeClock is a manual Clock: timers fire, synchronously, only in Advance.
+// fakeClock is a manual Clock: timers fire, synchronously, only in Advance
+// (but see fireAtOnceBelow).
 type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
+	// fireAtOnceBelow, if set, makes timers shorter than it fire at once
+	// in their own goroutine, without moving the clock: for tests whose
+	// upload retries should not wait for an Advance.
+	fireAtOnceBelow time.Duration
 }
 
 type fakeTimer struct {
 	c       *fakeClock
+	d       time.Duration
 	at      time.Time
 	f       func()
 	stopped bool
@@ -44,9 +50,28 @@ func (c *fakeClock) Now() time.Time {
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) wal.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	t := &fakeTimer{c: c, d: d, at: c.now.Add(d), f: f}
+	if d < c.fireAtOnceBelow {
+		t.stopped = true
+		go f()
+		return t
+	}
 	c.timers = append(c.timers, t)
 	return t
+}
+
+// pending returns the durations of the timers not yet fired or stopped,
+// in creation order.
+func (c *fakeClock) pending() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for _, t := range c.timers {
+		if !t.stopped {
+			out = append(out, t.d)
+		}
+	}
+	return out
 }
 
 func (t *fakeTimer) Stop() bool {

@@ -27,6 +27,11 @@ var (
 	// Retriable (an idempotent producer's retry is deduplicated).
 	// Kafka: KAFKA_STORAGE_ERROR (56).
 	ErrCommitFailed = errors.New("wal: object commit failed")
+	// ErrObjectTimeout: the object holding the request was not answered
+	// within WriterOptions.ObjectTimeout (a store or control plane that
+	// stalls). It comes with ErrUploadFailed (no commit was attempted)
+	// or ErrCommitFailed (the outcome is unknown). Retriable.
+	ErrObjectTimeout = errors.New("wal: object deadline exceeded")
 	// ErrObjectRead: a fetch could not read an object (the store failed,
 	// or the object is gone). Retriable.
 	ErrObjectRead = errors.New("wal: object read failed")

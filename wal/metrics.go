@@ -27,6 +27,10 @@ type WriterMetrics struct {
 	// ObjectsKeptUnknown those kept because it did not.
 	ObjectsDeletedUncommitted int64
 	ObjectsKeptUnknown        int64
+	// ObjectsTimedOut counts objects answered at their deadline
+	// (ObjectTimeout); UploadRetries counts Puts retried after a backoff.
+	ObjectsTimedOut int64
+	UploadRetries   int64
 
 	// Rejected counts refused batches by cause: the writer's validation
 	// (ErrCorruption, ErrInvalidRecord, ErrRecordTooLarge,
@@ -64,6 +68,7 @@ type writerCounters struct {
 	objectsUploaded, bytesUploaded                    atomic.Int64
 	objectsCommitted, commitErrors, commitNanos       atomic.Int64
 	objectsDeletedUncommitted, objectsKept            atomic.Int64
+	objectsTimedOut, uploadRetries                    atomic.Int64
 	rejectedBy                                        [8]atomic.Int64 // indexed like rejectionCauses
 }
 
@@ -86,6 +91,7 @@ func (w *Writer) Metrics() WriterMetrics {
 		ObjectsCommitted: c.objectsCommitted.Load(), CommitErrors: c.commitErrors.Load(),
 		CommitLatencySum:          time.Duration(c.commitNanos.Load()),
 		ObjectsDeletedUncommitted: c.objectsDeletedUncommitted.Load(), ObjectsKeptUnknown: c.objectsKept.Load(),
+		ObjectsTimedOut: c.objectsTimedOut.Load(), UploadRetries: c.uploadRetries.Load(),
 		Rejected: map[string]int64{},
 	}
 	for i, cause := range rejectionCauses {

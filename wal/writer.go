@@ -38,9 +38,35 @@ type WriterOptions struct {
 	// Inkless: inkless.produce.upload.thread.pool.size.
 	UploadConcurrency int
 	// UploadAttempts is how many times one object's Put is tried (the key
-	// is the writer's own, so a retry is idempotent). Default 3. Inkless:
-	// inkless.produce.max.upload.attempts.
+	// is the writer's own, so a retry is idempotent). Only retriable
+	// store errors are retried (not ErrClosed, ErrInvalidKey,
+	// ErrInvalidArgument, ErrSizeMismatch, nor the object's own
+	// deadline). Default 3. Inkless: inkless.produce.max.upload.attempts.
 	UploadAttempts int
+	// UploadBackoff is the wait before the first retry of a Put; each
+	// later wait doubles, up to UploadMaxBackoff, and each is drawn
+	// uniformly from [d/2, d] of its nominal d (equal jitter), so that
+	// writers failing together do not retry together. Waits run on
+	// Clock and end early at the object's deadline. Default 100 ms.
+	// Kafka: retry.backoff.ms.
+	UploadBackoff time.Duration
+	// UploadMaxBackoff caps the nominal wait; at least UploadBackoff.
+	// Default 1 s. Kafka: retry.backoff.max.ms (KIP-580).
+	UploadMaxBackoff time.Duration
+	// ObjectTimeout is the deadline of one object, counted from its
+	// sealing: reservation, upload with its retries and commit with its
+	// retries must be answered within it. When it passes, the object's
+	// requests fail with a retriable *StorageError wrapping
+	// ErrObjectTimeout (and ErrUploadFailed or ErrCommitFailed), the
+	// calls in flight have their context cancelled, and the committer
+	// goes on with the next object. The object itself is cleaned up in
+	// the background once the call in flight returns: an upload that
+	// was never committed is deleted; after a commit, the control plane
+	// must prove it unregistered first (IsSafeToDeleteObject). A call
+	// that never returns leaves the reservation to the cleaner's
+	// reaper, whose CleanerOptions.ReservationTimeout must therefore
+	// exceed this. Default 30 s. Kafka: request.timeout.ms.
+	ObjectTimeout time.Duration
 	// CommitAttempts is how many times a failed CommitFile is retried
 	// with the same request; a retry of a commit that did happen returns
 	// its first result, so a lost answer costs no data. Default 3.
@@ -74,6 +100,9 @@ const (
 	defaultCommitInterval  = 250 * time.Millisecond
 	defaultUploads         = 8
 	defaultAttempts        = 3
+	defaultUploadBackoff   = 100 * time.Millisecond
+	defaultUploadMaxBack   = time.Second
+	defaultObjectTimeout   = 30 * time.Second
 	defaultMaxMessageBytes = 1048588
 	// maxObjectBytes bounds an object (and every byte range a reader
 	// accepts) so that offsets fit an int on 32-bit platforms, as
@@ -102,6 +131,12 @@ func (o WriterOptions) withDefaults() (WriterOptions, error) {
 	setDefault(&o.UploadConcurrency, defaultUploads)
 	setDefault(&o.UploadAttempts, defaultAttempts)
 	setDefault(&o.CommitAttempts, defaultAttempts)
+	setDefault(&o.UploadBackoff, defaultUploadBackoff)
+	setDefault(&o.UploadMaxBackoff, max(defaultUploadMaxBack, o.UploadBackoff))
+	setDefault(&o.ObjectTimeout, defaultObjectTimeout)
+	if o.UploadMaxBackoff < o.UploadBackoff {
+		return o, invalidf("UploadMaxBackoff %v below UploadBackoff %v", o.UploadMaxBackoff, o.UploadBackoff)
+	}
 	setDefault(&o.MaxMessageBytes, defaultMaxMessageBytes)
 	setDefault(&o.MaxBytesInFlight, defaultMaxBytesInFlight(o))
 	if o.MaxBytes > maxObjectBytes/2 {
@@ -309,6 +344,12 @@ func (w *Writer) rotateLocked() {
 	}
 	w.mu.active = nil
 	obj.timer.Stop()
+	obj.ctx, obj.cancel = context.WithCancel(context.Background())
+	obj.expired = make(chan struct{})
+	obj.deadline = w.opts.Clock.AfterFunc(w.opts.ObjectTimeout, func() {
+		close(obj.expired)
+		obj.cancel()
+	})
 	w.metrics.objectsInFlight.Add(1)
 	w.queue.push(obj)
 	go w.upload(obj)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
@@ -133,6 +134,7 @@ func TestWriterCrash(t *testing.T) {
 	memFS := vfs.NewCrashableMem()
 	store := mem.New(mem.Options{Seed: seed, Faults: mem.FaultConfig{Put: mem.Faults{ErrorRate: 0.15, LostResponseRate: 0.15}}})
 	clock := newFakeClock()
+	clock.fireAtOnceBelow = 5 * time.Second // upload backoffs, not the 30 s deadline
 	topic := wal.TopicID{7}
 	model := &ackModel{acked: map[int32]map[int64]string{}}
 	rng := rand.New(rand.NewPCG(seed, 1))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -25,10 +26,24 @@ import (
 //	uploaded   Store.Put(key) succeeded; uploaded closed
 //	committed  ControlPlane.CommitFile(key) answered
 //	answered   result/err set, done closed
+//
+// From sealing on, the object runs under a deadline (ObjectTimeout): the
+// timer closes expired and cancels ctx, and the committer answers the
+// requests then if the upload or the commit has not answered yet.
 type walObject struct {
 	key        string
 	firstWrite time.Time
 	timer      Timer
+
+	// Set by rotateLocked, before the upload goroutine starts.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	deadline Timer
+	expired  chan struct{} // closed by the deadline timer
+	// abandoned is set by the committer when the deadline passed before
+	// the upload answered: the upload goroutine's fields are not to be
+	// read before uploaded is closed.
+	abandoned bool
 	// reqs and bytes grow under Writer.mu while the object is active and
 	// are immutable once it is sealed.
 	reqs  []*pendingRequest
@@ -91,13 +106,20 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64) {
 }
 
 // upload builds, reserves and stores one sealed object. It runs in its own
-// goroutine, at most UploadConcurrency at once.
+// goroutine, at most UploadConcurrency at once, under the object's
+// deadline: when it passes, obj.ctx is cancelled and the committer stops
+// waiting for this goroutine (see abandonUpload).
 func (w *Writer) upload(obj *walObject) {
 	defer close(obj.uploaded)
-	w.uploads <- struct{}{}
+	select {
+	case w.uploads <- struct{}{}:
+	case <-obj.ctx.Done():
+		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: w.deadlineErr()}
+		return
+	}
 	defer func() { <-w.uploads }()
 	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch)
-	ctx := context.Background()
+	ctx := obj.ctx
 	start := w.opts.Clock.Now()
 	// Reserve first: if this process dies after the Put, the reservation
 	// is what lets the cleaner find and delete the orphan.
@@ -106,19 +128,27 @@ func (w *Writer) upload(obj *walObject) {
 		return
 	}
 	var err error
-	for attempt := 0; attempt < w.opts.UploadAttempts; attempt++ {
+	for attempt := 0; ; attempt++ {
 		// The key is fresh and reserved for this writer, so a retry
 		// after a lost response rewrites the same bytes.
 		err = w.opts.Store.Put(ctx, obj.key, bytes.NewReader(obj.data), int64(len(obj.data)), objstore.PutOptions{})
-		if err == nil || errors.Is(err, objstore.ErrClosed) || errors.Is(err, objstore.ErrInvalidKey) {
+		if err == nil || !retriablePutError(err) || ctx.Err() != nil || attempt+1 >= w.opts.UploadAttempts {
 			break
 		}
+		if !w.sleep(ctx, w.uploadBackoff(attempt)) {
+			break // the deadline came first; err is the last Put's
+		}
+		w.metrics.uploadRetries.Add(1)
 	}
 	obj.uploadDur = w.opts.Clock.Now().Sub(start)
 	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", w.deadlineErr(), err)
+		}
 		// Never committed, so deleting is safe; if the delete fails too,
-		// the reservation expires and the cleaner reaps the object.
-		_ = w.opts.Store.Delete(ctx, obj.key)
+		// the reservation expires and the cleaner reaps the object. Not
+		// under the object's context: it may have ended.
+		_ = w.opts.Store.Delete(context.Background(), obj.key)
 		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
 		return
 	}
@@ -126,9 +156,55 @@ func (w *Writer) upload(obj *walObject) {
 	w.metrics.bytesUploaded.Add(int64(len(obj.data)))
 }
 
+// retriablePutError reports whether a failed Put may succeed if tried
+// again: not when the store is closed, the request is malformed, or the
+// caller's context ended.
+func retriablePutError(err error) bool {
+	for _, perm := range []error{objstore.ErrClosed, objstore.ErrInvalidKey, objstore.ErrInvalidArgument,
+		objstore.ErrSizeMismatch, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, perm) {
+			return false
+		}
+	}
+	return true
+}
+
+// uploadBackoff is the wait before retry attempt+1: a nominal
+// UploadBackoff * 2^attempt capped at UploadMaxBackoff, drawn uniformly
+// from its upper half (equal jitter), so never above the cap.
+func (w *Writer) uploadBackoff(attempt int) time.Duration {
+	d := w.opts.UploadMaxBackoff
+	if attempt < 30 {
+		d = min(d, w.opts.UploadBackoff<<attempt)
+	}
+	half := d / 2
+	return half + time.Duration(rand.Int64N(int64(d-half)+1))
+}
+
+// sleep waits d on the writer's clock; false if ctx ended first.
+func (w *Writer) sleep(ctx context.Context, d time.Duration) bool {
+	ch := make(chan struct{})
+	t := w.opts.Clock.AfterFunc(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+}
+
+func (w *Writer) deadlineErr() error {
+	return fmt.Errorf("%w (%v after sealing)", ErrObjectTimeout, w.opts.ObjectTimeout)
+}
+
 // runCommitter commits the sealed objects one at a time, in sealing order,
 // so that one writer's objects get offsets in the order their requests
-// were buffered (head-of-line blocking by design, as in Inkless).
+// were buffered (head-of-line blocking by design, as in Inkless). An
+// object that misses its deadline is answered then and left to finish in
+// the background, so that a stalled store or control plane delays later
+// objects by at most ObjectTimeout each and never hangs Produce or Close;
+// a commit still in flight then may land after a later object's.
 func (w *Writer) runCommitter() {
 	defer close(w.committerDone)
 	for {
@@ -136,43 +212,108 @@ func (w *Writer) runCommitter() {
 		if !ok {
 			return
 		}
-		<-obj.uploaded
-		if obj.uploadErr != nil {
-			obj.err = obj.uploadErr
-		} else {
-			w.commitObject(obj)
+		select {
+		case <-obj.uploaded:
+		case <-obj.expired:
+		}
+		select {
+		case <-obj.uploaded:
+			if obj.uploadErr != nil {
+				obj.err = obj.uploadErr
+				if errors.Is(obj.err, ErrObjectTimeout) {
+					w.metrics.objectsTimedOut.Add(1)
+				}
+			} else {
+				w.commitObject(obj)
+			}
+		default:
+			w.abandonUpload(obj)
 		}
 		w.finish(obj)
 	}
 }
 
-// commitObject registers an uploaded object. On a failure whose outcome
-// may be a commit, the object is deleted only when the control plane says
-// no committed object has its key.
+// abandonUpload answers an object whose upload missed the deadline. No
+// CommitFile of it is ever sent, so whatever the upload stored is deleted
+// when it returns (if it never returns, the reservation expires and the
+// cleaner reaps the key).
+func (w *Writer) abandonUpload(obj *walObject) {
+	obj.abandoned = true
+	w.metrics.objectsTimedOut.Add(1)
+	obj.err = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: w.deadlineErr()}
+	go func() {
+		<-obj.uploaded
+		if obj.uploadErr != nil {
+			return // upload cleaned up after itself
+		}
+		if err := w.opts.Store.Delete(context.Background(), obj.key); err != nil {
+			w.opts.Logger.Warn("wal: delete of a timed-out upload failed; left to the reaper",
+				zap.String("key", obj.key), zap.Error(err))
+			return
+		}
+		w.metrics.objectsDeletedUncommitted.Add(1)
+	}()
+}
+
+// commitOutcome is what the commit of one object came to.
+type commitOutcome struct {
+	res CommitFileResult
+	err error
+}
+
+// commitObject registers an uploaded object under its deadline. The
+// commit runs in its own goroutine; if the deadline passes first, the
+// requests fail with ErrCommitFailed and ErrObjectTimeout, and that
+// goroutine, once its call returns, takes the failed-commit path itself:
+// the object is deleted only when the control plane proves it is not
+// registered, which is a proof only now that no commit of it is in
+// flight.
 func (w *Writer) commitObject(obj *walObject) {
-	ctx := context.Background()
-	start := w.opts.Clock.Now()
-	res, err := w.commitWithRetries(ctx, obj)
-	if err == nil {
-		err = checkCommitAnswer(obj.commit, res)
+	done := make(chan commitOutcome, 1)
+	go func() {
+		start := w.opts.Clock.Now()
+		res, err := w.commitWithRetries(obj.ctx, obj)
+		if err == nil {
+			err = checkCommitAnswer(obj.commit, res)
+		}
+		w.metrics.commitNanos.Add(int64(w.opts.Clock.Now().Sub(start)))
+		if err != nil {
+			w.metrics.commitErrors.Add(1)
+			// Cleaned up before the answer, so that a caller who sees
+			// the failure sees the store without the object; unless the
+			// deadline passes first.
+			w.afterFailedCommit(obj, err)
+			done <- commitOutcome{err: &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}}
+			return
+		}
+		w.metrics.objectsCommitted.Add(1)
+		if w.opts.Cache != nil && !res.MarkedForDeletion {
+			w.opts.Cache.Put(obj.key, obj.data)
+		}
+		done <- commitOutcome{res: res}
+	}()
+	var out commitOutcome
+	select {
+	case out = <-done:
+	case <-obj.expired:
+		select {
+		case out = <-done: // both ready: the answer wins
+		default:
+			w.metrics.objectsTimedOut.Add(1)
+			obj.err = &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: w.deadlineErr()}
+			return
+		}
 	}
-	w.metrics.commitNanos.Add(int64(w.opts.Clock.Now().Sub(start)))
-	if err != nil {
-		w.metrics.commitErrors.Add(1)
-		obj.err = &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}
-		w.afterFailedCommit(ctx, obj)
+	if out.err != nil {
+		obj.err = out.err
 		return
 	}
-	w.metrics.objectsCommitted.Add(1)
-	for _, b := range res.Batches {
+	for _, b := range out.res.Batches {
 		if b.Err != nil {
 			w.metrics.rejected(b.Err)
 		}
 	}
-	obj.result = res
-	if w.opts.Cache != nil && !res.MarkedForDeletion {
-		w.opts.Cache.Put(obj.key, obj.data)
-	}
+	obj.result = out.res
 }
 
 func (w *Writer) commitWithRetries(ctx context.Context, obj *walObject) (CommitFileResult, error) {
@@ -183,15 +324,19 @@ func (w *Writer) commitWithRetries(ctx context.Context, obj *walObject) (CommitF
 		if err == nil {
 			return res, nil
 		}
-		if errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrObjectKeyReused) {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrObjectKeyReused) || ctx.Err() != nil {
 			break
 		}
 	}
 	return CommitFileResult{}, err
 }
 
-// afterFailedCommit decides the fate of an object whose commit failed.
-func (w *Writer) afterFailedCommit(ctx context.Context, obj *walObject) {
+// afterFailedCommit decides the fate of an object whose commit failed
+// (and returned: no commit of it is in flight). It runs on the commit's
+// goroutine, before the requests are answered unless the deadline passes
+// first, and not under the object's context, which may have ended.
+func (w *Writer) afterFailedCommit(obj *walObject, cause error) {
+	ctx := context.Background()
 	safe, err := w.opts.ControlPlane.IsSafeToDeleteObject(ctx, obj.key)
 	switch {
 	case err != nil:
@@ -202,7 +347,7 @@ func (w *Writer) afterFailedCommit(ctx context.Context, obj *walObject) {
 		// Committed after all: its batches are live and the cleaner
 		// deletes it once they are gone.
 		w.opts.Logger.Warn("wal: commit answer lost but the object is registered; kept",
-			zap.String("key", obj.key), zap.Error(obj.err))
+			zap.String("key", obj.key), zap.Error(cause))
 		w.metrics.objectsKept.Add(1)
 	default:
 		if derr := w.opts.Store.Delete(ctx, obj.key); derr != nil {
@@ -239,8 +384,13 @@ func checkCommitAnswer(req CommitFileRequest, res CommitFileResult) error {
 
 // finish answers an object's requests and frees its budget.
 func (w *Writer) finish(obj *walObject) {
-	info := ObjectInfo{Key: obj.key, Bytes: int64(len(obj.data)), Batches: len(obj.commit.Batches),
-		Requests: len(obj.reqs), UploadDuration: obj.uploadDur}
+	obj.deadline.Stop()
+	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs)}
+	if !obj.abandoned {
+		info.Bytes, info.Batches, info.UploadDuration = int64(len(obj.data)), len(obj.commit.Batches), obj.uploadDur
+		// Nothing of the object's is in flight any more.
+		obj.cancel()
+	}
 	if obj.err != nil {
 		w.opts.Logger.Warn("wal: object failed", zap.String("key", obj.key), zap.Int("requests", len(obj.reqs)), zap.Error(obj.err))
 		if f := w.opts.Listener.ObjectFailed; f != nil {

@@ -131,6 +131,7 @@ func TestWriterCommitOrder(t *testing.T) {
 // nothing is committed and the object is not left in the store.
 func TestWriterUploadFailure(t *testing.T) {
 	e := newEnv(t, 2)
+	e.clock.fireAtOnceBelow = 5 * time.Second // upload backoffs, not the 30 s deadline
 	e.store.SetFaults(mem.FaultConfig{Put: mem.Faults{LostResponseRate: 1}})
 	w := e.writer(wal.WriterOptions{MaxBytes: 1})
 	res, err := w.Produce(e.ctx, []wal.ProduceRequest{
@@ -353,6 +354,7 @@ func TestWriterOptions(t *testing.T) {
 // on the committer goroutine.
 func TestWriterListener(t *testing.T) {
 	e := newEnv(t, 1)
+	e.clock.fireAtOnceBelow = 5 * time.Second // upload backoffs, not the 30 s deadline
 	var committed []wal.ObjectInfo
 	var failed []error
 	w := e.writer(wal.WriterOptions{MaxBytes: 1, Listener: wal.WriterListener{
@@ -373,4 +375,60 @@ func TestWriterListener(t *testing.T) {
 	m := w.Metrics()
 	require.Equal(t, int64(1), m.ObjectsCommitted)
 	require.Equal(t, int64(1), m.ObjectsUploaded)
+}
+
+// TestWriterCommitAfterOrphanReaped: a writer slower than the reaper. Its
+// upload stalls past the reservation timeout; meanwhile the cleaner reaps
+// the key and, a grace period later, forgets its row. Then the upload
+// lands and the commit is refused (ErrObjectReaped): the request fails
+// with a retriable error, the writer deletes the object its late Put
+// created, and nothing serves it (no offsets, no cache entry).
+func TestWriterCommitAfterOrphanReaped(t *testing.T) {
+	e := newEnv(t, 1)
+	gated := newGatedStore(e.store, 1)
+	cache := wal.NewObjectCache(1 << 20)
+	// The deadline is longer than the reservation timeout here: the
+	// same happens to a writer frozen past both (a GC pause, a VM
+	// migration) or to a reaper on a broker whose clock runs ahead.
+	w := e.writer(wal.WriterOptions{Store: gated, MaxBytes: 1, Cache: cache, ObjectTimeout: time.Hour})
+	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 2, "slow")})
+	waitUntil(func() bool { return gated.putsStarted() == 1 })
+
+	c := e.cleaner(wal.CleanerOptions{ReservationTimeout: time.Minute, GracePeriod: time.Minute})
+	e.clock.Advance(time.Minute + time.Millisecond)
+	res, err := c.Run(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, wal.CleanResult{OrphansReaped: 1}, res)
+	e.clock.Advance(time.Minute + time.Millisecond)
+	res, err = c.Run(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, wal.CleanResult{Deleted: 1}, res, "the orphan's row is forgotten")
+
+	gated.open(1)
+	p := <-ch
+	require.NoError(t, p.err)
+	require.ErrorIs(t, p.res[0].Err, wal.ErrCommitFailed)
+	require.ErrorIs(t, p.res[0].Err, wal.ErrObjectReaped)
+	require.True(t, wal.IsRetriable(p.res[0].Err))
+	var se *wal.StorageError
+	require.ErrorAs(t, p.res[0].Err, &se)
+
+	require.Empty(t, e.store.Keys(), "the late upload is deleted")
+	require.Equal(t, int64(1), w.Metrics().ObjectsDeletedUncommitted)
+	_, cached := cache.Get(se.ObjectKey)
+	require.False(t, cached)
+	info, err := e.cp.LogInfo(e.ctx, e.tp(0))
+	require.NoError(t, err)
+	require.Zero(t, info.HighWatermark)
+	r, err := wal.NewReader(wal.ReaderOptions{Store: e.store, ControlPlane: e.cp, Cache: cache})
+	require.NoError(t, err)
+	fetched := fetchAll(t, e, r, 1)
+	require.NoError(t, fetched[0].Err)
+	require.Empty(t, fetched[0].Records)
+
+	// The producer's retry goes into a new object and succeeds.
+	out, err := w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: batch(t, 2, "slow")}})
+	require.NoError(t, err)
+	require.NoError(t, out[0].Err)
+	require.Equal(t, int64(0), out[0].Batches[0].BaseOffset)
 }

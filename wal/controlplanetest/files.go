@@ -106,6 +106,62 @@ func testReservations(e *env) {
 	require.Empty(e.t, e.marked())
 }
 
+// A writer can be slower than the reaper: its reservation expires while
+// its upload or commit is still in flight, the cleaner deletes the key as
+// an orphan and, after the grace period, forgets its row (DeleteFiles).
+// The late CommitFile must fail at every one of those points, with
+// ErrObjectReaped (and ErrObjectKeyReused), and leave no trace: were it
+// to succeed after DeleteFiles, its batches would point into an object
+// the cleaner deleted, and readers would find offsets nobody can read.
+// The control plane must therefore remember reaped keys after it forgets
+// their rows (a tombstone); the key may not be reserved again either.
+func testLateCommitAfterReaped(e *env) {
+	const key = "slow/writer"
+	require.NoError(e.t, e.cp.ReserveObject(e.ctx, key))
+	e.commit(batch(t1p0, 2)) // another writer's object: HW 2
+	e.clock.Advance(time.Hour)
+
+	late := e.request(batch(t1p0, 3))
+	late.ObjectKey = key
+	requireReaped := func(when string) {
+		e.t.Helper()
+		_, err := e.cp.CommitFile(e.ctx, late)
+		require.ErrorIs(e.t, err, wal.ErrObjectReaped, when)
+		require.ErrorIs(e.t, err, wal.ErrObjectKeyReused, when)
+		e.requireLog(t1p0, 0, 2, 0, 2)
+		require.Equal(e.t, "[0,1]", ranges(e.find1(t1p0, 0).Batches), when)
+		safe, err := e.cp.IsSafeToDeleteObject(e.ctx, key)
+		require.NoError(e.t, err)
+		require.True(e.t, safe, "%s: a reaped key holds no committed object", when)
+		require.ErrorIs(e.t, e.cp.ReserveObject(e.ctx, key), wal.ErrObjectKeyReused, when)
+	}
+
+	keys, err := e.cp.ExpireReservations(e.ctx, e.clock.Now(), 0)
+	require.NoError(e.t, err)
+	require.Equal(e.t, []string{key}, keys)
+	requireReaped("after the reservation expired")
+
+	// The cleaner deleted the object; after the grace period it lists
+	// the row again, deletes once more and forgets it.
+	e.clock.Advance(time.Minute)
+	files, err := e.cp.FilesToDelete(e.ctx, e.clock.Now(), 0)
+	require.NoError(e.t, err)
+	require.Len(e.t, files, 1)
+	require.Equal(e.t, key, files[0].ObjectKey)
+	require.NoError(e.t, e.cp.DeleteFiles(e.ctx, []string{key}))
+	require.Empty(e.t, e.marked())
+	requireReaped("after DeleteFiles forgot the row")
+
+	// The tombstone is no reservation and no file: nothing more for the
+	// cleaner to find, ever.
+	e.clock.Advance(24 * time.Hour)
+	keys, err = e.cp.ExpireReservations(e.ctx, e.clock.Now(), 0)
+	require.NoError(e.t, err)
+	require.Empty(e.t, keys)
+	require.Empty(e.t, e.marked())
+	requireReaped("a day later")
+}
+
 func testClosed(e *env) {
 	require.NoError(e.t, e.cp.Close())
 	_, err := e.cp.CommitFile(e.ctx, e.request(batch(t1p0, 1)))

@@ -117,6 +117,7 @@ func Run(t *testing.T, open Opener, opts Options) {
 		{"FilesToDeleteGracePeriod", testFilesToDelete},
 		{"IsSafeToDeleteObject", testIsSafe},
 		{"ReservationsAndOrphans", testReservations},
+		{"LateCommitAfterOrphanReaped", testLateCommitAfterReaped},
 		{"Closed", testClosed},
 		// Property.
 		{"PropertyOffsetsAreCumulativeCounts", func(e *env) { testProperty(e, opts) }},

@@ -26,12 +26,23 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 		if f.found {
 			// A retry answers as the first commit did; anything else
 			// under this key is a different object.
-			if f.row.Reason != reasonProduce || f.row.Digest != digest {
-				return fmt.Errorf("%w: %q is already registered with other content (or was reaped as an orphan)",
-					wal.ErrObjectKeyReused, req.ObjectKey)
+			if f.row.Reason == reasonOrphan {
+				return errReaped(req.ObjectKey)
+			}
+			if f.row.Digest != digest {
+				return fmt.Errorf("%w: %q is already registered with other content", wal.ErrObjectKeyReused, req.ObjectKey)
 			}
 			res = resultsOf(&req, &f.row)
 			return nil
+		}
+		// An orphan reaped and forgotten keeps its tombstone: without it
+		// a writer slower than the reaper would register batches in an
+		// object the cleaner deleted.
+		if reaped, err := get(tx.b, tombstoneKey(req.ObjectKey), func([]byte) error { return nil }); err != nil || reaped {
+			if err != nil {
+				return err
+			}
+			return errReaped(req.ObjectKey)
 		}
 		f.found, f.dirty = true, true
 		f.row = fileRow{State: fileUploaded, Reason: reasonProduce, BrokerID: req.BrokerID,
@@ -57,6 +68,11 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 		return wal.CommitFileResult{}, err
 	}
 	return res, nil
+}
+
+// errReaped is CommitFile's answer for a key reaped as an orphan.
+func errReaped(key string) error {
+	return fmt.Errorf("%w (%w): %q: its reservation expired before the commit", wal.ErrObjectReaped, wal.ErrObjectKeyReused, key)
 }
 
 // commitBatch decides one batch: unknown partition, the producer check,

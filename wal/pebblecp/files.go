@@ -28,12 +28,16 @@ func (cp *ControlPlane) ReserveObject(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		found, err := get(tx.b, reservationKey(key), func([]byte) error { return nil })
+		reserved, err := get(tx.b, reservationKey(key), func([]byte) error { return nil })
 		if err != nil {
 			return err
 		}
-		if f.found || found {
-			return fmt.Errorf("%w: %q is already reserved or registered", wal.ErrObjectKeyReused, key)
+		reaped, err := get(tx.b, tombstoneKey(key), func([]byte) error { return nil })
+		if err != nil {
+			return err
+		}
+		if f.found || reserved || reaped {
+			return fmt.Errorf("%w: %q is already reserved, registered or reaped", wal.ErrObjectKeyReused, key)
 		}
 		return tx.b.Set(reservationKey(key), encodeReservation(tx.nowMs), nil)
 	})
@@ -65,7 +69,8 @@ func (cp *ControlPlane) ExpireReservations(ctx context.Context, reservedBefore t
 		for _, k := range keys {
 			// The orphan becomes an object marked for deletion: the
 			// cleaner deletes it after the grace period, and a late
-			// CommitFile of the key fails (ErrObjectKeyReused).
+			// CommitFile of the key fails (ErrObjectReaped), now and
+			// after DeleteFiles (which leaves a tombstone).
 			f, err := tx.file(k)
 			if err != nil {
 				return err
@@ -144,6 +149,15 @@ func (cp *ControlPlane) DeleteFiles(ctx context.Context, keys []string) error {
 			}
 			if err := tx.b.Delete(fileKey(k), nil); err != nil {
 				return err
+			}
+			if f.row.Reason == reasonOrphan {
+				// A writer that reserved the key may still be uploading
+				// it: the tombstone keeps its commit failing for ever.
+				// One small row per reaped orphan; orphans come from
+				// crashes and failed uploads only, so they stay few.
+				if err := tx.b.Set(tombstoneKey(k), encodeReservation(tx.nowMs), nil); err != nil {
+					return err
+				}
 			}
 			delete(tx.files, k)
 		}

@@ -19,6 +19,7 @@ import (
 //	'F' objectKey                                    object (file) row
 //	'D' markedAtMs u64 objectKey                     deletion queue (empty value)
 //	'R' objectKey                                    reservation (reserved-at ms)
+//	'T' objectKey                                    tombstone of a reaped orphan (forgotten-at ms)
 const (
 	keyVersion = "\x00tierlog-wal-control-plane-version"
 
@@ -28,6 +29,7 @@ const (
 	tagFile        = 'F'
 	tagDeleteQueue = 'D'
 	tagReservation = 'R'
+	tagTombstone   = 'T'
 
 	formatVersion = 1
 )
@@ -56,6 +58,10 @@ func producerKey(tp wal.TopicIDPartition, producerID int64) []byte {
 func fileKey(objectKey string) []byte { return append([]byte{tagFile}, objectKey...) }
 
 func reservationKey(objectKey string) []byte { return append([]byte{tagReservation}, objectKey...) }
+
+// tombstoneKey marks a key whose orphan was reaped and whose object row
+// DeleteFiles forgot: the key may never be registered again.
+func tombstoneKey(objectKey string) []byte { return append([]byte{tagTombstone}, objectKey...) }
 
 func deleteQueueKey(markedAtMs int64, objectKey string) []byte {
 	k := binary.BigEndian.AppendUint64([]byte{tagDeleteQueue}, uint64(markedAtMs))

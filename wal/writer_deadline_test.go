@@ -1,0 +1,244 @@
+package wal_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/remote/objstore"
+	"github.com/tierlog/tierlog/wal"
+)
+
+// stallStore makes chosen Puts (by number, from 1) fail or stall. A
+// stalled Put waits for its gate, or, with honourContext, for its
+// context to end.
+type stallStore struct {
+	objstore.Store
+	honourContext bool
+	mu            sync.Mutex
+	puts          int
+	fail          map[int]error
+	gates         map[int]chan struct{}
+}
+
+func newStallStore(s objstore.Store) *stallStore {
+	return &stallStore{Store: s, fail: map[int]error{}, gates: map[int]chan struct{}{}}
+}
+
+func (s *stallStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts objstore.PutOptions) error {
+	s.mu.Lock()
+	s.puts++
+	n := s.puts
+	err, gate := s.fail[n], s.gates[n]
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if gate != nil {
+		if s.honourContext {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		} else {
+			<-gate
+			ctx = context.Background() // the stall ignored the context
+		}
+	}
+	return s.Store.Put(ctx, key, r, size, opts)
+}
+
+func (s *stallStore) putCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.puts
+}
+
+// shortTimers returns the pending timers of the clock shorter than a
+// second: the upload backoffs (the deadline is 30 s).
+func shortTimers(c *fakeClock) []time.Duration {
+	var out []time.Duration
+	for _, d := range c.pending() {
+		if d < time.Second {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// TestWriterUploadBackoff: a Put that fails with a retriable error is
+// retried after a wait on the writer's clock, doubling from
+// UploadBackoff, capped at UploadMaxBackoff, jittered within [d/2, d]; a
+// permanent error is not retried.
+func TestWriterUploadBackoff(t *testing.T) {
+	e := newEnv(t, 1)
+	store := newStallStore(e.store)
+	errFlaky := errors.New("503 slow down")
+	store.fail[1], store.fail[2] = errFlaky, errFlaky
+	w := e.writer(wal.WriterOptions{Store: store, MaxBytes: 1, UploadAttempts: 3,
+		UploadBackoff: 100 * time.Millisecond, UploadMaxBackoff: 150 * time.Millisecond})
+	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "b")})
+
+	for i, bounds := range [][2]time.Duration{{50 * time.Millisecond, 100 * time.Millisecond}, {75 * time.Millisecond, 150 * time.Millisecond}} {
+		waitUntil(func() bool { return len(shortTimers(e.clock)) == 1 })
+		d := shortTimers(e.clock)[0]
+		require.GreaterOrEqual(t, d, bounds[0], "retry %d", i+1)
+		require.LessOrEqual(t, d, bounds[1], "retry %d", i+1)
+		require.Equal(t, i+1, store.putCount(), "no retry before the wait is over")
+		e.clock.Advance(d)
+	}
+	p := <-ch
+	require.NoError(t, p.err)
+	require.NoError(t, p.res[0].Err)
+	require.Equal(t, 3, store.putCount())
+	require.Equal(t, int64(2), w.Metrics().UploadRetries)
+
+	// A permanent error is answered at once.
+	store.fail[4] = fmt.Errorf("bad: %w", objstore.ErrInvalidArgument)
+	res, err := w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: batch(t, 1, "c")}})
+	require.NoError(t, err)
+	require.ErrorIs(t, res[0].Err, wal.ErrUploadFailed)
+	require.ErrorIs(t, res[0].Err, objstore.ErrInvalidArgument)
+	require.Equal(t, 4, store.putCount())
+	require.Equal(t, int64(2), w.Metrics().UploadRetries)
+}
+
+// TestWriterUploadBackoffBounds: every draw lies in the upper half of the
+// nominal wait (UploadBackoff doubled per attempt, capped), and draws
+// differ (there is jitter).
+func TestWriterUploadBackoffBounds(t *testing.T) {
+	e := newEnv(t, 1)
+	w := e.writer(wal.WriterOptions{UploadBackoff: 10 * time.Millisecond, UploadMaxBackoff: time.Second})
+	for attempt := range 70 {
+		nominal := min(time.Second, 10*time.Millisecond<<min(attempt, 30))
+		seen := map[time.Duration]bool{}
+		for range 50 {
+			d := w.UploadBackoffForTesting(attempt)
+			require.GreaterOrEqual(t, d, nominal/2, "attempt %d", attempt)
+			require.LessOrEqual(t, d, nominal, "attempt %d", attempt)
+			seen[d] = true
+		}
+		require.Greater(t, len(seen), 1, "attempt %d: no jitter", attempt)
+	}
+}
+
+// requireTimedOut checks one request's answer at the deadline.
+func requireTimedOut(t *testing.T, r wal.ProduceResult, stage error) {
+	t.Helper()
+	require.ErrorIs(t, r.Err, stage)
+	require.ErrorIs(t, r.Err, wal.ErrObjectTimeout)
+	require.True(t, wal.IsRetriable(r.Err))
+	var se *wal.StorageError
+	require.ErrorAs(t, r.Err, &se)
+}
+
+// TestWriterUploadDeadline: a Put that stalls does not hang Produce or
+// Close. At ObjectTimeout the request fails (ErrUploadFailed,
+// ErrObjectTimeout), no commit is ever sent for the object, and what the
+// stalled Put stores in the end is deleted.
+func TestWriterUploadDeadline(t *testing.T) {
+	for _, honour := range []bool{true, false} {
+		t.Run(fmt.Sprintf("put-honours-context=%v", honour), func(t *testing.T) {
+			e := newEnv(t, 1)
+			store := newStallStore(e.store)
+			store.honourContext = honour
+			store.gates[1] = make(chan struct{})
+			cp := &faultCP{ControlPlane: e.cp}
+			w := e.writer(wal.WriterOptions{Store: store, ControlPlane: cp, MaxBytes: 1, ObjectTimeout: 10 * time.Second})
+			ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "stall")})
+			waitUntil(func() bool { return store.putCount() == 1 })
+			e.clock.Advance(10 * time.Second)
+			p := <-ch
+			require.NoError(t, p.err)
+			requireTimedOut(t, p.res[0], wal.ErrUploadFailed)
+			require.Equal(t, int64(1), w.Metrics().ObjectsTimedOut)
+
+			// The writer goes on: the next object commits at offset 0.
+			res, err := w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: batch(t, 1, "next")}})
+			require.NoError(t, err)
+			require.NoError(t, res[0].Err)
+			require.Equal(t, int64(0), res[0].Batches[0].BaseOffset)
+			require.NoError(t, w.Close(), "Close does not wait for the stalled Put")
+
+			close(store.gates[1])
+			if !honour {
+				// The Put stores the object after all; it is deleted.
+				waitUntil(func() bool { return w.Metrics().ObjectsDeletedUncommitted == 1 })
+			}
+			require.Len(t, e.store.Keys(), 1, "only the next object is left")
+			require.Len(t, cp.commitKeys(), 1, "no commit of the timed-out object")
+		})
+	}
+}
+
+// TestWriterCommitDeadline: a CommitFile that stalls (ignoring its
+// context) does not hang Produce or Close: at ObjectTimeout the request
+// fails (ErrCommitFailed, ErrObjectTimeout) and the committer goes on.
+// When the stalled call returns at last, a failed commit leads to the
+// proven-not-registered cleanup (the object is deleted), a commit that
+// happened after all keeps its object.
+func TestWriterCommitDeadline(t *testing.T) {
+	for _, lands := range []bool{false, true} {
+		t.Run(fmt.Sprintf("commit-lands-late=%v", lands), func(t *testing.T) {
+			e := newEnv(t, 1)
+			cp := &faultCP{ControlPlane: e.cp}
+			gate, started, returned := make(chan struct{}), make(chan string, 1), make(chan struct{})
+			var first sync.Once
+			cp.commit = func(ctx context.Context, req wal.CommitFileRequest) (wal.CommitFileResult, error) {
+				stall := false
+				first.Do(func() { stall = true })
+				if !stall {
+					return e.cp.CommitFile(ctx, req)
+				}
+				defer close(returned)
+				started <- req.ObjectKey
+				<-gate
+				if lands {
+					return e.cp.CommitFile(context.Background(), req)
+				}
+				return wal.CommitFileResult{}, errors.New("connection reset")
+			}
+			w := e.writer(wal.WriterOptions{ControlPlane: cp, MaxBytes: 1, ObjectTimeout: 10 * time.Second})
+			ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 2, "stall")})
+			stalledKey := <-started
+			e.clock.Advance(10 * time.Second)
+			p := <-ch
+			require.NoError(t, p.err)
+			requireTimedOut(t, p.res[0], wal.ErrCommitFailed)
+
+			res, err := w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: batch(t, 1, "next")}})
+			require.NoError(t, err)
+			require.NoError(t, res[0].Err, "the committer went on")
+			require.Equal(t, int64(0), res[0].Batches[0].BaseOffset, "the stalled object has no offsets yet")
+			require.NoError(t, w.Close(), "Close does not wait for the stalled commit")
+
+			close(gate)
+			<-returned
+			safe := func() bool {
+				s, err := e.cp.IsSafeToDeleteObject(e.ctx, stalledKey)
+				require.NoError(t, err)
+				return s
+			}
+			if lands {
+				require.False(t, safe())
+				// Registered after all: kept, its batch readable at [1, 2].
+				info, err := e.cp.LogInfo(e.ctx, e.tp(0))
+				require.NoError(t, err)
+				require.Equal(t, int64(3), info.HighWatermark)
+				require.Contains(t, e.store.Keys(), stalledKey)
+			} else {
+				waitUntil(func() bool { return w.Metrics().ObjectsDeletedUncommitted == 1 })
+				require.True(t, safe())
+				require.NotContains(t, e.store.Keys(), stalledKey)
+				require.Len(t, e.store.Keys(), 1)
+			}
+		})
+	}
+}
