@@ -192,6 +192,7 @@ func (w *Writer) Produce(ctx context.Context, reqs []ProduceRequest) ([]ProduceR
 	select {
 	case <-obj.done:
 	case <-ctx.Done():
+		obj.detach(checked)
 		return nil, ctx.Err()
 	}
 	for _, pr := range checked {

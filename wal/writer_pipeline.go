@@ -34,6 +34,12 @@ type walObject struct {
 	reqs  []*pendingRequest
 	bytes int64
 
+	// buildMu orders build, which copies the requests' bytes (the
+	// callers' own) into data, against detach, by which a caller that
+	// leaves before that takes its bytes back. built is set under it.
+	buildMu sync.Mutex
+	built   bool
+
 	// Written by the upload goroutine before uploaded is closed.
 	data      []byte
 	commit    CommitFileRequest
@@ -66,6 +72,9 @@ func newWALObject(key string, now time.Time) *walObject {
 // ObjectBuilder.Build sorts its batches) so that each request's batches
 // are a known, contiguous slice of the commit list.
 func (o *walObject) build(brokerID int32, brokerEpoch int64) {
+	o.buildMu.Lock()
+	defer o.buildMu.Unlock()
+	o.built = true
 	reqs := slices.Clone(o.reqs)
 	slices.SortStableFunc(reqs, func(a, b *pendingRequest) int {
 		if c := bytes.Compare(a.req.partition.TopicID[:], b.req.partition.TopicID[:]); c != 0 {
@@ -88,6 +97,20 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64) {
 	o.data = data
 	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(data)),
 		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: batches}
+}
+
+// detach gives reqs private copies of their bytes unless the object has
+// copied them already: Produce calls it before it returns early, so that
+// the writer never reads a caller's buffer after the call.
+func (o *walObject) detach(reqs []*pendingRequest) {
+	o.buildMu.Lock()
+	defer o.buildMu.Unlock()
+	if o.built {
+		return
+	}
+	for _, pr := range reqs {
+		pr.req = pr.req.clone()
+	}
 }
 
 // upload builds, reserves and stores one sealed object. It runs in its own
