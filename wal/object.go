@@ -135,7 +135,11 @@ func comparePartitions(a, b TopicIDPartition) int {
 // returns the object's bytes and the CommitFile batches that describe it.
 // Each batch's bytes are copied once, into a buffer that is not zeroed
 // first (bytes.Join): the object is the only copy the writer makes.
-func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) {
+func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) { return o.buildInto(nil) }
+
+// buildInto is Build into dst[:0] when its capacity holds the object (a
+// reused buffer), else into a new buffer.
+func (o *ObjectBuilder) buildInto(dst []byte) ([]byte, []CommitBatch) {
 	entries := slices.Clone(o.entries)
 	slices.SortStableFunc(entries, func(a, b objectEntry) int { return comparePartitions(a.tp, b.tp) })
 	parts := make([][]byte, 0, len(entries)+1)
@@ -160,7 +164,15 @@ func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) {
 	footer = append(footer, objectMagic...)
 	footer = binary.BigEndian.AppendUint32(footer, batchesCRC)
 	footer = binary.BigEndian.AppendUint32(footer, crc32.Checksum(footer, objectCRC))
-	return bytes.Join(append(parts, footer), nil), batches
+	parts = append(parts, footer)
+	if size := int(pos) + len(footer); cap(dst) >= size {
+		dst = dst[:0]
+		for _, p := range parts {
+			dst = append(dst, p...)
+		}
+		return dst, batches
+	}
+	return bytes.Join(parts, nil), batches
 }
 
 func appendRun(dst []byte, tp TopicIDPartition, count uint32, offset, length int64) []byte {

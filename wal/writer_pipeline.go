@@ -71,7 +71,7 @@ func newWALObject(key string, now time.Time) *walObject {
 // and the bytes never disagree. The requests are sorted here (stably, as
 // ObjectBuilder.Build sorts its batches) so that each request's batches
 // are a known, contiguous slice of the commit list.
-func (o *walObject) build(brokerID int32, brokerEpoch int64) {
+func (o *walObject) build(brokerID int32, brokerEpoch int64, buf []byte) {
 	o.buildMu.Lock()
 	defer o.buildMu.Unlock()
 	o.built = true
@@ -93,7 +93,7 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64) {
 			n++
 		}
 	}
-	data, batches := ob.Build()
+	data, batches := ob.buildInto(buf)
 	o.data = data
 	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(data)),
 		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: batches}
@@ -119,7 +119,7 @@ func (w *Writer) upload(obj *walObject) {
 	defer close(obj.uploaded)
 	w.uploads <- struct{}{}
 	defer func() { <-w.uploads }()
-	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch)
+	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer())
 	ctx := context.Background()
 	start := w.opts.Clock.Now()
 	// Reserve first: if this process dies after the Put, the reservation
@@ -274,6 +274,31 @@ func (w *Writer) finish(obj *walObject) {
 	}
 	close(obj.done)
 	w.release(obj)
+	w.recycle(obj)
+}
+
+// buffer returns a used object buffer to build into, or nil. Buffers are
+// reused only without a Cache, which keeps the objects it is given.
+func (w *Writer) buffer() []byte {
+	if w.opts.Cache != nil {
+		return nil
+	}
+	if p, ok := w.buffers.Get().(*[]byte); ok {
+		return *p
+	}
+	return nil
+}
+
+// recycle keeps an answered object's buffer for a later build: only
+// after a Put that succeeded (a failed one may still be reading it), and
+// only without a Cache.
+func (w *Writer) recycle(obj *walObject) {
+	if w.opts.Cache != nil || obj.uploadErr != nil || obj.data == nil {
+		return
+	}
+	data := obj.data[:0]
+	obj.data = nil
+	w.buffers.Put(&data)
 }
 
 // commitQueue holds the sealed objects in sealing order. It is unbounded:
