@@ -180,6 +180,12 @@ func benchProduceWriter(b *testing.B, e *benchEnv, batchBytes int, partitions in
 	mean := m.BytesUploaded / m.ObjectsUploaded
 	b.ReportMetric(float64(mean)/(1<<20), "MiB/object")
 	b.ReportMetric(float64(m.BackPressureWaits)/float64(b.N), "waits/op")
+	if m.ObjectsCommitted > 0 {
+		// Commits run one at a time, in order: commit-busy near 1 means
+		// the committer, not the uploads, sets the pace.
+		b.ReportMetric(float64(m.CommitLatencySum.Microseconds())/1e3/float64(m.ObjectsCommitted), "commit-ms")
+		b.ReportMetric(m.CommitLatencySum.Seconds()/elapsed.Seconds(), "commit-busy")
+	}
 	return produceRun{objectBytes: mean, mbs: float64(b.N) * float64(len(data)) / elapsed.Seconds() / 1e6}
 }
 
