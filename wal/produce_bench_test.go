@@ -84,7 +84,8 @@ func (s benchStore) env(b *testing.B, partitions int32) *benchEnv {
 // test server, and compares each run with a raw objstore Put into the
 // same kind of store of the same bytes in objects of the size the writer
 // made, with as many Puts at once as the writer's upload slots. One op is
-// one batch; MB/s counts batch bytes. The raw-put line also reports the
+// one batch (for the raw put, a batch's worth of bytes); MB/s counts
+// batch bytes. The raw-put line also reports the
 // writer's MB/s divided by its own ("writer/raw"). -short keeps 1 and
 // 1024 partitions.
 func BenchmarkProduce(b *testing.B) {
@@ -106,7 +107,7 @@ func BenchmarkProduce(b *testing.B) {
 						if size == 0 {
 							size = int64(batchBytes) // the writer sub-benchmark was filtered out
 						}
-						raw := benchRawPut(b, st.env(b, 1), size, benchUploads)
+						raw := benchRawPut(b, st.env(b, 1), size, batchBytes, benchUploads)
 						if writer.mbs > 0 && raw > 0 {
 							b.ReportMetric(writer.mbs/raw, "writer/raw")
 						}
@@ -189,23 +190,25 @@ func benchProduceWriter(b *testing.B, e *benchEnv, batchBytes int, partitions in
 	return produceRun{objectBytes: mean, mbs: float64(b.N) * float64(len(data)) / elapsed.Seconds() / 1e6}
 }
 
-// benchRawPut is the baseline: b.N Puts of objects of objectBytes under
-// fresh WAL keys, uploads at a time, reported per batch-equivalent byte
-// through SetBytes(objectBytes). It returns its MB/s.
-func benchRawPut(b *testing.B, e *benchEnv, objectBytes int64, uploads int) float64 {
+// benchRawPut is the baseline: the bytes of b.N batches of batchBytes as
+// Puts of objects of objectBytes under fresh WAL keys (at least one),
+// uploads at a time, so that one op is again one batch's worth. It
+// returns its MB/s.
+func benchRawPut(b *testing.B, e *benchEnv, objectBytes int64, batchBytes, uploads int) float64 {
 	data := bytes.Repeat([]byte{0xa5}, int(objectBytes))
 	ctx := context.Background()
 	var lat latencies
 	var next atomic.Int64
 	var failed atomic.Value
-	b.SetBytes(objectBytes)
+	puts := max(1, int64(b.N)*int64(batchBytes)/objectBytes)
+	b.SetBytes(puts * objectBytes / int64(b.N))
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range uploads {
 		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= puts {
 				t0 := time.Now()
 				if err := e.store.Put(ctx, wal.NewObjectKey("wal"), bytes.NewReader(data), objectBytes, objstore.PutOptions{}); err != nil {
 					failed.Store(err)
@@ -223,5 +226,5 @@ func benchRawPut(b *testing.B, e *benchEnv, objectBytes int64, uploads int) floa
 	}
 	lat.report(b, "put", "ms")
 	b.ReportMetric(float64(objectBytes)/(1<<20), "MiB/object")
-	return float64(b.N) * float64(objectBytes) / elapsed.Seconds() / 1e6
+	return float64(puts) * float64(objectBytes) / elapsed.Seconds() / 1e6
 }
