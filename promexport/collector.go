@@ -3,6 +3,7 @@ package promexport
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
 )
 
 // Errors returned by the Collector's Add methods. Test for them with
@@ -38,10 +40,30 @@ type RebuildSource interface {
 	Metrics() tierstate.MachineMetrics
 }
 
+// WALWriterSource is what the Collector reads of a WAL writer.
+// *wal.Writer satisfies it.
+type WALWriterSource interface{ Metrics() wal.WriterMetrics }
+
+// WALReaderSource is what the Collector reads of a WAL reader.
+// *wal.Reader satisfies it.
+type WALReaderSource interface{ Metrics() wal.ReaderMetrics }
+
+// WALCacheSource is what the Collector reads of a WAL object cache.
+// *wal.ObjectCache satisfies it.
+type WALCacheSource interface{ Metrics() wal.CacheMetrics }
+
+// WALCleanerSource is what the Collector reads of a WAL file cleaner.
+// *wal.Cleaner satisfies it.
+type WALCleanerSource interface{ Metrics() wal.CleanerMetrics }
+
 var (
-	_ LogSource     = (*log.UnifiedLog)(nil)
-	_ RemoteSource  = (*remote.Manager)(nil)
-	_ RebuildSource = (*tierstate.Machine)(nil)
+	_ LogSource        = (*log.UnifiedLog)(nil)
+	_ RemoteSource     = (*remote.Manager)(nil)
+	_ RebuildSource    = (*tierstate.Machine)(nil)
+	_ WALWriterSource  = (*wal.Writer)(nil)
+	_ WALReaderSource  = (*wal.Reader)(nil)
+	_ WALCacheSource   = (*wal.ObjectCache)(nil)
+	_ WALCleanerSource = (*wal.Cleaner)(nil)
 )
 
 type partitionKey struct {
@@ -59,9 +81,13 @@ type partitionKey struct {
 type Collector struct {
 	mu struct {
 		sync.Mutex
-		logs     map[partitionKey]LogSource
-		remote   RemoteSource // nil: none
-		machines map[string]RebuildSource
+		logs        map[partitionKey]LogSource
+		remote      RemoteSource // nil: none
+		machines    map[string]RebuildSource
+		walWriters  map[string]WALWriterSource
+		walReaders  map[string]WALReaderSource
+		walCaches   map[string]WALCacheSource
+		walCleaners map[string]WALCleanerSource
 	}
 }
 
@@ -72,6 +98,10 @@ func NewCollector() *Collector {
 	c := &Collector{}
 	c.mu.logs = map[partitionKey]LogSource{}
 	c.mu.machines = map[string]RebuildSource{}
+	c.mu.walWriters = map[string]WALWriterSource{}
+	c.mu.walReaders = map[string]WALReaderSource{}
+	c.mu.walCaches = map[string]WALCacheSource{}
+	c.mu.walCleaners = map[string]WALCleanerSource{}
 	return c
 }
 
@@ -119,6 +149,42 @@ func (c *Collector) AddMachine(fetcher string, src RebuildSource) error {
 // RemoveMachine unregisters the rebuild machine of fetcher, if registered.
 func (c *Collector) RemoveMachine(fetcher string) { removeNamed(c, c.mu.machines, fetcher) }
 
+// AddWALWriter registers a WAL writer; its metrics carry the label
+// writer=<name>.
+func (c *Collector) AddWALWriter(name string, src WALWriterSource) error {
+	return addNamed(c, c.mu.walWriters, "WAL writer", name, src)
+}
+
+// RemoveWALWriter unregisters the WAL writer name, if registered.
+func (c *Collector) RemoveWALWriter(name string) { removeNamed(c, c.mu.walWriters, name) }
+
+// AddWALReader registers a WAL reader; its metrics carry the label
+// reader=<name>.
+func (c *Collector) AddWALReader(name string, src WALReaderSource) error {
+	return addNamed(c, c.mu.walReaders, "WAL reader", name, src)
+}
+
+// RemoveWALReader unregisters the WAL reader name, if registered.
+func (c *Collector) RemoveWALReader(name string) { removeNamed(c, c.mu.walReaders, name) }
+
+// AddWALCache registers a WAL object cache; its metrics carry the label
+// cache=<name>.
+func (c *Collector) AddWALCache(name string, src WALCacheSource) error {
+	return addNamed(c, c.mu.walCaches, "WAL object cache", name, src)
+}
+
+// RemoveWALCache unregisters the WAL object cache name, if registered.
+func (c *Collector) RemoveWALCache(name string) { removeNamed(c, c.mu.walCaches, name) }
+
+// AddWALCleaner registers a WAL file cleaner; its metrics carry the label
+// cleaner=<name>.
+func (c *Collector) AddWALCleaner(name string, src WALCleanerSource) error {
+	return addNamed(c, c.mu.walCleaners, "WAL cleaner", name, src)
+}
+
+// RemoveWALCleaner unregisters the WAL cleaner name, if registered.
+func (c *Collector) RemoveWALCleaner(name string) { removeNamed(c, c.mu.walCleaners, name) }
+
 func addNamed[S any](c *Collector, m map[string]S, what, name string, src S) error {
 	if name == "" || isNil(src) {
 		return fmt.Errorf("%w: %s %q", ErrInvalidArgument, what, name)
@@ -145,11 +211,15 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	remoteTable.describe(ch)
 	remotePartitionTable.describe(ch)
 	rebuildTable.describe(ch)
+	walWriterTable.describe(ch)
+	walReaderTable.describe(ch)
+	walCacheTable.describe(ch)
+	walCleanerTable.describe(ch)
 }
 
 // Collect reads every registered source's snapshot and emits it.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	logs, mgr, machines := c.sources()
+	logs, mgr, machines, w := c.sources()
 	for _, l := range logs {
 		m := l.src.Metrics()
 		logTable.collect(ch, &m, l.key.topic, strconv.Itoa(int(l.key.partition)))
@@ -165,6 +235,26 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		m := machines[name].Metrics()
 		rebuildTable.collect(ch, &m, name)
 	}
+	collectNamed(ch, w.writers, walWriterTable)
+	collectNamed(ch, w.readers, walReaderTable)
+	collectNamed(ch, w.caches, walCacheTable)
+	collectNamed(ch, w.cleaners, walCleanerTable)
+}
+
+// collectNamed emits each named source's snapshot, labelled by its name.
+func collectNamed[M any, S interface{ Metrics() M }](ch chan<- prometheus.Metric, srcs map[string]S, t *table[M]) {
+	for _, name := range sortedKeys(srcs) {
+		m := srcs[name].Metrics()
+		t.collect(ch, &m, name)
+	}
+}
+
+// walSources are the WAL registrations copied for a scrape.
+type walSources struct {
+	writers  map[string]WALWriterSource
+	readers  map[string]WALReaderSource
+	caches   map[string]WALCacheSource
+	cleaners map[string]WALCleanerSource
 }
 
 type logEntry struct {
@@ -174,18 +264,16 @@ type logEntry struct {
 
 // sources copies the registrations, so that the snapshots are read with
 // the mutex released (a source's Metrics takes the source's own locks).
-func (c *Collector) sources() ([]logEntry, RemoteSource, map[string]RebuildSource) {
+func (c *Collector) sources() ([]logEntry, RemoteSource, map[string]RebuildSource, walSources) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	logs := make([]logEntry, 0, len(c.mu.logs))
 	for k, s := range c.mu.logs {
 		logs = append(logs, logEntry{k, s})
 	}
-	machines := make(map[string]RebuildSource, len(c.mu.machines))
-	for k, s := range c.mu.machines {
-		machines[k] = s
-	}
-	return logs, c.mu.remote, machines
+	w := walSources{writers: maps.Clone(c.mu.walWriters), readers: maps.Clone(c.mu.walReaders),
+		caches: maps.Clone(c.mu.walCaches), cleaners: maps.Clone(c.mu.walCleaners)}
+	return logs, c.mu.remote, maps.Clone(c.mu.machines), w
 }
 
 // isNil reports whether src is nil or a nil pointer in an interface (a

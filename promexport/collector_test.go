@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/promexport"
+	"github.com/tierlog/tierlog/wal"
 )
 
 func newTestEnv(t *testing.T) *env {
@@ -27,6 +28,10 @@ func registered(t *testing.T, e *env) (*promexport.Collector, *prometheus.Regist
 	require.NoError(t, c.AddLog(testTP.Topic, testTP.Partition, e.log))
 	c.SetRemote(e.mgr)
 	require.NoError(t, c.AddMachine("fetcher-0", e.mach))
+	require.NoError(t, c.AddWALWriter("wal", e.wal.writer))
+	require.NoError(t, c.AddWALReader("wal", e.wal.reader))
+	require.NoError(t, c.AddWALCache("wal", e.wal.cache))
+	require.NoError(t, c.AddWALCleaner("wal", e.wal.cleaner))
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(c))
 	return c, reg
@@ -141,6 +146,7 @@ func TestMetricNamesLint(t *testing.T) {
 	e := newTestEnv(t)
 	require.NoError(t, e.produce(1, 1))
 	require.NoError(t, e.copyAndRebuild())
+	require.NoError(t, e.wal.produce(1))
 	_, reg := registered(t, e)
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
@@ -184,9 +190,19 @@ func TestRegistration(t *testing.T) {
 	require.ErrorIs(t, c.AddMachine("fetcher-1", nil), promexport.ErrInvalidArgument)
 	require.Equal(t, 1, testutil.CollectAndCount(c, "tierlog_log_log_end_offset"))
 
+	require.ErrorIs(t, c.AddWALWriter("wal", e.wal.writer), promexport.ErrDuplicate)
+	require.ErrorIs(t, c.AddWALReader("", e.wal.reader), promexport.ErrInvalidArgument)
+	var nilCache *wal.ObjectCache
+	require.ErrorIs(t, c.AddWALCache("other", nilCache), promexport.ErrInvalidArgument)
+	require.ErrorIs(t, c.AddWALCleaner("other", nil), promexport.ErrInvalidArgument)
+
 	c.RemoveLog(testTP.Topic, testTP.Partition)
 	c.RemoveMachine("fetcher-0")
 	c.SetRemote(nil)
+	c.RemoveWALWriter("wal")
+	c.RemoveWALReader("wal")
+	c.RemoveWALCache("wal")
+	c.RemoveWALCleaner("wal")
 	require.Zero(t, testutil.CollectAndCount(c))
 	fams, err := reg.Gather()
 	require.NoError(t, err)
@@ -218,3 +234,60 @@ func TestConcurrentRegistration(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// TestScrapeWAL: the WAL's writer, reader, cache and cleaner show their
+// snapshots with exact values, the rejected batches by Kafka error code.
+func TestScrapeWAL(t *testing.T) {
+	e := newTestEnv(t)
+	require.NoError(t, e.wal.produce(2))
+	_, reg := registered(t, e)
+	const want = `
+# HELP tierlog_wal_cache_hits_total Object cache lookups that found the object. Inkless: the object cache's hit count.
+# TYPE tierlog_wal_cache_hits_total counter
+tierlog_wal_cache_hits_total{cache="wal"} 2
+# HELP tierlog_wal_cache_objects WAL objects in the cache.
+# TYPE tierlog_wal_cache_objects gauge
+tierlog_wal_cache_objects{cache="wal"} 2
+# HELP tierlog_wal_cleaner_deleted_objects_total WAL objects deleted after their batches were gone and the grace period passed. Inkless: the file cleaner's deletions.
+# TYPE tierlog_wal_cleaner_deleted_objects_total counter
+tierlog_wal_cleaner_deleted_objects_total{cleaner="wal"} 0
+# HELP tierlog_wal_reader_cache_hits_total Objects a fetch found in the object cache instead of a GET.
+# TYPE tierlog_wal_reader_cache_hits_total counter
+tierlog_wal_reader_cache_hits_total{reader="wal"} 2
+# HELP tierlog_wal_reader_fetches_total Fetches served from the WAL. Kafka: TotalFetchRequestsPerSec.
+# TYPE tierlog_wal_reader_fetches_total counter
+tierlog_wal_reader_fetches_total{reader="wal"} 1
+# HELP tierlog_wal_reader_get_requests_total Ranged GETs of WAL objects (one per object a fetch needs, neighbours coalesced).
+# TYPE tierlog_wal_reader_get_requests_total counter
+tierlog_wal_reader_get_requests_total{reader="wal"} 0
+# HELP tierlog_wal_writer_commit_objects_total WAL objects committed to the control plane. Inkless: the writer's commit count.
+# TYPE tierlog_wal_writer_commit_objects_total counter
+tierlog_wal_writer_commit_objects_total{writer="wal"} 3
+# HELP tierlog_wal_writer_rejected_batches_total ` + rejectedHelp + `
+# TYPE tierlog_wal_writer_rejected_batches_total counter
+tierlog_wal_writer_rejected_batches_total{error="CORRUPT_MESSAGE",writer="wal"} 1
+tierlog_wal_writer_rejected_batches_total{error="DUPLICATE_SEQUENCE_NUMBER",writer="wal"} 0
+tierlog_wal_writer_rejected_batches_total{error="INVALID_PRODUCER_EPOCH",writer="wal"} 0
+tierlog_wal_writer_rejected_batches_total{error="INVALID_RECORD",writer="wal"} 0
+tierlog_wal_writer_rejected_batches_total{error="INVALID_REQUEST",writer="wal"} 0
+tierlog_wal_writer_rejected_batches_total{error="MESSAGE_TOO_LARGE",writer="wal"} 0
+tierlog_wal_writer_rejected_batches_total{error="OUT_OF_ORDER_SEQUENCE_NUMBER",writer="wal"} 0
+tierlog_wal_writer_rejected_batches_total{error="UNKNOWN_TOPIC_OR_PARTITION",writer="wal"} 1
+# HELP tierlog_wal_writer_upload_objects_total WAL objects stored. Inkless: the writer's file upload count.
+# TYPE tierlog_wal_writer_upload_objects_total counter
+tierlog_wal_writer_upload_objects_total{writer="wal"} 3
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"tierlog_wal_cache_hits_total", "tierlog_wal_cache_objects", "tierlog_wal_cleaner_deleted_objects_total",
+		"tierlog_wal_reader_cache_hits_total", "tierlog_wal_reader_fetches_total", "tierlog_wal_reader_get_requests_total",
+		"tierlog_wal_writer_commit_objects_total", "tierlog_wal_writer_rejected_batches_total",
+		"tierlog_wal_writer_upload_objects_total"))
+	wm, cm := e.wal.writer.Metrics(), e.wal.cache.Metrics()
+	require.Equal(t, map[string]float64{
+		`tierlog_wal_writer_upload_bytes_total{writer="wal"}`: float64(wm.BytesUploaded),
+		`tierlog_wal_cache_size_bytes{cache="wal"}`:           float64(cm.Bytes),
+	}, values(t, reg, "tierlog_wal_writer_upload_bytes_total", "tierlog_wal_cache_size_bytes"))
+}
+
+const rejectedHelp = "Produce batches refused, by the Kafka error code of the answer: the writer's validation " +
+	"(one per refused request) and the control plane's (one per batch). Kafka: FailedProduceRequestsPerSec, by error."

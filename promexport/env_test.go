@@ -24,6 +24,7 @@ type env struct {
 	meta *remote.MetadataManager
 	mgr  *remote.Manager
 	mach *tierstate.Machine
+	wal  *walEnv
 }
 
 const nowMs = 1_700_000_000_000
@@ -47,7 +48,10 @@ func newEnv() (*env, error) {
 	if e.mgr, err = remote.NewManager(e.meta, storage, remote.ManagerOptions{BrokerID: 1, TaskInterval: -1, Now: now}); err != nil {
 		return nil, err
 	}
-	e.mach, err = tierstate.NewMachine(tierstate.MachineOptions{Leader: unreachable{}, Metadata: e.meta, Data: storage})
+	if e.mach, err = tierstate.NewMachine(tierstate.MachineOptions{Leader: unreachable{}, Metadata: e.meta, Data: storage}); err != nil {
+		return nil, err
+	}
+	e.wal, err = newWALEnv()
 	return e, err
 }
 
@@ -96,7 +100,7 @@ func (e *env) copyAndRebuild() error {
 }
 
 func (e *env) close() error {
-	return errors.Join(e.mgr.Close(), e.meta.Close(), e.log.Close())
+	return errors.Join(e.mgr.Close(), e.meta.Close(), e.log.Close(), e.wal.close())
 }
 
 var errUnreachable = errors.New("leader unreachable")

@@ -9,6 +9,7 @@ import (
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
 )
 
 // TestTablesCoverSnapshots fails when a snapshot struct gains a field no
@@ -22,6 +23,10 @@ func TestTablesCoverSnapshots(t *testing.T) {
 	})
 	t.Run("remote.PartitionMetrics", func(t *testing.T) { checkCoverage(t, remotePartitionTable) })
 	t.Run("tierstate.MachineMetrics", func(t *testing.T) { checkCoverage(t, rebuildTable) })
+	t.Run("wal.WriterMetrics", func(t *testing.T) { checkCoverage(t, walWriterTable) })
+	t.Run("wal.ReaderMetrics", func(t *testing.T) { checkCoverage(t, walReaderTable) })
+	t.Run("wal.CacheMetrics", func(t *testing.T) { checkCoverage(t, walCacheTable) })
+	t.Run("wal.CleanerMetrics", func(t *testing.T) { checkCoverage(t, walCleanerTable) })
 }
 
 func checkCoverage[M any](t *testing.T, tab *table[M], elsewhere ...string) {
@@ -65,6 +70,14 @@ func setNonZero(t *testing.T, v reflect.Value, f reflect.StructField) {
 		v.SetInt(7)
 	case v.Kind() == reflect.Bool:
 		v.SetBool(true)
+	case f.Type == reflect.TypeFor[map[string]int64]():
+		// A count by cause (wal.WriterMetrics.Rejected): every cause the
+		// wal package counts, each of which a row must export.
+		m := map[string]int64{}
+		for _, r := range walRejections {
+			m[r.err.Error()] = 7
+		}
+		v.Set(reflect.ValueOf(m))
 	default:
 		t.Fatalf("field %s of type %s: teach setNonZero and the table its kind", f.Name, f.Type)
 	}
@@ -86,4 +99,8 @@ var (
 	_ *table[remote.ManagerMetrics]    = remoteTable
 	_ *table[remote.PartitionMetrics]  = remotePartitionTable
 	_ *table[tierstate.MachineMetrics] = rebuildTable
+	_ *table[wal.WriterMetrics]        = walWriterTable
+	_ *table[wal.ReaderMetrics]        = walReaderTable
+	_ *table[wal.CacheMetrics]         = walCacheTable
+	_ *table[wal.CleanerMetrics]       = walCleanerTable
 )

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
 	"github.com/tierlog/tierlog/wal"
 	"github.com/tierlog/tierlog/wal/pebblecp"
@@ -25,7 +26,7 @@ var benchTopic = wal.TopicID{0xBE, 0x4C}
 // object store with real fsyncs and the Pebble control plane on
 // vfs.Default, both in temp dirs, as a broker would run them.
 type benchEnv struct {
-	store *fs.Store
+	store objstore.Store
 	cp    *pebblecp.ControlPlane
 }
 
@@ -33,6 +34,13 @@ func newBenchEnv(b *testing.B, partitions int32) *benchEnv {
 	b.Helper()
 	store, err := fs.Open(b.TempDir(), fs.Options{})
 	require.NoError(b, err)
+	return newBenchEnvOn(b, store, partitions)
+}
+
+// newBenchEnvOn is newBenchEnv on another store, which it closes at b's
+// cleanup.
+func newBenchEnvOn(b *testing.B, store objstore.Store, partitions int32) *benchEnv {
+	b.Helper()
 	cp, err := pebblecp.Open(vfs.Default, b.TempDir(), pebblecp.Options{})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = cp.Close(); _ = store.Close() })

@@ -133,29 +133,46 @@ func comparePartitions(a, b TopicIDPartition) int {
 // Build lays the batches out grouped by partition ((topic id, partition)
 // order, arrival order within a partition), appends the footer, and
 // returns the object's bytes and the CommitFile batches that describe it.
-func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) {
+// Each batch's bytes are copied once, into a buffer that is not zeroed
+// first (bytes.Join): the object is the only copy the writer makes.
+func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) { return o.buildInto(nil) }
+
+// buildInto is Build into dst[:0] when its capacity holds the object (a
+// reused buffer), else into a new buffer.
+func (o *ObjectBuilder) buildInto(dst []byte) ([]byte, []CommitBatch) {
 	entries := slices.Clone(o.entries)
 	slices.SortStableFunc(entries, func(a, b objectEntry) int { return comparePartitions(a.tp, b.tp) })
-	data := make([]byte, 0, o.size+int64(trailerSize+runSize*len(entries)))
-	var batches []CommitBatch
-	var runs []byte
+	parts := make([][]byte, 0, len(entries)+1)
+	batches := make([]CommitBatch, 0, len(entries))
+	var footer []byte // the runs, then the trailer
+	var batchesCRC uint32
+	pos := int64(0)
 	for i := 0; i < len(entries); {
-		j, start := i, int64(len(data))
+		j, start := i, pos
 		for ; j < len(entries) && entries[j].tp == entries[i].tp; j++ {
-			batches = append(batches, commitBatchOf(entries[j].tp, int64(len(data)), entries[j].batch))
-			data = append(data, entries[j].batch.Bytes()...)
+			b := entries[j].batch.Bytes()
+			batches = append(batches, commitBatchOf(entries[j].tp, pos, entries[j].batch))
+			parts = append(parts, b)
+			batchesCRC = crc32.Update(batchesCRC, objectCRC, b)
+			pos += int64(len(b))
 		}
-		runs = appendRun(runs, entries[i].tp, uint32(j-i), start, int64(len(data))-start)
+		footer = appendRun(footer, entries[i].tp, uint32(j-i), start, pos-start)
 		i = j
 	}
-	footer := len(data)
-	data = append(data, runs...)
-	data = binary.BigEndian.AppendUint32(data, uint32(len(runs)/runSize))
-	data = binary.BigEndian.AppendUint16(data, objectVersion)
-	data = append(data, objectMagic...)
-	data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data[:footer], objectCRC))
-	data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data[footer:], objectCRC))
-	return data, batches
+	footer = binary.BigEndian.AppendUint32(footer, uint32(len(footer)/runSize))
+	footer = binary.BigEndian.AppendUint16(footer, objectVersion)
+	footer = append(footer, objectMagic...)
+	footer = binary.BigEndian.AppendUint32(footer, batchesCRC)
+	footer = binary.BigEndian.AppendUint32(footer, crc32.Checksum(footer, objectCRC))
+	parts = append(parts, footer)
+	if size := int(pos) + len(footer); cap(dst) >= size {
+		dst = dst[:0]
+		for _, p := range parts {
+			dst = append(dst, p...)
+		}
+		return dst, batches
+	}
+	return bytes.Join(parts, nil), batches
 }
 
 func appendRun(dst []byte, tp TopicIDPartition, count uint32, offset, length int64) []byte {

@@ -176,6 +176,9 @@ type Writer struct {
 	// sealed object after Close.
 	committerDone chan struct{}
 	metrics       writerCounters
+	// buffers holds object buffers (*[]byte) of answered objects for
+	// later builds (unused with a Cache, which keeps the objects).
+	buffers sync.Pool
 
 	mu struct {
 		sync.Mutex
@@ -213,7 +216,9 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 // call go into the same object. The error is for the whole call: ErrClosed,
 // or the context's error (if it ends after the requests were buffered
 // their outcome is unknown, as for a produce request whose connection
-// drops).
+// drops). The writer reads the requests' bytes until their object is
+// built (one copy, into the object) and never after Produce returns; the
+// caller must not modify them during the call.
 func (w *Writer) Produce(ctx context.Context, reqs []ProduceRequest) ([]ProduceResult, error) {
 	results := make([]ProduceResult, len(reqs))
 	checked, need := w.validate(reqs, results)
@@ -227,6 +232,7 @@ func (w *Writer) Produce(ctx context.Context, reqs []ProduceRequest) ([]ProduceR
 	select {
 	case <-obj.done:
 	case <-ctx.Done():
+		obj.detach(checked)
 		return nil, ctx.Err()
 	}
 	for _, pr := range checked {

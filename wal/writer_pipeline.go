@@ -49,6 +49,12 @@ type walObject struct {
 	reqs  []*pendingRequest
 	bytes int64
 
+	// buildMu orders build, which copies the requests' bytes (the
+	// callers' own) into data, against detach, by which a caller that
+	// leaves before that takes its bytes back. built is set under it.
+	buildMu sync.Mutex
+	built   bool
+
 	// Written by the upload goroutine before uploaded is closed.
 	data      []byte
 	commit    CommitFileRequest
@@ -80,7 +86,10 @@ func newWALObject(key string, now time.Time) *walObject {
 // and the bytes never disagree. The requests are sorted here (stably, as
 // ObjectBuilder.Build sorts its batches) so that each request's batches
 // are a known, contiguous slice of the commit list.
-func (o *walObject) build(brokerID int32, brokerEpoch int64) {
+func (o *walObject) build(brokerID int32, brokerEpoch int64, buf []byte) {
+	o.buildMu.Lock()
+	defer o.buildMu.Unlock()
+	o.built = true
 	reqs := slices.Clone(o.reqs)
 	slices.SortStableFunc(reqs, func(a, b *pendingRequest) int {
 		if c := bytes.Compare(a.req.partition.TopicID[:], b.req.partition.TopicID[:]); c != 0 {
@@ -99,10 +108,24 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64) {
 			n++
 		}
 	}
-	data, batches := ob.Build()
+	data, batches := ob.buildInto(buf)
 	o.data = data
 	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(data)),
 		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: batches}
+}
+
+// detach gives reqs private copies of their bytes unless the object has
+// copied them already: Produce calls it before it returns early, so that
+// the writer never reads a caller's buffer after the call.
+func (o *walObject) detach(reqs []*pendingRequest) {
+	o.buildMu.Lock()
+	defer o.buildMu.Unlock()
+	if o.built {
+		return
+	}
+	for _, pr := range reqs {
+		pr.req = pr.req.clone()
+	}
 }
 
 // upload builds, reserves and stores one sealed object. It runs in its own
@@ -118,7 +141,7 @@ func (w *Writer) upload(obj *walObject) {
 		return
 	}
 	defer func() { <-w.uploads }()
-	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch)
+	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer())
 	ctx := obj.ctx
 	start := w.opts.Clock.Now()
 	// Reserve first: if this process dies after the Put, the reservation
@@ -401,6 +424,31 @@ func (w *Writer) finish(obj *walObject) {
 	}
 	close(obj.done)
 	w.release(obj)
+	w.recycle(obj)
+}
+
+// buffer returns a used object buffer to build into, or nil. Buffers are
+// reused only without a Cache, which keeps the objects it is given.
+func (w *Writer) buffer() []byte {
+	if w.opts.Cache != nil {
+		return nil
+	}
+	if p, ok := w.buffers.Get().(*[]byte); ok {
+		return *p
+	}
+	return nil
+}
+
+// recycle keeps an answered object's buffer for a later build: only
+// after a Put that succeeded (a failed one may still be reading it), and
+// only without a Cache.
+func (w *Writer) recycle(obj *walObject) {
+	if w.opts.Cache != nil || obj.uploadErr != nil || obj.data == nil {
+		return
+	}
+	data := obj.data[:0]
+	obj.data = nil
+	w.buffers.Put(&data)
 }
 
 // commitQueue holds the sealed objects in sealing order. It is unbounded:

@@ -2,7 +2,9 @@ package wal
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -29,8 +31,10 @@ type ProduceResult struct {
 // framed once here and carried to the object builder.
 type checkedRequest struct {
 	partition TopicIDPartition
-	// data is the writer's own copy of the request's bytes, so that a
-	// caller whose context ends may reuse its buffer at once.
+	// data is the caller's bytes (the batches, back to back), not a copy:
+	// the object's build copies them once, into the object. A caller that
+	// leaves before that (its context ended) takes a private copy first
+	// (walObject.detach), so that it may reuse its buffer at once.
 	data    []byte
 	batches []record.Batch
 }
@@ -42,7 +46,7 @@ type checkedRequest struct {
 // increase (the record iterator checks them). Transactional batches are
 // reported with ErrTransactionalBatch for the caller to refuse the call.
 func validateRequest(req ProduceRequest, maxMessageBytes int, it *record.Iter) (checkedRequest, error) {
-	out := checkedRequest{partition: req.Partition, data: append([]byte(nil), req.Batches...)}
+	out := checkedRequest{partition: req.Partition, data: req.Batches}
 	s := record.NewScanner(out.data, record.ScannerOptions{MaxBatchBytes: record.MaxBatchSize})
 	fail := func(i int, err, cause error, format string, args ...any) (checkedRequest, error) {
 		return checkedRequest{}, &ProduceError{Partition: req.Partition, BatchIndex: i, Err: err, Cause: cause,
@@ -81,3 +85,18 @@ func validateRequest(req ProduceRequest, maxMessageBytes int, it *record.Iter) (
 
 // size is the request's bytes, what it adds to the object.
 func (r checkedRequest) size() int64 { return int64(len(r.data)) }
+
+// clone returns the request over a private copy of its bytes, its batches
+// framed again at the same positions.
+func (r checkedRequest) clone() checkedRequest {
+	out := checkedRequest{partition: r.partition, data: slices.Clone(r.data), batches: make([]record.Batch, len(r.batches))}
+	pos := 0
+	for i, b := range r.batches {
+		// The bytes framed before; the copy frames the same.
+		nb, err := record.ReadBatch(out.data[pos : pos+b.Size()])
+		invariants.Assertf(err == nil, "wal: reframing a validated batch: %v", err)
+		out.batches[i] = nb
+		pos += b.Size()
+	}
+	return out
+}

@@ -156,6 +156,10 @@ func (s *Server) Stop() {
 	_ = os.RemoveAll(s.dir)
 }
 
+// StartServer starts a server outside a test (the benchmarks module's
+// compare command); the caller stops it with Stop. Tests use Start.
+func StartServer(ctx context.Context) (*Server, error) { return start(ctx) }
+
 // start finds or builds the binary and starts a server. Port races with
 // other processes are retried.
 func start(ctx context.Context) (*Server, error) {

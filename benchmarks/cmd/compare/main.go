@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/s3test"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 )
 
@@ -81,6 +83,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.StringVar(&cfg.s3.endpoint, "s3-endpoint", "", "S3 endpoint (host:port or URL) for the remote rows on S3; credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (none: no S3 rows)")
 	fl.StringVar(&cfg.s3.bucket, "s3-bucket", "", "existing S3 bucket for the remote rows on S3 (objects go under a fresh prefix, deleted at the end)")
 	fl.StringVar(&cfg.s3.region, "s3-region", "", "S3 region (default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")
+	fl.BoolVar(&cfg.s3.testServer, "s3-test-server", false, "run the S3 rows against the tests' S3 server (versitygw, started on 127.0.0.1; $TIERLOG_VERSITYGW or a cached build) instead of -s3-endpoint")
+	var walMiB int64
+	fl.Int64Var(&walMiB, "wal-mib", 256, "MiB per diskless-WAL produce row and repetition (0 skips the WAL rows)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -94,6 +99,22 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	if (cfg.s3.endpoint == "") != (cfg.s3.bucket == "") {
 		return fmt.Errorf("-s3-endpoint and -s3-bucket go together")
+	}
+	if cfg.s3.testServer && cfg.s3.endpoint != "" {
+		return fmt.Errorf("-s3-test-server replaces -s3-endpoint and -s3-bucket")
+	}
+	if walMiB < 0 {
+		return fmt.Errorf("-wal-mib must not be negative")
+	}
+	cfg.walBytes = walMiB << 20
+	if cfg.s3.testServer {
+		fmt.Fprintf(stderr, "starting the tests' S3 server (versitygw)\n")
+		srv, err := s3test.StartServer(context.Background())
+		if err != nil {
+			return fmt.Errorf("-s3-test-server: %w", err)
+		}
+		defer srv.Stop()
+		cfg.s3.srv, cfg.s3.endpoint, cfg.s3.bucket = srv, srv.URL, "tierlog-compare"
 	}
 	loadStart := loadAvg()
 	root, err := os.MkdirTemp(cfg.dir, "tierlog-compare-")
@@ -113,6 +134,10 @@ func run(stdout, stderr io.Writer, args []string) error {
 	if cfg.remoteSegmentBytes > 0 {
 		fmt.Fprintf(stderr, "[%6.1fs] remote: building the %s segment and setting up the stores\n", time.Since(start).Seconds(), mib(cfg.remoteSegmentBytes))
 		rr = newRemoteRun(filepath.Join(root, "remote"), cfg)
+	}
+	var wr *walRun
+	if cfg.walBytes > 0 {
+		wr = newWALRun(filepath.Join(root, "wal"), cfg)
 	}
 	for rep := 0; rep < cfg.reps; rep++ {
 		// Round-robin over the implementations within each workload,
@@ -147,10 +172,17 @@ func run(stdout, stderr io.Writer, args []string) error {
 		if rr != nil {
 			rr.runRep(rep, res, stderr, func() float64 { return time.Since(start).Seconds() })
 		}
+		// The tierlog-only diskless-WAL rows, each beside the raw Put.
+		if wr != nil {
+			wr.runRep(rep, res, stderr, func() float64 { return time.Since(start).Seconds() })
+		}
 		_ = os.RemoveAll(base)
 	}
 	if rr != nil {
 		rr.close() // before the partitions workload measures heap and descriptors
+	}
+	if wr != nil {
+		wr.close()
 	}
 	if cfg.partitions > 0 {
 		for i, e := range ents {
@@ -176,6 +208,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	printProducer(stdout, res)
 	if rr != nil {
 		printRemote(stdout, rr, res)
+	}
+	if wr != nil {
+		printWAL(stdout, wr, res)
 	}
 	printPending(stdout, rr != nil)
 	printGoals(stdout, res, impls, cfg.partitions)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tierlog/tierlog/internal/s3test"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
@@ -73,6 +74,28 @@ var (
 // s3Flags are the optional S3 flags; credentials come from AWS_* (s3.Options).
 type s3Flags struct {
 	endpoint, bucket, region string
+	// testServer asks for the tests' S3 server (versitygw on 127.0.0.1,
+	// internal/s3test) instead of an endpoint; srv is it, once started.
+	testServer bool
+	srv        *s3test.Server
+}
+
+// options returns the S3 store's options for objects under prefix.
+func (f s3Flags) options(prefix string) s3.Options {
+	o := s3.Options{Endpoint: f.endpoint, Bucket: f.bucket, Region: f.region, KeyPrefix: prefix}
+	if f.srv != nil {
+		o.Region, o.AccessKeyID, o.SecretAccessKey = s3test.Region, s3test.AccessKeyID, s3test.SecretAccessKey
+		o.RootCAs, o.PathSafeKeys, o.CreateBucket = f.srv.RootCAs, true, true
+	}
+	return o
+}
+
+// where says which server the S3 rows ran against.
+func (f s3Flags) where() string {
+	if f.srv != nil {
+		return fmt.Sprintf("the tests' S3 server (versitygw %s, TLS on 127.0.0.1, its posix backend on the same disk) at %s", s3test.Version, f.endpoint)
+	}
+	return "the server at " + f.endpoint
 }
 
 // remoteSegment is the segment every remote row moves: the first segment of
@@ -247,9 +270,9 @@ func newRemoteRun(dir string, cfg config) *remoteRun {
 		return r
 	}
 	s3Target := &remoteTarget{name: "S3",
-		durability: "S3: the PUT or CompleteMultipartUpload was acknowledged by the server at " + cfg.s3.endpoint}
+		durability: "S3: the PUT or CompleteMultipartUpload was acknowledged by " + cfg.s3.where()}
 	prefix := fmt.Sprintf("tierlog-compare-%d/", time.Now().UnixNano())
-	st, err := s3.Open(ctx, s3.Options{Endpoint: cfg.s3.endpoint, Bucket: cfg.s3.bucket, Region: cfg.s3.region, KeyPrefix: prefix})
+	st, err := s3.Open(ctx, cfg.s3.options(prefix))
 	if err != nil {
 		s3Target.err = err
 	} else {

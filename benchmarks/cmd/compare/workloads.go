@@ -43,6 +43,8 @@ type config struct {
 	remoteReads        int           // per read row and repetition
 	remoteReadsMax     time.Duration // per read row and repetition
 	s3                 s3Flags       // S3 rows when endpoint is set
+	// walBytes is what each diskless-WAL row produces; 0 skips them.
+	walBytes int64
 }
 
 // appendCase is one append workload.

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote/objstore"
+	"github.com/tierlog/tierlog/remote/objstore/fs"
+	"github.com/tierlog/tierlog/remote/objstore/s3"
+	"github.com/tierlog/tierlog/wal"
+	"github.com/tierlog/tierlog/wal/pebblecp"
+)
+
+// The tierlog-only diskless-WAL rows: produce through wal.Writer (the
+// Pebble control plane on vfs.Default, real fsyncs) into each object
+// store of the run, beside a raw objstore Put of the same bytes in
+// objects of the size the writer made, in the same repetition, the two
+// in alternating order.
+
+const (
+	rowWALRaw    = "raw store: Put of objects of the writer's mean size, 8 at a time"
+	rowWALWriter = "tierlog wal.Writer + Pebble control plane"
+
+	// walUploads is the writer's default UploadConcurrency, and the raw
+	// row's Puts at a time.
+	walUploads = 8
+	// walMaxBytes is the writer's default MaxBytes; walMaxBytes *
+	// (walUploads+1) its default MaxBytesInFlight.
+	walMaxBytes = 8 << 20
+	// walCommitInterval replaces the 250 ms default, so that the tail of
+	// a run does not wait for it.
+	walCommitInterval = 5 * time.Millisecond
+	walPartitions     = 64
+
+	walRatioMetric = "MB/s ÷ raw, same repetition"
+)
+
+var (
+	walBatchSizes = []int{16 << 10, 1 << 20}
+	walRows       = []string{rowWALRaw, rowWALWriter}
+	walMetrics    = []metricSpec{
+		{"MB/s", true}, {"CPU s/GB", false}, {"p50 ack ms", false}, {"p99 ack ms", false},
+		{"MiB/object", false}, {"commit ms (mean)", false},
+	}
+	walTopic = wal.TopicID{0xC0, 0x3E}
+)
+
+// walTarget is one object store the WAL rows produce into.
+type walTarget struct {
+	name       string
+	durability string
+	store      objstore.Store
+	err        error
+}
+
+// walRun is the WAL part of a run.
+type walRun struct {
+	cfg     config
+	dir     string
+	targets []*walTarget
+	s3Note  string
+	// objectBytes is the writer's mean object size per section, for the
+	// raw row (which runs second every other repetition, and then uses
+	// the previous repetition's).
+	objectBytes map[string]int64
+}
+
+func newWALRun(dir string, cfg config) *walRun {
+	r := &walRun{cfg: cfg, dir: dir, objectBytes: map[string]int64{}}
+	fsT := &walTarget{name: "fs", durability: "objstore/fs default: temp file, fsync, rename, fsync of the directory before Put returns; " +
+		"the control plane's commit is a synced Pebble batch"}
+	fsT.store, fsT.err = fs.Open(filepath.Join(dir, "store"), fs.Options{})
+	r.targets = append(r.targets, fsT)
+	if r.cfg.s3.endpoint == "" {
+		r.s3Note = "S3 rows not run: no -s3-endpoint and -s3-bucket, nor -s3-test-server, given."
+		return r
+	}
+	s3T := &walTarget{name: "S3", durability: "the PUT acknowledged by " + cfg.s3.where() + "; the commit a synced Pebble batch"}
+	prefix := fmt.Sprintf("tierlog-compare-wal-%d/", time.Now().UnixNano())
+	var st *s3.Store
+	if st, s3T.err = s3.Open(context.Background(), cfg.s3.options(prefix)); s3T.err == nil {
+		s3T.store = st
+	}
+	r.targets = append(r.targets, s3T)
+	return r
+}
+
+func walSection(t *walTarget, batchBytes int) string {
+	return fmt.Sprintf("diskless WAL produce, %s batches over %d partitions, %s store", sizeName(batchBytes), walPartitions, t.name)
+}
+
+func sizeName(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+// runRep runs one repetition of every target's WAL rows.
+func (r *walRun) runRep(rep int, res *results, stderr io.Writer, since func() float64) {
+	for _, t := range r.targets {
+		if t.err != nil {
+			continue
+		}
+		for _, size := range walBatchSizes {
+			sec := walSection(t, size)
+			mbs := map[string]float64{}
+			for k := range walRows {
+				// The writer first in the first repetition, so that the
+				// raw row has its object size from the start.
+				row := walRows[(k+rep+1)%len(walRows)]
+				fmt.Fprintf(stderr, "[%6.1fs] rep %d/%d %s: %s\n", since(), rep+1, r.cfg.reps, sec, row)
+				dir := filepath.Join(r.dir, fmt.Sprintf("cp-%d-%s-%d", rep, t.name, size))
+				v, err := r.runRow(t, row, sec, size, dir, res)
+				_ = os.RemoveAll(dir)
+				if err != nil {
+					res.note(sec, row, "error: "+err.Error())
+					continue
+				}
+				mbs[row] = v
+			}
+			if raw := mbs[rowWALRaw]; raw > 0 && mbs[rowWALWriter] > 0 {
+				res.addRow(sec, rowWALWriter, walRatioMetric, mbs[rowWALWriter]/raw)
+			}
+		}
+	}
+}
+
+// runRow produces cfg.walBytes through one row and records its figures;
+// it returns the row's MB/s. What the row stored is deleted afterwards,
+// outside the timed region.
+func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir string, res *results) (float64, error) {
+	ctx := context.Background()
+	n := max(1, int(r.cfg.walBytes/int64(batchBytes)))
+	var keys []string
+	var keysMu sync.Mutex
+	defer func() {
+		for _, k := range keys {
+			_ = t.store.Delete(ctx, k)
+		}
+	}()
+	var lat []time.Duration
+	var latMu sync.Mutex
+	var failed atomic.Value
+	var elapsed, cpu time.Duration
+	var objBytes, commitMs float64
+	switch row {
+	case rowWALWriter:
+		cp, err := pebblecp.Open(vfs.Default, cpDir, pebblecp.Options{})
+		if err != nil {
+			return 0, err
+		}
+		defer cp.Close()
+		if err := cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: walTopic, Topic: "compare", NumPartitions: walPartitions}}); err != nil {
+			return 0, err
+		}
+		w, err := wal.NewWriter(wal.WriterOptions{Store: t.store, ControlPlane: cp, CommitInterval: walCommitInterval,
+			MaxBytes: walMaxBytes, UploadConcurrency: walUploads,
+			Listener: wal.WriterListener{ObjectCommitted: func(o wal.ObjectInfo) {
+				keysMu.Lock()
+				keys = append(keys, o.Key)
+				keysMu.Unlock()
+			}}})
+		if err != nil {
+			return 0, err
+		}
+		data, err := walBatch(batchBytes)
+		if err != nil {
+			return 0, err
+		}
+		// A closed loop with the writer's whole in-flight budget
+		// outstanding (72 MiB: every upload slot busy and one object
+		// filling), one batch per call, as many callers as that takes.
+		producers := max(16, walMaxBytes*(walUploads+1)/batchBytes)
+		var next atomic.Int64
+		cpu0, start := cpuTime(), time.Now()
+		var wg sync.WaitGroup
+		for range producers {
+			wg.Go(func() {
+				var mine []time.Duration
+				defer func() {
+					latMu.Lock()
+					lat = append(lat, mine...)
+					latMu.Unlock()
+				}()
+				for {
+					i := next.Add(1) - 1
+					if i >= int64(n) {
+						return
+					}
+					t0 := time.Now()
+					res, err := w.Produce(ctx, []wal.ProduceRequest{{Partition: wal.TopicIDPartition{TopicID: walTopic, Partition: int32(i % walPartitions)}, Batches: data}})
+					if err == nil {
+						err = res[0].Err
+					}
+					if err == nil {
+						err = res[0].Batches[0].Err
+					}
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+					mine = append(mine, time.Since(t0))
+				}
+			})
+		}
+		wg.Wait()
+		elapsed, cpu = time.Since(start), cpuTime()-cpu0
+		if err := w.Close(); err != nil {
+			return 0, err
+		}
+		m := w.Metrics()
+		if m.ObjectsUploaded > 0 {
+			r.objectBytes[sec] = m.BytesUploaded / m.ObjectsUploaded
+			objBytes = float64(r.objectBytes[sec])
+		}
+		if m.ObjectsCommitted > 0 {
+			commitMs = float64(m.CommitLatencySum.Microseconds()) / 1e3 / float64(m.ObjectsCommitted)
+		}
+	case rowWALRaw:
+		size := r.objectBytes[sec]
+		if size == 0 {
+			size = walMaxBytes // the writer's run failed: its target size
+		}
+		objBytes = float64(size)
+		data := bytes.Repeat([]byte{0xa5}, int(size))
+		puts := max(1, int(int64(n)*int64(batchBytes)/size))
+		n = int(int64(puts) * size / int64(batchBytes)) // bytes actually moved, in batch units
+		var next atomic.Int64
+		cpu0, start := cpuTime(), time.Now()
+		var wg sync.WaitGroup
+		for range walUploads {
+			wg.Go(func() {
+				for next.Add(1) <= int64(puts) {
+					key := wal.NewObjectKey("raw")
+					t0 := time.Now()
+					if err := t.store.Put(ctx, key, bytes.NewReader(data), size, objstore.PutOptions{}); err != nil {
+						failed.Store(err)
+						return
+					}
+					d := time.Since(t0)
+					latMu.Lock()
+					lat = append(lat, d)
+					latMu.Unlock()
+					keysMu.Lock()
+					keys = append(keys, key)
+					keysMu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		elapsed, cpu = time.Since(start), cpuTime()-cpu0
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		return 0, err
+	}
+	total := float64(n) * float64(batchBytes)
+	mbs := total / elapsed.Seconds() / 1e6
+	slices.Sort(lat)
+	res.addRow(sec, row, "MB/s", mbs)
+	res.addRow(sec, row, "CPU s/GB", cpu.Seconds()/(total/1e9))
+	res.addRow(sec, row, "p50 ack ms", float64(percentile(lat, 0.50).Microseconds())/1e3)
+	res.addRow(sec, row, "p99 ack ms", float64(percentile(lat, 0.99).Microseconds())/1e3)
+	res.addRow(sec, row, "MiB/object", objBytes/(1<<20))
+	if row == rowWALWriter {
+		res.addRow(sec, row, "commit ms (mean)", commitMs)
+	}
+	return mbs, nil
+}
+
+// walBatch builds one client batch of about size bytes from 1 KiB
+// records of random (incompressible) values.
+func walBatch(size int) ([]byte, error) {
+	const recordValue = 1 << 10
+	bld := record.NewBuilder(record.DefaultBuilderOptions())
+	value := make([]byte, recordValue)
+	for n := 0; n+recordValue+64 <= size || n == 0; n += recordValue + 20 {
+		_, _ = rand.Read(value)
+		bld.Add(1_700_000_000_000, nil, value)
+	}
+	return bld.Build()
+}
+
+func (r *walRun) close() {
+	for _, t := range r.targets {
+		if t.store != nil {
+			_ = t.store.Close()
+		}
+	}
+	_ = os.RemoveAll(r.dir)
+}
+
+// printWAL prints the WAL rows' tables and their goal.
+func printWAL(w io.Writer, r *walRun, res *results) {
+	fmt.Fprint(w, "### tierlog only: diskless WAL produce beside the raw object-store Put\n\n")
+	fmt.Fprintf(w, "Produce: %s per row and repetition, one batch of 1 KiB random records per Produce call, round-robin over %d "+
+		"partitions, from enough callers to keep the writer's whole in-flight budget outstanding (%d MiB = MaxBytes %d MiB x "+
+		"(UploadConcurrency %d + 1)): a closed loop, each caller waits for its ack (object stored and committed). The writer "+
+		"runs with its defaults except CommitInterval %s, on a new Pebble control plane (vfs.Default, synced commits) per row. "+
+		"Raw: the same bytes as Puts of objects of the writer's mean size (of this repetition, or of the previous one when "+
+		"raw runs first), %d at a time (the writer's upload slots). p50/p99 ack: per Produce call (writer) or per Put (raw). "+
+		"The rows alternate in order each repetition; what a row stored is deleted after it, untimed.\n\n",
+		mib(r.cfg.walBytes), walPartitions, walMaxBytes*(walUploads+1)>>20, walMaxBytes>>20, walUploads, walCommitInterval, walUploads)
+	fmt.Fprint(w, "Each cell: median (ratio to the raw row's median).\n\n")
+	if r.s3Note != "" {
+		fmt.Fprintf(w, "%s\n\n", r.s3Note)
+	}
+	for _, t := range r.targets {
+		if t.err != nil {
+			fmt.Fprintf(w, "#### WAL, %s store\n\nNot measured: opening the store failed: %s.\n\n", t.name, t.err)
+			continue
+		}
+		for _, size := range walBatchSizes {
+			sec := walSection(t, size)
+			fmt.Fprintf(w, "#### %s\n\nDurability: %s.\n\n", sec, t.durability)
+			printWALTable(w, sec, res)
+		}
+	}
+	fmt.Fprint(w, "#### Goals (diskless WAL), checked against this run\n\n| goal | this run | met |\n|---|---|---|\n")
+	for _, t := range r.targets {
+		if t.err != nil {
+			continue
+		}
+		for _, size := range walBatchSizes {
+			sec := walSection(t, size)
+			if v := res.vals[cellKey{rowKey{sec, rowWALWriter}, walRatioMetric}]; len(v) > 0 {
+				x := median(v)
+				fmt.Fprintf(w, "| %s: at least 0.9x the raw Put MB/s (same repetition, median) | %.3fx | %s |\n", sec, x, yesNo(x >= 0.9))
+			}
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func printWALTable(w io.Writer, sec string, res *results) {
+	cols := []string{"row"}
+	for _, m := range walMetrics {
+		cols = append(cols, m.name)
+	}
+	cols = append(cols, walRatioMetric+": median (each repetition)", "notes")
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+	for _, name := range walRows {
+		row := []string{name}
+		for _, m := range walMetrics {
+			v, ok := res.median(sec, name, m.name)
+			if !ok {
+				row = append(row, "–")
+				continue
+			}
+			ref, okRef := res.median(sec, walRows[0], m.name)
+			row = append(row, fmt.Sprintf("%s (%s)", formatNum(v), ratio(v, ref, okRef)))
+		}
+		row = append(row, walSameRep(res, sec, name))
+		row = append(row, strings.Join(res.notes[rowKey{sec, name}], "; "))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+	fmt.Fprintln(w)
+}
+
+func walSameRep(res *results, sec, name string) string {
+	if name == rowWALRaw {
+		return "1 (reference)"
+	}
+	v := res.vals[cellKey{rowKey{sec, name}, walRatioMetric}]
+	if len(v) == 0 {
+		return "–"
+	}
+	each := make([]string, len(v))
+	for i, x := range v {
+		each[i] = fmt.Sprintf("%.3f", x)
+	}
+	return fmt.Sprintf("%.3fx (%s)", median(v), strings.Join(each, ", "))
+}
