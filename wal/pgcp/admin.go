@@ -533,5 +533,3 @@ scan:
 	res.LogStartOffset = l.w
 	return res, nil
 }
-
-

@@ -404,10 +404,10 @@ func queueLogWrites(b *pgx.Batch, logs map[wal.TopicIDPartition]*logState) {
 
 // batchRows collects the accepted batches as column arrays.
 type batchRows struct {
-	topic                                          [][16]byte
-	part                                           []int32
-	last, base, byteOffset, size, maxTs, appendTs  []int64
-	tsType                                         []int16
+	topic                                         [][16]byte
+	part                                          []int32
+	last, base, byteOffset, size, maxTs, appendTs []int64
+	tsType                                        []int16
 }
 
 func (r *batchRows) add(b *wal.CommitBatch, base, last, nowMs int64) {
