@@ -77,18 +77,18 @@ func markEmptied(ctx context.Context, tx pgx.Tx, s fileSet, nowMs int64) error {
 	if _, err := tx.Exec(ctx, `SELECT file_id FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR NO KEY UPDATE`, ids); err != nil {
 		return err
 	}
-	if testHookAfterFileLock != nil {
-		testHookAfterFileLock()
-	}
 	_, err := tx.Exec(ctx, `UPDATE files SET state = $2, marked_for_deletion_at = $3
 		WHERE file_id = ANY($1) AND state = $4 AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.file_id = files.file_id)`,
 		ids, stateDeleting, nowMs, stateLive)
+	if err == nil && testHookAfterEmptinessCheck != nil {
+		testHookAfterEmptinessCheck()
+	}
 	return err
 }
 
-// testHookAfterFileLock, if set (tests only), runs between the file lock
-// and the emptiness check.
-var testHookAfterFileLock func()
+// testHookAfterEmptinessCheck, if set (tests only), runs between the
+// emptiness check and the commit.
+var testHookAfterEmptinessCheck func()
 
 // CreatePartitions implements wal.ControlPlane.
 func (cp *ControlPlane) CreatePartitions(ctx context.Context, topics []wal.CreatePartitionsRequest) error {

@@ -1,5 +1,5 @@
 package pgcp
 
-// SetTestHookAfterFileLock sets the hook run between markEmptied's file
-// lock and its emptiness check.
-func SetTestHookAfterFileLock(f func()) { testHookAfterFileLock = f }
+// SetTestHookAfterEmptinessCheck sets the hook run between markEmptied's
+// emptiness check and the transaction's commit.
+func SetTestHookAfterEmptinessCheck(f func()) { testHookAfterEmptinessCheck = f }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,15 +156,14 @@ func TestPruneSQLMatchesRule(t *testing.T) {
 }
 
 // Two transactions empty one object from two partitions at once. The
-// first holds the object's row lock between its check and its commit
-// (the hook); the second must wait for it, see its deletion, and mark the
-// object. Without the lock both would see the other's batch and neither
-// would mark it (github.com/aiven/inkless/pull/782).
+// first stops between its emptiness check (it saw the other partition's
+// batch) and its commit (the hook); the second must wait for the first's
+// lock on the object, then see its deletion and mark the object. Without
+// the lock the second would see the first's batch, still there, and
+// neither would mark it (github.com/aiven/inkless/pull/782).
 func TestConcurrentEmptyingMarksObject(t *testing.T) {
 	cp := openFresh(t, time.Now)
 	defer cp.Close()
-	other := openFresh(t, time.Now) // only for the pool; a different schema is fine for watching locks
-	defer other.Close()
 	ctx := context.Background()
 	topic := wal.TopicID{0x78, 0x82}
 	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "shared", NumPartitions: 2}}))
@@ -175,14 +175,14 @@ func TestConcurrentEmptyingMarksObject(t *testing.T) {
 	require.NoError(t, err)
 
 	paused, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	pgcp.SetTestHookAfterFileLock(func() {
-		once.Do(func() {
+	var first atomic.Bool
+	pgcp.SetTestHookAfterEmptinessCheck(func() {
+		if !first.Swap(true) {
 			close(paused)
 			<-release
-		})
+		}
 	})
-	defer pgcp.SetTestHookAfterFileLock(nil)
+	defer pgcp.SetTestHookAfterEmptinessCheck(nil)
 
 	firstDone := make(chan error, 1)
 	go func() {
