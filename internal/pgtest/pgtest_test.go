@@ -2,7 +2,9 @@ package pgtest_test
 
 import (
 	"context"
+	"net"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,4 +44,34 @@ func TestPasswordRequired(t *testing.T) {
 	cfg.Password = "wrong"
 	_, err = pgconn.ConnectConfig(context.Background(), cfg)
 	require.Error(t, err)
+}
+
+// The proxy passes traffic and cuts each connection once its budget is
+// spent: a query through a connection with a budget too small for the
+// startup fails, one without a budget works.
+func TestCutProxy(t *testing.T) {
+	srv := pgtest.Start(t)
+	p := pgtest.NewCutProxy(t, net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), 1, 0, 0)
+	cfg, err := pgconn.ParseConfig(srv.URL)
+	require.NoError(t, err)
+	cfg.Host, cfg.Port = "127.0.0.1", uint16(portOf(t, p.Addr))
+	ctx := context.Background()
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	require.NoError(t, conn.Exec(ctx, "SELECT 1").Close())
+	conn.Close(ctx)
+	require.Zero(t, p.Cuts())
+
+	p.SetBudget(20, 40)
+	_, err = pgconn.ConnectConfig(ctx, cfg)
+	require.Error(t, err)
+	require.Equal(t, int64(1), p.Cuts())
+}
+
+func portOf(t *testing.T, addr string) int {
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	return n
 }
