@@ -208,8 +208,15 @@ func commitTx(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, digest
 	if err := tx.SendBatch(ctx, &wb).Close(); err != nil {
 		return nil, err
 	}
+	if testHookBeforeCommit != nil {
+		testHookBeforeCommit()
+	}
 	return results, nil
 }
+
+// testHookBeforeCommit, if set (tests only), runs when a commit's
+// statements are all sent and its COMMIT is not.
+var testHookBeforeCommit func()
 
 // existingCommit answers a commit whose key is registered (or reaped): a
 // retry of the same content gets the first answer.
