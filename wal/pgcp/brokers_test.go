@@ -86,7 +86,7 @@ func (b *broker) run(ctx context.Context, onAck func(ack)) error {
 				var reqs []wal.ProduceRequest
 				var payloads [][]string
 				for p := range int32(brokerPartitions) {
-					n := 1 + (r+int(p))%3
+					n := 1 + (r+int(p)+int(b.cfg.id)+g)%4 // sizes differ across brokers
 					bld := record.NewBuilder(record.DefaultBuilderOptions())
 					var ps []string
 					for i := range n {
@@ -304,6 +304,15 @@ func TestManyBrokers(t *testing.T) {
 		require.True(t, ok, "acknowledged record %s at %d/%d was not read back", a.payload, a.partition, a.offset)
 		require.Equal(t, a, got, "acknowledged record %s", a.payload)
 	}
+	// The broker with a direct connection and no kill had no reason to
+	// fail a single call.
+	direct := 0
+	for _, a := range acks {
+		if strings.HasPrefix(a.payload, "b3.") {
+			direct++
+		}
+	}
+	require.Equal(t, recordsPerBroker(rounds), direct, "broker 3 (no faults) must have every record acknowledged")
 	t.Logf("%d records in the log, %d acknowledged, %d connections cut", len(where), len(acks), proxy.Cuts())
 	require.Positive(t, proxy.Cuts(), "the proxy cut no connection: the test tested no cut")
 }
@@ -314,4 +323,17 @@ func withHost(t testing.TB, rawURL, hostPort string) string {
 	require.NoError(t, err)
 	u.Host = hostPort
 	return u.String()
+}
+
+// recordsPerBroker is how many records broker 3's run produces.
+func recordsPerBroker(rounds int) int {
+	n := 0
+	for g := range 2 {
+		for r := range rounds {
+			for p := range brokerPartitions {
+				n += 1 + (r+p+3+g)%4
+			}
+		}
+	}
+	return n
 }
