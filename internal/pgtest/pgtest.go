@@ -280,7 +280,11 @@ func startLocal(ctx context.Context, bin string) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "tierlog-pgtest-")
+	base := os.TempDir()
+	if cred != nil && !traversable(base) {
+		base = "/tmp" // the server's user must reach the cluster directory
+	}
+	dir, err := os.MkdirTemp(base, "tierlog-pgtest-")
 	if err != nil {
 		return nil, err
 	}
@@ -387,6 +391,26 @@ func (s *Server) waitReady(ctx context.Context) error {
 func tail(path string, n int64) string {
 	s := &Server{LogPath: path}
 	return s.LogTail(n)
+}
+
+// traversable reports whether every directory from / to dir lets other
+// users through (o+x).
+func traversable(dir string) bool {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for {
+		fi, err := os.Stat(dir)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return true
+		}
+		dir = parent
+	}
 }
 
 func freePort() (int, error) {
