@@ -19,9 +19,10 @@
 //
 // initdb creates a superuser "tierlog" with a password (SCRAM over TCP,
 // so the tests exercise credentials) and the server listens on 127.0.0.1
-// only, its Unix socket in the cluster directory. fsync is off: the
-// server's durability across power loss is not what the tests test, and
-// on a shared machine the fsyncs would dominate their time. The server
+// only, its Unix socket in the cluster directory. fsync is off (unless
+// TIERLOG_PG_FSYNC=1): the server's durability across power loss is not
+// what the tests test, and on a shared machine the fsyncs would dominate
+// their time. The server
 // gets SIGKILL when the test process dies (Pdeathsig), and Stop shuts it
 // down fast and removes the directory.
 //
@@ -76,6 +77,9 @@ const (
 	EnvSkip = "TIERLOG_SKIP_POSTGRES"
 	// EnvRequire, set to 1, makes those tests fail even under EnvSkip.
 	EnvRequire = "TIERLOG_REQUIRE_POSTGRES"
+	// EnvFsync, set to 1, starts the local cluster with fsync on (for
+	// benchmarks that should pay for durability).
+	EnvFsync = "TIERLOG_PG_FSYNC"
 )
 
 // Credentials of the superuser of every cluster this package starts.
@@ -326,9 +330,13 @@ func startLocal(ctx context.Context, bin string) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	durable := "off"
+	if os.Getenv(EnvFsync) == "1" {
+		durable = "on"
+	}
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
 		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(port),
-		"-c", "unix_socket_directories="+dir, "-c", "fsync=off", "-c", "full_page_writes=off",
+		"-c", "unix_socket_directories="+dir, "-c", "fsync="+durable, "-c", "full_page_writes="+durable,
 		"-c", "max_connections=200", "-c", "shared_buffers=64MB")
 	cmd.Dir = dir
 	cmd.Env = serverEnv()
