@@ -15,6 +15,10 @@ var shared struct {
 	once   sync.Once
 	srv    *Server
 	err    error
+
+	dbOnce sync.Once
+	dbName string
+	dbErr  error
 }
 
 // missed holds, while Main runs the tests, those that got no server.
@@ -32,6 +36,11 @@ var missed struct {
 func Main(m *testing.M) int {
 	shared.active, missed.active = true, true
 	code := m.Run()
+	if shared.srv != nil && shared.srv.external && shared.dbName != "" {
+		if err := shared.srv.dropDatabase(shared.dbName); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: drop database %s: %v\n", shared.dbName, err)
+		}
+	}
 	if shared.srv != nil {
 		if code != 0 {
 			fmt.Fprintf(os.Stderr, "postgres log tail (%s):\n%s\n", shared.srv.LogPath, shared.srv.LogTail(8<<10))
@@ -73,6 +82,23 @@ func Start(tb testing.TB) *Server {
 		}
 	})
 	return srv
+}
+
+// PackageDatabase returns the URL of the test package's own database,
+// created on first use and shared by the package's tests (which keep
+// apart by schema, say); on an existing server Main drops it at the end.
+// It needs Main.
+func PackageDatabase(tb testing.TB) string {
+	tb.Helper()
+	if !shared.active {
+		tb.Fatalf("pgtest: PackageDatabase needs pgtest.Main in TestMain")
+	}
+	srv := Start(tb)
+	shared.dbOnce.Do(func() { shared.dbName, shared.dbErr = srv.createDatabase() })
+	if shared.dbErr != nil {
+		tb.Fatalf("pgtest: create the package database: %v", shared.dbErr)
+	}
+	return WithDatabase(srv.URL, shared.dbName)
 }
 
 // NewDatabase is Start(tb).NewDatabase(tb).

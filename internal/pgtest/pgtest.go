@@ -126,24 +126,33 @@ var dbSeq atomic.Uint64
 // dropped at tb's cleanup; a local cluster goes away whole at Stop.
 func (s *Server) NewDatabase(tb testing.TB) string {
 	tb.Helper()
-	var r [4]byte
-	_, _ = rand.Read(r[:])
-	name := fmt.Sprintf("tierlog_t%d_%s", dbSeq.Add(1), hex.EncodeToString(r[:]))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	name, err := s.createDatabase()
+	if err != nil {
 		tb.Fatalf("pgtest: create database: %v", err)
 	}
 	if s.external {
 		tb.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := s.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			if err := s.dropDatabase(name); err != nil {
 				tb.Logf("pgtest: drop database %s: %v", name, err)
 			}
 		})
 	}
 	return WithDatabase(s.URL, name)
+}
+
+func (s *Server) createDatabase() (string, error) {
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	name := fmt.Sprintf("tierlog_t%d_%s", dbSeq.Add(1), hex.EncodeToString(r[:]))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return name, s.Exec(ctx, "CREATE DATABASE "+name)
+}
+
+func (s *Server) dropDatabase(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 }
 
 // WithDatabase returns rawURL with its database replaced by name.

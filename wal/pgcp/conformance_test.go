@@ -24,17 +24,9 @@ func TestMain(m *testing.M) {
 
 var schemaSeq atomic.Uint64
 
-// packageDB is this package's database (one per test binary).
-var packageDB struct {
-	url string
-}
-
 func databaseURL(t testing.TB) string {
 	t.Helper()
-	if packageDB.url == "" {
-		packageDB.url = pgtest.NewDatabase(t)
-	}
-	return packageDB.url
+	return pgtest.PackageDatabase(t)
 }
 
 // openFresh opens a control plane on a schema no other test uses.
