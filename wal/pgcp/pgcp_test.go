@@ -2,11 +2,10 @@ package pgcp_test
 
 import (
 	"context"
-	"errors"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,5 +232,56 @@ func lockWaiters(t testing.TB, url string) int {
 	return n
 }
 
-var _ = errors.Is
-var _ = strings.Contains
+// A reaped key stays reaped after the cleaner deleted the orphan and
+// DeleteFiles dropped its row: the tombstone refuses a late commit and a
+// new reservation.
+func TestReapedKeyTombstone(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	cp := openFresh(t, func() time.Time { return now })
+	defer cp.Close()
+	ctx := context.Background()
+	topic := wal.TopicID{0x7e, 0x4b}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "reaped", NumPartitions: 1}}))
+	require.NoError(t, cp.ReserveObject(ctx, "r/late"))
+	now = now.Add(time.Minute)
+	keys, err := cp.ExpireReservations(ctx, now, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"r/late"}, keys)
+	require.NoError(t, cp.DeleteFiles(ctx, keys))
+	files, err := cp.FilesToDelete(ctx, now.Add(time.Hour), 0)
+	require.NoError(t, err)
+	require.Empty(t, files)
+
+	late := wal.CommitFileRequest{ObjectKey: "r/late", ObjectSize: 3, Batches: []wal.CommitBatch{{
+		Partition: wal.TopicIDPartition{TopicID: topic}, Size: 3, LastOffset: 2, RecordCount: 3,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}}
+	_, err = cp.CommitFile(ctx, late)
+	require.ErrorIs(t, err, wal.ErrObjectKeyReused)
+	require.ErrorIs(t, cp.ReserveObject(ctx, "r/late"), wal.ErrObjectKeyReused)
+	info, err := cp.LogInfo(ctx, wal.TopicIDPartition{TopicID: topic})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), info.HighWatermark)
+}
+
+// Options.TLS is enforced: against a server without TLS, Open fails
+// rather than falling back to plaintext.
+func TestTLSRequired(t *testing.T) {
+	srv := pgtest.Start(t)
+	if srv.External() {
+		t.Skip("an existing server may speak TLS")
+	}
+	_, err := pgcp.Open(context.Background(), pgcp.Options{ConnString: databaseURL(t), TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
+	require.ErrorIs(t, err, pgcp.ErrUnreachable)
+}
+
+// A cancelled context fails the call with the context's error.
+func TestContextCancelled(t *testing.T) {
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := cp.CommitFile(ctx, wal.CommitFileRequest{ObjectKey: "k"})
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = cp.LogInfo(ctx, wal.TopicIDPartition{TopicID: wal.TopicID{1}})
+	require.ErrorIs(t, err, context.Canceled)
+}
