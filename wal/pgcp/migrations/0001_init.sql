@@ -41,19 +41,24 @@ CREATE TABLE files (
 CREATE INDEX files_marked ON files (marked_for_deletion_at, object_key) WHERE state = 2;
 
 -- One row per accepted batch, keyed by its partition and last offset.
+-- No foreign keys: each would run a trigger query per inserted row (a
+-- commit of 1,000 batches measured 100 ms with them, 16 ms without). The
+-- calls keep them true instead: batches are inserted only under their
+-- partition's row lock, in the transaction that read the row; a
+-- partition's row goes only after its batches (DeleteTopics); a files
+-- row goes only when no batch names it (DeleteFiles checks).
 CREATE TABLE batches (
     topic_id             uuid     NOT NULL,
     partition            integer  NOT NULL,
     last_offset          bigint   NOT NULL,
     base_offset          bigint   NOT NULL CHECK (base_offset >= 0 AND base_offset <= last_offset),
-    file_id              bigint   NOT NULL REFERENCES files (file_id),
+    file_id              bigint   NOT NULL,
     byte_offset          bigint   NOT NULL CHECK (byte_offset >= 0),
     byte_size            bigint   NOT NULL CHECK (byte_size > 0),
     timestamp_type       smallint NOT NULL CHECK (timestamp_type IN (0, 1)),
     batch_max_timestamp  bigint   NOT NULL,
     log_append_timestamp bigint   NOT NULL,
-    PRIMARY KEY (topic_id, partition, last_offset),
-    FOREIGN KEY (topic_id, partition) REFERENCES logs (topic_id, partition)
+    PRIMARY KEY (topic_id, partition, last_offset)
 );
 CREATE INDEX batches_by_file ON batches (file_id);
 
