@@ -60,6 +60,7 @@ const (
 	zap       = "go.uber.org/zap"
 	minio     = "github.com/minio/minio-go/v7"
 	promLib   = "github.com/prometheus/client_golang"
+	pgx       = "github.com/jackc/pgx/v5"
 )
 
 // layers mirrors DESIGN.md section 2, "Dependency direction", with the
@@ -84,6 +85,9 @@ var layers = []layer{
 	// (imported by tests only, like objstoretest; it may use testify).
 	{60, exact("wal"), []string{pebbleVFS, zap}},
 	{62, exact("wal/pebblecp"), []string{pebble, zap}},
+	// The control plane on PostgreSQL: the only library package that
+	// imports the driver (checked below).
+	{63, exact("wal/pgcp"), []string{pgx, zap}},
 	{64, exact("wal/controlplanetest"), nil},
 	{70, exact("tierstate"), nil},
 	// The Prometheus exporter: above everything it reads, and the only
@@ -158,6 +162,10 @@ func Check(pkgs []Package) []string {
 func checkImport(rel string, own layer, imp string, report func(string, ...any)) {
 	if hasPrefixPath(imp, minio) && rel != "remote/objstore/s3" {
 		report("%s imports %s: only remote/objstore/s3 may import minio-go", rel, imp)
+		return
+	}
+	if hasPrefixPath(imp, pgx) && rel != "wal/pgcp" && rel != "internal/pgtest" {
+		report("%s imports %s: only wal/pgcp (and the test harness internal/pgtest) may import pgx", rel, imp)
 		return
 	}
 	if hasPrefixPath(imp, promLib) && rel != "promexport" {

@@ -2,8 +2,6 @@ package pebblecp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -16,7 +14,7 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 	if err := req.Validate(); err != nil {
 		return wal.CommitFileResult{}, err
 	}
-	digest := requestDigest(&req)
+	digest := req.Digest()
 	var res wal.CommitFileResult
 	err := cp.update(ctx, func(tx *txn) error {
 		f, err := tx.file(req.ObjectKey)
@@ -153,30 +151,4 @@ func resultsOf(req *wal.CommitFileRequest, f *fileRow) wal.CommitFileResult {
 		res.Batches[i] = r
 	}
 	return res
-}
-
-// requestDigest identifies a commit's content, so that a retry of the same
-// object key can be told from a reuse.
-func requestDigest(req *wal.CommitFileRequest) [32]byte {
-	h := sha256.New()
-	var buf []byte
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(req.ObjectKey)))
-	buf = append(buf, req.ObjectKey...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(req.ObjectSize))
-	buf = binary.BigEndian.AppendUint32(buf, uint32(req.BrokerID))
-	buf = binary.BigEndian.AppendUint64(buf, uint64(req.BrokerEpoch))
-	h.Write(buf)
-	for _, b := range req.Batches {
-		buf = buf[:0]
-		buf = append(buf, b.Partition.TopicID[:]...)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(b.Partition.Partition))
-		for _, v := range []int64{b.ByteOffset, b.Size, b.BaseOffset, b.LastOffset, int64(b.RecordCount),
-			b.MaxTimestamp, int64(b.TimestampType), b.ProducerID, int64(b.ProducerEpoch), int64(b.BaseSequence)} {
-			buf = binary.BigEndian.AppendUint64(buf, uint64(v))
-		}
-		h.Write(buf)
-	}
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
 }

@@ -1,0 +1,425 @@
+package pgcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tierlog/tierlog/wal"
+)
+
+// files.reason and files.state.
+const (
+	reasonProduce = 1
+	reasonOrphan  = 2
+
+	stateLive     = 1
+	stateDeleting = 2
+)
+
+// Result statuses stored in files.result_status.
+const (
+	statusAccepted int16 = iota
+	statusUnknownPartition
+	statusDuplicate
+	statusOutOfOrder
+	statusInvalidEpoch
+	statusCount
+)
+
+var statusReasons = [statusCount]error{
+	statusAccepted:         nil,
+	statusUnknownPartition: wal.ErrUnknownTopicOrPartition,
+	statusDuplicate:        wal.ErrDuplicateSequence,
+	statusOutOfOrder:       wal.ErrOutOfOrderSequence,
+	statusInvalidEpoch:     wal.ErrInvalidProducerEpoch,
+}
+
+// storedResult is one batch's answer as files.result_* keep it.
+type storedResult struct {
+	status     int16
+	base       int64
+	appendTime int64
+	logStart   int64
+	detail     string
+}
+
+// CommitFile implements wal.ControlPlane: one transaction that registers
+// the object, locks the partitions' rows in (topic_id, partition) order,
+// decides every batch in list order (wal.CheckSequence for idempotent
+// ones), inserts the accepted batches and writes each partition's high
+// watermark back once.
+func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileRequest) (wal.CommitFileResult, error) {
+	if err := cp.begin(ctx); err != nil {
+		return wal.CommitFileResult{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return wal.CommitFileResult{}, err
+	}
+	digest := req.Digest()
+	var results []storedResult
+	err := cp.update(ctx, func(tx pgx.Tx, nowMs int64) error {
+		var err error
+		results, err = commitTx(ctx, tx, &req, digest[:], nowMs)
+		return err
+	})
+	if err != nil {
+		return wal.CommitFileResult{}, err
+	}
+	return resultsOf(&req, results), nil
+}
+
+type logState struct {
+	w, hw, byteSize int64
+	dirty           bool
+}
+
+type producerKey struct {
+	tp  wal.TopicIDPartition
+	pid int64
+}
+
+const lockLogsSQL = `SELECT topic_id, partition, log_start_offset, high_watermark, byte_size FROM logs
+WHERE (topic_id, partition) IN (SELECT * FROM unnest($1::uuid[], $2::int4[]))
+ORDER BY topic_id, partition FOR UPDATE`
+
+func commitTx(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, digest []byte, nowMs int64) ([]storedResult, error) {
+	// One round trip: confirm the reservation, register the object, lock
+	// the partitions, read the producers.
+	parts := partitionsOf(req)
+	var pTopics [][16]byte
+	var pParts []int32
+	var pIDs []int64
+	seen := map[producerKey]bool{}
+	for _, b := range req.Batches {
+		k := producerKey{b.Partition, b.ProducerID}
+		if b.Idempotent() && b.Partition.Partition >= 0 && !seen[k] {
+			seen[k] = true
+			pTopics, pParts, pIDs = append(pTopics, b.Partition.TopicID), append(pParts, b.Partition.Partition), append(pIDs, b.ProducerID)
+		}
+	}
+	lt, lp := partitionArrays(parts)
+	var batch pgx.Batch
+	batch.Queue(`DELETE FROM reservations WHERE object_key = $1`, req.ObjectKey)
+	batch.Queue(`INSERT INTO files (object_key, reason, state, uploader_broker_id, broker_epoch, size, committed_at, digest)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM reaped_keys WHERE object_key = $1)
+		ON CONFLICT (object_key) DO NOTHING RETURNING file_id`,
+		req.ObjectKey, reasonProduce, stateLive, req.BrokerID, req.BrokerEpoch, req.ObjectSize, nowMs, digest)
+	batch.Queue(lockLogsSQL, lt, lp)
+	batch.Queue(`SELECT topic_id, partition, producer_id, producer_epoch, base_sequences, last_sequences, assigned_offsets, timestamps
+		FROM producer_state WHERE (topic_id, partition, producer_id) IN (SELECT * FROM unnest($1::uuid[], $2::int4[], $3::int8[]))`,
+		pTopics, pParts, pIDs)
+	br := tx.SendBatch(ctx, &batch)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	var fileID int64
+	if err := br.QueryRow().Scan(&fileID); err != nil {
+		_ = br.Close()
+		if errors.Is(err, pgx.ErrNoRows) {
+			return existingCommit(ctx, tx, req, digest)
+		}
+		return nil, err
+	}
+	logs, err := scanLogStates(br)
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	producers, err := scanProducers(br)
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+
+	// Decide every batch in list order.
+	results := make([]storedResult, len(req.Batches))
+	dirtyProducers := map[producerKey]bool{}
+	var rows batchRows
+	accepted := false
+	for i := range req.Batches {
+		b := &req.Batches[i]
+		l := logs[b.Partition]
+		if l == nil || b.Partition.TopicID.IsZero() {
+			results[i] = storedResult{status: statusUnknownPartition, base: -1, appendTime: -1, logStart: -1}
+			continue
+		}
+		assigned := l.hw
+		if assigned > math.MaxInt64-b.OffsetCount() {
+			return nil, fmt.Errorf("%w: pgcp: partition %s: %d offsets after the high watermark %d overflow",
+				wal.ErrInvalidArgument, b.Partition, b.OffsetCount(), assigned)
+		}
+		if b.Idempotent() {
+			k := producerKey{b.Partition, b.ProducerID}
+			st := producers[k]
+			c := wal.CheckSequence(st, b.ProducerEpoch, b.BaseSequence, b.LastSequence())
+			if c.Err != nil {
+				results[i] = rejected(c, l.w)
+				continue
+			}
+			ts := b.MaxTimestamp
+			if b.TimestampType == wal.LogAppendTime {
+				ts = nowMs
+			}
+			next := wal.AcceptSequence(st, b.ProducerID, b.ProducerEpoch, wal.ProducerBatch{
+				BaseSequence: b.BaseSequence, LastSequence: b.LastSequence(), AssignedOffset: assigned, Timestamp: ts})
+			producers[k], dirtyProducers[k] = &next, true
+		}
+		l.hw += b.OffsetCount()
+		l.byteSize += b.Size
+		l.dirty = true
+		rows.add(b, assigned, l.hw-1, nowMs)
+		results[i] = storedResult{status: statusAccepted, base: assigned, appendTime: nowMs, logStart: l.w}
+		accepted = true
+	}
+
+	// One round trip: the batches, the high watermarks, the producers,
+	// the stored answer.
+	var wb pgx.Batch
+	if len(rows.last) > 0 {
+		wb.Queue(`INSERT INTO batches (topic_id, partition, last_offset, base_offset, file_id, byte_offset, byte_size,
+				timestamp_type, batch_max_timestamp, log_append_timestamp)
+			SELECT t, p, l, b, $5, bo, bs, tt, mt, at
+			FROM unnest($1::uuid[], $2::int4[], $3::int8[], $4::int8[], $6::int8[], $7::int8[], $8::int2[], $9::int8[], $10::int8[])
+				AS v(t, p, l, b, bo, bs, tt, mt, at)`,
+			rows.topic, rows.part, rows.last, rows.base, fileID, rows.byteOffset, rows.size, rows.tsType, rows.maxTs, rows.appendTs)
+	}
+	queueLogWrites(&wb, logs)
+	for k := range dirtyProducers {
+		queueProducerWrite(&wb, k.tp, producers[k])
+	}
+	st, base, at, ls, detail := resultArrays(results)
+	marked := any(nil)
+	state := stateLive
+	if !accepted {
+		marked, state = nowMs, stateDeleting
+	}
+	wb.Queue(`UPDATE files SET result_status = $2, result_base_offset = $3, result_append_time = $4, result_log_start = $5,
+			result_detail = $6, state = $7, marked_for_deletion_at = $8 WHERE file_id = $1`,
+		fileID, st, base, at, ls, detail, state, marked)
+	if err := tx.SendBatch(ctx, &wb).Close(); err != nil {
+		return nil, err
+	}
+	if testHookBeforeCommit != nil {
+		testHookBeforeCommit()
+	}
+	return results, nil
+}
+
+// testHookBeforeCommit, if set (tests only), runs when a commit's
+// statements are all sent and its COMMIT is not.
+var testHookBeforeCommit func()
+
+// existingCommit answers a commit whose key is registered (or reaped): a
+// retry of the same content gets the first answer.
+func existingCommit(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, digest []byte) ([]storedResult, error) {
+	var reason int16
+	var stored []byte
+	var st []int16
+	var base, at, ls []int64
+	var detail []string
+	err := tx.QueryRow(ctx, `SELECT reason, digest, result_status, result_base_offset, result_append_time, result_log_start, result_detail
+		FROM files WHERE object_key = $1`, req.ObjectKey).Scan(&reason, &stored, &st, &base, &at, &ls, &detail)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q was reaped as an orphan", wal.ErrObjectKeyReused, req.ObjectKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if reason != reasonProduce || !bytes.Equal(stored, digest) {
+		return nil, fmt.Errorf("%w: %q is already registered with other content (or was reaped as an orphan)",
+			wal.ErrObjectKeyReused, req.ObjectKey)
+	}
+	if len(st) != len(req.Batches) || len(base) != len(st) || len(at) != len(st) || len(ls) != len(st) || len(detail) != len(st) {
+		return nil, fmt.Errorf("%w: pgcp: object %q stores %d results for %d batches", wal.ErrCorruption, req.ObjectKey, len(st), len(req.Batches))
+	}
+	out := make([]storedResult, len(st))
+	for i := range st {
+		if st[i] < 0 || st[i] >= statusCount {
+			return nil, fmt.Errorf("%w: pgcp: object %q: result status %d", wal.ErrCorruption, req.ObjectKey, st[i])
+		}
+		out[i] = storedResult{status: st[i], base: base[i], appendTime: at[i], logStart: ls[i], detail: detail[i]}
+	}
+	return out, nil
+}
+
+func rejected(c wal.SequenceCheck, logStart int64) storedResult {
+	r := storedResult{base: -1, appendTime: -1, logStart: logStart, detail: c.Detail}
+	switch {
+	case errors.Is(c.Err, wal.ErrDuplicateSequence):
+		r.status, r.base, r.appendTime = statusDuplicate, c.Duplicate.AssignedOffset, c.Duplicate.Timestamp
+	case errors.Is(c.Err, wal.ErrInvalidProducerEpoch):
+		r.status = statusInvalidEpoch
+	default:
+		r.status = statusOutOfOrder
+	}
+	return r
+}
+
+func resultArrays(rs []storedResult) (st []int16, base, at, ls []int64, detail []string) {
+	st, base, at, ls, detail = []int16{}, []int64{}, []int64{}, []int64{}, []string{}
+	for _, r := range rs {
+		st, base, at, ls, detail = append(st, r.status), append(base, r.base), append(at, r.appendTime), append(ls, r.logStart), append(detail, r.detail)
+	}
+	return
+}
+
+// resultsOf turns the stored results into the call's answer.
+func resultsOf(req *wal.CommitFileRequest, rs []storedResult) wal.CommitFileResult {
+	res := wal.CommitFileResult{MarkedForDeletion: true, Batches: make([]wal.BatchResult, len(rs))}
+	for i, s := range rs {
+		if s.status == statusAccepted {
+			res.MarkedForDeletion = false
+		}
+		r := wal.BatchResult{BaseOffset: s.base, LogAppendTime: s.appendTime, LogStartOffset: s.logStart}
+		if s.status != statusAccepted {
+			detail := s.detail
+			if s.status == statusUnknownPartition {
+				detail = "no such partition"
+			}
+			r.Err = &wal.BatchRejectedError{Partition: req.Batches[i].Partition, Index: i,
+				Reason: statusReasons[s.status], Detail: detail}
+		}
+		res.Batches[i] = r
+	}
+	return res
+}
+
+// partitionsOf returns the distinct partitions of a commit that can have
+// a row.
+func partitionsOf(req *wal.CommitFileRequest) []wal.TopicIDPartition {
+	seen := map[wal.TopicIDPartition]bool{}
+	var out []wal.TopicIDPartition
+	for _, b := range req.Batches {
+		if !seen[b.Partition] && b.Partition.Partition >= 0 && !b.Partition.TopicID.IsZero() {
+			seen[b.Partition] = true
+			out = append(out, b.Partition)
+		}
+	}
+	return out
+}
+
+func partitionArrays(tps []wal.TopicIDPartition) ([][16]byte, []int32) {
+	ts, ps := make([][16]byte, 0, len(tps)), make([]int32, 0, len(tps))
+	for _, tp := range tps {
+		ts, ps = append(ts, tp.TopicID), append(ps, tp.Partition)
+	}
+	return ts, ps
+}
+
+func scanLogStates(rows interface {
+	Query() (pgx.Rows, error)
+}) (map[wal.TopicIDPartition]*logState, error) {
+	r, err := rows.Query()
+	if err != nil {
+		return nil, err
+	}
+	out := map[wal.TopicIDPartition]*logState{}
+	for r.Next() {
+		var tp wal.TopicIDPartition
+		var id [16]byte
+		l := &logState{}
+		if err := r.Scan(&id, &tp.Partition, &l.w, &l.hw, &l.byteSize); err != nil {
+			r.Close()
+			return nil, err
+		}
+		tp.TopicID = id
+		out[tp] = l
+	}
+	r.Close()
+	return out, r.Err()
+}
+
+func scanProducers(br pgx.BatchResults) (map[producerKey]*wal.ProducerState, error) {
+	r, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	out := map[producerKey]*wal.ProducerState{}
+	for r.Next() {
+		var id [16]byte
+		var part int32
+		st, err := scanProducer(r, &id, &part)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		out[producerKey{wal.TopicIDPartition{TopicID: id, Partition: part}, st.ProducerID}] = st
+	}
+	r.Close()
+	return out, r.Err()
+}
+
+// scanProducer scans (topic_id, partition, producer_id, producer_epoch,
+// base_sequences, last_sequences, assigned_offsets, timestamps).
+func scanProducer(r pgx.Rows, id *[16]byte, part *int32) (*wal.ProducerState, error) {
+	st := &wal.ProducerState{}
+	var bs, ls []int32
+	var ao, ts []int64
+	if err := r.Scan(id, part, &st.ProducerID, &st.ProducerEpoch, &bs, &ls, &ao, &ts); err != nil {
+		return nil, err
+	}
+	if len(ls) != len(bs) || len(ao) != len(bs) || len(ts) != len(bs) || len(bs) > wal.MaxProducerBatches {
+		return nil, fmt.Errorf("%w: pgcp: producer %d: arrays of %d, %d, %d, %d entries", wal.ErrCorruption, st.ProducerID, len(bs), len(ls), len(ao), len(ts))
+	}
+	for i := range bs {
+		st.Batches = append(st.Batches, wal.ProducerBatch{BaseSequence: bs[i], LastSequence: ls[i], AssignedOffset: ao[i], Timestamp: ts[i]})
+	}
+	return st, nil
+}
+
+func queueProducerWrite(b *pgx.Batch, tp wal.TopicIDPartition, st *wal.ProducerState) {
+	bs, ls, ao, ts := []int32{}, []int32{}, []int64{}, []int64{}
+	for _, e := range st.Batches {
+		bs, ls, ao, ts = append(bs, e.BaseSequence), append(ls, e.LastSequence), append(ao, e.AssignedOffset), append(ts, e.Timestamp)
+	}
+	b.Queue(`INSERT INTO producer_state (topic_id, partition, producer_id, producer_epoch, base_sequences, last_sequences, assigned_offsets, timestamps)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (topic_id, partition, producer_id) DO UPDATE SET producer_epoch = EXCLUDED.producer_epoch,
+			base_sequences = EXCLUDED.base_sequences, last_sequences = EXCLUDED.last_sequences,
+			assigned_offsets = EXCLUDED.assigned_offsets, timestamps = EXCLUDED.timestamps`,
+		[16]byte(tp.TopicID), tp.Partition, st.ProducerID, st.ProducerEpoch, bs, ls, ao, ts)
+}
+
+// queueLogWrites writes back the high watermark and byte size of the
+// changed partitions: one statement, each row once.
+func queueLogWrites(b *pgx.Batch, logs map[wal.TopicIDPartition]*logState) {
+	var ts [][16]byte
+	var ps []int32
+	var ws, hws, sizes []int64
+	for tp, l := range logs {
+		if l.dirty {
+			ts, ps = append(ts, tp.TopicID), append(ps, tp.Partition)
+			ws, hws, sizes = append(ws, l.w), append(hws, l.hw), append(sizes, l.byteSize)
+		}
+	}
+	if len(ts) == 0 {
+		return
+	}
+	b.Queue(`UPDATE logs SET log_start_offset = v.w, high_watermark = v.hw, byte_size = v.bs
+		FROM unnest($1::uuid[], $2::int4[], $3::int8[], $4::int8[], $5::int8[]) AS v(t, p, w, hw, bs)
+		WHERE logs.topic_id = v.t AND logs.partition = v.p`, ts, ps, ws, hws, sizes)
+}
+
+// batchRows collects the accepted batches as column arrays.
+type batchRows struct {
+	topic                                         [][16]byte
+	part                                          []int32
+	last, base, byteOffset, size, maxTs, appendTs []int64
+	tsType                                        []int16
+}
+
+func (r *batchRows) add(b *wal.CommitBatch, base, last, nowMs int64) {
+	r.topic, r.part = append(r.topic, b.Partition.TopicID), append(r.part, b.Partition.Partition)
+	r.last, r.base = append(r.last, last), append(r.base, base)
+	r.byteOffset, r.size = append(r.byteOffset, b.ByteOffset), append(r.size, b.Size)
+	r.tsType, r.maxTs, r.appendTs = append(r.tsType, int16(b.TimestampType)), append(r.maxTs, b.MaxTimestamp), append(r.appendTs, nowMs)
+}

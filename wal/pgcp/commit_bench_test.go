@@ -1,0 +1,112 @@
+package pgcp_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/wal"
+	"github.com/tierlog/tierlog/wal/pebblecp"
+)
+
+var benchTopic = wal.TopicID{0xBE, 0x4E}
+
+// benchRequest is an object of n batches of one record each, spread
+// round-robin over the partitions.
+func benchRequest(key string, n int, partitions int32) wal.CommitFileRequest {
+	req := wal.CommitFileRequest{ObjectKey: key, ObjectSize: int64(n) * 100}
+	for j := range n {
+		req.Batches = append(req.Batches, wal.CommitBatch{
+			Partition:  wal.TopicIDPartition{TopicID: benchTopic, Partition: int32(j) % partitions},
+			ByteOffset: int64(j) * 100, Size: 100, LastOffset: 0, RecordCount: 1,
+			MaxTimestamp: 1000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+		})
+	}
+	return req
+}
+
+// BenchmarkCommit commits objects of 10 and 1000 batches (over 16
+// partitions) from 1, 4 and 16 concurrent writers, on pgcp (the test
+// cluster: fsync off unless TIERLOG_PG_FSYNC=1) and on pebblecp
+// (vfs.Default, real fsync) in the same run; it reports commits/s and the
+// p50 and p99 of one CommitFile. Writers share the partitions, so commits
+// contend on the same rows as brokers of one cluster do.
+func BenchmarkCommit(b *testing.B) {
+	ctx := context.Background()
+	for _, batches := range []int{10, 1000} {
+		for _, writers := range []int{1, 4, 16} {
+			for _, impl := range []string{"pgcp", "pebblecp"} {
+				b.Run(fmt.Sprintf("batches=%d/writers=%d/impl=%s", batches, writers, impl), func(b *testing.B) {
+					var cp wal.ControlPlane
+					if impl == "pgcp" {
+						cp = openFresh(b, time.Now)
+						c := cp.(interface{ Close() error })
+						defer c.Close()
+					} else {
+						p, err := pebblecp.Open(vfs.Default, b.TempDir(), pebblecp.Options{})
+						require.NoError(b, err)
+						defer p.Close()
+						cp = p
+					}
+					require.NoError(b, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: benchTopic, Topic: "bench", NumPartitions: 16}}))
+					benchCommits(b, cp, writers, batches)
+				})
+			}
+		}
+	}
+}
+
+func benchCommits(b *testing.B, cp wal.ControlPlane, writers, batches int) {
+	ctx := context.Background()
+	var next atomic.Int64
+	lats := make([][]time.Duration, writers)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				req := benchRequest(fmt.Sprintf("wal/bench-%d-%09d", w, i), batches, 16)
+				t0 := time.Now()
+				if _, err := cp.CommitFile(ctx, req); err != nil {
+					errs <- err
+					return
+				}
+				lats[w] = append(lats[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "commits/s")
+	for _, q := range []struct {
+		name string
+		q    float64
+	}{{"p50", 0.5}, {"p99", 0.99}} {
+		b.ReportMetric(float64(all[min(len(all)-1, int(q.q*float64(len(all))))])/float64(time.Microsecond), "commit-"+q.name+"-us")
+	}
+}

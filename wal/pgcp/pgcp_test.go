@@ -1,0 +1,287 @@
+package pgcp_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/internal/pgtest"
+	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/wal"
+	"github.com/tierlog/tierlog/wal/pgcp"
+)
+
+func execSQL(t testing.TB, url, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgconn.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	require.NoError(t, conn.Exec(ctx, sql).Close())
+}
+
+// An unreachable server is ErrUnreachable, and no error carries the
+// password.
+func TestOpenUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	const secret = "hunter2-do-not-print"
+	_, err = pgcp.Open(context.Background(), pgcp.Options{
+		ConnString: "postgres://someone:" + secret + "@" + addr + "/db?sslmode=disable", ConnectTimeout: 2 * time.Second})
+	require.ErrorIs(t, err, pgcp.ErrUnreachable)
+	require.NotContains(t, err.Error(), secret)
+}
+
+func TestOpenWrongPassword(t *testing.T) {
+	srv := pgtest.Start(t)
+	if srv.External() {
+		t.Skip("the password rules of an existing server are its own")
+	}
+	const secret = "wrong-password-do-not-print"
+	_, err := pgcp.Open(context.Background(), pgcp.Options{ConnString: srv.URL, Password: secret})
+	require.ErrorIs(t, err, pgcp.ErrUnreachable)
+	require.NotContains(t, err.Error(), secret)
+	require.NotContains(t, err.Error(), pgtest.Password)
+}
+
+// Migrations apply once, also under concurrent Opens, and record their
+// version; a schema newer than the code is ErrSchemaTooNew.
+func TestMigrations(t *testing.T) {
+	url := databaseURL(t)
+	const schema = "migrations_test"
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	cps := make([]*pgcp.ControlPlane, 4)
+	for i := range cps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cps[i], errs[i] = pgcp.Open(context.Background(), pgcp.Options{ConnString: url, Schema: schema})
+		}()
+	}
+	wg.Wait()
+	for i := range cps {
+		require.NoError(t, errs[i])
+		require.NoError(t, cps[i].Close())
+	}
+	cp, err := pgcp.Open(context.Background(), pgcp.Options{ConnString: url, Schema: schema})
+	require.NoError(t, err)
+	require.NoError(t, cp.Close())
+	require.ErrorIs(t, cp.Close(), wal.ErrClosed)
+
+	ctx := context.Background()
+	conn, err := pgconn.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	res := conn.ExecParams(ctx, "SELECT count(*), max(version) FROM "+schema+".schema_migrations", nil, nil, nil, nil).Read()
+	require.NoError(t, res.Err)
+	require.Equal(t, fmt.Sprintf("%d %d", pgcp.SchemaVersion(), pgcp.SchemaVersion()),
+		string(res.Rows[0][0])+" "+string(res.Rows[0][1]))
+
+	execSQL(t, url, "INSERT INTO "+schema+".schema_migrations (version, name) VALUES (99, 'from the future')")
+	_, err = pgcp.Open(context.Background(), pgcp.Options{ConnString: url, Schema: schema})
+	require.ErrorIs(t, err, pgcp.ErrSchemaTooNew)
+	var sv *pgcp.SchemaVersionError
+	require.ErrorAs(t, err, &sv)
+	require.Equal(t, pgcp.SchemaVersionError{Found: 99, Supported: pgcp.SchemaVersion()}, *sv)
+}
+
+// The prune's W is computed in SQL; it must equal wal.PrunedLogStart on
+// every shape: W moved inside a batch, a seal above remote storage (the
+// cap), h below, inside and beyond the batches.
+func TestPruneSQLMatchesRule(t *testing.T) {
+	seed := testseed.Seed(t, 7)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	ctx := context.Background()
+	topic := wal.TopicID{0x70, 0x72}
+	for i := range 60 {
+		tp := wal.TopicIDPartition{TopicID: topic, Partition: int32(i)}
+		w0 := rng.Int64N(50)
+		seal := w0 + rng.Int64N(3)*rng.Int64N(400) // sometimes S == W
+		res, err := cp.InitDisklessLog(ctx, []wal.InitDisklessLogRequest{{Partition: tp, Topic: "prune", LogStartOffset: w0, DisklessStartOffset: seal}})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+		req := wal.CommitFileRequest{ObjectKey: fmt.Sprintf("prune/%d", i)}
+		for range rng.IntN(5) {
+			n := 1 + rng.Int64N(20)
+			req.Batches = append(req.Batches, wal.CommitBatch{Partition: tp, ByteOffset: req.ObjectSize, Size: n, LastOffset: n - 1,
+				RecordCount: int32(n), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+			req.ObjectSize += n
+		}
+		_, err = cp.CommitFile(ctx, req)
+		require.NoError(t, err)
+		info, err := cp.LogInfo(ctx, tp)
+		require.NoError(t, err)
+		if rng.IntN(3) == 0 && info.HighWatermark > info.LogStartOffset {
+			to := info.LogStartOffset + rng.Int64N(info.HighWatermark-info.LogStartOffset+1)
+			_, err := cp.DeleteRecords(ctx, []wal.DeleteRecordsRequest{{Partition: tp, Offset: to}})
+			require.NoError(t, err)
+			info, err = cp.LogInfo(ctx, tp)
+			require.NoError(t, err)
+		}
+		found, err := cp.FindBatches(ctx, wal.FindBatchesRequest{Partitions: []wal.FindPartition{
+			{Partition: tp, Offset: info.LogStartOffset, MaxPartitionBytes: 1 << 30}}, MaxBytes: 1 << 30})
+		require.NoError(t, err)
+		h := rng.Int64N(info.HighWatermark+3) - 1
+		if rng.IntN(10) == 0 {
+			h = 1<<63 - 1
+		}
+		remain, minBase := false, int64(0)
+		for _, b := range found[0].Batches {
+			if b.LastOffset > min(h, info.HighWatermark) {
+				remain, minBase = true, b.BaseOffset
+				break
+			}
+		}
+		want := wal.PrunedLogStart(info.LogStartOffset, info.HighWatermark, h, remain, minBase)
+		got, err := cp.PruneDisklessLogs(ctx, []wal.PruneRequest{{Partition: tp, HighestOffsetInRemoteStorage: h}})
+		require.NoError(t, err)
+		require.NoError(t, got[0].Err)
+		require.Equal(t, want, got[0].LogStartOffset, "W=%d HW=%d h=%d batches %v", info.LogStartOffset, info.HighWatermark, h, found[0].Batches)
+	}
+}
+
+// Two transactions empty one object from two partitions at once. The
+// first stops between its emptiness check (it saw the other partition's
+// batch) and its commit (the hook); the second must wait for the first's
+// lock on the object, then see its deletion and mark the object. Without
+// the lock the second would see the first's batch, still there, and
+// neither would mark it (github.com/aiven/inkless/pull/782).
+func TestConcurrentEmptyingMarksObject(t *testing.T) {
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	ctx := context.Background()
+	topic := wal.TopicID{0x78, 0x82}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "shared", NumPartitions: 2}}))
+	p0, p1 := wal.TopicIDPartition{TopicID: topic}, wal.TopicIDPartition{TopicID: topic, Partition: 1}
+	mk := func(tp wal.TopicIDPartition, at int64) wal.CommitBatch {
+		return wal.CommitBatch{Partition: tp, ByteOffset: at, Size: 5, LastOffset: 4, RecordCount: 5, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	}
+	_, err := cp.CommitFile(ctx, wal.CommitFileRequest{ObjectKey: "shared/1", ObjectSize: 10, Batches: []wal.CommitBatch{mk(p0, 0), mk(p1, 5)}})
+	require.NoError(t, err)
+
+	paused, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	pgcp.SetTestHookAfterEmptinessCheck(func() {
+		if !first.Swap(true) {
+			close(paused)
+			<-release
+		}
+	})
+	defer pgcp.SetTestHookAfterEmptinessCheck(nil)
+
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := cp.DeleteRecords(ctx, []wal.DeleteRecordsRequest{{Partition: p0, Offset: -1}})
+		firstDone <- err
+	}()
+	<-paused
+	secondDone := make(chan error, 1)
+	go func() {
+		_, err := cp.DeleteRecords(ctx, []wal.DeleteRecordsRequest{{Partition: p1, Offset: -1}})
+		secondDone <- err
+	}()
+	// Wait until the second either finished (the lock is missing) or
+	// waits on a lock (PostgreSQL says so).
+	url := databaseURL(t)
+	for waiting := false; !waiting; {
+		select {
+		case err := <-secondDone:
+			secondDone <- err
+			waiting = true
+		default:
+			waiting = lockWaiters(t, url) > 0
+			if !waiting {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	close(release)
+	require.NoError(t, <-firstDone)
+	require.NoError(t, <-secondDone)
+	files, err := cp.FilesToDelete(ctx, time.Now().Add(time.Hour), 0)
+	require.NoError(t, err)
+	require.Len(t, files, 1, "the emptied object must be marked")
+	require.Equal(t, "shared/1", files[0].ObjectKey)
+}
+
+func lockWaiters(t testing.TB, url string) int {
+	ctx := context.Background()
+	conn, err := pgconn.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	res := conn.ExecParams(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'tierlog-pgcp'`,
+		nil, nil, nil, nil).Read()
+	require.NoError(t, res.Err)
+	var n int
+	_, err = fmt.Sscan(string(res.Rows[0][0]), &n)
+	require.NoError(t, err)
+	return n
+}
+
+// A reaped key stays reaped after the cleaner deleted the orphan and
+// DeleteFiles dropped its row: the tombstone refuses a late commit and a
+// new reservation.
+func TestReapedKeyTombstone(t *testing.T) {
+	now := time.UnixMilli(1_767_225_600_000)
+	cp := openFresh(t, func() time.Time { return now })
+	defer cp.Close()
+	ctx := context.Background()
+	topic := wal.TopicID{0x7e, 0x4b}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "reaped", NumPartitions: 1}}))
+	require.NoError(t, cp.ReserveObject(ctx, "r/late"))
+	now = now.Add(time.Minute)
+	keys, err := cp.ExpireReservations(ctx, now, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"r/late"}, keys)
+	require.NoError(t, cp.DeleteFiles(ctx, keys))
+	files, err := cp.FilesToDelete(ctx, now.Add(time.Hour), 0)
+	require.NoError(t, err)
+	require.Empty(t, files)
+
+	late := wal.CommitFileRequest{ObjectKey: "r/late", ObjectSize: 3, Batches: []wal.CommitBatch{{
+		Partition: wal.TopicIDPartition{TopicID: topic}, Size: 3, LastOffset: 2, RecordCount: 3,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}}
+	_, err = cp.CommitFile(ctx, late)
+	require.ErrorIs(t, err, wal.ErrObjectKeyReused)
+	require.ErrorIs(t, cp.ReserveObject(ctx, "r/late"), wal.ErrObjectKeyReused)
+	info, err := cp.LogInfo(ctx, wal.TopicIDPartition{TopicID: topic})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), info.HighWatermark)
+}
+
+// Options.TLS is enforced: against a server without TLS, Open fails
+// rather than falling back to plaintext.
+func TestTLSRequired(t *testing.T) {
+	srv := pgtest.Start(t)
+	if srv.External() {
+		t.Skip("an existing server may speak TLS")
+	}
+	_, err := pgcp.Open(context.Background(), pgcp.Options{ConnString: databaseURL(t), TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
+	require.ErrorIs(t, err, pgcp.ErrUnreachable)
+}
+
+// A cancelled context fails the call with the context's error.
+func TestContextCancelled(t *testing.T) {
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := cp.CommitFile(ctx, wal.CommitFileRequest{ObjectKey: "k"})
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = cp.LogInfo(ctx, wal.TopicIDPartition{TopicID: wal.TopicID{1}})
+	require.ErrorIs(t, err, context.Canceled)
+}

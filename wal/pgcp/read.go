@@ -1,0 +1,266 @@
+package pgcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tierlog/tierlog/wal"
+)
+
+// logRows reads the rows of tps (unknown ones absent) in one query.
+func logRows(ctx context.Context, tx pgx.Tx, tps []wal.TopicIDPartition) (map[wal.TopicIDPartition]*wal.LogInfo, error) {
+	var valid []wal.TopicIDPartition
+	for _, tp := range tps {
+		if tp.Partition >= 0 && !tp.TopicID.IsZero() {
+			valid = append(valid, tp)
+		}
+	}
+	out := map[wal.TopicIDPartition]*wal.LogInfo{}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	ts, ps := partitionArrays(valid)
+	rows, err := tx.Query(ctx, `SELECT topic_id, partition, topic_name, log_start_offset, high_watermark, diskless_start_offset,
+			cross_tier_log_start_offset, byte_size
+		FROM logs WHERE (topic_id, partition) IN (SELECT * FROM unnest($1::uuid[], $2::int4[]))`, ts, ps)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id [16]byte
+		var part int32
+		info := &wal.LogInfo{}
+		if err := rows.Scan(&id, &part, &info.Topic, &info.LogStartOffset, &info.HighWatermark, &info.DisklessStartOffset,
+			&info.CrossTierLogStartOffset, &info.ByteSize); err != nil {
+			return nil, err
+		}
+		out[wal.TopicIDPartition{TopicID: id, Partition: part}] = info
+	}
+	return out, rows.Err()
+}
+
+// findPage is how many batches FindBatches reads at a time.
+const findPage = 256
+
+const batchColumns = `b.base_offset, b.last_offset, f.object_key, b.byte_offset, b.byte_size, b.batch_max_timestamp,
+	b.timestamp_type, b.log_append_timestamp`
+
+func scanBatch(rows pgx.Rows) (wal.BatchInfo, error) {
+	var bi wal.BatchInfo
+	var tt int16
+	err := rows.Scan(&bi.BaseOffset, &bi.LastOffset, &bi.ObjectKey, &bi.ByteOffset, &bi.Size, &bi.MaxTimestamp, &tt, &bi.LogAppendTime)
+	bi.TimestampType = wal.TimestampType(tt)
+	return bi, err
+}
+
+// FindBatches implements wal.ControlPlane: one snapshot for the whole
+// request, the partitions in the caller's order.
+func (cp *ControlPlane) FindBatches(ctx context.Context, req wal.FindBatchesRequest) ([]wal.FindBatchesResult, error) {
+	out := make([]wal.FindBatchesResult, len(req.Partitions))
+	tps := make([]wal.TopicIDPartition, len(req.Partitions))
+	for i, p := range req.Partitions {
+		tps[i] = p.Partition
+	}
+	err := cp.view(ctx, func(tx pgx.Tx) error {
+		logs, err := logRows(ctx, tx, tps)
+		if err != nil {
+			return err
+		}
+		budget := wal.NewFindBudget(req.MaxBytes)
+		for i, p := range req.Partitions {
+			res, err := findPartition(ctx, tx, p, logs[p.Partition], budget, req.MaxBatchesPerPartition)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func findPartition(ctx context.Context, tx pgx.Tx, p wal.FindPartition, info *wal.LogInfo, budget *wal.FindBudget, maxBatches int) (wal.FindBatchesResult, error) {
+	if info == nil {
+		return wal.FindBatchesResult{Err: unknown(p.Partition), LogStartOffset: -1, HighWatermark: -1}, nil
+	}
+	res := wal.FindBatchesResult{LogStartOffset: info.LogStartOffset, HighWatermark: info.HighWatermark}
+	if p.Offset < info.LogStartOffset || p.Offset > info.HighWatermark {
+		res.Err = &wal.PartitionError{Partition: p.Partition, Err: wal.ErrOffsetOutOfRange,
+			Detail: fmt.Sprintf("offset %d outside [%d, %d]", p.Offset, info.LogStartOffset, info.HighWatermark)}
+		return res, nil
+	}
+	res.Batches = []wal.BatchInfo{}
+	if p.Offset == info.HighWatermark || budget.Spent() {
+		return res, nil
+	}
+	var partBytes int64
+	from := p.Offset
+	page := findPage
+	if maxBatches > 0 {
+		page = min(page, maxBatches)
+	}
+	for {
+		rows, err := tx.Query(ctx, `SELECT `+batchColumns+` FROM batches b JOIN files f ON f.file_id = b.file_id
+			WHERE b.topic_id = $1 AND b.partition = $2 AND b.last_offset >= $3 ORDER BY b.last_offset LIMIT $4`,
+			[16]byte(p.Partition.TopicID), p.Partition.Partition, from, page)
+		if err != nil {
+			return res, err
+		}
+		n, done := 0, false
+		for rows.Next() {
+			bi, err := scanBatch(rows)
+			if err != nil {
+				rows.Close()
+				return res, err
+			}
+			n++
+			if done {
+				continue
+			}
+			if (maxBatches > 0 && len(res.Batches) >= maxBatches) || !budget.Admit(partBytes, p.MaxPartitionBytes, bi.Size) {
+				done = true
+				continue
+			}
+			partBytes += bi.Size
+			res.Batches = append(res.Batches, bi)
+			from = bi.LastOffset + 1
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return res, err
+		}
+		if done || n < page {
+			return res, nil
+		}
+	}
+}
+
+// ListOffsets implements wal.ControlPlane.
+func (cp *ControlPlane) ListOffsets(ctx context.Context, reqs []wal.ListOffsetsRequest) ([]wal.ListOffsetsResult, error) {
+	out := make([]wal.ListOffsetsResult, len(reqs))
+	tps := make([]wal.TopicIDPartition, len(reqs))
+	for i, q := range reqs {
+		tps[i] = q.Partition
+	}
+	err := cp.view(ctx, func(tx pgx.Tx) error {
+		logs, err := logRows(ctx, tx, tps)
+		if err != nil {
+			return err
+		}
+		for i, q := range reqs {
+			res, err := listOffset(ctx, tx, q, logs[q.Partition])
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+var noOffset = wal.ListOffsetsResult{Offset: -1, Timestamp: -1}
+
+const effectiveTimestamp = `CASE WHEN timestamp_type = 1 THEN log_append_timestamp ELSE batch_max_timestamp END`
+
+func listOffset(ctx context.Context, tx pgx.Tx, q wal.ListOffsetsRequest, info *wal.LogInfo) (wal.ListOffsetsResult, error) {
+	if info == nil {
+		return wal.ListOffsetsResult{Err: unknown(q.Partition), Offset: -1, Timestamp: -1}, nil
+	}
+	id, part := [16]byte(q.Partition.TopicID), q.Partition.Partition
+	var res wal.ListOffsetsResult
+	var err error
+	switch q.Timestamp {
+	case wal.EarliestTimestamp:
+		x := info.CrossTierLogStartOffset
+		if x < 0 {
+			x = info.LogStartOffset
+		}
+		return wal.ListOffsetsResult{Offset: x, Timestamp: -1}, nil
+	case wal.EarliestLocalTimestamp:
+		return wal.ListOffsetsResult{Offset: info.LogStartOffset, Timestamp: -1}, nil
+	case wal.LatestTimestamp:
+		return wal.ListOffsetsResult{Offset: info.HighWatermark, Timestamp: -1}, nil
+	case wal.LatestTieredTimestamp:
+		return noOffset, nil
+	case wal.MaxTimestamp:
+		// The largest effective timestamp, and the last offset of the
+		// first batch that has it.
+		err = tx.QueryRow(ctx, `SELECT last_offset, `+effectiveTimestamp+` AS ts FROM batches
+			WHERE topic_id = $1 AND partition = $2 ORDER BY ts DESC, last_offset LIMIT 1`, id, part).Scan(&res.Offset, &res.Timestamp)
+	default:
+		if q.Timestamp < 0 {
+			return wal.ListOffsetsResult{Offset: -1, Timestamp: -1, Err: &wal.PartitionError{Partition: q.Partition,
+				Err: wal.ErrUnsupportedTimestamp, Detail: fmt.Sprintf("timestamp %d", q.Timestamp)}}, nil
+		}
+		var base int64
+		err = tx.QueryRow(ctx, `SELECT base_offset, `+effectiveTimestamp+` AS ts FROM batches
+			WHERE topic_id = $1 AND partition = $2 AND `+effectiveTimestamp+` >= $3 ORDER BY last_offset LIMIT 1`,
+			id, part, q.Timestamp).Scan(&base, &res.Timestamp)
+		res.Offset = max(base, info.LogStartOffset)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return noOffset, nil
+	}
+	return res, err
+}
+
+// LogInfo implements wal.ControlPlane.
+func (cp *ControlPlane) LogInfo(ctx context.Context, tp wal.TopicIDPartition) (wal.LogInfo, error) {
+	var info wal.LogInfo
+	err := cp.view(ctx, func(tx pgx.Tx) error {
+		logs, err := logRows(ctx, tx, []wal.TopicIDPartition{tp})
+		if err != nil {
+			return err
+		}
+		if logs[tp] == nil {
+			return unknown(tp)
+		}
+		info = *logs[tp]
+		return nil
+	})
+	return info, err
+}
+
+// ProducerStates implements wal.ControlPlane.
+func (cp *ControlPlane) ProducerStates(ctx context.Context, tp wal.TopicIDPartition) ([]wal.ProducerState, error) {
+	var out []wal.ProducerState
+	err := cp.view(ctx, func(tx pgx.Tx) error {
+		out = nil
+		logs, err := logRows(ctx, tx, []wal.TopicIDPartition{tp})
+		if err != nil {
+			return err
+		}
+		if logs[tp] == nil {
+			return unknown(tp)
+		}
+		rows, err := tx.Query(ctx, `SELECT topic_id, partition, producer_id, producer_epoch, base_sequences, last_sequences,
+				assigned_offsets, timestamps
+			FROM producer_state WHERE topic_id = $1 AND partition = $2 ORDER BY producer_id`, [16]byte(tp.TopicID), tp.Partition)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id [16]byte
+			var part int32
+			st, err := scanProducer(rows, &id, &part)
+			if err != nil {
+				return err
+			}
+			out = append(out, *st)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
