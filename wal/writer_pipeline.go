@@ -440,10 +440,11 @@ func (w *Writer) buffer() []byte {
 }
 
 // recycle keeps an answered object's buffer for a later build: only
-// after a Put that succeeded (a failed one may still be reading it), and
-// only without a Cache.
+// after a Put that succeeded (a failed one may still be reading it), never
+// for an abandoned upload (its Put may still be reading, and its fields
+// are the upload goroutine's), and only without a Cache.
 func (w *Writer) recycle(obj *walObject) {
-	if w.opts.Cache != nil || obj.uploadErr != nil || obj.data == nil {
+	if w.opts.Cache != nil || obj.abandoned || obj.uploadErr != nil || obj.data == nil {
 		return
 	}
 	data := obj.data[:0]
