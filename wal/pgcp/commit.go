@@ -228,14 +228,17 @@ func existingCommit(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, 
 	var detail []string
 	err := tx.QueryRow(ctx, `SELECT reason, digest, result_status, result_base_offset, result_append_time, result_log_start, result_detail
 		FROM files WHERE object_key = $1`, req.ObjectKey).Scan(&reason, &stored, &st, &base, &at, &ls, &detail)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q was reaped as an orphan", wal.ErrObjectKeyReused, req.ObjectKey)
+	// No row while the insert was refused: only the tombstone in
+	// reaped_keys (the orphan's row is gone after DeleteFiles).
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && reason == reasonOrphan) {
+		return nil, fmt.Errorf("%w (%w): %q: its reservation expired before the commit",
+			wal.ErrObjectReaped, wal.ErrObjectKeyReused, req.ObjectKey)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if reason != reasonProduce || !bytes.Equal(stored, digest) {
-		return nil, fmt.Errorf("%w: %q is already registered with other content (or was reaped as an orphan)",
+		return nil, fmt.Errorf("%w: %q is already registered with other content",
 			wal.ErrObjectKeyReused, req.ObjectKey)
 	}
 	if len(st) != len(req.Batches) || len(base) != len(st) || len(at) != len(st) || len(ls) != len(st) || len(detail) != len(st) {
