@@ -55,6 +55,10 @@ var walWriterTable = newTable([]string{"writer"}, append([]row[wal.WriterMetrics
 		value: func(m *wal.WriterMetrics) float64 { return count(m.ObjectsDeletedUncommitted) }},
 	{name: "tierlog_wal_writer_unknown_objects_kept_total", kind: counter, help: "Objects kept after a failed commit whose outcome the control plane could not prove (left to the cleaner).",
 		value: func(m *wal.WriterMetrics) float64 { return count(m.ObjectsKeptUnknown) }},
+	{name: "tierlog_wal_writer_objects_timed_out_total", kind: counter, help: "Objects answered at their deadline (ObjectTimeout) while their upload or commit was still running; their requests fail retriably.",
+		value: func(m *wal.WriterMetrics) float64 { return count(m.ObjectsTimedOut) }},
+	{name: "tierlog_wal_writer_upload_retries_total", kind: counter, help: "Object puts retried after a backoff on a retriable store error.",
+		value: func(m *wal.WriterMetrics) float64 { return count(m.UploadRetries) }},
 }, rejectedRows()...))
 
 func rejectedRows() []row[wal.WriterMetrics] {
