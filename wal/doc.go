@@ -32,7 +32,8 @@
 // FilesToDelete hands it to the cleaner after a grace period. Keys are
 // reserved before their upload (ReserveObject) so that objects of a writer
 // that crashed between upload and commit are found (ExpireReservations)
-// rather than leaked.
+// rather than leaked. A reaped key is never registered afterwards: a
+// writer slower than the reaper gets ErrObjectReaped from CommitFile.
 //
 // The pure rules every control plane shares live here: the idempotent
 // producer check (CheckSequence), the WAL start after a prune
@@ -45,7 +46,8 @@
 // The data path: Writer buffers produce requests of many partitions into
 // one object, reserves its key, uploads it and commits objects strictly in
 // the order it sealed them, answering each request only once its object is
-// durable and committed. Reader serves fetches from objects through
+// durable and committed, or with a retriable error at the latest when the
+// object's deadline (WriterOptions.ObjectTimeout) passes. Reader serves fetches from objects through
 // FindBatches (one ranged GET per object, or the write-through
 // ObjectCache), checking every batch against its coordinates. Cleaner
 // deletes objects the control plane marked, after a grace period, and

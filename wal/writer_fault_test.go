@@ -24,7 +24,8 @@ import (
 
 // faultRun is what one produce-under-faults scenario saw.
 type faultRun struct {
-	acked, failed int // requests acknowledged / answered with a retriable error
+	acked, failed int   // requests acknowledged / answered with a retriable error
+	uploadRetries int64 // Puts retried after a backoff
 }
 
 // produceUnderFaults produces from several goroutines through faulty, a
@@ -44,6 +45,7 @@ func produceUnderFaults(t *testing.T, faulty, clean objstore.Store, seed uint64,
 	ctx := context.Background()
 	const partitions, producers, calls = 3, 4, 8
 	clock := newFakeClock()
+	clock.fireAtOnceBelow = 5 * time.Second // upload backoffs, not the 30 s deadline
 	topic := wal.TopicID{0xF1}
 	cp, err := pebblecp.Open(vfs.NewMem(), "cp", pebblecp.Options{Now: clock.Now})
 	require.NoError(t, err)
@@ -116,6 +118,7 @@ func produceUnderFaults(t *testing.T, faulty, clean objstore.Store, seed uint64,
 	require.NoError(t, checkReadBack(ctx, clean, cp, topic, partitions, model.snapshot()))
 	requireNoOrphans(t, clean, cp, clock)
 	m := w.Metrics()
+	run.uploadRetries = m.UploadRetries
 	t.Logf("acked %d, failed %d; objects committed %d, commit errors %d, deleted uncommitted %d, kept unknown %d",
 		run.acked, run.failed, m.ObjectsCommitted, m.CommitErrors, m.ObjectsDeletedUncommitted, m.ObjectsKeptUnknown)
 	return run
@@ -183,6 +186,20 @@ func TestWriterUnderMemFaults(t *testing.T) {
 	require.Positive(t, run.acked)
 	require.Positive(t, run.failed)
 	require.Positive(t, store.Counts().Put.LostResponses, "the seed must exercise lost answers")
+}
+
+// TestWriterUnderMemFaultsWithRetries runs the scenario with three
+// attempts per object, so that lost answers and failures meet the backed
+// off retries of the same key.
+func TestWriterUnderMemFaultsWithRetries(t *testing.T) {
+	seed := testseed.Seed(t, 47)
+	store := mem.New(mem.Options{Seed: seed, Faults: mem.FaultConfig{
+		Put:    mem.Faults{ErrorRate: 0.25, LostResponseRate: 0.25},
+		Delete: mem.Faults{ErrorRate: 0.2, LostResponseRate: 0.2},
+	}})
+	run := produceUnderFaults(t, store, store, seed, 3)
+	require.Positive(t, run.acked)
+	require.Positive(t, run.uploadRetries)
 }
 
 // s3PutFaults is the fault mix of the writer's S3 requests: throttling

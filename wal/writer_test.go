@@ -348,6 +348,9 @@ func TestWriterOptions(t *testing.T) {
 	e := newEnv(t, 1)
 	_, err = wal.NewWriter(wal.WriterOptions{Store: e.store, ControlPlane: e.cp, KeyPrefix: "/abs"})
 	require.ErrorIs(t, err, wal.ErrInvalidArgument)
+	_, err = wal.NewWriter(wal.WriterOptions{Store: e.store, ControlPlane: e.cp,
+		UploadBackoff: time.Second, UploadMaxBackoff: time.Millisecond})
+	require.ErrorIs(t, err, wal.ErrInvalidArgument, "a cap below the first wait")
 }
 
 // TestWriterListener: every object is reported once, committed or failed,
