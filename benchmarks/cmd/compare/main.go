@@ -85,7 +85,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.StringVar(&cfg.s3.region, "s3-region", "", "S3 region (default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")
 	fl.BoolVar(&cfg.s3.testServer, "s3-test-server", false, "run the S3 rows against the tests' S3 server (versitygw, started on 127.0.0.1; $TIERLOG_VERSITYGW or a cached build) instead of -s3-endpoint")
 	var walMiB int64
-	fl.Int64Var(&walMiB, "wal-mib", 256, "MiB per diskless-WAL produce row and repetition (0 skips the WAL rows)")
+	fl.Int64Var(&walMiB, "wal-mib", 1024, "MiB per diskless-WAL produce row and repetition, at least 10x the writer's 72 MiB in-flight budget or a row is one burst (0 skips the WAL rows)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
