@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tierlog/tierlog/internal/countfs"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -44,7 +45,9 @@ func benchBatch(b *testing.B, n, recordBytes int) []byte {
 
 func benchLog(b *testing.B, dir string, o Options) *UnifiedLog {
 	b.Helper()
-	o.FS = vfs.Default
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
 	if o.SegmentBytes == 0 {
 		o.SegmentBytes = rotateBytes
 	}
@@ -225,8 +228,13 @@ func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
 // fillLog appends totalBytes of 16 KiB batches and returns the log's
 // directory and the log (flushed, high watermark at the end).
 func fillLog(b *testing.B, totalBytes int) (string, *UnifiedLog) {
+	return fillLogFS(b, nil, totalBytes)
+}
+
+// fillLogFS is fillLog on fs (nil: vfs.Default).
+func fillLogFS(b *testing.B, fs vfs.FS, totalBytes int) (string, *UnifiedLog) {
 	dir := b.TempDir()
-	l := benchLog(b, dir, Options{RetentionBytes: RetentionInfinite})
+	l := benchLog(b, dir, Options{FS: fs, RetentionBytes: RetentionInfinite})
 	batch := benchBatch(b, 16, 1024-21)
 	for written := 0; written < totalBytes; written += len(batch) {
 		if _, err := l.AppendAsLeader(batch, 0, OriginClient); err != nil {
@@ -357,14 +365,19 @@ func nextOffsetAfter(b *testing.B, data []byte, offset int64) int64 {
 	return offset
 }
 
-// BenchmarkOffsetLookup reads one batch at a random offset of a warm
-// 64 MiB log (index lookup, header scan, one pread), reporting the p50 and
-// p99 latency of single lookups besides the mean.
+// BenchmarkOffsetLookup reads the batch holding a random offset of a
+// warm 64 MiB log of 16 KiB batches (Read with maxBytes 1 and
+// minOneMessage, Kafka's answer to a point fetch), against a pread of the
+// same batch at a position computed from the fixed batch size (the
+// machine's limit: no lookup at all), in the same run. ReadSlice is the
+// positioning alone (a broker sending with sendfile). Reports the p50
+// and p99 latency of single lookups and the preads of the segment file
+// per lookup.
 func BenchmarkOffsetLookup(b *testing.B) {
-	_, l := fillLog(b, 64<<20)
+	fs := countfs.Wrap(vfs.Default)
+	dir, l := fillLogFS(b, fs, 64<<20)
 	defer l.Close()
 	hw := l.HighWatermark()
-	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, 0, 64<<10)
 	// Warm the indexes and the page cache.
 	for o := int64(0); o < hw; o += 1000 {
@@ -372,20 +385,58 @@ func BenchmarkOffsetLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	lat := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		o := rng.Int64N(hw)
-		start := time.Now()
-		info, err := l.Read(buf, o, 1, IsolationHighWatermark, true)
-		lat = append(lat, time.Since(start))
-		if err != nil || len(info.Records) == 0 {
-			b.Fatalf("lookup %d: %v", o, err)
+	batch := benchBatch(b, 16, 1024-21)
+	perBatch := int64(mustBatch(b, batch).LastOffset() + 1)
+	measure := func(b *testing.B, lookup func(o int64) error) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		lat := make([]time.Duration, 0, b.N)
+		preads := fs.ReadAts.Load()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			o := rng.Int64N(hw)
+			start := time.Now()
+			err := lookup(o)
+			lat = append(lat, time.Since(start))
+			if err != nil {
+				b.Fatalf("lookup %d: %v", o, err)
+			}
 		}
+		b.StopTimer()
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+		b.ReportMetric(float64(fs.ReadAts.Load()-preads)/float64(b.N), "preads/op")
 	}
-	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	b.Run("impl=tierlog/read", func(b *testing.B) {
+		measure(b, func(o int64) error {
+			info, err := l.Read(buf, o, 1, IsolationHighWatermark, true)
+			if err == nil && len(info.Records) != len(batch) {
+				err = fmt.Errorf("%d bytes, want %d", len(info.Records), len(batch))
+			}
+			return err
+		})
+	})
+	b.Run("impl=tierlog/slice", func(b *testing.B) {
+		measure(b, func(o int64) error {
+			sl, err := l.ReadSlice(o, 1, IsolationHighWatermark, true)
+			if err == nil && sl.Size != int64(len(batch)) {
+				err = fmt.Errorf("%d bytes, want %d", sl.Size, len(batch))
+			}
+			sl.Release()
+			return err
+		})
+	})
+	b.Run("impl=raw-pread", func(b *testing.B) {
+		f, err := fs.Open(filepath.Join(dir, "00000000000000000000.log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		raw := make([]byte, len(batch))
+		measure(b, func(o int64) error {
+			_, err := f.ReadAt(raw, o/perBatch*int64(len(batch)))
+			return err
+		})
+	})
 }
