@@ -71,8 +71,14 @@ func BenchmarkAppend(b *testing.B) {
 		for _, sync := range []bool{false, true} {
 			name := fmt.Sprintf("batch-bytes=%s/records=1KiB/sync=%t", size.name, sync)
 			batch := benchBatch(b, size.records, 1024-21) // ~1 KiB per encoded record
-			b.Run(name+"/impl=tierlog", func(b *testing.B) { benchAppendLog(b, batch, sync) })
-			b.Run(name+"/impl=raw-file", func(b *testing.B) { benchAppendRaw(b, batch, sync) })
+			b.Run(name+"/impl=tierlog", func(b *testing.B) { benchAppendLog(b, batch, sync, 0) })
+			b.Run(name+"/impl=raw-file", func(b *testing.B) { benchAppendRaw(b, batch, sync, 0) })
+			if sync {
+				// Preallocation against its absence on both sides: the
+				// log without it, the raw file with the log's steps.
+				b.Run(name+"/impl=tierlog/prealloc=off", func(b *testing.B) { benchAppendLog(b, batch, sync, -1) })
+				b.Run(name+"/impl=raw-file/prealloc=8MiB", func(b *testing.B) { benchAppendRaw(b, batch, sync, 8<<20) })
+			}
 			// The same bytes from an idempotent producer and inside one
 			// (never committed) transaction. All three producer cases
 			// rewrite the base sequence and the CRC before each append,
@@ -85,8 +91,10 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-func benchAppendLog(b *testing.B, batch []byte, sync bool) {
-	o := Options{}
+// benchAppendLog appends batch over and over; prealloc is
+// Options.SegmentPreallocateBytes.
+func benchAppendLog(b *testing.B, batch []byte, sync bool, prealloc int64) {
+	o := Options{SegmentPreallocateBytes: prealloc}
 	if sync {
 		o.FlushMessages = 1 // fsync before each append returns
 	}
@@ -188,7 +196,9 @@ func mustBatch(b *testing.B, buf []byte) record.Batch {
 
 // benchAppendRaw is the baseline: write(2) of the same bytes to a file
 // (and fdatasync when sync), rotating the file like the log's segments.
-func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
+// With prealloc > 0 the file is reserved ahead of the writes in steps of
+// prealloc bytes, with fallocate(FALLOC_FL_KEEP_SIZE) where there is one.
+func benchAppendRaw(b *testing.B, batch []byte, sync bool, prealloc int64) {
 	dir := b.TempDir()
 	n := 0
 	open := func() *os.File {
@@ -204,7 +214,14 @@ func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
 	b.SetBytes(int64(len(batch)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	reserved := int64(0)
 	for i := 0; i < b.N; i++ {
+		if prealloc > 0 && int64(written+len(batch)) > reserved {
+			if err := preallocateKeepSize(f, reserved, prealloc); err != nil {
+				b.Fatal(err)
+			}
+			reserved += prealloc
+		}
 		if _, err := f.Write(batch); err != nil {
 			b.Fatal(err)
 		}
@@ -218,7 +235,7 @@ func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
 			name := f.Name()
 			_ = f.Close()
 			_ = os.Remove(name)
-			f, written = open(), 0
+			f, written, reserved = open(), 0, 0
 		}
 	}
 	b.StopTimer()

@@ -51,6 +51,7 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 		IndexIntervalBytes: opts.IndexIntervalBytes,
 		MaxIndexBytes:      opts.SegmentIndexBytes,
 		MaxBatchBytes:      max(opts.MaxMessageBytes, record.HeaderSize) + record.LogOverhead,
+		PreallocateBytes:   opts.SegmentPreallocateBytes,
 	}
 	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
 	var ev events

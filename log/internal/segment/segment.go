@@ -94,6 +94,10 @@ type Segment struct {
 		// needDirSync is set by Create: the directory entry of the new
 		// file is made durable by the first Flush.
 		needDirSync bool
+		// reserved is how far the .log is preallocated by this object
+		// (0: nothing known); reserveLog extends it in steps, trimLog
+		// releases what lies past the size.
+		reserved int64
 		// superseded is set when TruncateTo or Recover returned a new
 		// Segment over the same file names: this object must no longer
 		// write its files, and Delete must not remove the new ones.
@@ -282,6 +286,7 @@ func (s *Segment) Append(largestOffset int64, batches []byte) error {
 	if err != nil {
 		return err
 	}
+	s.reserveLog(size + int64(len(batches)))
 	// Everything is decided; now the one write. The index entries were
 	// planned first because the write may scramble batches.
 	if _, err := s.logFile.WriteAt(batches, size); err != nil {
@@ -369,4 +374,77 @@ func (s *Segment) publishAppend(p appendPlan, oldSize, newSize int64) {
 	// batches below the size it loads.
 	s.size.Store(newSize)
 	s.nextOffset.Store(p.next)
+}
+
+// minPreallocateBytes is the first reservation of a new segment.
+const minPreallocateBytes = 64 << 10
+
+// reserveLog preallocates the .log so that it is reserved up to end, in
+// steps that double with the segment's size up to PreallocateBytes: the
+// space reserved and unused is at most min(size, PreallocateBytes) (plus
+// 64 KiB for a new segment). Errors are ignored: Preallocate is advisory
+// (vfs implementations may do nothing, some file systems refuse
+// fallocate), and a real lack of space fails the write that follows.
+// Only a file that trimLog can trim is preallocated.
+// REQUIRES: the segment's writer.
+func (s *Segment) reserveLog(end int64) {
+	step := s.opts.PreallocateBytes
+	if step <= 0 || end <= s.w.reserved {
+		return
+	}
+	if _, ok := s.logFile.(truncater); !ok {
+		// Space that cannot be released at roll and close is not
+		// reserved (a wrapper that hides Truncate, MemFS).
+		return
+	}
+	from := max(s.w.reserved, s.size.Load())
+	// Geometric up to the step: a small segment (a new partition) reserves
+	// about its own size, not a whole step.
+	n := max(end-from, min(step, max(minPreallocateBytes, from)))
+	n = min(n, math.MaxInt32-from) // a segment never grows past MaxInt32
+	if n <= 0 {
+		return
+	}
+	_ = s.logFile.Preallocate(from, n)
+	s.w.reserved = from + n
+}
+
+// truncater is the optional capability of a file to change its size
+// (os.File.Truncate; vfs.File has no truncate).
+type truncater interface {
+	Truncate(size int64) error
+}
+
+// trimLog releases the space reserveLog preallocated past the size: a
+// truncate to the size, which frees the reserved blocks past the end of
+// file and drops any bytes past the size (what a failed write left,
+// never published). A file without Truncate keeps its reservation. If the
+// truncate shortened the file (a vfs whose Preallocate grows the file),
+// the new size is made durable, so that a later open never sees the
+// zero tail. Errors are returned; the data is untouched by them.
+// REQUIRES: the segment's writer.
+func (s *Segment) trimLog() error {
+	if s.w.reserved == 0 || s.w.superseded || s.w.err != nil {
+		return nil
+	}
+	t, ok := s.logFile.(truncater)
+	if !ok {
+		return nil
+	}
+	size := s.size.Load()
+	st, err := s.logFile.Stat()
+	if err != nil {
+		return ioErr("stat", s.logPath, err)
+	}
+	if err := t.Truncate(size); err != nil {
+		return ioErr("truncate", s.logPath, err)
+	}
+	s.w.reserved = 0
+	if st.Size() > size {
+		if err := s.logFile.SyncData(); err != nil {
+			s.w.err = ioErr("sync", s.logPath, err)
+			return s.w.err
+		}
+	}
+	return nil
 }
