@@ -8,11 +8,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/crashtest"
 	"github.com/tierlog/tierlog/log/internal/segment"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // growFS is the harshest file system preallocation can meet, within what
