@@ -12,8 +12,6 @@ const (
 	DefaultIndexIntervalBytes = 4096
 	// DefaultMaxIndexBytes is Kafka's segment.index.bytes default.
 	DefaultMaxIndexBytes = 10 << 20
-	// DefaultPreallocateBytes is the default step of PreallocateBytes.
-	DefaultPreallocateBytes = 8 << 20
 )
 
 // Options configures a segment. The zero value is the default; Create and
@@ -39,17 +37,15 @@ type Options struct {
 	// that segments of many partitions do not roll at once. Default 0.
 	// Kafka: derived from segment.jitter.ms.
 	RollJitterMs int64
-	// PreallocateBytes is the largest step in which Append reserves file
-	// space for the .log ahead of its writes (steps start at 64 KiB and
-	// double with the segment's size) (vfs.File.Preallocate: on Linux
-	// fallocate(FALLOC_FL_KEEP_SIZE), so the file size still ends at the
-	// last batch). An append into reserved blocks allocates none, which
-	// makes an fdatasync per append cheaper. The reservation is released
-	// at OnBecomeInactive and Close (a truncate to the size, where the
-	// file supports it). At most one step outlives a crash, until the
-	// segment rolls or closes. Default 8 MiB (0 means default); negative
-	// disables it. Kafka: file.preallocate (which reserves the whole
-	// segment.bytes at once).
+	// PreallocateBytes is the largest step in which Append writes zeros
+	// past the end of the .log ahead of its data (reserveLog), so that an
+	// fdatasync per append writes data only. Steps start at 64 KiB and
+	// double with the segment's size. The zero tail is cut at
+	// OnBecomeInactive and Close (a truncate, where the file supports it;
+	// a file without Truncate is not preallocated); after a crash,
+	// Recover and VerifyTail treat it as space, not damage. Default 0:
+	// off (the log turns it on with an fsync policy); negative: off.
+	// Kafka: file.preallocate (which sizes the file to segment.bytes).
 	PreallocateBytes int64
 }
 
@@ -61,9 +57,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxIndexBytes == 0 {
 		o.MaxIndexBytes = DefaultMaxIndexBytes
-	}
-	if o.PreallocateBytes == 0 {
-		o.PreallocateBytes = DefaultPreallocateBytes
 	}
 	if o.MaxBatchBytes == 0 || o.MaxBatchBytes > record.MaxBatchSize {
 		o.MaxBatchBytes = record.MaxBatchSize

@@ -379,14 +379,29 @@ func (s *Segment) publishAppend(p appendPlan, oldSize, newSize int64) {
 // minPreallocateBytes is the first reservation of a new segment.
 const minPreallocateBytes = 64 << 10
 
-// reserveLog preallocates the .log so that it is reserved up to end, in
-// steps that double with the segment's size up to PreallocateBytes: the
-// space reserved and unused is at most min(size, PreallocateBytes) (plus
-// 64 KiB for a new segment). Errors are ignored: Preallocate is advisory
-// (vfs implementations may do nothing, some file systems refuse
-// fallocate), and a real lack of space fails the write that follows.
-// Only a file that trimLog can trim is preallocated.
-// REQUIRES: the segment's writer.
+// zeroChunkBytes is the size of one write of zeros.
+const zeroChunkBytes = 256 << 10
+
+// zeroChunks holds buffers of zeros for reserveLog; each is cleared
+// before use because vfs.File.WriteAt may modify its input.
+var zeroChunks = sync.Pool{New: func() any { b := make([]byte, zeroChunkBytes); return &b }}
+
+// reserveLog makes sure the .log holds written blocks up to past end:
+// when an append would reach beyond the reserved space, it writes zeros
+// from end on, min(PreallocateBytes, max(64 KiB, end)) bytes (steps that
+// double with the segment's size: a new partition reserves little). The
+// zeros become durable with the next fsync; the appends after it
+// overwrite blocks that are allocated and written, so their fdatasync
+// writes data only: no block allocation, no extent conversion, no size
+// change to journal (a fallocate that keeps the size still converts
+// extents and grows the size on every write). The file size runs ahead
+// of the segment's size by the zero tail, which holds no record (see
+// zeroTail) and which trimLog cuts at roll and close.
+//
+// Only a file that trimLog can trim is reserved. A failed write of zeros
+// stops the reservation there (zeros written so far are a zero tail); the
+// append's own write reports a real lack of space. REQUIRES: the
+// segment's writer.
 func (s *Segment) reserveLog(end int64) {
 	step := s.opts.PreallocateBytes
 	if step <= 0 || end <= s.w.reserved {
@@ -397,16 +412,20 @@ func (s *Segment) reserveLog(end int64) {
 		// reserved (a wrapper that hides Truncate, MemFS).
 		return
 	}
-	from := max(s.w.reserved, s.size.Load())
-	// Geometric up to the step: a small segment (a new partition) reserves
-	// about its own size, not a whole step.
-	n := max(end-from, min(step, max(minPreallocateBytes, from)))
-	n = min(n, math.MaxInt32-from) // a segment never grows past MaxInt32
-	if n <= 0 {
-		return
+	limit := min(end+min(step, max(minPreallocateBytes, end)), math.MaxInt32)
+	buf := zeroChunks.Get().(*[]byte)
+	defer zeroChunks.Put(buf)
+	s.w.reserved = end
+	for pos := end; pos < limit; {
+		chunk := (*buf)[:min(int64(len(*buf)), limit-pos)]
+		clear(chunk)
+		n, err := s.logFile.WriteAt(chunk, pos)
+		s.w.reserved = pos + int64(n)
+		if err != nil {
+			return
+		}
+		pos += int64(n)
 	}
-	_ = s.logFile.Preallocate(from, n)
-	s.w.reserved = from + n
 }
 
 // truncater is the optional capability of a file to change its size
