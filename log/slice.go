@@ -77,25 +77,9 @@ func (l *UnifiedLog) slicePinned(v *segmentView, o Offsets, offset int64, maxByt
 		LogStartOffset:   o.LogStartOffset,
 		LogEndOffset:     o.LogEndOffset,
 	}
-	bound := o.LogEndOffset
-	switch isolation {
-	case IsolationHighWatermark:
-		bound = o.HighWatermark
-	case IsolationCommitted:
-		bound = o.LastStableOffset
-	}
-	if offset < o.LogStartOffset || offset > o.LogEndOffset {
-		return fs, rangeError(o, offset, ErrOffsetOutOfRange)
-	}
-	if offset < o.LocalLogStartOffset {
-		return fs, rangeError(o, offset, ErrOffsetMovedToTieredStorage)
-	}
-	if offset >= bound {
-		return fs, nil
-	}
-	i := v.floor(offset)
-	if i < 0 {
-		return fs, rangeError(o, offset, ErrOffsetOutOfRange)
+	bound, i, err := readStart(v, o, offset, isolation)
+	if err != nil || i < 0 {
+		return fs, err
 	}
 	for ; i < len(v.segments); i++ {
 		s := v.segments[i]
