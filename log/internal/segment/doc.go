@@ -20,8 +20,11 @@
 //	header and batch (sized by the next entry's position): [5..5] holds 5.
 //	Read(7): no entry >= 7: one pread of [5000, end) holds [5..5], [6..6],
 //	[7..7]; [7..7] is moved to the front of the buffer.
-//	Read(3): first entry >= 3 is (5, 5000), but the pread at 5000 shows a
-//	batch starting above 3: a second pread, of [0, 5000), holds the batch.
+//	Read(3): first entry >= 3 is (5, 5000), and no entry is below it: one
+//	pread of [0, 5000 + the batch) holds [0..0] ... [5..5]; [3..3] is moved
+//	to the front. (Entries far apart mean large batches: the pread at the
+//	entry comes first, and the region before it only if its batch starts
+//	above the target.)
 //	Anything unexpected: floor entry, then a header scan (always right).
 //
 // The first batch of a segment is never indexed (position 0 is the

@@ -43,9 +43,10 @@ type ReadResult struct {
 // startOffset names the batch holding it whenever that batch is indexed
 // (every batch but the first when batches are larger than
 // IndexIntervalBytes), and the next entry's position bounds its size, so
-// header and batch come in one read (readIndexed). When the batch is not
-// indexed, one more read covers the batches between the two entries
-// around the offset (readBetween); anything unexpected (an entry that
+// header and batch come in one read (readIndexed). When the entries
+// around the offset are close (batches smaller than the index interval),
+// the one read covers the batches between them instead (readBetween);
+// anything unexpected (an entry that
 // does not match its batch, damage, a gap in the offsets) falls back to
 // the header scan from the floor entry (readScanned), which is always
 // right.
@@ -97,17 +98,17 @@ func (r readRequest) limitFor(h batchHeader) int64 {
 // read.
 const lastEntryGuessBytes = walkChunkBytes
 
-// readIndexed is Read through the index entry at or above the target, in
-// one pread when that entry's batch holds it. done is false when the
-// caller must fall back to readScanned (res.Data is then a buffer to
-// reuse).
+// readIndexed is Read through the index entries around the target, in
+// one pread when the batch holding it is indexed or the entries are close
+// together. done is false when the caller must fall back to readScanned
+// (res.Data is then a buffer to reuse).
 func (s *Segment) readIndexed(dst []byte, r readRequest) (res ReadResult, done bool, err error) {
 	sp := s.offsetIdx.span(r.target)
 	if !sp.ok {
 		// Past the last entry: the batch holding the target follows the
 		// last entry's batch (or starts the segment), below the end.
 		sp.pos = r.end
-		return s.readBetween(dst, r, sp)
+		return s.readBetween(dst, r, sp, r.end)
 	}
 	if sp.pos+record.HeaderSize > r.end {
 		return ReadResult{Data: dst[:0]}, false, nil
@@ -119,6 +120,14 @@ func (s *Segment) readIndexed(dst []byte, r readRequest) (res ReadResult, done b
 	want := min(r.maxPosition-sp.pos, int64(r.maxSize))
 	if r.minOne {
 		want = max(want, min(guess, r.maxPosition-sp.pos))
+	}
+	if gap := sp.pos - sp.prevPos; gap <= 2*int64(s.opts.IndexIntervalBytes) ||
+		(sp.prevOffset < s.baseOffset && gap <= nearRegionBytes) {
+		// The entries are close (batches smaller than the interval, or
+		// a small first batch): one pread from the previous entry's
+		// batch through the entry's covers the batch holding the target
+		// wherever it starts.
+		return s.readBetween(dst, r, sp, min(r.end, sp.pos+max(guess, want, record.HeaderSize)))
 	}
 	readLen := min(r.end-sp.pos, max(want, record.HeaderSize))
 	buf := slices.Grow(dst[:0], int(readLen))[:readLen]
@@ -132,23 +141,29 @@ func (s *Segment) readIndexed(dst []byte, r readRequest) (res ReadResult, done b
 		return ReadResult{Data: buf[:0]}, false, nil
 	}
 	if h.baseOffset > r.target {
-		return s.readBetween(buf, r, sp)
+		return s.readBetween(buf, r, sp, sp.pos)
 	}
 	res, err = s.finishRead(buf, readLen, h, r)
 	return res, true, err
 }
 
-// readBetween is readIndexed for a target that no indexed batch holds:
-// below the base offset of the entry's batch, or past the last entry
-// (sp.pos is then the end). The batch holding it, if any, lies between
-// the previous entry's batch and sp.pos, [sp.prevPos, sp.pos), which one
-// pread covers: the interval rule puts at most IndexIntervalBytes plus a
-// batch or two there. The batch found is moved to the front of the
-// buffer.
-func (s *Segment) readBetween(buf []byte, r readRequest, sp indexSpan) (ReadResult, bool, error) {
+// nearRegionBytes bounds the region readIndexed reads in one pread from
+// the start of a segment whose first entry is near it.
+const nearRegionBytes = 64 << 10
+
+// readBetween reads [sp.prevPos, regionEnd) in one pread and returns the
+// batch holding the target found there, moved to the front of the
+// buffer. The region starts at the previous entry's batch (or the
+// segment's start) and ends at or past the entry's batch, sp.pos (the
+// end when the target is past the last entry): the batch holding the
+// target, if any, starts in between, and the interval rule puts at most
+// IndexIntervalBytes plus a batch or two there. Every header is checked
+// as the scan checks it, and the batches at the two entries must end at
+// the entries' offsets; anything else is left to readScanned.
+func (s *Segment) readBetween(buf []byte, r readRequest, sp indexSpan, regionEnd int64) (ReadResult, bool, error) {
 	start := sp.prevPos
-	n := sp.pos - start
-	if n <= 0 || n > int64(s.opts.IndexIntervalBytes)+2*int64(s.opts.MaxBatchBytes) {
+	n := regionEnd - start
+	if n < record.HeaderSize || n > int64(s.opts.IndexIntervalBytes)+2*int64(s.opts.MaxBatchBytes) {
 		return ReadResult{Data: buf[:0]}, false, nil
 	}
 	buf = slices.Grow(buf[:0], int(n))[:n]
@@ -157,7 +172,8 @@ func (s *Segment) readBetween(buf []byte, r readRequest, sp indexSpan) (ReadResu
 	}
 	prevLast := sp.prevOffset
 	for off := int64(0); off+record.HeaderSize <= n; {
-		h, ok, err := parseHeader(buf[off:], s.logPath, start+off, sp.pos)
+		pos := start + off
+		h, ok, err := parseHeader(buf[off:], s.logPath, pos, r.end)
 		if err != nil || !ok {
 			break
 		}
@@ -167,15 +183,22 @@ func (s *Segment) readBetween(buf []byte, r readRequest, sp indexSpan) (ReadResu
 			if h.lastOffset != sp.prevOffset || s.checkHeaderOffsets(h, s.baseOffset-1) != nil {
 				break
 			}
-		} else if s.checkHeaderOffsets(h, prevLast) != nil {
-			break
-		} else if h.lastOffset >= r.target {
-			if h.baseOffset > r.target {
-				break // a gap: the scan checks what follows
+		} else {
+			if s.checkHeaderOffsets(h, prevLast) != nil || (sp.ok && pos > sp.pos) ||
+				(sp.ok && pos == sp.pos && h.lastOffset != sp.offset) {
+				break // damage, or an entry that does not match its batch
 			}
-			have := int64(copy(buf, buf[off:]))
-			res, err := s.finishRead(buf, have, h, r)
-			return res, true, err
+			if h.lastOffset >= r.target {
+				if h.baseOffset > r.target {
+					break // a gap: the scan checks what follows
+				}
+				have := int64(copy(buf, buf[off:]))
+				res, err := s.finishRead(buf, have, h, r)
+				return res, true, err
+			}
+		}
+		if h.end() > regionEnd {
+			break
 		}
 		prevLast = h.lastOffset
 		off += h.size
