@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tierlog/tierlog/internal/countfs"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -44,7 +45,9 @@ func benchBatch(b *testing.B, n, recordBytes int) []byte {
 
 func benchLog(b *testing.B, dir string, o Options) *UnifiedLog {
 	b.Helper()
-	o.FS = vfs.Default
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
 	if o.SegmentBytes == 0 {
 		o.SegmentBytes = rotateBytes
 	}
@@ -68,8 +71,14 @@ func BenchmarkAppend(b *testing.B) {
 		for _, sync := range []bool{false, true} {
 			name := fmt.Sprintf("batch-bytes=%s/records=1KiB/sync=%t", size.name, sync)
 			batch := benchBatch(b, size.records, 1024-21) // ~1 KiB per encoded record
-			b.Run(name+"/impl=tierlog", func(b *testing.B) { benchAppendLog(b, batch, sync) })
-			b.Run(name+"/impl=raw-file", func(b *testing.B) { benchAppendRaw(b, batch, sync) })
+			b.Run(name+"/impl=tierlog", func(b *testing.B) { benchAppendLog(b, batch, sync, 0) })
+			b.Run(name+"/impl=raw-file", func(b *testing.B) { benchAppendRaw(b, batch, sync, 0) })
+			if sync {
+				// Preallocation against its absence on both sides: the
+				// log without it, the raw file with the log's steps.
+				b.Run(name+"/impl=tierlog/prealloc=off", func(b *testing.B) { benchAppendLog(b, batch, sync, -1) })
+				b.Run(name+"/impl=raw-file/prealloc=4MiB", func(b *testing.B) { benchAppendRaw(b, batch, sync, 4<<20) })
+			}
 			// The same bytes from an idempotent producer and inside one
 			// (never committed) transaction. All three producer cases
 			// rewrite the base sequence and the CRC before each append,
@@ -82,8 +91,10 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-func benchAppendLog(b *testing.B, batch []byte, sync bool) {
-	o := Options{}
+// benchAppendLog appends batch over and over; prealloc is
+// Options.SegmentPreallocateBytes.
+func benchAppendLog(b *testing.B, batch []byte, sync bool, prealloc int64) {
+	o := Options{SegmentPreallocateBytes: prealloc}
 	if sync {
 		o.FlushMessages = 1 // fsync before each append returns
 	}
@@ -185,7 +196,9 @@ func mustBatch(b *testing.B, buf []byte) record.Batch {
 
 // benchAppendRaw is the baseline: write(2) of the same bytes to a file
 // (and fdatasync when sync), rotating the file like the log's segments.
-func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
+// With prealloc > 0 zeros are written ahead of the data in steps of
+// prealloc bytes, as the log's SegmentPreallocateBytes does.
+func benchAppendRaw(b *testing.B, batch []byte, sync bool, prealloc int64) {
 	dir := b.TempDir()
 	n := 0
 	open := func() *os.File {
@@ -201,8 +214,16 @@ func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
 	b.SetBytes(int64(len(batch)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	reserved, zeros := int64(0), make([]byte, max(prealloc, 0))
 	for i := 0; i < b.N; i++ {
-		if _, err := f.Write(batch); err != nil {
+		if prealloc > 0 && int64(written+len(batch)) > reserved {
+			end := int64(written + len(batch))
+			if _, err := f.WriteAt(zeros, end); err != nil {
+				b.Fatal(err)
+			}
+			reserved = end + prealloc
+		}
+		if _, err := f.WriteAt(batch, int64(written)); err != nil {
 			b.Fatal(err)
 		}
 		if sync {
@@ -215,7 +236,7 @@ func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
 			name := f.Name()
 			_ = f.Close()
 			_ = os.Remove(name)
-			f, written = open(), 0
+			f, written, reserved = open(), 0, 0
 		}
 	}
 	b.StopTimer()
@@ -225,8 +246,13 @@ func benchAppendRaw(b *testing.B, batch []byte, sync bool) {
 // fillLog appends totalBytes of 16 KiB batches and returns the log's
 // directory and the log (flushed, high watermark at the end).
 func fillLog(b *testing.B, totalBytes int) (string, *UnifiedLog) {
+	return fillLogFS(b, nil, totalBytes)
+}
+
+// fillLogFS is fillLog on fs (nil: vfs.Default).
+func fillLogFS(b *testing.B, fs vfs.FS, totalBytes int) (string, *UnifiedLog) {
 	dir := b.TempDir()
-	l := benchLog(b, dir, Options{RetentionBytes: RetentionInfinite})
+	l := benchLog(b, dir, Options{FS: fs, RetentionBytes: RetentionInfinite})
 	batch := benchBatch(b, 16, 1024-21)
 	for written := 0; written < totalBytes; written += len(batch) {
 		if _, err := l.AppendAsLeader(batch, 0, OriginClient); err != nil {
@@ -357,14 +383,19 @@ func nextOffsetAfter(b *testing.B, data []byte, offset int64) int64 {
 	return offset
 }
 
-// BenchmarkOffsetLookup reads one batch at a random offset of a warm
-// 64 MiB log (index lookup, header scan, one pread), reporting the p50 and
-// p99 latency of single lookups besides the mean.
+// BenchmarkOffsetLookup reads the batch holding a random offset of a
+// warm 64 MiB log of 16 KiB batches (Read with maxBytes 1 and
+// minOneMessage, Kafka's answer to a point fetch), against a pread of the
+// same batch at a position computed from the fixed batch size (the
+// machine's limit: no lookup at all), in the same run. ReadSlice is the
+// positioning alone (a broker sending with sendfile). Reports the p50
+// and p99 latency of single lookups and the preads of the segment file
+// per lookup.
 func BenchmarkOffsetLookup(b *testing.B) {
-	_, l := fillLog(b, 64<<20)
+	fs := countfs.Wrap(vfs.Default)
+	dir, l := fillLogFS(b, fs, 64<<20)
 	defer l.Close()
 	hw := l.HighWatermark()
-	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, 0, 64<<10)
 	// Warm the indexes and the page cache.
 	for o := int64(0); o < hw; o += 1000 {
@@ -372,20 +403,58 @@ func BenchmarkOffsetLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	lat := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		o := rng.Int64N(hw)
-		start := time.Now()
-		info, err := l.Read(buf, o, 1, IsolationHighWatermark, true)
-		lat = append(lat, time.Since(start))
-		if err != nil || len(info.Records) == 0 {
-			b.Fatalf("lookup %d: %v", o, err)
+	batch := benchBatch(b, 16, 1024-21)
+	perBatch := int64(mustBatch(b, batch).LastOffset() + 1)
+	measure := func(b *testing.B, lookup func(o int64) error) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		lat := make([]time.Duration, 0, b.N)
+		preads := fs.ReadAts.Load()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			o := rng.Int64N(hw)
+			start := time.Now()
+			err := lookup(o)
+			lat = append(lat, time.Since(start))
+			if err != nil {
+				b.Fatalf("lookup %d: %v", o, err)
+			}
 		}
+		b.StopTimer()
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+		b.ReportMetric(float64(fs.ReadAts.Load()-preads)/float64(b.N), "preads/op")
 	}
-	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	b.Run("impl=tierlog/read", func(b *testing.B) {
+		measure(b, func(o int64) error {
+			info, err := l.Read(buf, o, 1, IsolationHighWatermark, true)
+			if err == nil && len(info.Records) != len(batch) {
+				err = fmt.Errorf("%d bytes, want %d", len(info.Records), len(batch))
+			}
+			return err
+		})
+	})
+	b.Run("impl=tierlog/slice", func(b *testing.B) {
+		measure(b, func(o int64) error {
+			sl, err := l.ReadSlice(o, 1, IsolationHighWatermark, true)
+			if err == nil && sl.Size != int64(len(batch)) {
+				err = fmt.Errorf("%d bytes, want %d", sl.Size, len(batch))
+			}
+			sl.Release()
+			return err
+		})
+	})
+	b.Run("impl=raw-pread", func(b *testing.B) {
+		f, err := fs.Open(filepath.Join(dir, "00000000000000000000.log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		raw := make([]byte, len(batch))
+		measure(b, func(o int64) error {
+			_, err := f.ReadAt(raw, o/perBatch*int64(len(batch)))
+			return err
+		})
+	})
 }

@@ -107,7 +107,24 @@ func wrapFile(file vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, base.WrapIO(err)
 	}
+	if _, ok := file.(truncater); ok {
+		return ioTruncFile{ioFile{file}}, nil
+	}
 	return ioFile{file}, nil
+}
+
+// truncater is the optional capability of a file to change its size
+// (os.File.Truncate, which vfs.Default's files have); the segment uses it
+// to release preallocated space.
+type truncater interface{ Truncate(size int64) error }
+
+// ioTruncFile is ioFile for a file with Truncate, which it passes
+// through: the wrapper must not hide the capability, nor claim it for a
+// file without it.
+type ioTruncFile struct{ ioFile }
+
+func (f ioTruncFile) Truncate(size int64) error {
+	return base.WrapIO(f.File.(truncater).Truncate(size))
 }
 
 // ioFile classifies the errors of one file.

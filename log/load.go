@@ -52,6 +52,7 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 		IndexIntervalBytes: opts.IndexIntervalBytes,
 		MaxIndexBytes:      opts.SegmentIndexBytes,
 		MaxBatchBytes:      max(opts.MaxMessageBytes, record.HeaderSize) + record.LogOverhead,
+		PreallocateBytes:   segmentPreallocateBytes(opts),
 	}
 	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
 	var ev events
@@ -421,4 +422,19 @@ func recoverOne(s *segment.Segment, onBatch func(record.Batch) error, beforeCut 
 		tailErr = res.Tail
 	}
 	return recovered, res.TruncatedBytes, tailErr, nil
+}
+
+// defaultSegmentPreallocateBytes is SegmentPreallocateBytes's default with
+// an fsync policy by message count.
+const defaultSegmentPreallocateBytes = 4 << 20
+
+// segmentPreallocateBytes resolves Options.SegmentPreallocateBytes.
+func segmentPreallocateBytes(o Options) int64 {
+	switch {
+	case o.SegmentPreallocateBytes != 0:
+		return o.SegmentPreallocateBytes
+	case o.FlushMessages > 0:
+		return defaultSegmentPreallocateBytes
+	}
+	return -1
 }

@@ -42,6 +42,17 @@ type Options struct {
 	// IndexIntervalBytes is how many bytes of batches separate two offset
 	// index entries. Default 4096. Kafka: index.interval.bytes.
 	IndexIntervalBytes int
+	// SegmentPreallocateBytes is the largest step in which the active
+	// segment's file is extended with zeros ahead of its appends (steps
+	// double from 64 KiB with the segment's size), so that an fsync per
+	// append writes data only, without allocating blocks or growing the
+	// file. The zero tail is cut when the segment rolls or closes;
+	// recovery treats it as free space, never as records or damage.
+	// It pays only with frequent fsyncs and costs a second write of every
+	// byte to the page cache, so the default is 4 MiB when FlushMessages
+	// is set and off otherwise; negative turns it off. Used only on files
+	// that can be truncated (vfs.Default's). Kafka: file.preallocate.
+	SegmentPreallocateBytes int64
 	// MaxMessageBytes is the largest batch a leader append accepts.
 	// Default 1 MiB + 12 (1048588). Kafka: max.message.bytes.
 	MaxMessageBytes int

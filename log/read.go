@@ -103,28 +103,9 @@ func (l *UnifiedLog) readPinned(v *segmentView, o Offsets, dst []byte, offset in
 		LogStartOffset:   o.LogStartOffset,
 		LogEndOffset:     o.LogEndOffset,
 	}
-	bound := info.LogEndOffset
-	switch isolation {
-	case IsolationHighWatermark:
-		bound = info.HighWatermark
-	case IsolationCommitted:
-		bound = info.LastStableOffset
-	}
-	if offset < o.LogStartOffset || offset > o.LogEndOffset {
-		return info, rangeError(o, offset, ErrOffsetOutOfRange)
-	}
-	if offset < o.LocalLogStartOffset {
-		return info, rangeError(o, offset, ErrOffsetMovedToTieredStorage)
-	}
-	if offset >= bound {
-		return info, nil
-	}
-	i := v.floor(offset)
-	if i < 0 {
-		// Below every local segment but not below the local log start:
-		// the writer publishes the local log start with the segments, so
-		// this means a bug, reported as out of range rather than a panic.
-		return info, rangeError(o, offset, ErrOffsetOutOfRange)
+	bound, i, err := readStart(v, o, offset, isolation)
+	if err != nil || i < 0 {
+		return info, err
 	}
 	for ; i < len(v.segments); i++ {
 		s := v.segments[i]
@@ -148,6 +129,37 @@ func (l *UnifiedLog) readPinned(v *segmentView, o Offsets, dst []byte, offset in
 		return info, nil
 	}
 	return info, nil
+}
+
+// readStart checks offset against the offsets o of a read under
+// isolation, and returns the isolation bound and the index in v of the
+// segment holding offset, or -1 when there is nothing to read (offset at
+// or above the bound, or an error).
+func readStart(v *segmentView, o Offsets, offset int64, isolation Isolation) (bound int64, first int, err error) {
+	bound = o.LogEndOffset
+	switch isolation {
+	case IsolationHighWatermark:
+		bound = o.HighWatermark
+	case IsolationCommitted:
+		bound = o.LastStableOffset
+	}
+	if offset < o.LogStartOffset || offset > o.LogEndOffset {
+		return bound, -1, rangeError(o, offset, ErrOffsetOutOfRange)
+	}
+	if offset < o.LocalLogStartOffset {
+		return bound, -1, rangeError(o, offset, ErrOffsetMovedToTieredStorage)
+	}
+	if offset >= bound {
+		return bound, -1, nil
+	}
+	first = v.floor(offset)
+	if first < 0 {
+		// Below every local segment but not below the local log start:
+		// the writer publishes the local log start with the segments, so
+		// this means a bug, reported as out of range rather than a panic.
+		return bound, -1, rangeError(o, offset, ErrOffsetOutOfRange)
+	}
+	return bound, first, nil
 }
 
 // trimToBound keeps the batches that end below bound. The segment may

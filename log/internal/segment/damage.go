@@ -100,6 +100,8 @@ func (s *Segment) CheckIndexBounds() error {
 // and at most IndexIntervalBytes plus one batch read. It returns the
 // *TailError that Recover would cut, or nil if the tail is sound; err is
 // an I/O failure. Damage below the last index entry is not looked for.
+// An all-zero tail after the last batch (see zeroTail) is sound: the
+// segment's size then ends at the last batch.
 func (s *Segment) VerifyTail() (*TailError, error) {
 	return s.VerifyTailFunc(nil)
 }
@@ -141,6 +143,14 @@ func (s *Segment) VerifyTailFunc(onBatch func(record.Batch)) (*TailError, error)
 	})
 	if err != nil || tail == nil {
 		return nil, err
+	}
+	if zero, err := s.zeroTail(stop, s.size.Load()); err != nil {
+		return nil, err
+	} else if zero {
+		// Preallocated space, not damage (see zeroTail): the size ends
+		// at the last batch.
+		s.shedZeroTail(stop, s.size.Load())
+		return nil, nil
 	}
 	return &TailError{Path: s.logPath, Pos: stop, Err: tail}, nil
 }

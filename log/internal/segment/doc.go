@@ -16,9 +16,16 @@
 //	        [0..0]     [1..1]   [2..2]     [5..5]   [6..6]    batches
 //	.index  (5, 5000)        offset 5's batch starts at 5000
 //
-//	Read(7): index floor of 7 = (5, 5000); scan headers from 5000:
-//	[5..5] ends below 7, [6..6] too, [7..7] holds it -> data from its start.
-//	Read(3): no entry <= 3 -> (base, 0); scan from 0.
+//	Read(5): first entry >= 5 = (5, 5000); one pread at 5000 returns
+//	header and batch (sized by the next entry's position): [5..5] holds 5.
+//	Read(7): no entry >= 7: one pread of [5000, end) holds [5..5], [6..6],
+//	[7..7]; [7..7] is moved to the front of the buffer.
+//	Read(3): first entry >= 3 is (5, 5000), and no entry is below it: one
+//	pread of [0, 5000 + the batch) holds [0..0] ... [5..5]; [3..3] is moved
+//	to the front. (Entries far apart mean large batches: the pread at the
+//	entry comes first, and the region before it only if its batch starts
+//	above the target.)
+//	Anything unexpected: floor entry, then a header scan (always right).
 //
 // The first batch of a segment is never indexed (position 0 is the
 // implicit floor). The formats are documented on offsetIndex and

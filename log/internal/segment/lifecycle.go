@@ -80,7 +80,7 @@ func (s *Segment) OnBecomeInactive() error {
 		return err
 	}
 	err := s.writeIndexes(true)
-	err = errors.Join(err, s.offsetIdx.closeFile(), s.timeIdx.closeFile())
+	err = errors.Join(err, s.offsetIdx.closeFile(), s.timeIdx.closeFile(), s.trimLog())
 	return err
 }
 
@@ -176,6 +176,9 @@ func (s *Segment) Close() error {
 	var errs []error
 	if !s.w.superseded && s.w.err == nil && s.timeIdx.loaded.Load() {
 		errs = append(errs, s.appendFinalTimeEntry(), s.writeIndexes(true))
+	}
+	if !s.w.superseded {
+		errs = append(errs, s.trimLog())
 	}
 	errs = append(errs, s.offsetIdx.closeFile(), s.timeIdx.closeFile())
 	if s.logFile != nil {

@@ -53,6 +53,55 @@ func (x *offsetIndex) lookup(target int64) (offset, position int64) {
 	return x.baseOffset + be32(e), be32(e[4:])
 }
 
+// indexSpan is what the offset index says about where the batch holding
+// a target offset starts (see offsetIndex.span).
+type indexSpan struct {
+	// ok is set when some entry's offset is >= the target; (offset, pos)
+	// is the first such entry. Entries are keyed by a batch's last
+	// offset, so that batch is the one holding the target unless its base
+	// offset is above the target (an unindexed batch before it holds the
+	// target, or no batch does).
+	ok          bool
+	offset, pos int64
+	// nextPos is the position of the entry after (offset, pos), -1 if
+	// there is none: the batch at pos ends at or before it, which sizes
+	// the one read that returns it.
+	nextPos int64
+	// prevOffset and prevPos are the entry before (offset, pos), or
+	// (base - 1, 0) if there is none: the batch holding the target starts
+	// after the batch at prevPos (at 0 or later without an entry).
+	prevOffset, prevPos int64
+}
+
+// span returns the index's answer for target: the first entry at or
+// above it, its successor's position and its predecessor. REQUIRES:
+// loaded.
+func (x *offsetIndex) span(target int64) indexSpan {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	sp := indexSpan{nextPos: -1, prevOffset: x.baseOffset - 1}
+	rel := target - x.baseOffset
+	if rel < 0 || rel > math.MaxInt32 {
+		return sp
+	}
+	// The number of entries below rel is the index of the first entry
+	// >= rel.
+	i := searchEntries(x.mu.entries, offsetEntrySize, rel-1, offsetKey)
+	if i > 0 {
+		e := x.mu.entries[(i-1)*offsetEntrySize:]
+		sp.prevOffset, sp.prevPos = x.baseOffset+be32(e), be32(e[4:])
+	}
+	if (i+1)*offsetEntrySize > len(x.mu.entries) {
+		return sp
+	}
+	e := x.mu.entries[i*offsetEntrySize:]
+	sp.ok, sp.offset, sp.pos = true, x.baseOffset+be32(e), be32(e[4:])
+	if len(e) >= 2*offsetEntrySize {
+		sp.nextPos = be32(e[offsetEntrySize+4:])
+	}
+	return sp
+}
+
 // lastEntry returns the last entry, or (baseOffset, 0) if empty.
 // REQUIRES: loaded.
 func (x *offsetIndex) lastEntry() (offset, position int64) {

@@ -37,6 +37,16 @@ type Options struct {
 	// that segments of many partitions do not roll at once. Default 0.
 	// Kafka: derived from segment.jitter.ms.
 	RollJitterMs int64
+	// PreallocateBytes is the largest step in which Append writes zeros
+	// past the end of the .log ahead of its data (reserveLog), so that an
+	// fdatasync per append writes data only. Steps start at 64 KiB and
+	// double with the segment's size. The zero tail is cut at
+	// OnBecomeInactive and Close (a truncate, where the file supports it;
+	// a file without Truncate is not preallocated); after a crash,
+	// Recover and VerifyTail treat it as space, not damage. Default 0:
+	// off (the log turns it on with an fsync policy); negative: off.
+	// Kafka: file.preallocate (which sizes the file to segment.bytes).
+	PreallocateBytes int64
 }
 
 // withDefaults returns a copy of o with defaults filled in, or an error

@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/log/record"
@@ -30,11 +33,23 @@ type ReadResult struct {
 }
 
 // Read reads from the first batch whose last offset is >= startOffset
-// (Kafka's LogSegment.read): a floor lookup in the offset index, then a
-// forward scan of batch headers (one pread of the header per batch). It
-// returns at most maxSize bytes and never bytes at or past maxPosition
-// (< 0: the segment size). With minOneMessage, maxSize is raised to the
-// first batch's size so a consumer always makes progress.
+// (Kafka's LogSegment.read). It returns at most maxSize bytes and never
+// bytes at or past maxPosition (< 0: the segment size). With
+// minOneMessage, maxSize is raised to the first batch's size so a
+// consumer always makes progress.
+//
+// Positioning costs one pread in the common case: the offset index is
+// keyed by each batch's last offset, so the first entry at or above
+// startOffset names the batch holding it whenever that batch is indexed
+// (every batch but the first when batches are larger than
+// IndexIntervalBytes), and the next entry's position bounds its size, so
+// header and batch come in one read (readIndexed). When the entries
+// around the offset are close (batches smaller than the index interval),
+// the one read covers the batches between them instead (readBetween);
+// anything unexpected (an entry that
+// does not match its batch, damage, a gap in the offsets) falls back to
+// the header scan from the floor entry (readScanned), which is always
+// right.
 //
 // Read may run concurrently with Append and with other reads; it sees the
 // data published when it loaded the size.
@@ -49,25 +64,176 @@ func (s *Segment) Read(dst []byte, startOffset int64, maxSize int, maxPosition i
 	if maxPosition < 0 || maxPosition > size {
 		maxPosition = size
 	}
-	h, found, err := s.translate(startOffset, size)
-	if err != nil || !found {
+	if err := s.loadOffsetIndex(); err != nil {
 		return ReadResult{}, err
 	}
-	limit := int64(maxSize)
-	if minOneMessage {
+	r := readRequest{target: startOffset, maxSize: maxSize, maxPosition: maxPosition, end: size, minOne: minOneMessage}
+	res, done, err := s.readIndexed(dst, r)
+	if err != nil || done {
+		return res, err
+	}
+	return s.readScanned(res.Data, r)
+}
+
+// readRequest is one Read's arguments, with the size it loaded (end).
+type readRequest struct {
+	target      int64
+	maxSize     int
+	maxPosition int64
+	end         int64
+	minOne      bool
+}
+
+// limitFor returns how many bytes the read returns from the batch h.
+func (r readRequest) limitFor(h batchHeader) int64 {
+	limit := int64(r.maxSize)
+	if r.minOne {
 		limit = max(limit, h.size)
 	}
-	n := min(maxPosition-h.pos, limit)
-	res := ReadResult{Found: true, BatchBaseOffset: h.baseOffset, Position: h.pos, Data: dst[:0]}
+	return min(r.maxPosition-h.pos, limit)
+}
+
+// lastEntryGuessBytes bounds the first read at the last index entry,
+// whose batch size no next entry bounds: a larger batch costs a second
+// read.
+const lastEntryGuessBytes = walkChunkBytes
+
+// readIndexed is Read through the index entries around the target, in
+// one pread when the batch holding it is indexed or the entries are close
+// together. done is false when the caller must fall back to readScanned
+// (res.Data is then a buffer to reuse).
+func (s *Segment) readIndexed(dst []byte, r readRequest) (res ReadResult, done bool, err error) {
+	sp := s.offsetIdx.span(r.target)
+	if !sp.ok {
+		// Past the last entry: the batch holding the target follows the
+		// last entry's batch (or starts the segment), below the end.
+		sp.pos = r.end
+		return s.readBetween(dst, r, sp, r.end)
+	}
+	if sp.pos+record.HeaderSize > r.end {
+		return ReadResult{Data: dst[:0]}, false, nil
+	}
+	guess := min(r.end-sp.pos, lastEntryGuessBytes)
+	if sp.nextPos > sp.pos && sp.nextPos <= r.end {
+		guess = sp.nextPos - sp.pos
+	}
+	want := min(r.maxPosition-sp.pos, int64(r.maxSize))
+	if r.minOne {
+		want = max(want, min(guess, r.maxPosition-sp.pos))
+	}
+	if gap := sp.pos - sp.prevPos; gap <= 2*int64(s.opts.IndexIntervalBytes) ||
+		(sp.prevOffset < s.baseOffset && gap <= nearRegionBytes) {
+		// The entries are close (batches smaller than the interval, or
+		// a small first batch): one pread from the previous entry's
+		// batch through the entry's covers the batch holding the target
+		// wherever it starts.
+		return s.readBetween(dst, r, sp, min(r.end, sp.pos+max(guess, want, record.HeaderSize)))
+	}
+	readLen := min(r.end-sp.pos, max(want, record.HeaderSize))
+	buf := slices.Grow(dst[:0], int(readLen))[:readLen]
+	if err := s.readAt(buf, sp.pos); err != nil {
+		return ReadResult{}, true, err
+	}
+	h, ok, err := parseHeader(buf, s.logPath, sp.pos, r.end)
+	if err != nil || !ok || h.lastOffset != sp.offset || s.checkHeaderOffsets(h, sp.prevOffset) != nil {
+		// A wrong entry or damage at it: the scan finds the batch from
+		// an earlier position, or reports the damage where it is.
+		return ReadResult{Data: buf[:0]}, false, nil
+	}
+	if h.baseOffset > r.target {
+		return s.readBetween(buf, r, sp, sp.pos)
+	}
+	res, err = s.finishRead(buf, readLen, h, r)
+	return res, true, err
+}
+
+// nearRegionBytes bounds the region readIndexed reads in one pread from
+// the start of a segment whose first entry is near it.
+const nearRegionBytes = 64 << 10
+
+// readBetween reads [sp.prevPos, regionEnd) in one pread and returns the
+// batch holding the target found there, moved to the front of the
+// buffer. The region starts at the previous entry's batch (or the
+// segment's start) and ends at or past the entry's batch, sp.pos (the
+// end when the target is past the last entry): the batch holding the
+// target, if any, starts in between, and the interval rule puts at most
+// IndexIntervalBytes plus a batch or two there. Every header is checked
+// as the scan checks it, and the batches at the two entries must end at
+// the entries' offsets; anything else is left to readScanned.
+func (s *Segment) readBetween(buf []byte, r readRequest, sp indexSpan, regionEnd int64) (ReadResult, bool, error) {
+	start := sp.prevPos
+	n := regionEnd - start
+	if n < record.HeaderSize || n > int64(s.opts.IndexIntervalBytes)+2*int64(s.opts.MaxBatchBytes) {
+		return ReadResult{Data: buf[:0]}, false, nil
+	}
+	buf = slices.Grow(buf[:0], int(n))[:n]
+	if err := s.readAt(buf, start); err != nil {
+		return ReadResult{}, true, err
+	}
+	prevLast := sp.prevOffset
+	for off := int64(0); off+record.HeaderSize <= n; {
+		pos := start + off
+		h, ok, err := parseHeader(buf[off:], s.logPath, pos, r.end)
+		if err != nil || !ok {
+			break
+		}
+		if off == 0 && sp.prevOffset >= s.baseOffset {
+			// The previous entry's batch: it must end at the entry's
+			// offset, which is below the target.
+			if h.lastOffset != sp.prevOffset || s.checkHeaderOffsets(h, s.baseOffset-1) != nil {
+				break
+			}
+		} else {
+			if s.checkHeaderOffsets(h, prevLast) != nil || (sp.ok && pos > sp.pos) ||
+				(sp.ok && pos == sp.pos && h.lastOffset != sp.offset) {
+				break // damage, or an entry that does not match its batch
+			}
+			if h.lastOffset >= r.target {
+				if h.baseOffset > r.target {
+					break // a gap: the scan checks what follows
+				}
+				have := int64(copy(buf, buf[off:]))
+				res, err := s.finishRead(buf, have, h, r)
+				return res, true, err
+			}
+		}
+		if h.end() > regionEnd {
+			break
+		}
+		prevLast = h.lastOffset
+		off += h.size
+	}
+	return ReadResult{Data: buf[:0]}, false, nil
+}
+
+// finishRead returns the read of the batch h whose first have bytes are
+// at the start of buf, reading what the request needs beyond them.
+func (s *Segment) finishRead(buf []byte, have int64, h batchHeader, r readRequest) (ReadResult, error) {
+	res := ReadResult{Found: true, BatchBaseOffset: h.baseOffset, Position: h.pos, Data: buf[:0]}
+	n := r.limitFor(h)
 	if n <= 0 {
 		return res, nil
 	}
-	res.Data = slices.Grow(dst[:0], int(n))[:n]
-	if err := s.readAt(res.Data, h.pos); err != nil {
+	if n > have {
+		buf = slices.Grow(buf[:have], int(n-have))[:n]
+		if err := s.readAt(buf[have:], h.pos+have); err != nil {
+			return ReadResult{}, err
+		}
+	}
+	res.Data = buf[:n]
+	res.Data = res.Data[:s.validPrefix(res.Data, h.pos+n == r.end)]
+	return res, nil
+}
+
+// readScanned is Read by a floor lookup in the offset index and a forward
+// scan of batch headers (one pread of the header per batch), then one
+// pread of the data.
+func (s *Segment) readScanned(dst []byte, r readRequest) (ReadResult, error) {
+	h, found, err := s.translate(r.target, r.end)
+	if err != nil || !found {
 		return ReadResult{}, err
 	}
-	res.Data = res.Data[:s.validPrefix(res.Data, h.pos+n == size)]
-	return res, nil
+	return s.finishRead(dst[:0], 0, h, r)
 }
 
 // validPrefix returns how much of data, read from the .log starting at a
@@ -119,17 +285,101 @@ func (s *Segment) readAt(p []byte, pos int64) error {
 }
 
 // TranslateOffset returns the position and base offset of the first batch
-// whose last offset is >= offset: the positioning step of Read alone.
-// found is false if there is none.
+// whose last offset is >= offset: the positioning step of Read alone, one
+// header read when the index entry at or above the offset names the
+// batch (see Read).
 func (s *Segment) TranslateOffset(offset int64) (position int64, batchBaseOffset int64, found bool, err error) {
 	if s.closed.Load() {
 		return 0, 0, false, ErrClosed
 	}
-	h, found, err := s.translate(offset, s.size.Load())
+	h, found, err := s.locate(offset, s.size.Load())
 	if err != nil || !found {
 		return 0, 0, false, err
 	}
 	return h.pos, h.baseOffset, true, nil
+}
+
+// SliceResult locates bytes of the .log without reading them: what
+// Slice returns.
+type SliceResult struct {
+	// Found is false when the segment holds no batch whose last offset
+	// is >= the start offset; the other fields are then zero.
+	Found bool
+	// Position and Size are the range of the .log to send, [Position,
+	// Position+Size). It starts at the batch holding the start offset and
+	// may end inside a batch when the size limit falls there (as a
+	// Kafka FileRecords slice may); Size is 0 when the bound leaves no
+	// room.
+	Position, Size int64
+	// BatchBaseOffset is the base offset of the batch at Position.
+	BatchBaseOffset int64
+}
+
+// Slice is Read without the data: it returns where the bytes Read would
+// return lie in the .log (File), for a broker that sends them with
+// sendfile. The range ends before the batch holding boundOffset (the
+// batches it covers end below the bound; math.MaxInt64: no bound) and
+// spans at most maxSize bytes, or the first batch if minOneMessage.
+// Positioning reads one batch header (two with a bound inside the
+// segment); the bytes themselves are not read, so damage inside them is
+// not detected here: the consumer's CRC check finds it, as with Kafka's
+// zero-copy path.
+func (s *Segment) Slice(startOffset int64, maxSize int, boundOffset int64, minOneMessage bool) (SliceResult, error) {
+	if s.closed.Load() {
+		return SliceResult{}, ErrClosed
+	}
+	if maxSize < 0 {
+		return SliceResult{}, invalidArgf("%s: slice with negative max size %d", s.logPath, maxSize)
+	}
+	size := s.size.Load()
+	h, found, err := s.locate(startOffset, size)
+	if err != nil || !found {
+		return SliceResult{}, err
+	}
+	maxPosition := size
+	if boundOffset <= startOffset {
+		maxPosition = h.pos
+	} else if next := s.nextOffset.Load(); boundOffset != math.MaxInt64 && (next < 0 || boundOffset < next) {
+		// A bound at or past the next offset (loaded after the size, so
+		// every batch below the size ends below it) cuts nothing.
+		b, found, err := s.locate(boundOffset, size)
+		if err != nil {
+			return SliceResult{}, err
+		}
+		if found {
+			maxPosition = b.pos
+		}
+	}
+	r := readRequest{target: startOffset, maxSize: maxSize, maxPosition: maxPosition, end: size, minOne: minOneMessage}
+	return SliceResult{Found: true, Position: h.pos, Size: max(r.limitFor(h), 0), BatchBaseOffset: h.baseOffset}, nil
+}
+
+// File returns the .log handle for reads of the ranges Slice returns
+// (ReadAt, or Fd for sendfile). It stays valid until Close: a caller
+// keeps the segment open (the log pins it in a view) while it uses it,
+// and never writes to it.
+func (s *Segment) File() vfs.File { return s.logFile }
+
+// locate is translate through the index entry at or above target (see
+// Read): one header read when that entry's batch holds target, else the
+// floor lookup and header scan.
+func (s *Segment) locate(target, end int64) (batchHeader, bool, error) {
+	if err := s.loadOffsetIndex(); err != nil {
+		return batchHeader{}, false, err
+	}
+	if sp := s.offsetIdx.span(target); sp.ok && sp.pos+record.HeaderSize <= end {
+		buf := headerPool.Get().(*headerBuf)
+		h, ok, err := readHeader(s.logFile, s.logPath, sp.pos, end, buf)
+		headerPool.Put(buf)
+		if err != nil && !errors.Is(err, ErrCorruption) {
+			return batchHeader{}, false, err
+		}
+		if err == nil && ok && h.lastOffset == sp.offset && h.baseOffset <= target &&
+			s.checkHeaderOffsets(h, sp.prevOffset) == nil {
+			return h, true, nil
+		}
+	}
+	return s.translate(target, end)
 }
 
 // translate finds the first batch below end whose last offset is >=

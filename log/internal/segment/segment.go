@@ -94,6 +94,10 @@ type Segment struct {
 		// needDirSync is set by Create: the directory entry of the new
 		// file is made durable by the first Flush.
 		needDirSync bool
+		// reserved is how far the .log is preallocated by this object
+		// (0: nothing known); reserveLog extends it in steps, trimLog
+		// releases what lies past the size.
+		reserved int64
 		// superseded is set when TruncateTo or Recover returned a new
 		// Segment over the same file names: this object must no longer
 		// write its files, and Delete must not remove the new ones.
@@ -282,6 +286,7 @@ func (s *Segment) Append(largestOffset int64, batches []byte) error {
 	if err != nil {
 		return err
 	}
+	s.reserveLog(size + int64(len(batches)))
 	// Everything is decided; now the one write. The index entries were
 	// planned first because the write may scramble batches.
 	if _, err := s.logFile.WriteAt(batches, size); err != nil {
@@ -369,4 +374,96 @@ func (s *Segment) publishAppend(p appendPlan, oldSize, newSize int64) {
 	// batches below the size it loads.
 	s.size.Store(newSize)
 	s.nextOffset.Store(p.next)
+}
+
+// minPreallocateBytes is the first reservation of a new segment.
+const minPreallocateBytes = 64 << 10
+
+// zeroChunkBytes is the size of one write of zeros.
+const zeroChunkBytes = 256 << 10
+
+// zeroChunks holds buffers of zeros for reserveLog; each is cleared
+// before use because vfs.File.WriteAt may modify its input.
+var zeroChunks = sync.Pool{New: func() any { b := make([]byte, zeroChunkBytes); return &b }}
+
+// reserveLog makes sure the .log holds written blocks up to past end:
+// when an append would reach beyond the reserved space, it writes zeros
+// from end on, min(PreallocateBytes, max(64 KiB, end)) bytes (steps that
+// double with the segment's size: a new partition reserves little). The
+// zeros become durable with the next fsync; the appends after it
+// overwrite blocks that are allocated and written, so their fdatasync
+// writes data only: no block allocation, no extent conversion, no size
+// change to journal (a fallocate that keeps the size still converts
+// extents and grows the size on every write). The file size runs ahead
+// of the segment's size by the zero tail, which holds no record (see
+// zeroTail) and which trimLog cuts at roll and close.
+//
+// Only a file that trimLog can trim is reserved. A failed write of zeros
+// stops the reservation there (zeros written so far are a zero tail); the
+// append's own write reports a real lack of space. REQUIRES: the
+// segment's writer.
+func (s *Segment) reserveLog(end int64) {
+	step := s.opts.PreallocateBytes
+	if step <= 0 || end <= s.w.reserved {
+		return
+	}
+	if _, ok := s.logFile.(truncater); !ok {
+		// Space that cannot be released at roll and close is not
+		// reserved (a wrapper that hides Truncate, MemFS).
+		return
+	}
+	limit := min(end+min(step, max(minPreallocateBytes, end)), math.MaxInt32)
+	buf := zeroChunks.Get().(*[]byte)
+	defer zeroChunks.Put(buf)
+	s.w.reserved = end
+	for pos := end; pos < limit; {
+		chunk := (*buf)[:min(int64(len(*buf)), limit-pos)]
+		clear(chunk)
+		n, err := s.logFile.WriteAt(chunk, pos)
+		s.w.reserved = pos + int64(n)
+		if err != nil {
+			return
+		}
+		pos += int64(n)
+	}
+}
+
+// truncater is the optional capability of a file to change its size
+// (os.File.Truncate; vfs.File has no truncate).
+type truncater interface {
+	Truncate(size int64) error
+}
+
+// trimLog releases the space reserveLog preallocated past the size: a
+// truncate to the size, which frees the reserved blocks past the end of
+// file and drops any bytes past the size (what a failed write left,
+// never published). A file without Truncate keeps its reservation. If the
+// truncate shortened the file (a vfs whose Preallocate grows the file),
+// the new size is made durable, so that a later open never sees the
+// zero tail. Errors are returned; the data is untouched by them.
+// REQUIRES: the segment's writer.
+func (s *Segment) trimLog() error {
+	if s.w.reserved == 0 || s.w.superseded || s.w.err != nil {
+		return nil
+	}
+	t, ok := s.logFile.(truncater)
+	if !ok {
+		return nil
+	}
+	size := s.size.Load()
+	st, err := s.logFile.Stat()
+	if err != nil {
+		return ioErr("stat", s.logPath, err)
+	}
+	if err := t.Truncate(size); err != nil {
+		return ioErr("truncate", s.logPath, err)
+	}
+	s.w.reserved = 0
+	if st.Size() > size {
+		if err := s.logFile.SyncData(); err != nil {
+			s.w.err = ioErr("sync", s.logPath, err)
+			return s.w.err
+		}
+	}
+	return nil
 }

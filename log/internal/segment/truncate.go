@@ -73,6 +73,11 @@ type RecoveryResult struct {
 	// Tail says why recovery stopped before the end of the file (torn or
 	// corrupt, and where); nil when the whole file was valid.
 	Tail *TailError
+	// ZeroTailBytes is the length of an all-zero tail after the valid
+	// prefix (preallocated space a file system exposed, see zeroTail):
+	// not data, not cut, not damage. The segment's size ends before it
+	// and appends overwrite it.
+	ZeroTailBytes int64
 }
 
 // Recover rebuilds the segment from its .log (Kafka's
@@ -88,7 +93,9 @@ type RecoveryResult struct {
 // If bytes were cut it returns a new *Segment, exactly as TruncateTo does
 // (same lifecycle for the receiver); otherwise it returns the receiver,
 // its indexes replaced in place. An error from onBatch aborts recovery
-// and is returned as is; nothing is changed then.
+// and is returned as is; nothing is changed then. An all-zero tail after
+// the last valid batch is not cut (see zeroTail): the receiver is
+// returned with its size ending before the zeros (ZeroTailBytes).
 func (s *Segment) Recover(onBatch func(record.Batch) error) (*Segment, RecoveryResult, error) {
 	return s.RecoverWith(RecoverOptions{OnBatch: onBatch})
 }
@@ -136,10 +143,18 @@ func (s *Segment) RecoverWith(o RecoverOptions) (*Segment, RecoveryResult, error
 	_ = b.timeIdx.maybeAppend(b.maxTimestamp, b.offsetOfMaxTimestamp, true) // full at capacity: skip
 	res := RecoveryResult{ValidBytes: stop, TruncatedBytes: size - stop}
 	if tail != nil {
-		res.Tail = &TailError{Path: s.logPath, Pos: stop, Err: tail}
+		zero, err := s.zeroTail(stop, size)
+		if err != nil {
+			return nil, RecoveryResult{}, err
+		}
+		if zero {
+			tail, res.TruncatedBytes, res.ZeroTailBytes = nil, 0, size-stop
+		} else {
+			res.Tail = &TailError{Path: s.logPath, Pos: stop, Err: tail}
+		}
 	}
 	offsetEntries, timeEntries := b.offsetIdx.mu.entries, b.timeIdx.mu.entries
-	if stop < size {
+	if tail != nil && stop < size {
 		if o.BeforeCut != nil {
 			if err := o.BeforeCut(res.Tail); err != nil {
 				return nil, RecoveryResult{}, err
@@ -156,8 +171,44 @@ func (s *Segment) RecoverWith(o RecoverOptions) (*Segment, RecoveryResult, error
 	}
 	s.offsetIdx.install(offsetEntries, len(offsetEntries), false)
 	s.timeIdx.install(timeEntries, len(timeEntries), false)
-	s.installRecovered(b, size)
+	if res.ZeroTailBytes > 0 {
+		s.shedZeroTail(stop, size)
+	}
+	s.installRecovered(b, stop)
 	return s, res, nil
+}
+
+// zeroTail reports whether [from, end) of the .log holds only zero bytes.
+// Such a tail is file space without data: a preallocation that grew the
+// file (vfs.File.Preallocate may), or blocks a file system exposed after
+// a crash with the size ahead of the data. It holds no record: a batch
+// starts with its base offset and a length of at least minBatchLength, so
+// an all-zero header never frames, and nothing follows it but zeros.
+// The tail is read in bounded chunks.
+func (s *Segment) zeroTail(from, end int64) (bool, error) {
+	buf := make([]byte, min(end-from, 64<<10))
+	for pos := from; pos < end; {
+		chunk := buf[:min(int64(len(buf)), end-pos)]
+		if err := s.readAt(chunk, pos); err != nil {
+			return false, err
+		}
+		for _, c := range chunk {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		pos += int64(len(chunk))
+	}
+	return true, nil
+}
+
+// shedZeroTail ends the segment's size at stop, before a zero tail that
+// reaches the file's end (fileSize): appends overwrite the zeros, and
+// trimLog releases what is left at roll or close. REQUIRES: the
+// segment's writer, before readers see the segment.
+func (s *Segment) shedZeroTail(stop, fileSize int64) {
+	s.size.Store(stop)
+	s.w.reserved = max(s.w.reserved, fileSize)
 }
 
 // checkRecoveredOffsets rejects a valid batch whose offsets cannot follow

@@ -57,20 +57,26 @@ func readHeader(f vfs.File, path string, pos, end int64, buf *headerBuf) (h batc
 		}
 		return h, false, ioErr("read", path, err)
 	}
-	length := int32(binary.BigEndian.Uint32(buf[hdrLength:]))
-	delta := int32(binary.BigEndian.Uint32(buf[hdrLastOffsetDelta:]))
+	return parseHeader(buf[:], path, pos, end)
+}
+
+// parseHeader decodes the header at the start of b, the bytes of the .log
+// at pos (at least record.HeaderSize of them), with readHeader's answers.
+func parseHeader(b []byte, path string, pos, end int64) (h batchHeader, ok bool, err error) {
+	length := int32(binary.BigEndian.Uint32(b[hdrLength:]))
+	delta := int32(binary.BigEndian.Uint32(b[hdrLastOffsetDelta:]))
 	h = batchHeader{
 		pos:          pos,
 		size:         record.LogOverhead + int64(length),
-		baseOffset:   int64(binary.BigEndian.Uint64(buf[:])),
-		maxTimestamp: int64(binary.BigEndian.Uint64(buf[hdrMaxTimestamp:])),
+		baseOffset:   int64(binary.BigEndian.Uint64(b)),
+		maxTimestamp: int64(binary.BigEndian.Uint64(b[hdrMaxTimestamp:])),
 	}
 	h.lastOffset = h.baseOffset + int64(delta)
 	switch {
 	case length < minBatchLength:
 		return h, false, corruptionf(path, pos, "batch length %d below the minimum %d", length, minBatchLength)
-	case buf[hdrMagic] != record.Magic:
-		return h, false, corruptionf(path, pos, "batch magic %d, want %d", int8(buf[hdrMagic]), record.Magic)
+	case b[hdrMagic] != record.Magic:
+		return h, false, corruptionf(path, pos, "batch magic %d, want %d", int8(b[hdrMagic]), record.Magic)
 	case delta < 0:
 		return h, false, corruptionf(path, pos, "negative last offset delta %d", delta)
 	case h.end() > end:
