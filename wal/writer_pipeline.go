@@ -262,6 +262,10 @@ func (w *Writer) runCommitter() {
 // cleaner reaps the key).
 func (w *Writer) abandonUpload(obj *walObject) {
 	obj.abandoned = true
+	// The requests are answered now, but the upload goroutine may not
+	// have built the object yet: it must not read the callers' buffers
+	// after their Produce returned.
+	obj.detach(obj.reqs)
 	w.metrics.objectsTimedOut.Add(1)
 	obj.err = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: w.deadlineErr()}
 	go func() {
