@@ -86,6 +86,10 @@ var layers = []layer{
 	{62, exact("wal/pebblecp"), []string{pebble, zap}},
 	{64, exact("wal/controlplanetest"), nil},
 	{70, exact("tierstate"), nil},
+	// Consolidation: the diskless leader endpoint, the pruner and the
+	// fetcher, driving the WAL (wal), the tier state machine (tierstate),
+	// the remote tier and the local log.
+	{72, exact("consolidate"), []string{zap}},
 	// The Prometheus exporter: above everything it reads, and the only
 	// library package that imports client_golang (checked below).
 	{75, exact("promexport"), nil},
