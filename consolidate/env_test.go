@@ -42,7 +42,7 @@ var testTopic = remote.UUID{0xC0, 0x50, 1}
 func newWALEnv(t *testing.T) *walEnv {
 	t.Helper()
 	e := &walEnv{t: t, ctx: context.Background(), fs: vfs.NewMem(), store: mem.New(mem.Options{}),
-		tp: remote.TopicIDPartition{TopicID: testTopic, Topic: "orders", Partition: 0},
+		tp:    remote.TopicIDPartition{TopicID: testTopic, Topic: "orders", Partition: 0},
 		parts: &partitionMap{m: map[remote.TopicIDPartition]partitionEntry{}}, xs: &crossTierMap{m: map[remote.TopicIDPartition]int64{}}}
 	cp, err := pebblecp.Open(e.fs, "cp", pebblecp.Options{})
 	require.NoError(t, err)
