@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/tierlog/tierlog/tierstate"
 )
 
 // TestDecideDataDriven runs testdata/decide_*: the endpoint's pure
@@ -21,6 +23,7 @@ import (
 //	fetch offset=O [key=value ...]   DecideFetch with the defaults and
 //	                        overrides; prints the remote lookup when the
 //	                        decision asked for one
+//	reconcile seal=S|none|pending leo=L hw=H role=leader|follower [remote=false]
 //	earliest-local wal-start=W seal=S ed=E
 //	latest latest=N seal=S ed=E
 //	epoch-end epoch=Q seal=S ed=E latest=N
@@ -128,6 +131,31 @@ func handleDecide(t *testing.T, d *datadriven.TestData, defaults map[string]stri
 			b.WriteString(" remote-prefix-unknown")
 		}
 		return b.String()
+	case "reconcile":
+		var st tierstate.State
+		var err error
+		st = st.WithConsolidating(true)
+		switch args["seal"] {
+		case "none":
+		case "pending":
+			st, err = st.ArmSwitch()
+		default:
+			if st, err = st.ArmSwitch(); err == nil {
+				st, err = st.CommitSeal(mustInt(t, d, args, "seal"), nil)
+			}
+		}
+		if err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		sd := PlanStart(st, mustInt(t, d, args, "leo"), mustInt(t, d, args, "hw"), args["role"] == "leader", args["remote"] != "false")
+		out := sd.Action.String()
+		if sd.Action == StartReady {
+			out += fmt.Sprintf(" at %d", sd.FetchOffset)
+		}
+		if sd.PruneFloor != NoFloor {
+			out += fmt.Sprintf(", prune floor %d", sd.PruneFloor)
+		}
+		return out
 	case "earliest-local":
 		o := EarliestLocalOffset(mustInt(t, d, args, "wal-start"), mustInt(t, d, args, "seal"), int32(mustInt(t, d, args, "ed")))
 		return fmt.Sprintf("(%d, epoch %d)", o.Offset, o.Epoch)

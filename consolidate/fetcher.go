@@ -437,3 +437,96 @@ func (f *Fetcher) Metrics() FetcherMetrics {
 	return FetcherMetrics{Appends: f.appends.Load(), AppendedBytes: f.appendedBytes.Load(),
 		Rebuilds: f.rebuilds.Load(), Resets: f.resets.Load(), Backoffs: f.backoffs.Load()}
 }
+
+// StartAction is what the consolidation reconciler does with a partition
+// (Inkless's ConsolidationReconciler).
+type StartAction int8
+
+const (
+	// StartReady: consolidate from StartDecision.FetchOffset.
+	StartReady StartAction = iota
+	// StartRetry: not yet (the seal is pending, or a follower below the
+	// seal catches up over classic replication first); decide again on
+	// the next metadata change or retry.
+	StartRetry
+	// StartFailed: a switched partition without remote storage, which
+	// the switch never produces; the partition stays online, not
+	// consolidated.
+	StartFailed
+)
+
+func (a StartAction) String() string {
+	switch a {
+	case StartReady:
+		return "ready"
+	case StartRetry:
+		return "retry"
+	case StartFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("StartAction(%d)", int8(a))
+}
+
+// StartDecision is PlanStart's answer.
+type StartDecision struct {
+	Action StartAction
+	// FetchOffset is where consolidation starts (StartReady).
+	FetchOffset int64
+	// PruneFloor is the floor the pruner is armed with (InitialFloor of
+	// the seal; NoFloor when none applies).
+	PruneFloor int64
+}
+
+// PlanStart decides whether a consolidating partition's consolidation
+// starts (Inkless's ConsolidationReconciler):
+//
+//	seal                    log end     role      answer
+//	none (born diskless)    any         any       ready at the high watermark
+//	pending                 any         any       retry
+//	S >= 0, no remote       any         any       failed
+//	S >= 0                  LEO < S     leader    ready at LEO (the fetch is redirected: rebuild)
+//	S >= 0                  LEO < S     follower  retry (classic catch-up first)
+//	S >= 0                  LEO >= S    any       ready at LEO
+//
+// A ready switched partition arms the pruner at S - 1 (Inkless arms it at
+// max(S, log start); the first prune at S - 1 is
+// github.com/aiven/inkless/pull/857's bound, DESIGN.md section 11).
+func PlanStart(s tierstate.State, logEndOffset, highWatermark int64, leader, remoteStorageEnabled bool) StartDecision {
+	seal := s.Seal()
+	switch {
+	case s.Phase() == tierstate.PhaseSealPending:
+		return StartDecision{Action: StartRetry, FetchOffset: NoFloor, PruneFloor: NoFloor}
+	case !s.SealCommitted():
+		return StartDecision{Action: StartReady, FetchOffset: highWatermark, PruneFloor: NoFloor}
+	case !remoteStorageEnabled:
+		return StartDecision{Action: StartFailed, FetchOffset: NoFloor, PruneFloor: NoFloor}
+	case logEndOffset < seal && !leader:
+		return StartDecision{Action: StartRetry, FetchOffset: NoFloor, PruneFloor: NoFloor}
+	}
+	return StartDecision{Action: StartReady, FetchOffset: logEndOffset, PruneFloor: InitialFloor(seal)}
+}
+
+// Reconcile applies PlanStart to p: a ready partition is added to the
+// fetcher (at its log end) and, when this broker leads it, pruner (if
+// not nil) is armed with the decision's floor. A partition not ready is
+// removed from the fetcher.
+func (f *Fetcher) Reconcile(p FetcherPartition, highWatermark int64, leader bool, pruner *Pruner) (StartDecision, error) {
+	if p.Log == nil {
+		return StartDecision{}, fmt.Errorf("consolidate: partition %s without a log: %w", p.Partition, ErrInvalidArgument)
+	}
+	d := PlanStart(p.State, p.Log.LogEndOffset(), highWatermark, leader, p.Log.RemoteStorageEnabled())
+	if d.Action != StartReady {
+		f.Remove(p.Partition)
+		if d.Action == StartFailed {
+			f.opts.Logger.Error("switched partition without remote storage is not consolidated", zap.Stringer("partition", p.Partition))
+		}
+		return d, nil
+	}
+	if err := f.Add(p); err != nil {
+		return d, err
+	}
+	if leader && pruner != nil && d.PruneFloor != NoFloor {
+		pruner.Arm(p.Partition, p.State.Seal())
+	}
+	return d, nil
+}

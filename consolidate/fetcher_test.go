@@ -233,3 +233,35 @@ func (c *manualClock) advance(d time.Duration)                   { c.now = c.now
 type stoppedTimer struct{}
 
 func (stoppedTimer) Stop() bool { return false }
+
+// Reconcile starts a leader below the seal and arms its pruner, and keeps
+// a follower below the seal out of consolidation.
+func TestFetcherReconcile(t *testing.T) {
+	e := newWALEnv(t)
+	state := e.switchAt(0, 100, 2)
+	ep := e.endpoint(EndpointOptions{})
+	f, err := NewFetcher(FetcherOptions{Endpoint: ep, Machine: e.machine(ep, checkpointData{}), Clock: &manualClock{}})
+	require.NoError(t, err)
+	pr, err := NewPruner(PrunerOptions{ControlPlane: e.cp})
+	require.NoError(t, err)
+	l := e.openLog("replica")
+	e.parts.set(e.tp, state, l)
+	p := FetcherPartition{Partition: e.tp, Log: l, State: state, CurrentLeaderEpoch: 4}
+
+	d, err := f.Reconcile(p, 0, false, pr)
+	require.NoError(t, err)
+	require.Equal(t, StartRetry, d.Action)
+	n, err := f.Step(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "a follower below the seal is not consolidated")
+	require.Equal(t, NoFloor, pr.Floor(e.tp))
+
+	d, err = f.Reconcile(p, 0, true, pr)
+	require.NoError(t, err)
+	require.Equal(t, StartDecision{Action: StartReady, FetchOffset: 0, PruneFloor: 99}, d)
+	require.Equal(t, int64(99), pr.Floor(e.tp))
+	n, err = f.Step(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, int64(1), ep.Metrics().PrefixUnknown, "the leader's fetch at 0 waits for remote storage")
+}
