@@ -24,7 +24,7 @@ import (
 // control plane and remote metadata on vfs.NewMem, a wal.Writer and a
 // wal.Reader, and a partition source the test edits.
 type walEnv struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	fs     vfs.FS
 	store  *mem.Mem
@@ -39,7 +39,7 @@ type walEnv struct {
 
 var testTopic = remote.UUID{0xC0, 0x50, 1}
 
-func newWALEnv(t *testing.T) *walEnv {
+func newWALEnv(t testing.TB) *walEnv {
 	t.Helper()
 	e := &walEnv{t: t, ctx: context.Background(), fs: vfs.NewMem(), store: mem.New(mem.Options{}),
 		tp:    remote.TopicIDPartition{TopicID: testTopic, Topic: "orders", Partition: 0},
