@@ -107,9 +107,11 @@ type Fetcher struct {
 type fetchState struct {
 	p         FetcherPartition
 	notBefore time.Time
-	busy      bool
-	removed   bool
-	failed    error
+	// busy: a goroutine is fetching for the partition; claim skips it.
+	busy bool
+	// removed: Remove was called while busy; release forgets it.
+	removed bool
+	failed  error
 }
 
 // NewFetcher returns a Fetcher with no partition.
@@ -149,18 +151,18 @@ func (systemClock) Now() time.Time                                { return time.
 func (systemClock) AfterFunc(d time.Duration, f func()) wal.Timer { return time.AfterFunc(d, f) }
 
 // Add starts consolidating p at its log end (or replaces p's log, state
-// and epoch if already added; a failed partition is retried).
+// and epoch if already added; a failed partition is retried). A
+// partition whose fetch is in progress keeps it: the new values apply
+// from its next fetch, so its log never has two writers.
 func (f *Fetcher) Add(p FetcherPartition) error {
 	if p.Log == nil {
 		return fmt.Errorf("consolidate: partition %s without a log: %w", p.Partition, ErrInvalidArgument)
 	}
 	f.mu.Lock()
-	if s, ok := f.mu.parts[p.Partition]; ok && !s.removed {
-		s.p, s.failed, s.notBefore = p, nil, time.Time{}
+	if s, ok := f.mu.parts[p.Partition]; ok {
+		s.p, s.failed, s.notBefore, s.removed = p, nil, time.Time{}, false
 	} else {
-		if !ok {
-			f.mu.order = append(f.mu.order, p.Partition)
-		}
+		f.mu.order = append(f.mu.order, p.Partition)
 		f.mu.parts[p.Partition] = &fetchState{p: p}
 	}
 	f.mu.Unlock()
@@ -173,14 +175,23 @@ func (f *Fetcher) Add(p FetcherPartition) error {
 func (f *Fetcher) Remove(tp remote.TopicIDPartition) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s, ok := f.mu.parts[tp]; ok {
-		s.removed = true
-		delete(f.mu.parts, tp)
-		for i, o := range f.mu.order {
-			if o == tp {
-				f.mu.order = append(f.mu.order[:i], f.mu.order[i+1:]...)
-				break
-			}
+	s, ok := f.mu.parts[tp]
+	if !ok {
+		return
+	}
+	s.removed = true
+	if !s.busy {
+		f.forgetLocked(tp)
+	}
+}
+
+// forgetLocked drops tp from the table. REQUIRES: f.mu held.
+func (f *Fetcher) forgetLocked(tp remote.TopicIDPartition) {
+	delete(f.mu.parts, tp)
+	for i, o := range f.mu.order {
+		if o == tp {
+			f.mu.order = append(f.mu.order[:i], f.mu.order[i+1:]...)
+			break
 		}
 	}
 }
@@ -215,7 +226,7 @@ func (f *Fetcher) claim(now time.Time) ([]*fetchState, time.Time) {
 	for i := 0; i < n && len(out) < f.opts.MaxPartitionsPerFetch; i++ {
 		s := f.mu.parts[f.mu.order[(f.mu.next+i)%n]]
 		switch {
-		case s.busy || s.failed != nil:
+		case s.busy || s.removed || s.failed != nil:
 		case s.notBefore.After(now):
 			if earliest.IsZero() || s.notBefore.Before(earliest) {
 				earliest = s.notBefore
@@ -234,11 +245,15 @@ func (f *Fetcher) claim(now time.Time) ([]*fetchState, time.Time) {
 // release ends a partition's turn: ready again at notBefore, or failed.
 func (f *Fetcher) release(s *fetchState, notBefore time.Time, failed error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	s.busy, s.notBefore = false, notBefore
-	if failed != nil && !s.removed {
+	if s.removed {
+		f.forgetLocked(s.p.Partition)
+		return
+	}
+	if failed != nil {
 		s.failed = failed
 	}
-	f.mu.Unlock()
 }
 
 // Step runs one fetch for up to MaxPartitionsPerFetch ready partitions

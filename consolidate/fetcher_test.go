@@ -265,3 +265,37 @@ func TestFetcherReconcile(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.Equal(t, int64(1), ep.Metrics().PrefixUnknown, "the leader's fetch at 0 waits for remote storage")
 }
+
+// Remove while a fetch is in progress: the partition leaves after that
+// round; Add during the round keeps one state, so the log has one writer.
+func TestFetcherRemoveAndAddDuringFetch(t *testing.T) {
+	e := newWALEnv(t)
+	born := tierstate.State{}.WithConsolidating(true)
+	require.NoError(t, e.cp.CreatePartitions(e.ctx, []wal.CreatePartitionsRequest{{TopicID: walTP(e.tp).TopicID, Topic: e.tp.Topic, NumPartitions: 1}}))
+	e.produce(3, "x")
+	l := e.openLog("p")
+	e.parts.set(e.tp, born, l)
+	ep := e.endpoint(EndpointOptions{})
+	f, err := NewFetcher(FetcherOptions{Endpoint: ep, Machine: e.machine(ep, checkpointData{}), Clock: &manualClock{}})
+	require.NoError(t, err)
+	p := FetcherPartition{Partition: e.tp, Log: l, State: born}
+	require.NoError(t, f.Add(p))
+
+	claimed, _ := f.claim(time.Time{})
+	require.Len(t, claimed, 1)
+	f.Remove(e.tp)
+	require.NoError(t, f.Add(p), "re-added while busy")
+	again, _ := f.claim(time.Time{})
+	require.Empty(t, again, "busy: no second writer")
+	f.release(claimed[0], time.Time{}, nil)
+	again, _ = f.claim(time.Time{})
+	require.Len(t, again, 1)
+	f.release(again[0], time.Time{}, nil)
+
+	claimed, _ = f.claim(time.Time{})
+	f.Remove(e.tp)
+	f.release(claimed[0], time.Time{}, nil)
+	n, err := f.Step(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "removed after its round")
+}
