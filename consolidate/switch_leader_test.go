@@ -36,11 +36,14 @@ func TestPlanClassicPrefixRequest(t *testing.T) {
 	require.NoError(t, err)
 	a := fakePrefixLog{h: 79, epochs: []epochcache.Entry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 80}}}
 	require.Equal(t, ClassicPrefixPlan{LastClassicLeaderEpoch: -1}, PlanClassicPrefixRequest(s, a), "the copy has not reached 99")
+	a.h = 98
+	require.False(t, PlanClassicPrefixRequest(s, a).Send, "98 is not 99")
 	a.h = 99
 	require.Equal(t, ClassicPrefixPlan{Send: true, LastClassicLeaderEpoch: 2}, PlanClassicPrefixRequest(s, a))
 
 	// A log that starts at the seal holds no record below it: R = -1.
-	empty := fakePrefixLog{h: 99, logStart: 100, epochs: []epochcache.Entry{{Epoch: 4, StartOffset: 100}}}
+	// (Its epochs still name epoch 2 from 80: the log start decides.)
+	empty := fakePrefixLog{h: 99, logStart: 100, epochs: []epochcache.Entry{{Epoch: 2, StartOffset: 80}, {Epoch: 4, StartOffset: 100}}}
 	require.Equal(t, ClassicPrefixPlan{Send: true, LastClassicLeaderEpoch: -1}, PlanClassicPrefixRequest(s, empty))
 
 	// Not consolidating, or already phase 2: nothing to send.
