@@ -39,6 +39,16 @@
 // not rebuilt; Pruner sends the prunes and raises each floor to the WAL
 // start the control plane returns (capped at h+1, wal.PrunedLogStart).
 //
+// Fetcher is the consolidation fetcher: a pool of goroutines shares every
+// partition; per partition it fetches from the Endpoint at the log end,
+// stamps E_d into each batch and appends as a follower, rebuilds on
+// OFFSET_MOVED_TO_TIERED_STORAGE (tierstate.Machine, the phase-2 rebuild
+// only below the seal) and resets on OFFSET_OUT_OF_RANGE. PlanStart is the
+// reconciler's start rule. Reporter and CrossTierCache carry X from the
+// leader's remote-log manager through the control plane to every reader
+// (remote.ConsolidationState). PlanClassicPrefixRequest is the leader's
+// decision to ask for phase 2.
+//
 // # Concurrency
 //
 // Endpoint and Pruner are safe for concurrent use and hold no lock across
