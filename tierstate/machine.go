@@ -156,8 +156,9 @@ type RebuildRequest struct {
 	Partition remote.TopicIDPartition
 	// Log is the local log to rebuild.
 	Log RebuildLog
-	// State is the partition's switch state: it selects the rebuild
-	// (ModeFor).
+	// State is the partition's switch state: with the log's end (the
+	// fetch offset the source refused) it selects the rebuild
+	// (ModeForFetch).
 	State State
 	// CurrentLeaderEpoch is the fetcher's current leader epoch, sent with
 	// the questions to the source (KIP-320 fencing).
@@ -231,7 +232,7 @@ func (r RebuildResult) String() string {
 // Rebuild rebuilds req.Log from remote storage and returns where the fetch
 // continues (Kafka's TierStateMachine, and the phase-2 rebuild of
 // https://github.com/aiven/inkless/pull/857 when req.State has a recorded
-// epoch):
+// epoch and the log ends below the seal, ModeForFetch):
 //
 //	upstream                                   phase 2 (R >= 0)
 //	1  remote storage enabled on the log        same
@@ -259,7 +260,7 @@ func (m *Machine) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResul
 	}
 	r := rebuildRun{m: m, req: req, res: RebuildResult{
 		Partition:           req.Partition,
-		Mode:                ModeFor(req.State),
+		Mode:                ModeForFetch(req.State, req.Log.LogEndOffset()),
 		LeaderLocalLogStart: OffsetAndEpoch{Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch},
 		QueriedEpoch:        base.UndefinedEpoch,
 		Target:              OffsetAndEpoch{Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch},

@@ -42,8 +42,33 @@ func (m RebuildMode) String() string {
 // with a recorded epoch R >= 0 uses RebuildPhaseTwo; every other partition
 // (classic, phase 1, phase 2 with R = -1 from an older controller or an
 // operator's start-phase-2) keeps the upstream rebuild.
+//
+// That is the mode of a fetch below the seal; Rebuild chooses with
+// ModeForFetch, which also weighs the fetch offset.
 func ModeFor(s State) RebuildMode {
 	if s.UsesRecordedEpoch() {
+		return RebuildPhaseTwo
+	}
+	return RebuildUpstream
+}
+
+// ModeForFetch returns the rebuild for a fetch at fetchOffset that the
+// source answered OFFSET_MOVED_TO_TIERED_STORAGE: the phase-2 rebuild only
+// when ModeFor says so and fetchOffset is below the seal; the upstream
+// rebuild at or above the seal, whatever the state.
+//
+// The phase-2 rebuild restores the classic prefix and always restarts the
+// log at the seal. A redirect at or above the seal means the source's
+// local (WAL) start has moved past the seal: the records the fetch needs
+// are consolidated diskless records, tiered in the diskless epoch, and
+// the recorded epoch says nothing about them. Restarting such a replica at
+// the seal would throw away its consolidated suffix, and its next fetch,
+// at the seal, would be redirected and rebuilt to the seal again: the
+// replica would never progress. The upstream rebuild starts the log past
+// the source's local start instead (docs/switch.md, "Rebuilds after the
+// WAL start passed the seal").
+func ModeForFetch(s State, fetchOffset int64) RebuildMode {
+	if s.UsesRecordedEpoch() && fetchOffset < s.Seal() {
 		return RebuildPhaseTwo
 	}
 	return RebuildUpstream

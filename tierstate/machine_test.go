@@ -276,3 +276,18 @@ func TestRebuildFailedKeepsLookups(t *testing.T) {
 	require.Empty(t, res.Epochs)
 	require.Equal(t, res, heard)
 }
+
+func TestModeForFetch(t *testing.T) {
+	s, err := State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	s, err = s.CommitSeal(100, nil)
+	require.NoError(t, err)
+	require.Equal(t, RebuildUpstream, ModeForFetch(s, 0), "phase 1")
+	p2, err := s.SetClassicPrefixInRemoteStorage(ClassicPrefixRequest{BrokerID: 1, LeaderEpoch: 4, Seal: 100, LastClassicLeaderEpoch: 2},
+		Leadership{Leader: 1, LeaderEpoch: 4})
+	require.NoError(t, err)
+	require.Equal(t, RebuildPhaseTwo, ModeForFetch(p2, 0))
+	require.Equal(t, RebuildPhaseTwo, ModeForFetch(p2, 99))
+	require.Equal(t, RebuildUpstream, ModeForFetch(p2, 100), "at the seal")
+	require.Equal(t, RebuildUpstream, ModeForFetch(p2, 130), "past the seal")
+}

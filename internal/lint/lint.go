@@ -90,6 +90,10 @@ var layers = []layer{
 	{63, exact("wal/pgcp"), []string{pgx, zap}},
 	{64, exact("wal/controlplanetest"), nil},
 	{70, exact("tierstate"), nil},
+	// Consolidation: the diskless leader endpoint, the pruner and the
+	// fetcher, driving the WAL (wal), the tier state machine (tierstate),
+	// the remote tier and the local log.
+	{72, exact("consolidate"), []string{zap}},
 	// The Prometheus exporter: above everything it reads, and the only
 	// library package that imports client_golang (checked below).
 	{75, exact("promexport"), nil},

@@ -1,0 +1,547 @@
+package consolidate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/truncation"
+	"github.com/tierlog/tierlog/wal"
+)
+
+// ConsolidationLog is the local log a consolidation fetcher appends to
+// and rebuilds. *log.UnifiedLog satisfies it.
+type ConsolidationLog interface {
+	tierstate.RebuildLog
+	AppendAsFollower(batches []byte, leaderEpoch int32) (log.AppendInfo, error)
+	UpdateHighWatermark(hw int64) int64
+	TruncateTo(t int64) (bool, error)
+	TruncateFullyAndStartAt(n, logStart int64) error
+}
+
+var _ ConsolidationLog = (*log.UnifiedLog)(nil)
+
+// FetcherPartition is one partition a Fetcher consolidates.
+type FetcherPartition struct {
+	Partition remote.TopicIDPartition
+	Log       ConsolidationLog
+	// State is the partition's switch state: its seal, E_d and recorded
+	// epoch select the rebuild and the epoch stamped on batches.
+	State tierstate.State
+	// CurrentLeaderEpoch is sent with the rebuild's questions.
+	CurrentLeaderEpoch int32
+}
+
+// FetcherOptions configures a Fetcher. Endpoint and Machine are required;
+// the Machine's leader should be the same Endpoint.
+type FetcherOptions struct {
+	Endpoint *Endpoint
+	Machine  *tierstate.Machine
+	// Workers is the number of goroutines Run uses for all partitions.
+	// Default 1 (Inkless: one consolidation fetcher thread per broker
+	// by default).
+	Workers int
+	// MaxPartitionsPerFetch bounds the partitions of one endpoint fetch.
+	// Default 32.
+	MaxPartitionsPerFetch int
+	// Backoff is the wait after a retriable error. Default 1s. Kafka:
+	// replica.fetch.backoff.ms.
+	Backoff time.Duration
+	// IdleInterval is the wait after a fetch that returned no record (the
+	// partition is caught up with the WAL). Default 500ms.
+	IdleInterval time.Duration
+	// Clock times the waits. Default: the system clock.
+	Clock wal.Clock
+	// Logger; default zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Defaults of FetcherOptions.
+const (
+	DefaultFetcherBackoff      = time.Second
+	DefaultFetcherIdleInterval = 500 * time.Millisecond
+	defaultMaxPartitions       = 32
+)
+
+// Fetcher copies diskless records from the Endpoint into the local logs of
+// many partitions (Inkless's ConsolidationFetcherThread): per partition it
+// fetches at the log end, stamps E_d into each batch (outside the CRC)
+// and appends as a follower; an OFFSET_MOVED_TO_TIERED_STORAGE answer runs
+// the tier state machine, OFFSET_OUT_OF_RANGE the follower's reset
+// (truncation.PlanOutOfRangeReset against the endpoint's latest and
+// earliest offsets), and other errors back off.
+//
+// A partition's progress is its log: Run can stop (ctx) and run again and
+// every partition resumes at its log end. Partitions at rest hold no
+// goroutine: Workers goroutines share them, each fetch taking up to
+// MaxPartitionsPerFetch ready ones in round-robin order.
+//
+// Concurrency: safe for concurrent use. mu guards the partition table and
+// is never held across a fetch, an append or a rebuild; a partition is
+// worked on by one goroutine at a time (its busy flag), so its log has
+// one writer.
+type Fetcher struct {
+	opts FetcherOptions
+	wake chan struct{}
+	mu   struct {
+		sync.Mutex
+		parts map[remote.TopicIDPartition]*fetchState
+		// order is the round-robin order of parts.
+		order []remote.TopicIDPartition
+		next  int
+	}
+	appendedBytes, appends, rebuilds, resets, backoffs atomic.Int64
+}
+
+// fetchState is one partition's place in the Fetcher. Guarded by
+// Fetcher.mu.
+type fetchState struct {
+	p         FetcherPartition
+	notBefore time.Time
+	// busy: a goroutine is fetching for the partition; claim skips it.
+	busy bool
+	// removed: Remove was called while busy; release forgets it.
+	removed bool
+	failed  error
+}
+
+// NewFetcher returns a Fetcher with no partition.
+func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
+	if opts.Endpoint == nil || opts.Machine == nil {
+		return nil, fmt.Errorf("consolidate: fetcher needs an endpoint and a tier state machine: %w", ErrInvalidArgument)
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 1
+	}
+	if opts.MaxPartitionsPerFetch == 0 {
+		opts.MaxPartitionsPerFetch = defaultMaxPartitions
+	}
+	if opts.Backoff == 0 {
+		opts.Backoff = DefaultFetcherBackoff
+	}
+	if opts.IdleInterval == 0 {
+		opts.IdleInterval = DefaultFetcherIdleInterval
+	}
+	if opts.Workers < 0 || opts.MaxPartitionsPerFetch < 0 || opts.Backoff < 0 || opts.IdleInterval < 0 {
+		return nil, fmt.Errorf("consolidate: negative fetcher option: %w", ErrInvalidArgument)
+	}
+	if opts.Clock == nil {
+		opts.Clock = wal.SystemClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	f := &Fetcher{opts: opts, wake: make(chan struct{}, 1)}
+	f.mu.parts = map[remote.TopicIDPartition]*fetchState{}
+	return f, nil
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                                { return time.Now() }
+func (systemClock) AfterFunc(d time.Duration, f func()) wal.Timer { return time.AfterFunc(d, f) }
+
+// Add starts consolidating p at its log end (or replaces p's log, state
+// and epoch if already added; a failed partition is retried). A
+// partition whose fetch is in progress keeps it: the new values apply
+// from its next fetch, so its log never has two writers.
+func (f *Fetcher) Add(p FetcherPartition) error {
+	if p.Log == nil {
+		return fmt.Errorf("consolidate: partition %s without a log: %w", p.Partition, ErrInvalidArgument)
+	}
+	f.mu.Lock()
+	if s, ok := f.mu.parts[p.Partition]; ok {
+		s.p, s.failed, s.notBefore, s.removed = p, nil, time.Time{}, false
+	} else {
+		f.mu.order = append(f.mu.order, p.Partition)
+		f.mu.parts[p.Partition] = &fetchState{p: p}
+	}
+	f.mu.Unlock()
+	f.signal()
+	return nil
+}
+
+// Remove stops consolidating tp. A fetch in progress for it finishes
+// (its append may still land); no later one starts.
+func (f *Fetcher) Remove(tp remote.TopicIDPartition) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.mu.parts[tp]
+	if !ok {
+		return
+	}
+	s.removed = true
+	if !s.busy {
+		f.forgetLocked(tp)
+	}
+}
+
+// forgetLocked drops tp from the table. REQUIRES: f.mu held.
+func (f *Fetcher) forgetLocked(tp remote.TopicIDPartition) {
+	delete(f.mu.parts, tp)
+	for i, o := range f.mu.order {
+		if o == tp {
+			f.mu.order = append(f.mu.order[:i], f.mu.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// Failed returns the error that took tp out of consolidation (a fenced
+// leader epoch, a log that refuses writes), nil if it is running.
+func (f *Fetcher) Failed(tp remote.TopicIDPartition) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.mu.parts[tp]; ok {
+		return s.failed
+	}
+	return nil
+}
+
+func (f *Fetcher) signal() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// claim marks up to MaxPartitionsPerFetch ready partitions busy, in
+// round-robin order, and returns them with the earliest time a
+// not-ready partition becomes ready (zero when none waits).
+func (f *Fetcher) claim(now time.Time) ([]*fetchState, time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*fetchState
+	var earliest time.Time
+	n := len(f.mu.order)
+	for i := 0; i < n && len(out) < f.opts.MaxPartitionsPerFetch; i++ {
+		s := f.mu.parts[f.mu.order[(f.mu.next+i)%n]]
+		switch {
+		case s.busy || s.removed || s.failed != nil:
+		case s.notBefore.After(now):
+			if earliest.IsZero() || s.notBefore.Before(earliest) {
+				earliest = s.notBefore
+			}
+		default:
+			s.busy = true
+			out = append(out, s)
+		}
+	}
+	if n > 0 {
+		f.mu.next = (f.mu.next + 1) % n
+	}
+	return out, earliest
+}
+
+// release ends a partition's turn: ready again at notBefore, or failed.
+func (f *Fetcher) release(s *fetchState, notBefore time.Time, failed error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.busy, s.notBefore = false, notBefore
+	if s.removed {
+		f.forgetLocked(s.p.Partition)
+		return
+	}
+	if failed != nil {
+		s.failed = failed
+	}
+}
+
+// Step runs one fetch for up to MaxPartitionsPerFetch ready partitions
+// and handles each answer. It returns how many partitions it served, 0
+// when none was ready. Run calls it in a loop; tests call it directly.
+func (f *Fetcher) Step(ctx context.Context) (int, error) {
+	now := f.opts.Clock.Now()
+	claimed, _ := f.claim(now)
+	if len(claimed) == 0 {
+		return 0, nil
+	}
+	return len(claimed), f.fetch(ctx, claimed, now)
+}
+
+func (f *Fetcher) fetch(ctx context.Context, claimed []*fetchState, now time.Time) error {
+	parts := make([]FetchPartition, len(claimed))
+	for i, s := range claimed {
+		parts[i] = FetchPartition{Partition: s.p.Partition, Offset: s.p.Log.LogEndOffset()}
+	}
+	res, err := f.opts.Endpoint.Fetch(ctx, parts)
+	if err != nil {
+		for _, s := range claimed {
+			f.release(s, now.Add(f.opts.Backoff), nil)
+		}
+		f.backoffs.Add(int64(len(claimed)))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f.opts.Logger.Warn("consolidation fetch failed", zap.Error(err))
+		return nil
+	}
+	for i, s := range claimed {
+		wait, failed := f.handle(ctx, s.p, res[i])
+		var notBefore time.Time
+		if wait > 0 {
+			notBefore = now.Add(wait)
+			if wait == f.opts.Backoff {
+				f.backoffs.Add(1)
+			}
+		}
+		f.release(s, notBefore, failed)
+		if failed != nil {
+			f.opts.Logger.Error("partition leaves consolidation", zap.Stringer("partition", s.p.Partition), zap.Error(failed))
+		}
+	}
+	return ctx.Err()
+}
+
+// handle acts on one partition's answer and returns how long the
+// partition waits before its next fetch, or the error that fails it.
+func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionResponse) (time.Duration, error) {
+	switch r.Code {
+	case FetchNone:
+		if len(r.Records) == 0 {
+			p.Log.UpdateHighWatermark(r.HighWatermark)
+			return f.opts.IdleInterval, nil
+		}
+		epoch := StampEpoch(p.State)
+		if err := stampEpoch(r.Records, epoch); err != nil {
+			return f.opts.Backoff, nil
+		}
+		info, err := p.Log.AppendAsFollower(r.Records, epoch)
+		if err != nil {
+			if errors.Is(err, log.ErrIO) || errors.Is(err, log.ErrClosed) {
+				return 0, err
+			}
+			f.opts.Logger.Warn("consolidation append refused", zap.Stringer("partition", p.Partition), zap.Error(err))
+			return f.opts.Backoff, nil
+		}
+		f.appends.Add(1)
+		f.appendedBytes.Add(int64(len(r.Records)))
+		_ = info
+		p.Log.UpdateHighWatermark(r.HighWatermark)
+		return 0, nil
+	case FetchOffsetMovedToTieredStorage:
+		f.rebuilds.Add(1)
+		_, err := f.opts.Machine.Rebuild(ctx, tierstate.RebuildRequest{Partition: p.Partition, Log: p.Log, State: p.State,
+			CurrentLeaderEpoch: p.CurrentLeaderEpoch, LeaderLogStartOffset: r.LogStartOffset})
+		switch tierstate.RebuildAction(err) {
+		case tierstate.ActionNone, tierstate.ActionStop:
+			return 0, nil
+		case tierstate.ActionMarkFailed, tierstate.ActionOffline:
+			return 0, err
+		}
+		return f.opts.Backoff, nil
+	case FetchOffsetOutOfRange:
+		f.resets.Add(1)
+		if err := f.reset(ctx, p); err != nil {
+			if errors.Is(err, log.ErrIO) || errors.Is(err, log.ErrClosed) {
+				return 0, err
+			}
+			f.opts.Logger.Warn("consolidation reset failed", zap.Stringer("partition", p.Partition), zap.Error(err))
+			return f.opts.Backoff, nil
+		}
+		return 0, nil
+	}
+	return f.opts.Backoff, nil
+}
+
+// reset is the follower's answer to OFFSET_OUT_OF_RANGE against the
+// endpoint: its latest offset and its earliest (X) decide
+// (truncation.PlanOutOfRangeReset).
+func (f *Fetcher) reset(ctx context.Context, p FetcherPartition) error {
+	latest, err := f.opts.Endpoint.FetchLatestOffset(ctx, p.Partition, p.CurrentLeaderEpoch)
+	if err != nil {
+		return err
+	}
+	earliest, err := f.opts.Endpoint.FetchEarliestOffset(ctx, p.Partition, p.CurrentLeaderEpoch)
+	if err != nil {
+		return err
+	}
+	plan := truncation.PlanOutOfRangeReset(latest.Offset, earliest.Offset, p.Log.LogEndOffset())
+	f.opts.Logger.Info("consolidation reset", zap.Stringer("partition", p.Partition), zap.Stringer("plan", plan))
+	switch plan.Action {
+	case truncation.TruncateToLeaderEnd:
+		_, err = p.Log.TruncateTo(plan.Offset)
+	case truncation.StartAtLeaderStart:
+		err = p.Log.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
+	}
+	return err
+}
+
+// StampEpoch is the leader epoch consolidation writes into every batch:
+// E_d, or 0 for a partition without one (born diskless).
+func StampEpoch(s tierstate.State) int32 {
+	if e := s.DisklessLeaderEpoch(); e >= 0 {
+		return e
+	}
+	return 0
+}
+
+// stampEpoch writes epoch into each batch of buf (the partition leader
+// epoch field, outside the CRC).
+func stampEpoch(buf []byte, epoch int32) error {
+	for pos := 0; pos < len(buf); {
+		b, err := record.ReadBatch(buf[pos:])
+		if err != nil {
+			return err
+		}
+		b.SetPartitionLeaderEpoch(epoch)
+		pos += b.Size()
+	}
+	return nil
+}
+
+// Run consolidates until ctx ends, with Workers goroutines sharing every
+// partition. It returns ctx's error; partitions keep their place, and a
+// later Run resumes them.
+func (f *Fetcher) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range f.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.work(ctx)
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (f *Fetcher) work(ctx context.Context) {
+	for ctx.Err() == nil {
+		now := f.opts.Clock.Now()
+		claimed, earliest := f.claim(now)
+		if len(claimed) > 0 {
+			_ = f.fetch(ctx, claimed, now)
+			f.signal() // another worker may find more ready partitions
+			continue
+		}
+		var t wal.Timer
+		if !earliest.IsZero() {
+			t = f.opts.Clock.AfterFunc(earliest.Sub(now), f.signal)
+		}
+		select {
+		case <-ctx.Done():
+		case <-f.wake:
+		}
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// FetcherMetrics is a snapshot of a Fetcher's counters.
+type FetcherMetrics struct {
+	// Appends and AppendedBytes count follower appends of WAL records.
+	Appends, AppendedBytes int64
+	// Rebuilds counts OFFSET_MOVED_TO_TIERED_STORAGE answers acted on,
+	// Resets OFFSET_OUT_OF_RANGE ones, Backoffs waits after an error.
+	Rebuilds, Resets, Backoffs int64
+}
+
+// Metrics returns a snapshot of the counters.
+func (f *Fetcher) Metrics() FetcherMetrics {
+	return FetcherMetrics{Appends: f.appends.Load(), AppendedBytes: f.appendedBytes.Load(),
+		Rebuilds: f.rebuilds.Load(), Resets: f.resets.Load(), Backoffs: f.backoffs.Load()}
+}
+
+// StartAction is what the consolidation reconciler does with a partition
+// (Inkless's ConsolidationReconciler).
+type StartAction int8
+
+const (
+	// StartReady: consolidate from StartDecision.FetchOffset.
+	StartReady StartAction = iota
+	// StartRetry: not yet (the seal is pending, or a follower below the
+	// seal catches up over classic replication first); decide again on
+	// the next metadata change or retry.
+	StartRetry
+	// StartFailed: a switched partition without remote storage, which
+	// the switch never produces; the partition stays online, not
+	// consolidated.
+	StartFailed
+)
+
+func (a StartAction) String() string {
+	switch a {
+	case StartReady:
+		return "ready"
+	case StartRetry:
+		return "retry"
+	case StartFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("StartAction(%d)", int8(a))
+}
+
+// StartDecision is PlanStart's answer.
+type StartDecision struct {
+	Action StartAction
+	// FetchOffset is where consolidation starts (StartReady).
+	FetchOffset int64
+	// PruneFloor is the floor the pruner is armed with (InitialFloor of
+	// the seal; NoFloor when none applies).
+	PruneFloor int64
+}
+
+// PlanStart decides whether a consolidating partition's consolidation
+// starts (Inkless's ConsolidationReconciler):
+//
+//	seal                    log end     role      answer
+//	none (born diskless)    any         any       ready at the high watermark
+//	pending                 any         any       retry
+//	S >= 0, no remote       any         any       failed
+//	S >= 0                  LEO < S     leader    ready at LEO (the fetch is redirected: rebuild)
+//	S >= 0                  LEO < S     follower  retry (classic catch-up first)
+//	S >= 0                  LEO >= S    any       ready at LEO
+//
+// A ready switched partition arms the pruner at S - 1 (Inkless arms it at
+// max(S, log start); the first prune at S - 1 is
+// github.com/aiven/inkless/pull/857's bound, DESIGN.md section 11).
+func PlanStart(s tierstate.State, logEndOffset, highWatermark int64, leader, remoteStorageEnabled bool) StartDecision {
+	seal := s.Seal()
+	switch {
+	case s.Phase() == tierstate.PhaseSealPending:
+		return StartDecision{Action: StartRetry, FetchOffset: NoFloor, PruneFloor: NoFloor}
+	case !s.SealCommitted():
+		return StartDecision{Action: StartReady, FetchOffset: highWatermark, PruneFloor: NoFloor}
+	case !remoteStorageEnabled:
+		return StartDecision{Action: StartFailed, FetchOffset: NoFloor, PruneFloor: NoFloor}
+	case logEndOffset < seal && !leader:
+		return StartDecision{Action: StartRetry, FetchOffset: NoFloor, PruneFloor: NoFloor}
+	}
+	return StartDecision{Action: StartReady, FetchOffset: logEndOffset, PruneFloor: InitialFloor(seal)}
+}
+
+// Reconcile applies PlanStart to p: a ready partition is added to the
+// fetcher (at its log end) and, when this broker leads it, pruner (if
+// not nil) is armed with the decision's floor. A partition not ready is
+// removed from the fetcher.
+func (f *Fetcher) Reconcile(p FetcherPartition, highWatermark int64, leader bool, pruner *Pruner) (StartDecision, error) {
+	if p.Log == nil {
+		return StartDecision{}, fmt.Errorf("consolidate: partition %s without a log: %w", p.Partition, ErrInvalidArgument)
+	}
+	d := PlanStart(p.State, p.Log.LogEndOffset(), highWatermark, leader, p.Log.RemoteStorageEnabled())
+	if d.Action != StartReady {
+		f.Remove(p.Partition)
+		if d.Action == StartFailed {
+			f.opts.Logger.Error("switched partition without remote storage is not consolidated", zap.Stringer("partition", p.Partition))
+		}
+		return d, nil
+	}
+	if err := f.Add(p); err != nil {
+		return d, err
+	}
+	if leader && pruner != nil && d.PruneFloor != NoFloor {
+		pruner.Arm(p.Partition, p.State.Seal())
+	}
+	return d, nil
+}

@@ -1,0 +1,93 @@
+package consolidate
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
+)
+
+// BenchmarkConsolidate compares consolidation (WAL -> local log through
+// the endpoint and the fetcher, mem store and Pebble control plane on
+// vfs.NewMem) with a follower append of the same batches from memory.
+// 64 batches of 16 KiB per iteration.
+func BenchmarkConsolidate(b *testing.B) {
+	const batches, recordsPerBatch, valueBytes = 64, 16, 1000
+	e := newWALEnv(b)
+	require.NoError(b, e.cp.CreatePartitions(e.ctx, []wal.CreatePartitionsRequest{{TopicID: walTP(e.tp).TopicID, Topic: e.tp.Topic, NumPartitions: 1}}))
+	value := bytes.Repeat([]byte("v"), valueBytes)
+	for range batches {
+		bld := record.NewBuilder(record.DefaultBuilderOptions())
+		for i := range recordsPerBatch {
+			bld.Add(int64(1000+i), nil, value)
+		}
+		buf, err := bld.Build()
+		require.NoError(b, err)
+		res, err := e.writer.Produce(e.ctx, []wal.ProduceRequest{{Partition: walTP(e.tp), Batches: buf}})
+		require.NoError(b, err)
+		require.NoError(b, res[0].Err)
+	}
+	end := int64(batches * recordsPerBatch)
+	born := tierstate.State{}.WithConsolidating(true)
+	ep := e.endpoint(EndpointOptions{})
+	e.parts.set(e.tp, born, nil)
+	// The same bytes in memory, stamped, for the follower-append baseline.
+	res, err := ep.Fetch(e.ctx, []FetchPartition{{Partition: e.tp, Offset: 0}})
+	require.NoError(b, err)
+	all := res[0].Records
+	require.NoError(b, stampEpoch(all, 0))
+	total := int64(len(all))
+	require.Len(b, values(b, all), int(end))
+
+	b.Run("path=wal-consolidation", func(b *testing.B) {
+		b.SetBytes(total)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			l, err := log.Open(fmt.Sprintf("c%d", i), log.Options{FS: e.fs})
+			require.NoError(b, err)
+			e.parts.set(e.tp, born, l)
+			f, err := NewFetcher(FetcherOptions{Endpoint: ep, Machine: e.machine(ep, checkpointData{}), Clock: &manualClock{}})
+			require.NoError(b, err)
+			require.NoError(b, f.Add(FetcherPartition{Partition: e.tp, Log: l, State: born}))
+			b.StartTimer()
+			for l.LogEndOffset() < end {
+				if _, err := f.Step(e.ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			require.NoError(b, l.Close())
+			require.NoError(b, e.fs.RemoveAll(fmt.Sprintf("c%d", i)))
+			i++
+			b.StartTimer()
+		}
+	})
+	b.Run("path=follower-append-from-memory", func(b *testing.B) {
+		b.SetBytes(total)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			l, err := log.Open(fmt.Sprintf("m%d", i), log.Options{FS: e.fs})
+			require.NoError(b, err)
+			buf := bytes.Clone(all)
+			b.StartTimer()
+			if _, err := l.AppendAsFollower(buf, 0); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			require.NoError(b, l.Close())
+			require.NoError(b, e.fs.RemoveAll(fmt.Sprintf("m%d", i)))
+			i++
+			b.StartTimer()
+		}
+	})
+}
