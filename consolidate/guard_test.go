@@ -1,8 +1,6 @@
 package consolidate
 
 import (
-	"context"
-	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,7 +59,8 @@ func TestRetentionGuardOnRealCrossTierStart(t *testing.T) {
 		}
 		return starts
 	}
-	require.NoError(t, runExpiration(mgr, e.ctx, e.tp))
+	_, err = mgr.RunExpiration(e.ctx, e.tp)
+	require.NoError(t, err)
 	require.Equal(t, []int64{40, 80, 100}, left(), "only the segment below X = 40 goes")
 
 	// The phase-2 rebuild from (2, 99), then expiration again.
@@ -73,15 +72,7 @@ func TestRetentionGuardOnRealCrossTierStart(t *testing.T) {
 	_, err = m.Rebuild(e.ctx, tierstate.RebuildRequest{Partition: e.tp, Log: l, State: state, CurrentLeaderEpoch: 7, LeaderLogStartOffset: 40})
 	require.NoError(t, err)
 	require.Equal(t, int64(100), l.LogEndOffset())
-	require.NoError(t, runExpiration(mgr, e.ctx, e.tp))
+	_, err = mgr.RunExpiration(e.ctx, e.tp)
+	require.NoError(t, err)
 	require.Equal(t, []int64{40, 80, 100}, left())
-}
-
-// runExpiration calls mgr.RunExpiration and returns its error. It goes
-// through reflection because main changed the method to also return an
-// ExpirationResult; after the merge this becomes a plain call.
-func runExpiration(mgr *remote.Manager, ctx context.Context, tp remote.TopicIDPartition) error {
-	out := reflect.ValueOf(mgr).MethodByName("RunExpiration").Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(tp)})
-	err, _ := out[len(out)-1].Interface().(error)
-	return err
 }
