@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,4 +330,21 @@ func TestLostCommitAnswer(t *testing.T) {
 	info, err := cp.LogInfo(ctx, tp)
 	require.NoError(t, err)
 	require.Equal(t, int64(4), info.HighWatermark, "offsets assigned once")
+}
+
+// With no connection string, the standard PG* environment says where and
+// as whom to connect, as libpq does.
+func TestOpenFromEnvironment(t *testing.T) {
+	u, err := url.Parse(databaseURL(t))
+	require.NoError(t, err)
+	pw, _ := u.User.Password()
+	t.Setenv("PGHOST", u.Hostname())
+	t.Setenv("PGPORT", u.Port())
+	t.Setenv("PGUSER", u.User.Username())
+	t.Setenv("PGPASSWORD", pw)
+	t.Setenv("PGDATABASE", strings.TrimPrefix(u.Path, "/"))
+	t.Setenv("PGSSLMODE", u.Query().Get("sslmode"))
+	cp, err := pgcp.Open(context.Background(), pgcp.Options{Schema: fmt.Sprintf("t%d", schemaSeq.Add(1))})
+	require.NoError(t, err)
+	require.NoError(t, cp.Close())
 }
