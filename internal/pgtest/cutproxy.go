@@ -29,6 +29,7 @@ type CutProxy struct {
 		rng      *rand.Rand
 		min, max int64
 		conns    map[net.Conn]bool
+		pairs    map[*cutConn]bool
 		closed   bool
 	}
 	wg sync.WaitGroup
@@ -46,6 +47,7 @@ func NewCutProxy(tb testing.TB, target string, seed uint64, minBytes, maxBytes i
 	p := &CutProxy{Addr: ln.Addr().String(), target: target, ln: ln}
 	p.mu.rng = rand.New(rand.NewPCG(seed, seed+1))
 	p.mu.conns = map[net.Conn]bool{}
+	p.mu.pairs = map[*cutConn]bool{}
 	p.SetBudget(minBytes, maxBytes)
 	p.wg.Add(1)
 	go p.accept()
@@ -63,6 +65,19 @@ func (p *CutProxy) SetBudget(minBytes, maxBytes int64) {
 
 // Cuts is how many connections the proxy cut.
 func (p *CutProxy) Cuts() int64 { return p.cuts.Load() }
+
+// LoseNextAnswer arms every connection open now: the next bytes the
+// client sends are forwarded, then the connection is cut before any
+// answer reaches the client (answers already on their way are dropped).
+// The server has the request and acts on it; the client cannot know: a
+// COMMIT lost this way is the ambiguous outcome.
+func (p *CutProxy) LoseNextAnswer() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.mu.pairs {
+		c.loseAnswer.Store(true)
+	}
+}
 
 // Close stops accepting and closes every connection.
 func (p *CutProxy) Close() {
@@ -103,12 +118,13 @@ func (p *CutProxy) accept() {
 		if p.mu.min > 0 {
 			budget = p.mu.min + p.mu.rng.Int64N(p.mu.max-p.mu.min+1)
 		}
-		p.mu.conns[client], p.mu.conns[server] = true, true
-		p.mu.Unlock()
 		c := &cutConn{p: p, client: client, server: server, left: budget}
+		p.mu.conns[client], p.mu.conns[server] = true, true
+		p.mu.pairs[c] = true
+		p.mu.Unlock()
 		p.wg.Add(2)
-		go c.pipe(server, client)
-		go c.pipe(client, server)
+		go c.pipe(server, client, true)
+		go c.pipe(client, server, false)
 	}
 }
 
@@ -119,14 +135,23 @@ type cutConn struct {
 	mu             sync.Mutex
 	left           int64 // bytes still allowed; < 0: unlimited
 	cut            bool
+	loseAnswer     atomic.Bool // LoseNextAnswer armed it
 }
 
-func (c *cutConn) pipe(dst, src net.Conn) {
+func (c *cutConn) pipe(dst, src net.Conn, toServer bool) {
 	defer c.p.wg.Done()
 	defer c.close()
 	buf := make([]byte, 16<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && !toServer && c.loseAnswer.Load() {
+			continue // an answer the client must not see
+		}
+		if n > 0 && toServer && c.loseAnswer.Load() {
+			_, _ = dst.Write(buf[:n])
+			c.p.cuts.Add(1)
+			return
+		}
 		if n > 0 {
 			allowed, cutNow := c.take(int64(n))
 			if allowed > 0 {
@@ -172,5 +197,6 @@ func (c *cutConn) close() {
 	c.p.mu.Lock()
 	delete(c.p.mu.conns, c.client)
 	delete(c.p.mu.conns, c.server)
+	delete(c.p.mu.pairs, c)
 	c.p.mu.Unlock()
 }

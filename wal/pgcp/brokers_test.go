@@ -3,12 +3,14 @@ package pgcp_test
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,9 +20,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/internal/pgtest"
+	"github.com/tierlog/tierlog/internal/s3test"
 	"github.com/tierlog/tierlog/internal/testseed"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
+	"github.com/tierlog/tierlog/remote/objstore/s3"
 	"github.com/tierlog/tierlog/wal"
 	"github.com/tierlog/tierlog/wal/pgcp"
 )
@@ -32,18 +37,52 @@ const brokerPartitions = 3
 // brokerConfig is one broker's writer: its own pool, its own wal.Writer,
 // the shared store and control plane.
 type brokerConfig struct {
-	id       int32
-	url      string
-	schema   string
-	storeDir string
-	rounds   int
+	id     int32
+	url    string
+	schema string
+	store  string // storeSpec
+	rounds int
 }
 
 type broker struct {
 	cfg   brokerConfig
 	cp    *pgcp.ControlPlane
-	store *fs.Store
+	store objstore.Store
 	w     *wal.Writer
+}
+
+// A store spec names the shared object store in one string a child can
+// be given: "fs:<dir>" or "s3:<endpoint URL> <bucket> <CA PEM file>".
+func fsSpec(dir string) string { return "fs:" + dir }
+
+func s3Spec(endpoint, bucket, caFile string) string {
+	return "s3:" + endpoint + " " + bucket + " " + caFile
+}
+
+func openStore(spec string) (objstore.Store, error) {
+	kind, rest, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "fs":
+		return fs.Open(rest, fs.Options{NoSync: true})
+	case "s3":
+		f := strings.Fields(rest)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("bad s3 store spec %q", spec)
+		}
+		pem, err := os.ReadFile(f[2])
+		if err != nil {
+			return nil, err
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(pem)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return s3.Open(ctx, s3.Options{Endpoint: f[0], Bucket: f[1], Region: s3test.Region,
+			AccessKeyID: s3test.AccessKeyID, SecretAccessKey: s3test.SecretAccessKey, RootCAs: roots,
+			RequestTimeout: 10 * time.Second, PathSafeKeys: true,
+			Retry: s3.RetryPolicy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond}})
+	}
+	return nil, fmt.Errorf("bad store spec %q", spec)
 }
 
 type ack struct {
@@ -53,7 +92,7 @@ type ack struct {
 }
 
 func openBroker(ctx context.Context, cfg brokerConfig) (*broker, error) {
-	store, err := fs.Open(cfg.storeDir, fs.Options{NoSync: true})
+	store, err := openStore(cfg.store)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +173,7 @@ func (b *broker) close() error {
 }
 
 // TestManyBrokers runs six brokers' writers against one PostgreSQL and
-// one object store: three in this process (two through a proxy that cuts
+// one object store (a directory, then the S3 test server): three in this process (two through a proxy that cuts
 // every connection after a few kilobytes), three as child processes, one
 // of which kills itself between a commit's statements and its COMMIT and
 // one of which this test kills after its tenth acknowledgement. Then
@@ -142,15 +181,29 @@ func (b *broker) close() error {
 // watermark, each exactly once, every record at most once, and every
 // acknowledged record exactly once at its acknowledged offset.
 func TestManyBrokers(t *testing.T) {
+	t.Run("store=fs", func(t *testing.T) {
+		rounds := 25
+		if testing.Short() {
+			rounds = 8
+		}
+		manyBrokers(t, fsSpec(t.TempDir()), "brokers_fs", rounds)
+	})
+	// The S3 test server (internal/s3test): without one this fails, or
+	// skips under TIERLOG_SKIP_S3=1, as every S3 test does.
+	t.Run("store=s3", func(t *testing.T) {
+		srv := s3test.Start(t)
+		o := srv.StoreOptions(t)
+		s3test.OpenStore(t, o) // creates the bucket
+		caFile := filepath.Join(t.TempDir(), "ca.pem")
+		require.NoError(t, os.WriteFile(caFile, srv.CertPEM, 0o600))
+		manyBrokers(t, s3Spec(o.Endpoint, o.Bucket, caFile), "brokers_s3", 15)
+	})
+}
+
+func manyBrokers(t *testing.T, storeSpec, schema string, rounds int) {
 	seed := testseed.Seed(t, 5)
 	srv := pgtest.Start(t)
 	dbURL := databaseURL(t)
-	const schema = "brokers"
-	storeDir := t.TempDir()
-	rounds := 25
-	if testing.Short() {
-		rounds = 8
-	}
 	ctx := context.Background()
 	admin, err := pgcp.Open(ctx, pgcp.Options{ConnString: dbURL, Schema: schema})
 	require.NoError(t, err)
@@ -186,7 +239,7 @@ func TestManyBrokers(t *testing.T) {
 	}{{id: 4, killCommit: 4, url: dbURL}, {id: 5, killAfterAcks: 10, url: proxied}, {id: 6, url: proxied}} {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envBroker+"="+strconv.Itoa(c.id), envURL+"="+c.url, envSchema+"="+schema,
-			envStore+"="+storeDir, envRounds+"="+strconv.Itoa(rounds), envKillCommit+"="+strconv.Itoa(c.killCommit))
+			envStore+"="+storeSpec, envRounds+"="+strconv.Itoa(rounds), envKillCommit+"="+strconv.Itoa(c.killCommit))
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		stdin, err := cmd.StdinPipe()
@@ -236,7 +289,7 @@ func TestManyBrokers(t *testing.T) {
 	// The brokers of this process.
 	var wg sync.WaitGroup
 	for _, c := range []brokerConfig{{id: 1, url: proxied}, {id: 2, url: proxied}, {id: 3, url: dbURL}} {
-		c.schema, c.storeDir, c.rounds = schema, storeDir, rounds
+		c.schema, c.store, c.rounds = schema, storeSpec, rounds
 		b, err := openBroker(ctx, c)
 		require.NoError(t, err)
 		wg.Add(1)
@@ -258,8 +311,9 @@ func TestManyBrokers(t *testing.T) {
 	}
 
 	// Read everything back.
-	store, err := fs.Open(storeDir, fs.Options{NoSync: true})
+	store, err := openStore(storeSpec)
 	require.NoError(t, err)
+	defer store.Close()
 	r, err := wal.NewReader(wal.ReaderOptions{Store: store, ControlPlane: admin})
 	require.NoError(t, err)
 	where := map[string]ack{}

@@ -76,10 +76,19 @@ func (cp *ControlPlane) ExpireReservations(ctx context.Context, reservedBefore t
 	return keys, nil
 }
 
-// IsSafeToDeleteObject implements wal.ControlPlane.
+// IsSafeToDeleteObject implements wal.ControlPlane. It is asked after a
+// commit whose outcome is unknown, whose transaction may still be open on
+// the server (the client saw its connection fail before the server read
+// the COMMIT). Such a transaction holds the key's reservation row locked
+// (CommitFile deletes it first), so the answer first waits for that lock:
+// the answer is then the outcome, not a guess made while the commit is in
+// flight. A key committed without a reservation gets no such wait.
 func (cp *ControlPlane) IsSafeToDeleteObject(ctx context.Context, key string) (bool, error) {
 	safe := false
-	err := cp.view(ctx, func(tx pgx.Tx) error {
+	err := cp.update(ctx, func(tx pgx.Tx, _ int64) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM reservations WHERE object_key = $1 FOR UPDATE`, key); err != nil {
+			return err
+		}
 		var reason int16
 		err := tx.QueryRow(ctx, `SELECT reason FROM files WHERE object_key = $1`, key).Scan(&reason)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -60,7 +60,7 @@ func childBroker(idStr string) error {
 		})
 	}
 	b, err := openBroker(context.Background(), brokerConfig{id: int32(id), url: os.Getenv(envURL),
-		schema: os.Getenv(envSchema), storeDir: os.Getenv(envStore), rounds: rounds})
+		schema: os.Getenv(envSchema), store: os.Getenv(envStore), rounds: rounds})
 	if err != nil {
 		return err
 	}

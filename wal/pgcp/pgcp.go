@@ -30,7 +30,7 @@
 // # Failures
 //
 // A call failing with a serialization failure (40001) or a deadlock
-// (40P01), or before anything reached the server, is retried (at most
+// (40P01), or whose BEGIN never reached the server, is retried (at most
 // Options.MaxAttempts). A connection lost after a statement was sent is
 // not: the outcome is unknown (ErrOutcomeUnknown), and for CommitFile
 // the object key resolves it (a retry answers as the first commit did).
@@ -253,28 +253,47 @@ func (cp *ControlPlane) run(ctx context.Context, opts pgx.TxOptions, mutating bo
 func (cp *ControlPlane) attempt(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx, nowMs int64) error) error {
 	tx, err := cp.pool.BeginTx(ctx, opts)
 	if err != nil {
-		return err
+		return &stageError{err: err, began: false}
 	}
 	if err := fn(tx, cp.now().UnixMilli()); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return err
+		return &stageError{err: err, began: true}
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return &stageError{err: err, began: true}
+	}
+	return nil
 }
 
-// retryable: a serialization failure or deadlock (the transaction was
-// rolled back), errRetry, or a failure before anything was sent.
+// stageError records whether the transaction had begun when err struck:
+// after BEGIN, a connection failure leaves the outcome to the server
+// (pgx may report even a failure around a COMMIT it wrote as "conn
+// closed", which it calls safe to retry), so only BEGIN's own failures
+// are retried.
+type stageError struct {
+	err   error
+	began bool
+}
+
+func (e *stageError) Error() string { return e.err.Error() }
+func (e *stageError) Unwrap() error { return e.err }
+
+// retryable: a serialization failure or deadlock (the server rolled the
+// transaction back), errRetry, or a BEGIN that never reached the server.
 func retryable(err error) bool {
 	if errors.Is(err, errRetry) {
 		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "40001" || pe.Code == "40P01"
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
 		return false // a server that refuses or does not answer: say so now
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "40001" || pe.Code == "40P01"
+	if began(err) {
+		return false
 	}
 	return pgconn.SafeToRetry(err)
 }
@@ -295,6 +314,8 @@ func (cp *ControlPlane) classify(ctx context.Context, err error, mutating bool) 
 		return err
 	case errors.As(err, &pe):
 		return fmt.Errorf("pgcp: server error %s: %s", pe.Code, cp.redact(pe.Message))
+	case mutating && began(err):
+		return fmt.Errorf("%w: %s", ErrOutcomeUnknown, cp.redact(err.Error()))
 	case pgconn.SafeToRetry(err):
 		return fmt.Errorf("%w: %s", ErrUnreachable, cp.redact(err.Error()))
 	case mutating:
@@ -302,6 +323,11 @@ func (cp *ControlPlane) classify(ctx context.Context, err error, mutating bool) 
 	default:
 		return fmt.Errorf("pgcp: %s", cp.redact(err.Error()))
 	}
+}
+
+func began(err error) bool {
+	var se *stageError
+	return errors.As(err, &se) && se.began
 }
 
 func isWalError(err error) bool {

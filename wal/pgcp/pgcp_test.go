@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -284,4 +287,64 @@ func TestContextCancelled(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = cp.LogInfo(ctx, wal.TopicIDPartition{TopicID: wal.TopicID{1}})
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// A connection lost after COMMIT was sent is not retried inside the
+// call: the server commits, the client cannot know, and the call fails
+// with ErrOutcomeUnknown. IsSafeToDeleteObject waits for the commit still
+// in flight on the server and says the object is registered, and the
+// writer's retry of the same request gets the first commit's answer
+// without assigning offsets twice.
+func TestLostCommitAnswer(t *testing.T) {
+	srv := pgtest.Start(t)
+	proxy := pgtest.NewCutProxy(t, net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), 1, 0, 0)
+	proxied := withHost(t, databaseURL(t), proxy.Addr)
+	schema := fmt.Sprintf("t%d", schemaSeq.Add(1))
+	cp, err := pgcp.Open(context.Background(), pgcp.Options{ConnString: proxied, Schema: schema})
+	require.NoError(t, err)
+	defer cp.Close()
+	ctx := context.Background()
+	topic := wal.TopicID{0x10, 0x57}
+	tp := wal.TopicIDPartition{TopicID: topic}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "lost", NumPartitions: 1}}))
+	req := wal.CommitFileRequest{ObjectKey: "lost/1", ObjectSize: 4, Batches: []wal.CommitBatch{{
+		Partition: tp, Size: 4, LastOffset: 3, RecordCount: 4, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}}
+
+	require.NoError(t, cp.ReserveObject(ctx, req.ObjectKey)) // as the writer does
+	var once atomic.Bool
+	pgcp.SetTestHookBeforeCommit(func() {
+		if !once.Swap(true) {
+			proxy.LoseNextAnswer() // the next bytes out are the COMMIT
+		}
+	})
+	defer pgcp.SetTestHookBeforeCommit(nil)
+	_, err = cp.CommitFile(ctx, req)
+	require.ErrorIs(t, err, pgcp.ErrOutcomeUnknown)
+	safe, err := cp.IsSafeToDeleteObject(ctx, req.ObjectKey)
+	require.NoError(t, err)
+	require.False(t, safe, "the COMMIT reached the server")
+	res, err := cp.CommitFile(ctx, req)
+	require.NoError(t, err)
+	require.NoError(t, res.Batches[0].Err)
+	require.Equal(t, int64(0), res.Batches[0].BaseOffset)
+	info, err := cp.LogInfo(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), info.HighWatermark, "offsets assigned once")
+}
+
+// With no connection string, the standard PG* environment says where and
+// as whom to connect, as libpq does.
+func TestOpenFromEnvironment(t *testing.T) {
+	u, err := url.Parse(databaseURL(t))
+	require.NoError(t, err)
+	pw, _ := u.User.Password()
+	t.Setenv("PGHOST", u.Hostname())
+	t.Setenv("PGPORT", u.Port())
+	t.Setenv("PGUSER", u.User.Username())
+	t.Setenv("PGPASSWORD", pw)
+	t.Setenv("PGDATABASE", strings.TrimPrefix(u.Path, "/"))
+	t.Setenv("PGSSLMODE", u.Query().Get("sslmode"))
+	cp, err := pgcp.Open(context.Background(), pgcp.Options{Schema: fmt.Sprintf("t%d", schemaSeq.Add(1))})
+	require.NoError(t, err)
+	require.NoError(t, cp.Close())
 }
