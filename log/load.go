@@ -66,8 +66,8 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 
 // load runs the steps of Open's comment.
 func (l *UnifiedLog) load(ev *events) error {
-	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
-		return fmt.Errorf("log: create %s: %w", l.dir, err)
+	if err := l.createDir(); err != nil {
+		return err
 	}
 	bases, txnFiles, err := l.scanDir()
 	if err != nil {
