@@ -112,7 +112,9 @@ func (f fakeRemote) OnLeadershipChange(leaders, followers []remote.Partition) er
 
 type fakeIsr struct{ rec *recorder }
 
-func (f fakeIsr) ExpandIsr(_ context.Context, id int32) error { return f.rec.call("expand-isr", "replica=%d", id) }
+func (f fakeIsr) ExpandIsr(_ context.Context, id int32) error {
+	return f.rec.call("expand-isr", "replica=%d", id)
+}
 
 // env is one datadriven file: a driver, its fakes and the partition's
 // switch state.

@@ -362,8 +362,8 @@ func (f fetcherStopper) StopFetchers(ctx context.Context, _ remote.TopicIDPartit
 // emptyReplicaLog is a replica with no log for the check: it passes.
 type emptyReplicaLog struct{}
 
-func (emptyReplicaLog) LogEndOffset() int64                  { return 0 }
-func (emptyReplicaLog) LocalLogStartOffset() int64           { return 0 }
-func (emptyReplicaLog) EpochForOffset(int64) (int32, bool)   { return base.UndefinedEpoch, false }
-func (emptyReplicaLog) EpochEntries() []epochcache.Entry           { return nil }
+func (emptyReplicaLog) LogEndOffset() int64                 { return 0 }
+func (emptyReplicaLog) LocalLogStartOffset() int64          { return 0 }
+func (emptyReplicaLog) EpochForOffset(int64) (int32, bool)  { return base.UndefinedEpoch, false }
+func (emptyReplicaLog) EpochEntries() []epochcache.Entry    { return nil }
 func (emptyReplicaLog) HighestOffsetInRemoteStorage() int64 { return base.UndefinedOffset }
