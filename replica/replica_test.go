@@ -1,0 +1,114 @@
+package replica
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/tierstate"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func phaseTwoState(t *testing.T) tierstate.State {
+	s, err := tierstate.FromPartitionRecord(tierstate.Tags{
+		ClassicToDisklessStartOffset: tierstate.Some[int64](100),
+		DisklessLeaderEpoch:          tierstate.Some[int32](4),
+		ClassicPrefixInRemoteStorage: tierstate.Some(true),
+		LastClassicLeaderEpoch:       tierstate.Some[int32](2),
+	})
+	require.NoError(t, err)
+	return s.WithConsolidating(true)
+}
+
+// bLog is broker B's log of github.com/aiven/inkless/pull/857: epoch 0
+// [0, 80), epoch 1 [80, 100).
+func bLog(t *testing.T, e *env) {
+	l := e.r.Log().(*log.UnifiedLog)
+	_, err := l.AppendAsLeader(batch(t, 80), 0, log.OriginClient)
+	require.NoError(t, err)
+	_, err = l.AppendAsLeader(batch(t, 20), 1, log.OriginClient)
+	require.NoError(t, err)
+}
+
+func TestNewNeedsDependencies(t *testing.T) {
+	_, err := New(Options{Partition: testTP})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, err, base.ErrInvalidArgument)
+}
+
+// A failed effect of the transition takes the replica offline; later
+// deltas skip it.
+func TestFailedEffectTakesReplicaOffline(t *testing.T) {
+	e := newEnv(t, true)
+	e.rec.fail["consolidation-add"] = true
+	s := phaseTwoState(t)
+	_, err := e.r.Apply(context.Background(), Delta{Leader: true, LeaderEpoch: 5, InIsr: true, State: s})
+	require.ErrorIs(t, err, errInjected)
+	require.True(t, e.r.Prior().Offline)
+	delete(e.rec.fail, "consolidation-add")
+	plan, err := e.r.Apply(context.Background(), Delta{Leader: true, LeaderEpoch: 6, InIsr: true, State: s})
+	require.ErrorIs(t, err, ErrOffline)
+	require.Equal(t, Plan{{Kind: SkipOffline, Offset: -1, Reason: "replica offline"}}, plan)
+}
+
+// A fetcher that does not stop skips the check, keeps both logs, still
+// cancels the remote tasks, and takes the replica offline.
+func TestFetcherStopFailureKeepsLogsOffline(t *testing.T) {
+	e := newEnv(t, true)
+	bLog(t, e)
+	e.rec.fail["classic-remove"] = true
+	_, err := e.r.Apply(context.Background(), Delta{Leader: true, LeaderEpoch: 5, InIsr: true, State: phaseTwoState(t)})
+	require.ErrorIs(t, err, errInjected)
+	require.True(t, e.r.Prior().Offline)
+	require.NotNil(t, e.r.Log())
+	require.Equal(t, int64(100), e.r.Log().LogEndOffset())
+	require.Contains(t, e.rec.calls, "rlm-stop keep-metadata=true")
+	require.NotContains(t, e.rec.calls, "delete-log leo=100")
+}
+
+// Every action is one zap line carrying its offset and reason (the
+// epochs and offsets that led to it).
+func TestEveryActionIsLogged(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	e := newEnv(t, true)
+	e.r.opts.Logger = zap.New(core)
+	bLog(t, e)
+	_, err := e.r.Apply(context.Background(), Delta{Leader: true, LeaderEpoch: 5, InIsr: true, State: phaseTwoState(t)})
+	require.NoError(t, err)
+	var lines []string
+	for _, entry := range logs.FilterMessage("replica action").All() {
+		lines = append(lines, entry.ContextMap()["action"].(string))
+	}
+	require.Equal(t, []string{"check-replica", "create-log", "become-leader", "start-consolidation"}, lines)
+	check := logs.FilterMessage("replica action").All()[0].ContextMap()
+	require.Contains(t, check["reason"], "epoch at 99 is 1, recorded epoch 2")
+	require.Len(t, e.events, 4)
+}
+
+// Events reach the listener with no lock held: a listener may call the
+// driver back.
+func TestListenerMayCallBack(t *testing.T) {
+	e := newEnv(t, true)
+	var seen []Prior
+	e.r.opts.OnEvent = func(Event) { seen = append(seen, e.r.Prior()) }
+	_, err := e.r.Apply(context.Background(), Delta{Leader: true, LeaderEpoch: 1, InIsr: true})
+	require.NoError(t, err)
+	require.NotEmpty(t, seen)
+}
+
+// The decision is pure: deciding twice on the same inputs gives the same
+// plan and changes neither the log nor the prior.
+func TestDecideIsPure(t *testing.T) {
+	e := newEnv(t, true)
+	bLog(t, e)
+	d := Delta{LeaderID: 2, LeaderEpoch: 5, InIsr: true, State: phaseTwoState(t).WithConsolidating(false)}
+	p1 := DecideTransition(d, e.r.Log())
+	p2 := DecideTransition(d, e.r.Log())
+	require.Equal(t, p1, p2)
+	require.Equal(t, int64(100), e.r.Log().LogEndOffset())
+	require.Equal(t, Prior{LeaderEpoch: -1}, e.r.Prior())
+}
