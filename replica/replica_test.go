@@ -112,3 +112,12 @@ func TestDecideIsPure(t *testing.T) {
 	require.Equal(t, int64(100), e.r.Log().LogEndOffset())
 	require.Equal(t, Prior{LeaderEpoch: -1}, e.r.Prior())
 }
+
+// A fenced replica comes back as new to the broker: a phase-2 delta
+// checks it even at an unchanged leader epoch.
+func TestUnfencedReplicaIsChecked(t *testing.T) {
+	plan := DecideCheck(Prior{Hosted: true, LeaderEpoch: 4, Fenced: true},
+		Delta{Leader: true, LeaderEpoch: 4, InIsr: true, State: phaseTwoState(t)})
+	require.Equal(t, "unfence (fenced in phase 1; metadata changed: leader epoch 4 -> 4)\n"+
+		"check-replica (new to the broker, seal 100, recorded epoch 2)", plan.String())
+}
