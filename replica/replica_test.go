@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -120,4 +121,27 @@ func TestUnfencedReplicaIsChecked(t *testing.T) {
 		Delta{Leader: true, LeaderEpoch: 4, InIsr: true, State: phaseTwoState(t)})
 	require.Equal(t, "unfence (fenced in phase 1; metadata changed: leader epoch 4 -> 4)\n"+
 		"check-replica (new to the broker, seal 100, recorded epoch 2)", plan.String())
+}
+
+// Deltas and fetch hooks from several goroutines apply one at a time (run
+// under -race).
+func TestConcurrentDeltasAndHooks(t *testing.T) {
+	e := newEnv(t, true)
+	var mu sync.Mutex
+	e.r.opts.OnEvent = func(Event) { mu.Lock(); mu.Unlock() }
+	s := phaseTwoState(t)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				_, _ = e.r.Apply(context.Background(), Delta{LeaderID: 2, LeaderEpoch: int32(5 + j), InIsr: i%2 == 0, State: s})
+				_, _ = e.r.HandOff(context.Background())
+				_ = e.r.Prior()
+			}
+		}()
+	}
+	wg.Wait()
+	require.False(t, e.r.Prior().Offline)
 }
