@@ -89,8 +89,8 @@ func (f fakeClassic) RemovePartition(context.Context, remote.TopicIDPartition) e
 
 type fakeConsolidation struct{ rec *recorder }
 
-func (f fakeConsolidation) AddPartition(_ context.Context, _ remote.TopicIDPartition, offset int64) error {
-	return f.rec.call("consolidation-add", "offset=%d", offset)
+func (f fakeConsolidation) AddPartition(_ context.Context, s ConsolidationStart) error {
+	return f.rec.call("consolidation-add", "offset=%d", s.Offset)
 }
 
 func (f fakeConsolidation) RemovePartition(context.Context, remote.TopicIDPartition) error {

@@ -36,8 +36,8 @@ func (classic) RemovePartition(context.Context, remote.TopicIDPartition) error {
 
 type consolidation struct{}
 
-func (consolidation) AddPartition(_ context.Context, _ remote.TopicIDPartition, offset int64) error {
-	fmt.Printf("  consolidation fetcher: copy from %d\n", offset)
+func (consolidation) AddPartition(_ context.Context, s replica.ConsolidationStart) error {
+	fmt.Printf("  consolidation fetcher: copy from %d\n", s.Offset)
 	return nil
 }
 func (consolidation) RemovePartition(context.Context, remote.TopicIDPartition) error { return nil }

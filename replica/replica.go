@@ -56,12 +56,34 @@ type ClassicFetcher interface {
 // ConsolidationFetcher is the broker's consolidation fetcher (Inkless:
 // ConsolidationFetcherManager; consolidate.Fetcher runs one partition).
 type ConsolidationFetcher interface {
-	// AddPartition starts copying the partition's diskless batches at
-	// offset.
-	AddPartition(ctx context.Context, tp remote.TopicIDPartition, offset int64) error
+	// AddPartition starts copying the partition's diskless batches into
+	// start.Log at start.Offset (or replaces an added partition's log,
+	// state and epoch).
+	AddPartition(ctx context.Context, start ConsolidationStart) error
 	// RemovePartition stops it and returns once no copy runs for it.
 	// Idempotent.
 	RemovePartition(ctx context.Context, tp remote.TopicIDPartition) error
+}
+
+// ConsolidationStart is what the consolidation fetcher needs to run a
+// partition (consolidate.FetcherPartition plus the start offset).
+type ConsolidationStart struct {
+	Partition remote.TopicIDPartition
+	// Log is the current log; *log.UnifiedLog, which the driver got from
+	// the LogManager, is also a consolidate.ConsolidationLog.
+	Log Log
+	// State is the switch state of the delta: its seal, diskless epoch and
+	// recorded epoch select the rebuild and the epoch stamped on batches.
+	State tierstate.State
+	// LeaderEpoch is the delta's leader epoch, sent with the rebuild's
+	// questions.
+	LeaderEpoch int32
+	// Offset is the first offset to fetch: the log end after a seal, the
+	// high watermark (Kafka's initial fetch offset) when born diskless.
+	Offset int64
+	// Leader: this broker leads the partition (the leader's first fetch
+	// below the seal rebuilds it; consolidate.PlanStart).
+	Leader bool
 }
 
 // RemoteLogManager is the remote log manager. *remote.Manager satisfies
@@ -312,13 +334,20 @@ func (r *Replica) performLocked(ctx context.Context, d Delta, a Action) error {
 		if err := r.opts.Classic.RemovePartition(ctx, tp); err != nil {
 			return err
 		}
-		return r.opts.Consolidation.AddPartition(ctx, tp, a.Offset)
+		return r.opts.Consolidation.AddPartition(ctx, r.consolidationStartLocked(d, a.Offset))
 	case StopFetching:
 		return r.stopFetchersLocked(ctx)
 	default:
 		return fmt.Errorf("replica: action %s is not a transition: %w", a.Kind, ErrInvalidArgument)
 	}
 	return nil
+}
+
+// consolidationStartLocked is the consolidation fetcher's view of the
+// partition. REQUIRES: r.mu held.
+func (r *Replica) consolidationStartLocked(d Delta, offset int64) ConsolidationStart {
+	return ConsolidationStart{Partition: r.opts.Partition, Log: r.mu.log, State: d.State,
+		LeaderEpoch: d.LeaderEpoch, Offset: offset, Leader: d.Leader}
 }
 
 // stopFetchersLocked removes the partition from both fetchers.

@@ -39,7 +39,7 @@ func (r *Replica) HandOff(ctx context.Context) (tierstate.SealHandOff, error) {
 	case tierstate.HandOffConsolidate:
 		a := act(StartConsolidation, h.ConsolidationStartOffset, "hand-off at the seal: %s", h.Reason)
 		if err = r.opts.Classic.RemovePartition(ctx, tp); err == nil {
-			err = r.opts.Consolidation.AddPartition(ctx, tp, h.ConsolidationStartOffset)
+			err = r.opts.Consolidation.AddPartition(ctx, r.consolidationStartLocked(d, h.ConsolidationStartOffset))
 		}
 		ev.add(a, err)
 	case tierstate.HandOffEvict:
