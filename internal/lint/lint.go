@@ -96,7 +96,7 @@ var layers = []layer{
 	{72, exact("consolidate"), []string{zap}},
 	// The replica driver: one partition's metadata deltas as tierstate
 	// decisions and their effects, through interfaces the broker
-	// implements (it does not import consolidate).
+	// implements (consolidate only for the adapter to its fetcher).
 	{73, exact("replica"), []string{zap}},
 	// The Prometheus exporter: above everything it reads, and the only
 	// library package that imports client_golang (checked below).
