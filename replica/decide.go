@@ -78,8 +78,9 @@ const (
 	// below the seal registers with the remote log manager as a follower
 	// and is recorded as fenced; it neither leads nor fetches.
 	Fence
-	// GoOffline: a phase-1 leader of a non-consolidating topic whose log
-	// ends below the seal goes offline.
+	// GoOffline: a leader of a non-consolidating topic whose log ends
+	// below the seal goes offline (nothing can rebuild its prefix); so
+	// does a replica whose log directory failed.
 	GoOffline
 	// BecomeLeader: register with the remote log manager as leader. A
 	// leader's plan ends with StartConsolidation or StopFetching, either
@@ -247,23 +248,30 @@ func DecideTransition(d Delta, l ViewLog) Plan {
 			plan = append(plan, act(RaiseHighWatermark, seal, "leader at log end %d, high watermark %d below seal %d", leo, hw, seal))
 			hw = seal
 		}
-		if d.Leader && leo < seal && s.Phase() == tierstate.PhaseOne {
-			if s.Consolidating() {
-				return append(plan,
-					act(Fence, leo, "phase-1 leader in epoch %d with log end %d below seal %d: the prefix is not in remote storage yet",
-						d.LeaderEpoch, leo, seal),
-					act(StopFetching, -1, "fenced"))
+		switch {
+		case !d.Leader || leo >= seal:
+		case !s.Consolidating():
+			if l == nil {
+				plan = plan[1:] // no CreateLog: an offline replica gets no log
 			}
 			return append(plan,
-				act(GoOffline, leo, "phase-1 leader in epoch %d with log end %d below seal %d, not consolidating",
-					d.LeaderEpoch, leo, seal),
+				act(GoOffline, leo, "%s leader in epoch %d with log end %d below seal %d, not consolidating: nothing rebuilds it",
+					s.Phase(), d.LeaderEpoch, leo, seal),
 				act(StopFetching, -1, "offline"))
+		case s.Phase() == tierstate.PhaseOne:
+			return append(plan,
+				act(Fence, leo, "phase-1 leader in epoch %d with log end %d below seal %d: the prefix is not in remote storage yet",
+					d.LeaderEpoch, leo, seal),
+				act(StopFetching, -1, "fenced"))
 		}
 	}
 	if d.Leader {
 		plan = append(plan, act(BecomeLeader, -1, "leader epoch %d", d.LeaderEpoch))
 		switch {
 		case !s.Consolidating():
+			if l == nil {
+				plan = plan[1:] // no CreateLog: an offline replica gets no log
+			}
 			return append(plan, act(StopFetching, -1, "leader, not consolidating"))
 		case s.Phase() == tierstate.PhaseSealPending:
 			return append(plan, act(StopFetching, -1, "leader, seal pending: consolidation waits for the seal"))
