@@ -314,6 +314,14 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 			out += "\nerror: " + err.Error()
 		}
 		return out
+	case "restart":
+		// A broker restart: a new driver on the log it finds.
+		opts := e.r.opts
+		opts.Log = e.r.Log()
+		r, err := New(opts)
+		require.NoError(t, err)
+		e.r = r
+		return e.logString() + "\n" + e.priorString()
 	case "log-dir-failure":
 		require.NoError(t, e.r.LogDirFailure(ctx))
 		return e.flush() + e.priorString()
@@ -358,6 +366,7 @@ func (f fakeFuture) EpochForOffset(o int64) (int32, bool) {
 //	decide (leader|follower=ID) epoch=L [isr]   the pure plan (check half only when it checks)
 //	apply (leader|follower=ID) epoch=L [isr]    Replica.Apply: calls, events, log, prior
 //	handoff | admit replica=ID recorded-end=O | log-dir-failure
+//	restart                                a new driver on the current log
 func TestReplicaDataDriven(t *testing.T) {
 	forEachFile(t, "testdata/*", func(t *testing.T, path string) {
 		var e *env
