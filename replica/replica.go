@@ -138,10 +138,11 @@ type Replica struct {
 	opts Options
 	mu   struct {
 		sync.Mutex
-		log    Log
-		future tierstate.FutureReplicaLog
-		prior  Prior
-		delta  Delta
+		log     Log
+		future  tierstate.FutureReplicaLog
+		prior   Prior
+		delta   Delta
+		metrics Metrics
 	}
 }
 
@@ -182,13 +183,49 @@ func (r *Replica) Prior() Prior {
 	return r.mu.prior
 }
 
+// Metrics counts what the driver did (monotonic counters) and holds its
+// current flags.
+type Metrics struct {
+	Deltas, Checks, Recreates, Fences, Unfences, Offlines, HandOffs, Admissions int64
+	// Offline and Fenced are the replica's current state.
+	Offline, Fenced bool
+}
+
+// Metrics returns a snapshot.
+func (r *Replica) Metrics() Metrics {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.mu.metrics
+	m.Offline, m.Fenced = r.mu.prior.Offline, r.mu.prior.Fenced
+	return m
+}
+
+// countLocked counts one performed action. REQUIRES: r.mu held.
+func (r *Replica) countLocked(k Kind) {
+	m := &r.mu.metrics
+	switch k {
+	case CheckReplica:
+		m.Checks++
+	case Fence:
+		m.Fences++
+	case Unfence:
+		m.Unfences++
+	case GoOffline:
+		m.Offlines++
+	case Admit:
+		m.Admissions++
+	}
+}
+
 // events collects the actions of one call, reported after mu is released.
 type events struct {
 	r   *Replica
 	out []Event
 }
 
+// add records one performed action. REQUIRES: e.r.mu held.
 func (e *events) add(a Action, err error) {
+	e.r.countLocked(a.Kind)
 	ev := Event{Partition: e.r.opts.Partition, Action: a, Err: err}
 	e.out = append(e.out, ev)
 	f := []zap.Field{zap.Stringer("partition", ev.Partition), zap.String("action", a.Kind.String()),
@@ -214,11 +251,19 @@ func (e *events) report() {
 // action's effect. It returns the actions performed. A failed effect
 // takes the replica offline (later deltas skip it) and is returned;
 // ErrOffline for a replica already offline.
+//
+// A context already cancelled applies nothing and returns its error; a
+// cancellation that fails an effect midway takes the replica offline like
+// any failed effect (the delta is half applied).
 func (r *Replica) Apply(ctx context.Context, d Delta) (Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	ev := &events{r: r}
 	defer ev.report()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.mu.metrics.Deltas++
 	var done Plan
 	for _, a := range DecideCheck(r.mu.prior, d) {
 		switch a.Kind {
@@ -245,6 +290,7 @@ func (r *Replica) Apply(ctx context.Context, d Delta) (Plan, error) {
 		ev.add(a, err)
 		done = append(done, a)
 		if err != nil {
+			r.mu.metrics.Offlines++
 			r.goOfflineLocked(ctx)
 			return done, err
 		}
@@ -276,9 +322,11 @@ func (r *Replica) checkLocked(ctx context.Context, d Delta, a Action, ev *events
 	a.Reason += ": " + dec.String()
 	switch res.Outcome {
 	case tierstate.Recreated:
+		r.mu.metrics.Recreates++
 		r.mu.log, r.mu.future = nil, nil
 		a.Reason += "; recreated"
 	case tierstate.RecreateOffline:
+		r.mu.metrics.Offlines++
 		if res.CurrentLogDeleted {
 			r.mu.log = nil
 		}

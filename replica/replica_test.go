@@ -145,3 +145,34 @@ func TestConcurrentDeltasAndHooks(t *testing.T) {
 	wg.Wait()
 	require.False(t, e.r.Prior().Offline)
 }
+
+// The metrics count the pull/855 story: fenced, brought back, fenced
+// again, then a log directory failure.
+func TestMetrics(t *testing.T) {
+	e := newEnv(t, false)
+	s, err := tierstate.FromPartitionRecord(tierstate.Tags{ClassicToDisklessStartOffset: tierstate.Some[int64](1000),
+		DisklessLeaderEpoch: tierstate.Some[int32](3)})
+	require.NoError(t, err)
+	s = s.WithConsolidating(true)
+	ctx := context.Background()
+	for _, d := range []Delta{{Leader: true, LeaderEpoch: 4, InIsr: true, State: s},
+		{LeaderID: 2, LeaderEpoch: 5, State: s}, {Leader: true, LeaderEpoch: 6, InIsr: true, State: s}} {
+		_, err := e.r.Apply(ctx, d)
+		require.NoError(t, err)
+	}
+	require.Equal(t, Metrics{Deltas: 3, Fences: 2, Unfences: 1, Fenced: true}, e.r.Metrics())
+	require.NoError(t, e.r.LogDirFailure(ctx))
+	require.Equal(t, Metrics{Deltas: 3, Fences: 2, Unfences: 1, Offlines: 1, Offline: true}, e.r.Metrics())
+}
+
+// A cancelled context applies nothing.
+func TestCancelledContextAppliesNothing(t *testing.T) {
+	e := newEnv(t, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	plan, err := e.r.Apply(ctx, Delta{Leader: true, LeaderEpoch: 1, InIsr: true})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, plan)
+	require.Empty(t, e.rec.calls)
+	require.Equal(t, Prior{LeaderEpoch: -1}, e.r.Prior())
+}

@@ -33,6 +33,9 @@ func (r *Replica) HandOff(ctx context.Context) (tierstate.SealHandOff, error) {
 		return tierstate.SealHandOff{Reason: "not a follower with a log"}, nil
 	}
 	h := tierstate.HandOffAtSeal(d.State, r.mu.log, d.InIsr)
+	if h.Evicts() {
+		r.mu.metrics.HandOffs++
+	}
 	var err error
 	tp := r.opts.Partition
 	switch h.Action {
