@@ -49,9 +49,13 @@ type fakeLogs struct {
 	n   int
 }
 
-func openTestLog(t testing.TB, fs vfs.FS, dir string) *log.UnifiedLog {
-	l, err := log.Open(dir, log.Options{FS: fs, SegmentIndexBytes: 4096, RemoteStorageEnabled: true,
+func openLog(fs vfs.FS, dir string) (*log.UnifiedLog, error) {
+	return log.Open(dir, log.Options{FS: fs, SegmentIndexBytes: 4096, RemoteStorageEnabled: true,
 		Now: func() time.Time { return time.UnixMilli(testNowMs) }})
+}
+
+func openTestLog(t testing.TB, fs vfs.FS, dir string) *log.UnifiedLog {
+	l, err := openLog(fs, dir)
 	require.NoError(t, err)
 	return l
 }
@@ -62,8 +66,7 @@ func (f *fakeLogs) CreateLog(_ context.Context, tp remote.TopicIDPartition) (Log
 	if err := f.rec.call("create-log", "%s", dir); err != nil {
 		return nil, err
 	}
-	return log.Open(dir, log.Options{FS: f.fs, SegmentIndexBytes: 4096, RemoteStorageEnabled: true,
-		Now: func() time.Time { return time.UnixMilli(testNowMs) }})
+	return openLog(f.fs, dir)
 }
 
 func (f *fakeLogs) DeleteLog(_ context.Context, _ remote.TopicIDPartition, l Log) error {
