@@ -101,6 +101,10 @@ type Event struct {
 	Partition remote.TopicIDPartition
 	Action    Action
 	Err       error
+	// Check and Recreate are the replica check's decision and the
+	// recreate's result, for a CheckReplica action (zero otherwise).
+	Check    tierstate.ReplicaDecision
+	Recreate tierstate.RecreateResult
 }
 
 func (e Event) String() string {
@@ -237,6 +241,12 @@ func (e *events) add(a Action, err error) {
 	e.r.opts.Logger.Info("replica action", f...)
 }
 
+// setCheck attaches the check's decision and result to the last event.
+func (e *events) setCheck(d tierstate.ReplicaDecision, res tierstate.RecreateResult) {
+	last := &e.out[len(e.out)-1]
+	last.Check, last.Recreate = d, res
+}
+
 func (e *events) report() {
 	if e.r.opts.OnEvent == nil {
 		return
@@ -335,9 +345,11 @@ func (r *Replica) checkLocked(ctx context.Context, d Delta, a Action, ev *events
 		}
 		r.mu.prior.Offline = true
 		ev.add(a, res.Err)
+		ev.setCheck(dec, res)
 		return res.Err
 	}
 	ev.add(a, nil)
+	ev.setCheck(dec, res)
 	return nil
 }
 

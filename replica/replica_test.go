@@ -88,6 +88,9 @@ func TestEveryActionIsLogged(t *testing.T) {
 	check := logs.FilterMessage("replica action").All()[0].ContextMap()
 	require.Contains(t, check["reason"], "epoch at 99 is 1, recorded epoch 2")
 	require.Len(t, e.events, 4)
+	require.True(t, e.events[0].Check.Recreate)
+	require.Equal(t, tierstate.ConditionEpochAtSeal, e.events[0].Check.Failures[0].Condition)
+	require.Equal(t, tierstate.Recreated, e.events[0].Recreate.Outcome)
 }
 
 // Events reach the listener with no lock held: a listener may call the
