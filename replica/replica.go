@@ -285,7 +285,8 @@ func (r *Replica) Apply(ctx context.Context, d Delta) (Plan, error) {
 			r.mu.prior.Hosted = false
 			ev.add(a, nil)
 		case CheckReplica:
-			if err := r.checkLocked(ctx, d, a, ev); err != nil {
+			var err error
+			if a, err = r.checkLocked(ctx, d, a, ev); err != nil {
 				return append(done, a), err
 			}
 		}
@@ -311,9 +312,9 @@ func (r *Replica) Apply(ctx context.Context, d Delta) (Plan, error) {
 	return done, nil
 }
 
-// checkLocked runs the phase-2 check and recreate.
-// REQUIRES: r.mu held.
-func (r *Replica) checkLocked(ctx context.Context, d Delta, a Action, ev *events) error {
+// checkLocked runs the phase-2 check and recreate, and returns a with the
+// decision in its reason. REQUIRES: r.mu held.
+func (r *Replica) checkLocked(ctx context.Context, d Delta, a Action, ev *events) (Action, error) {
 	tp := r.opts.Partition
 	cur, fut := r.mu.log, r.mu.future
 	deps := tierstate.RecreateDeps{Partition: tp, Fetchers: fetcherStopper{r}, RemoteTasks: r.opts.Remote,
@@ -346,11 +347,11 @@ func (r *Replica) checkLocked(ctx context.Context, d Delta, a Action, ev *events
 		r.mu.prior.Offline = true
 		ev.add(a, res.Err)
 		ev.setCheck(dec, res)
-		return res.Err
+		return a, res.Err
 	}
 	ev.add(a, nil)
 	ev.setCheck(dec, res)
-	return nil
+	return a, nil
 }
 
 // performLocked is one action's effect.

@@ -179,3 +179,13 @@ func TestCancelledContextAppliesNothing(t *testing.T) {
 	require.Empty(t, e.rec.calls)
 	require.Equal(t, Prior{LeaderEpoch: -1}, e.r.Prior())
 }
+
+// The plan Apply returns says what the check decided, like its event.
+func TestAppliedPlanCarriesTheCheck(t *testing.T) {
+	e := newEnv(t, true)
+	bLog(t, e)
+	plan, err := e.r.Apply(context.Background(), Delta{Leader: true, LeaderEpoch: 5, InIsr: true, State: phaseTwoState(t)})
+	require.NoError(t, err)
+	require.Equal(t, e.events[0].Action, plan[0])
+	require.Contains(t, plan[0].Reason, "epoch at 99 is 1, recorded epoch 2); recreated")
+}
