@@ -14,7 +14,8 @@
 // seals the partition at 100, uploads the classic prefix and records
 // lastClassicLeaderEpoch = 2. B comes back in phase 2 and is made leader in
 // epoch 5: its log ends at the seal, so it looks complete, but its epoch at
-// 99 is 1. The replica check fails it; B stops its fetchers, cancels its
+// 99 is 1. B's replica driver (replica.Replica) applies the delta: the
+// replica check fails it; B stops its fetchers, cancels its
 // remote tasks (keeping the remote metadata), deletes its log, starts an
 // empty one, rebuilds from the remote segment holding 99 in epoch 2, starts
 // at 100 with epochs 0 and 2, and serves A's records.

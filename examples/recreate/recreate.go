@@ -9,6 +9,7 @@ import (
 	"github.com/tierlog/tierlog/internal/demo"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/replica"
 	"github.com/tierlog/tierlog/tierstate"
 )
 
@@ -144,35 +145,35 @@ func recreate(ctx context.Context, c *demo.Cluster, store string) (outcome, erro
 	o.beforeEpochs = epochcache.FormatEntries(b.EpochEntries())
 	c.Printf("3. B is back. Before: log [%d, %d), epochs %s, value at 80 %q",
 		b.LogStartOffset(), b.LogEndOffset(), o.beforeEpochs, readValue(b, 80))
-	run, why := tierstate.ShouldCheckReplica(st, tierstate.ReplicaDelta{NewToBroker: true, LeaderEpoch: bLeaderEpoch})
-	c.Printf("   delta: B leads epoch %d; replica check: %v (%s)", bLeaderEpoch, run, why)
-	if !run {
-		return o, fmt.Errorf("the replica check did not run: %s", why)
-	}
-	decision, res := tierstate.CheckAndRecreate(ctx, st, b, nil, tierstate.RecreateDeps{
-		Partition: tp, Fetchers: stopper{c}, RemoteTasks: bMgr,
-		DeleteCurrentLog: b.Delete,
-	})
-	c.Printf("   check: %s", decision)
-	for _, f := range decision.Failures {
-		o.failures = append(o.failures, f.String())
-	}
-	c.Printf("   recreate: %s", res)
-	if res.Outcome != tierstate.Recreated {
-		return o, fmt.Errorf("B was not recreated: %s", res)
-	}
-
-	// 4. The leadership change creates an empty log; the consolidation
-	// fetch sends it to remote storage; the phase-2 rebuild restores the
-	// committed prefix's state at the seal.
-	b, err = c.OpenLog("broker-B")
+	// The broker's replica driver applies the delta: the check, the
+	// recreate, the new empty log and the leadership change.
+	driver, err := replica.New(replica.Options{Partition: tp, Log: b, Logs: logManager{c}, Classic: classicFetcher{},
+		Consolidation: fetchers{c}, Remote: bMgr, OnEvent: func(e replica.Event) {
+			c.Printf("   %s", e)
+			for _, f := range e.Check.Failures {
+				o.failures = append(o.failures, f.String())
+			}
+			if e.Action.Kind == replica.CheckReplica {
+				c.Printf("   recreate: %s", e.Recreate)
+			}
+		}})
 	if err != nil {
 		return o, err
 	}
-	defer b.Close()
-	if err := bMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: b}}, nil); err != nil {
+	c.Printf("   delta: B leads epoch %d", bLeaderEpoch)
+	plan, err := driver.Apply(ctx, replica.Delta{Leader: true, LeaderEpoch: bLeaderEpoch, InIsr: true, State: st})
+	if err != nil {
 		return o, err
 	}
+	if !plan.Has(replica.CheckReplica) || len(o.failures) == 0 {
+		return o, fmt.Errorf("B was not recreated:\n%s", plan)
+	}
+
+	// 4. The leadership change created an empty log; the consolidation
+	// fetch sends it to remote storage; the phase-2 rebuild restores the
+	// committed prefix's state at the seal.
+	b = driver.Log().(*log.UnifiedLog)
+	defer b.Close()
 	source := demo.Endpoint{Log: a, Epoch: st.DisklessLeaderEpoch()}
 	m, err := c.NewMachine(source)
 	if err != nil {
@@ -212,13 +213,34 @@ func recreate(ctx context.Context, c *demo.Cluster, store string) (outcome, erro
 	return o, nil
 }
 
-// stopper stands in for the broker's fetcher manager.
-type stopper struct{ c *demo.Cluster }
+// logManager stands in for the broker's log manager: B's log directory.
+type logManager struct{ c *demo.Cluster }
 
-func (s stopper) StopFetchers(_ context.Context, tp remote.TopicIDPartition) error {
-	s.c.Printf("   stopped the replica, move and consolidation fetchers of %s", tp)
+func (m logManager) CreateLog(context.Context, remote.TopicIDPartition) (replica.Log, error) {
+	return m.c.OpenLog("broker-B")
+}
+
+func (logManager) DeleteLog(_ context.Context, _ remote.TopicIDPartition, l replica.Log) error {
+	return l.Delete()
+}
+
+func (logManager) DeleteFutureLog(context.Context, remote.TopicIDPartition) error { return nil }
+
+// classicFetcher and fetchers stand in for the broker's fetcher
+// managers; step 4 runs the consolidation fetch by hand (demo.Fetcher).
+type classicFetcher struct{}
+
+func (classicFetcher) AddPartition(context.Context, remote.TopicIDPartition, int32, int64) error {
 	return nil
 }
+
+func (classicFetcher) RemovePartition(context.Context, remote.TopicIDPartition) error { return nil }
+
+type fetchers struct{ c *demo.Cluster }
+
+func (fetchers) AddPartition(context.Context, replica.ConsolidationStart) error { return nil }
+
+func (fetchers) RemovePartition(context.Context, remote.TopicIDPartition) error { return nil }
 
 // readValue returns the value of the record at offset in l's local log.
 func readValue(l *log.UnifiedLog, offset int64) string {

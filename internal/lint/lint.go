@@ -94,6 +94,10 @@ var layers = []layer{
 	// fetcher, driving the WAL (wal), the tier state machine (tierstate),
 	// the remote tier and the local log.
 	{72, exact("consolidate"), []string{zap}},
+	// The replica driver: one partition's metadata deltas as tierstate
+	// decisions and their effects, through interfaces the broker
+	// implements (consolidate only for the adapter to its fetcher).
+	{73, exact("replica"), []string{zap}},
 	// The Prometheus exporter: above everything it reads, and the only
 	// library package that imports client_golang (checked below).
 	{75, exact("promexport"), nil},

@@ -1,0 +1,390 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/tierstate"
+)
+
+const testNowMs = 1_000_000
+
+var errInjected = errors.New("injected")
+
+var testTP = remote.TopicIDPartition{TopicID: remote.UUID{1}, Topic: "t", Partition: 0}
+
+// recorder collects the calls the driver makes on the broker's fakes, and
+// fails the ones a test names.
+type recorder struct {
+	calls []string
+	fail  map[string]bool
+}
+
+func (r *recorder) call(name, format string, args ...any) error {
+	r.calls = append(r.calls, name+" "+fmt.Sprintf(format, args...))
+	if r.fail[name] {
+		return errInjected
+	}
+	return nil
+}
+
+// fakeLogs is a LogManager over mem logs: CreateLog opens log-N on the
+// shared vfs.FS, DeleteLog deletes it.
+type fakeLogs struct {
+	rec *recorder
+	fs  vfs.FS
+	n   int
+}
+
+func openLog(fs vfs.FS, dir string) (*log.UnifiedLog, error) {
+	return log.Open(dir, log.Options{FS: fs, SegmentIndexBytes: 4096, RemoteStorageEnabled: true,
+		Now: func() time.Time { return time.UnixMilli(testNowMs) }})
+}
+
+func openTestLog(t testing.TB, fs vfs.FS, dir string) *log.UnifiedLog {
+	l, err := openLog(fs, dir)
+	require.NoError(t, err)
+	return l
+}
+
+func (f *fakeLogs) CreateLog(_ context.Context, tp remote.TopicIDPartition) (Log, error) {
+	f.n++
+	dir := fmt.Sprintf("log-%d", f.n)
+	if err := f.rec.call("create-log", "%s", dir); err != nil {
+		return nil, err
+	}
+	return openLog(f.fs, dir)
+}
+
+func (f *fakeLogs) DeleteLog(_ context.Context, _ remote.TopicIDPartition, l Log) error {
+	if err := f.rec.call("delete-log", "leo=%d", l.LogEndOffset()); err != nil {
+		return err
+	}
+	return l.Delete()
+}
+
+func (f *fakeLogs) DeleteFutureLog(context.Context, remote.TopicIDPartition) error {
+	return f.rec.call("delete-future-log", "")
+}
+
+type fakeClassic struct{ rec *recorder }
+
+func (f fakeClassic) AddPartition(_ context.Context, _ remote.TopicIDPartition, leader int32, offset int64) error {
+	return f.rec.call("classic-add", "leader=%d offset=%d", leader, offset)
+}
+
+func (f fakeClassic) RemovePartition(context.Context, remote.TopicIDPartition) error {
+	return f.rec.call("classic-remove", "")
+}
+
+type fakeConsolidation struct{ rec *recorder }
+
+func (f fakeConsolidation) AddPartition(_ context.Context, s ConsolidationStart) error {
+	return f.rec.call("consolidation-add", "offset=%d", s.Offset)
+}
+
+func (f fakeConsolidation) RemovePartition(context.Context, remote.TopicIDPartition) error {
+	return f.rec.call("consolidation-remove", "")
+}
+
+type fakeRemote struct{ rec *recorder }
+
+func (f fakeRemote) StopPartitions(_ context.Context, stops []remote.StopPartition) error {
+	return f.rec.call("rlm-stop", "keep-metadata=%t", stops[0].KeepRemoteLogMetadata)
+}
+
+func (f fakeRemote) OnLeadershipChange(leaders, followers []remote.Partition) error {
+	if len(leaders) > 0 {
+		return f.rec.call("rlm-leader", "leo=%d", leaders[0].Log.LogEndOffset())
+	}
+	return f.rec.call("rlm-follower", "leo=%d", followers[0].Log.LogEndOffset())
+}
+
+type fakeIsr struct{ rec *recorder }
+
+func (f fakeIsr) ExpandIsr(_ context.Context, id int32) error {
+	return f.rec.call("expand-isr", "replica=%d", id)
+}
+
+// env is one datadriven file: a driver, its fakes and the partition's
+// switch state.
+type env struct {
+	fs     vfs.FS
+	rec    *recorder
+	r      *Replica
+	state  tierstate.State
+	events []Event
+}
+
+func newEnv(t *testing.T, withLog bool) *env {
+	e := &env{fs: vfs.NewMem(), rec: &recorder{fail: map[string]bool{}}}
+	opts := Options{Partition: testTP, Logs: &fakeLogs{rec: e.rec, fs: e.fs}, Classic: fakeClassic{e.rec},
+		Consolidation: fakeConsolidation{e.rec}, Remote: fakeRemote{e.rec},
+		OnEvent: func(ev Event) { e.events = append(e.events, ev) }}
+	if withLog {
+		opts.Log = openTestLog(t, e.fs, "log-0")
+	}
+	r, err := New(opts)
+	require.NoError(t, err)
+	e.r = r
+	return e
+}
+
+func forEachFile(t *testing.T, pattern string, f func(t *testing.T, path string)) {
+	paths, err := filepath.Glob(pattern)
+	require.NoError(t, err)
+	require.NotEmpty(t, paths, "no files match %s", pattern)
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) { f(t, path) })
+	}
+}
+
+func batch(t testing.TB, count int) []byte {
+	b := record.NewBuilder(record.DefaultBuilderOptions())
+	for range count {
+		b.Add(testNowMs, nil, []byte("value"))
+	}
+	buf, err := b.Build()
+	require.NoError(t, err)
+	return buf
+}
+
+func (e *env) log(t *testing.T, d *datadriven.TestData) *log.UnifiedLog {
+	l, ok := e.r.Log().(*log.UnifiedLog)
+	if !ok || l == nil {
+		d.Fatalf(t, "no log")
+	}
+	return l
+}
+
+func (e *env) logString() string {
+	l := e.r.Log()
+	if l == nil {
+		return "log: none"
+	}
+	return fmt.Sprintf("log: leo=%d hw=%d remote=%d epochs=%s", l.LogEndOffset(), l.HighWatermark(),
+		l.HighestOffsetInRemoteStorage(), epochcache.FormatEntries(l.EpochEntries()))
+}
+
+// delta reads "leader" or "follower=<id>", "epoch=<leader epoch>",
+// optional "partition-epoch=<n>" and "isr".
+func (e *env) delta(t *testing.T, d *datadriven.TestData) Delta {
+	dl := Delta{State: e.state, LeaderID: 1, PartitionEpoch: 0, InIsr: d.HasArg("isr")}
+	if d.HasArg("leader") {
+		dl.Leader = true
+	} else {
+		d.ScanArgs(t, "follower", &dl.LeaderID)
+	}
+	d.ScanArgs(t, "epoch", &dl.LeaderEpoch)
+	if d.HasArg("partition-epoch") {
+		d.ScanArgs(t, "partition-epoch", &dl.PartitionEpoch)
+	}
+	return dl
+}
+
+// state reads the switch tags: "seal=<S>" (-1, -2 or >= 0),
+// "diskless-epoch=<E>", "phase-2 recorded-epoch=<R>", "consolidating".
+func (e *env) readState(t *testing.T, d *datadriven.TestData) string {
+	var tags tierstate.Tags
+	var seal int64
+	d.ScanArgs(t, "seal", &seal)
+	tags.ClassicToDisklessStartOffset = tierstate.Some(seal)
+	if d.HasArg("diskless-epoch") {
+		var ed int32
+		d.ScanArgs(t, "diskless-epoch", &ed)
+		tags.DisklessLeaderEpoch = tierstate.Some(ed)
+	}
+	if d.HasArg("phase-2") {
+		tags.ClassicPrefixInRemoteStorage = tierstate.Some(true)
+	}
+	if d.HasArg("recorded-epoch") {
+		var r int32
+		d.ScanArgs(t, "recorded-epoch", &r)
+		tags.LastClassicLeaderEpoch = tierstate.Some(r)
+	}
+	s, err := tierstate.FromPartitionRecord(tags)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	e.state = s.WithConsolidating(d.HasArg("consolidating"))
+	return e.state.String()
+}
+
+func (e *env) flush() string {
+	var b strings.Builder
+	for _, c := range e.rec.calls {
+		fmt.Fprintf(&b, "call: %s\n", strings.TrimSpace(c))
+	}
+	for _, ev := range e.events {
+		fmt.Fprintf(&b, "event: %s\n", ev)
+	}
+	e.rec.calls, e.events = nil, nil
+	return b.String()
+}
+
+func (e *env) priorString() string {
+	p := e.r.Prior()
+	return fmt.Sprintf("prior: hosted=%t leader-epoch=%d offline=%t fenced=%t", p.Hosted, p.LeaderEpoch, p.Offline, p.Fenced)
+}
+
+// handle runs one command; see TestReplicaDataDriven for the list.
+func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
+	ctx := context.Background()
+	switch d.Cmd {
+	case "state":
+		return e.readState(t, d)
+	case "append":
+		var epoch int32
+		var count int
+		d.ScanArgs(t, "epoch", &epoch)
+		d.ScanArgs(t, "count", &count)
+		_, err := e.log(t, d).AppendAsLeader(batch(t, count), epoch, log.OriginClient)
+		require.NoError(t, err)
+		return e.logString()
+	case "set-hw":
+		var hw int64
+		d.ScanArgs(t, "offset", &hw)
+		e.log(t, d).UpdateHighWatermark(hw)
+		return e.logString()
+	case "set-remote":
+		var h int64
+		d.ScanArgs(t, "offset", &h)
+		l := e.log(t, d)
+		require.True(t, l.UpdateHighestOffsetInRemoteStorage(h, l.TruncationCount()))
+		return e.logString()
+	case "truncate":
+		var o int64
+		d.ScanArgs(t, "offset", &o)
+		_, err := e.log(t, d).TruncateTo(o)
+		require.NoError(t, err)
+		return e.logString()
+	case "fail":
+		for _, a := range d.CmdArgs {
+			e.rec.fail[a.Key] = true
+		}
+		return "ok"
+	case "heal":
+		e.rec.fail = map[string]bool{}
+		return "ok"
+	case "decide":
+		dl := e.delta(t, d)
+		plan := DecideCheck(e.r.Prior(), dl)
+		if !plan.Has(SkipOffline) && !plan.Has(CheckReplica) {
+			var view ViewLog
+			if l := e.r.Log(); l != nil {
+				view = l
+			}
+			plan = append(plan, DecideTransition(dl, view)...)
+		}
+		return plan.String()
+	case "apply":
+		_, err := e.r.Apply(ctx, e.delta(t, d))
+		out := e.flush() + e.logString() + "\n" + e.priorString()
+		if err != nil {
+			out += "\nerror: " + err.Error()
+		}
+		return out
+	case "handoff":
+		h, err := e.r.HandOff(ctx)
+		out := e.flush() + h.String()
+		if err != nil {
+			out += "\nerror: " + err.Error()
+		}
+		return out
+	case "admit":
+		var id int32
+		var end int64
+		d.ScanArgs(t, "replica", &id)
+		d.ScanArgs(t, "recorded-end", &end)
+		a := tierstate.SealAdmission{RecordedEndOffset: end, RecordedBrokerEpoch: tierstate.NoBrokerEpoch,
+			Replica: tierstate.SealReplica{Assigned: true, RegisteredBrokerEpoch: 7}}
+		admit, why, err := e.r.AdmitAtSeal(ctx, id, a, fakeIsr{e.rec})
+		out := e.flush() + fmt.Sprintf("admit=%t (%s)", admit, why)
+		if err != nil {
+			out += "\nerror: " + err.Error()
+		}
+		return out
+	case "restart":
+		// A broker restart: a new driver on the log it finds.
+		opts := e.r.opts
+		opts.Log = e.r.Log()
+		r, err := New(opts)
+		require.NoError(t, err)
+		e.r = r
+		return e.logString() + "\n" + e.priorString()
+	case "log-dir-failure":
+		require.NoError(t, e.r.LogDirFailure(ctx))
+		return e.flush() + e.priorString()
+	case "future-log":
+		if d.HasArg("none") {
+			e.r.SetFutureLog(nil)
+			return "future log: none"
+		}
+		var leo int64
+		var epoch int32
+		d.ScanArgs(t, "leo", &leo)
+		d.ScanArgs(t, "epoch", &epoch)
+		e.r.SetFutureLog(fakeFuture{leo: leo, epoch: epoch})
+		return fmt.Sprintf("future log: leo=%d epoch=%d", leo, epoch)
+	}
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
+}
+
+// fakeFuture is a future log ending at leo with every record in epoch.
+type fakeFuture struct {
+	leo   int64
+	epoch int32
+}
+
+func (f fakeFuture) LogStartOffset() int64 { return 0 }
+func (f fakeFuture) LogEndOffset() int64   { return f.leo }
+func (f fakeFuture) EpochForOffset(o int64) (int32, bool) {
+	if o < 0 || o >= f.leo {
+		return base.UndefinedEpoch, false
+	}
+	return f.epoch, true
+}
+
+// TestReplicaDataDriven runs testdata/*. Commands:
+//
+//	new [log]                              a driver with an empty mem log or none; keeps the state
+//	state seal=S [diskless-epoch=E] [phase-2] [recorded-epoch=R] [consolidating]
+//	append epoch=E count=N | set-hw offset=O | set-remote offset=O | truncate offset=O
+//	future-log leo=F epoch=E | future-log none
+//	fail <call>... | heal                  fail the named fake calls
+//	decide (leader|follower=ID) epoch=L [isr]   the pure plan (check half only when it checks)
+//	apply (leader|follower=ID) epoch=L [isr]    Replica.Apply: calls, events, log, prior
+//	handoff | admit replica=ID recorded-end=O | log-dir-failure
+//	restart                                a new driver on the current log
+func TestReplicaDataDriven(t *testing.T) {
+	forEachFile(t, "testdata/*", func(t *testing.T, path string) {
+		var e *env
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd == "new" {
+				// A new driver keeps the switch state of the file.
+				var s tierstate.State
+				if e != nil {
+					s = e.state
+				}
+				e = newEnv(t, d.HasArg("log"))
+				e.state = s
+				return e.logString()
+			}
+			return e.handle(t, d)
+		})
+	})
+}
