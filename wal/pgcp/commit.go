@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -61,15 +62,19 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 		return wal.CommitFileResult{}, err
 	}
 	digest := req.Digest()
+	start := time.Now()
 	var results []storedResult
 	err := cp.retry(ctx, true, func() error {
 		var err error
 		results, err = cp.commitOnce(ctx, &req, digest[:])
 		return err
 	})
+	cp.metrics.commitNanos.Add(int64(time.Since(start)))
 	if err != nil {
+		cp.metrics.commitErrors.Add(1)
 		return wal.CommitFileResult{}, err
 	}
+	cp.metrics.commits.Add(1)
 	return resultsOf(&req, results), nil
 }
 

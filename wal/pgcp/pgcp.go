@@ -118,6 +118,7 @@ type ControlPlane struct {
 	maxAttempts int
 	password    string // for redaction only
 	closed      atomic.Bool
+	metrics     counters
 }
 
 var _ wal.ControlPlane = (*ControlPlane)(nil)
@@ -244,8 +245,13 @@ func (cp *ControlPlane) retry(ctx context.Context, mutating bool, once func() er
 			return nil
 		}
 		if !retryable(err) || attempt >= cp.maxAttempts || ctx.Err() != nil {
-			return cp.classify(ctx, err, mutating)
+			err = cp.classify(ctx, err, mutating)
+			if errors.Is(err, ErrOutcomeUnknown) {
+				cp.metrics.outcomeUnknown.Add(1)
+			}
+			return err
 		}
+		cp.metrics.retries.Add(1)
 		cp.logger.Debug("pgcp: retrying a transaction", zap.Int("attempt", attempt), zap.String("error", cp.redact(err.Error())))
 		sleep := backoff/2 + rand.N(backoff)
 		select {

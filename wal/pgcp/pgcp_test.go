@@ -337,6 +337,11 @@ func TestLostCommitAnswer(t *testing.T) {
 	info, err := cp.LogInfo(ctx, tp)
 	require.NoError(t, err)
 	require.Equal(t, int64(8), info.HighWatermark, "offsets assigned once")
+	m := cp.Metrics()
+	require.Equal(t, int64(2), m.Commits, "the warm-up and the retry")
+	require.Equal(t, int64(1), m.CommitErrors)
+	require.Equal(t, int64(1), m.OutcomeUnknown)
+	require.Positive(t, m.CommitLatencySum)
 }
 
 // With no connection string, the standard PG* environment says where and
