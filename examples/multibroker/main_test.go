@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -13,14 +14,21 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// The example against the test server: two runs append to the same log.
+// The example against the test server: two runs append to the same log,
+// and the consolidating leader, whose local logs persist in one directory,
+// carries on from where the first run left them.
 func TestRun(t *testing.T) {
 	url := pgtest.PackageDatabase(t)
+	leaderDir := t.TempDir()
 	for range 2 {
 		var out strings.Builder
 		err := run(context.Background(), &out, config{postgres: url, schema: "example", storeDir: t.TempDir() + "/objects",
-			calls: 5, partitions: 3})
+			leaderDir: leaderDir, calls: 5, partitions: 3})
 		require.NoError(t, err, out.String())
+		t.Log(out.String())
 		require.Contains(t, out.String(), "every acknowledged record once")
+		for p := range 3 {
+			require.Contains(t, out.String(), fmt.Sprintf("5. leader: partition %d local log", p))
+		}
 	}
 }
