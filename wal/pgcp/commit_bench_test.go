@@ -14,6 +14,7 @@ import (
 
 	"github.com/tierlog/tierlog/wal"
 	"github.com/tierlog/tierlog/wal/pebblecp"
+	"github.com/tierlog/tierlog/wal/pgcp"
 )
 
 var benchTopic = wal.TopicID{0xBE, 0x4E}
@@ -103,6 +104,9 @@ func benchCommits(b *testing.B, cp wal.ControlPlane, writers, batches int) {
 	}
 	slices.Sort(all)
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "commits/s")
+	if m, ok := cp.(interface{ Metrics() pgcp.Metrics }); ok {
+		b.ReportMetric(float64(m.Metrics().Retries), "retries")
+	}
 	for _, q := range []struct {
 		name string
 		q    float64
