@@ -14,13 +14,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// The example against the test server: two runs append to the same log,
-// and the consolidating leader, whose local logs persist in one directory,
-// carries on from where the first run left them.
+// The example against the test server: three runs append to the same log.
+// The consolidating leader's local logs persist in one directory over the
+// first two, so the second carries on where the first left them; the
+// third has a new directory and starts its logs at that run's offsets.
 func TestRun(t *testing.T) {
 	url := pgtest.PackageDatabase(t)
-	leaderDir := t.TempDir()
-	for range 2 {
+	kept := t.TempDir()
+	for _, leaderDir := range []string{kept, kept, t.TempDir()} {
 		var out strings.Builder
 		err := run(context.Background(), &out, config{postgres: url, schema: "example", storeDir: t.TempDir() + "/objects",
 			leaderDir: leaderDir, calls: 5, partitions: 3})
