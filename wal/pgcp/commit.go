@@ -79,10 +79,9 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 }
 
 // commitOnce is one attempt of a commit, in two round trips on one pooled
-// connection: BEGIN and the reads (the partition rows locked last), then
-// the writes and COMMIT in one pipeline. The partition rows are locked
-// from the first pipeline's last statement to the COMMIT: one round trip
-// and the decisions, where BEGIN, two pipelines and COMMIT each waited
+// connection: BEGIN, the partition locks and the reads, then the writes
+// and COMMIT in one pipeline. The partition rows are locked from the end
+// of the first pipeline to the COMMIT: one round trip and the decisions, where BEGIN, two pipelines and COMMIT each waited
 // for their answer before. A connection left inside the transaction (a
 // failed statement, a refused key, a decision error) is rolled back
 // before it returns to the pool, or closed.
@@ -119,8 +118,8 @@ ORDER BY topic_id, partition FOR UPDATE`
 
 func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, digest []byte, nowMs int64) ([]storedResult, error) {
 	// One round trip: begin, confirm the reservation, register the object,
-	// read the producers, lock the partitions (last, so the lock is held
-	// from here to the COMMIT of the next round trip).
+	// lock the partitions (held from here to the COMMIT of the next round
+	// trip), read the producers.
 	parts := partitionsOf(req)
 	var pTopics [][16]byte
 	var pParts []int32
@@ -141,10 +140,13 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM reaped_keys WHERE object_key = $1)
 		ON CONFLICT (object_key) DO NOTHING RETURNING file_id`,
 		req.ObjectKey, reasonProduce, stateLive, req.BrokerID, req.BrokerEpoch, req.ObjectSize, nowMs, digest)
+	batch.Queue(lockLogsSQL, lt, lp)
+	// Under the lock: READ COMMITTED gives this statement a snapshot
+	// taken after the lock was granted, so it sees the producer state of
+	// every commit that held these partitions before.
 	batch.Queue(`SELECT topic_id, partition, producer_id, producer_epoch, base_sequences, last_sequences, assigned_offsets, timestamps
 		FROM producer_state WHERE (topic_id, partition, producer_id) IN (SELECT * FROM unnest($1::uuid[], $2::int4[], $3::int8[]))`,
 		pTopics, pParts, pIDs)
-	batch.Queue(lockLogsSQL, lt, lp)
 	fileID, logs, producers, err := readPipeline(conn.SendBatch(ctx, &batch))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The key is registered (or reaped): answer from the stored row
@@ -242,7 +244,7 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 
 // readPipeline reads the first pipeline's answers: BEGIN, the
 // reservation's removal, the new file's id (pgx.ErrNoRows: the key is
-// taken), the producers, the locked partitions.
+// taken), the locked partitions, the producers.
 func readPipeline(br pgx.BatchResults) (fileID int64, logs map[wal.TopicIDPartition]*logState, producers map[producerKey]*wal.ProducerState, err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil {
@@ -257,10 +259,10 @@ func readPipeline(br pgx.BatchResults) (fileID int64, logs map[wal.TopicIDPartit
 	if err = br.QueryRow().Scan(&fileID); err != nil {
 		return
 	}
-	if producers, err = scanProducers(br); err != nil {
+	if logs, err = scanLogStates(br); err != nil {
 		return
 	}
-	logs, err = scanLogStates(br)
+	producers, err = scanProducers(br)
 	return
 }
 

@@ -221,6 +221,71 @@ func TestConcurrentEmptyingMarksObject(t *testing.T) {
 	require.Equal(t, "shared/1", files[0].ObjectKey)
 }
 
+// Two brokers commit the same idempotent batch (a producer's retry sent
+// to both) at once: the second waits on the partition lock while the
+// first is between its decisions and its COMMIT, and must then see the
+// first's producer state and answer DUPLICATE_SEQUENCE with the first's
+// offset, not assign the sequence again (the producers are read under
+// the lock, not before it).
+func TestConcurrentIdempotentCommitSeesProducerState(t *testing.T) {
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	ctx := context.Background()
+	topic := wal.TopicID{0x1D, 0xE4}
+	tp := wal.TopicIDPartition{TopicID: topic}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "idem", NumPartitions: 1}}))
+	req := func(key string) wal.CommitFileRequest {
+		return wal.CommitFileRequest{ObjectKey: key, ObjectSize: 5, Batches: []wal.CommitBatch{{
+			Partition: tp, Size: 5, LastOffset: 2, RecordCount: 3, ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0}}}
+	}
+	paused, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	pgcp.SetTestHookBeforeCommit(func() {
+		if !first.Swap(true) {
+			close(paused)
+			<-release
+		}
+	})
+	defer pgcp.SetTestHookBeforeCommit(nil)
+	type answer struct {
+		res wal.CommitFileResult
+		err error
+	}
+	firstDone, secondDone := make(chan answer, 1), make(chan answer, 1)
+	go func() {
+		res, err := cp.CommitFile(ctx, req("idem/1"))
+		firstDone <- answer{res, err}
+	}()
+	<-paused
+	go func() {
+		res, err := cp.CommitFile(ctx, req("idem/2"))
+		secondDone <- answer{res, err}
+	}()
+	url := databaseURL(t)
+	for waiting := false; !waiting; {
+		select {
+		case a := <-secondDone:
+			secondDone <- a
+			waiting = true
+		default:
+			waiting = lockWaiters(t, url) > 0
+			if !waiting {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	close(release)
+	a1, a2 := <-firstDone, <-secondDone
+	require.NoError(t, a1.err)
+	require.NoError(t, a2.err)
+	require.NoError(t, a1.res.Batches[0].Err)
+	require.ErrorIs(t, a2.res.Batches[0].Err, wal.ErrDuplicateSequence)
+	require.Equal(t, a1.res.Batches[0].BaseOffset, a2.res.Batches[0].BaseOffset)
+	info, err := cp.LogInfo(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), info.HighWatermark, "the sequence assigned once")
+}
+
 func lockWaiters(t testing.TB, url string) int {
 	ctx := context.Background()
 	conn, err := pgconn.Connect(ctx, url)
