@@ -14,6 +14,7 @@ import (
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/wal"
+	"github.com/tierlog/tierlog/wal/pgcp"
 )
 
 // Errors returned by the Collector's Add methods. Test for them with
@@ -56,14 +57,19 @@ type WALCacheSource interface{ Metrics() wal.CacheMetrics }
 // *wal.Cleaner satisfies it.
 type WALCleanerSource interface{ Metrics() wal.CleanerMetrics }
 
+// WALControlPlaneSource is what the Collector reads of a PostgreSQL WAL
+// control plane. *pgcp.ControlPlane satisfies it.
+type WALControlPlaneSource interface{ Metrics() pgcp.Metrics }
+
 var (
-	_ LogSource        = (*log.UnifiedLog)(nil)
-	_ RemoteSource     = (*remote.Manager)(nil)
-	_ RebuildSource    = (*tierstate.Machine)(nil)
-	_ WALWriterSource  = (*wal.Writer)(nil)
-	_ WALReaderSource  = (*wal.Reader)(nil)
-	_ WALCacheSource   = (*wal.ObjectCache)(nil)
-	_ WALCleanerSource = (*wal.Cleaner)(nil)
+	_ WALControlPlaneSource = (*pgcp.ControlPlane)(nil)
+	_ LogSource             = (*log.UnifiedLog)(nil)
+	_ RemoteSource          = (*remote.Manager)(nil)
+	_ RebuildSource         = (*tierstate.Machine)(nil)
+	_ WALWriterSource       = (*wal.Writer)(nil)
+	_ WALReaderSource       = (*wal.Reader)(nil)
+	_ WALCacheSource        = (*wal.ObjectCache)(nil)
+	_ WALCleanerSource      = (*wal.Cleaner)(nil)
 )
 
 type partitionKey struct {
@@ -88,6 +94,7 @@ type Collector struct {
 		walReaders  map[string]WALReaderSource
 		walCaches   map[string]WALCacheSource
 		walCleaners map[string]WALCleanerSource
+		walPG       map[string]WALControlPlaneSource
 	}
 }
 
@@ -102,6 +109,7 @@ func NewCollector() *Collector {
 	c.mu.walReaders = map[string]WALReaderSource{}
 	c.mu.walCaches = map[string]WALCacheSource{}
 	c.mu.walCleaners = map[string]WALCleanerSource{}
+	c.mu.walPG = map[string]WALControlPlaneSource{}
 	return c
 }
 
@@ -185,6 +193,15 @@ func (c *Collector) AddWALCleaner(name string, src WALCleanerSource) error {
 // RemoveWALCleaner unregisters the WAL cleaner name, if registered.
 func (c *Collector) RemoveWALCleaner(name string) { removeNamed(c, c.mu.walCleaners, name) }
 
+// AddWALControlPlane registers a PostgreSQL WAL control plane; its
+// metrics carry the label control_plane=name.
+func (c *Collector) AddWALControlPlane(name string, src WALControlPlaneSource) error {
+	return addNamed(c, c.mu.walPG, "WAL control plane", name, src)
+}
+
+// RemoveWALControlPlane unregisters the control plane name, if registered.
+func (c *Collector) RemoveWALControlPlane(name string) { removeNamed(c, c.mu.walPG, name) }
+
 func addNamed[S any](c *Collector, m map[string]S, what, name string, src S) error {
 	if name == "" || isNil(src) {
 		return fmt.Errorf("%w: %s %q", ErrInvalidArgument, what, name)
@@ -215,6 +232,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	walReaderTable.describe(ch)
 	walCacheTable.describe(ch)
 	walCleanerTable.describe(ch)
+	walPGTable.describe(ch)
 }
 
 // Collect reads every registered source's snapshot and emits it.
@@ -239,6 +257,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	collectNamed(ch, w.readers, walReaderTable)
 	collectNamed(ch, w.caches, walCacheTable)
 	collectNamed(ch, w.cleaners, walCleanerTable)
+	collectNamed(ch, w.pg, walPGTable)
 }
 
 // collectNamed emits each named source's snapshot, labelled by its name.
@@ -255,6 +274,7 @@ type walSources struct {
 	readers  map[string]WALReaderSource
 	caches   map[string]WALCacheSource
 	cleaners map[string]WALCleanerSource
+	pg       map[string]WALControlPlaneSource
 }
 
 type logEntry struct {
@@ -272,7 +292,7 @@ func (c *Collector) sources() ([]logEntry, RemoteSource, map[string]RebuildSourc
 		logs = append(logs, logEntry{k, s})
 	}
 	w := walSources{writers: maps.Clone(c.mu.walWriters), readers: maps.Clone(c.mu.walReaders),
-		caches: maps.Clone(c.mu.walCaches), cleaners: maps.Clone(c.mu.walCleaners)}
+		caches: maps.Clone(c.mu.walCaches), cleaners: maps.Clone(c.mu.walCleaners), pg: maps.Clone(c.mu.walPG)}
 	return logs, c.mu.remote, maps.Clone(c.mu.machines), w
 }
 

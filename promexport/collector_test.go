@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -12,6 +13,7 @@ import (
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/promexport"
 	"github.com/tierlog/tierlog/wal"
+	"github.com/tierlog/tierlog/wal/pgcp"
 )
 
 func newTestEnv(t *testing.T) *env {
@@ -32,9 +34,18 @@ func registered(t *testing.T, e *env) (*promexport.Collector, *prometheus.Regist
 	require.NoError(t, c.AddWALReader("wal", e.wal.reader))
 	require.NoError(t, c.AddWALCache("wal", e.wal.cache))
 	require.NoError(t, c.AddWALCleaner("wal", e.wal.cleaner))
+	require.NoError(t, c.AddWALControlPlane("pg", fixedPG{}))
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(c))
 	return c, reg
+}
+
+// fixedPG stands for a *pgcp.ControlPlane (whose tests need a server):
+// the table reads only the snapshot.
+type fixedPG struct{}
+
+func (fixedPG) Metrics() pgcp.Metrics {
+	return pgcp.Metrics{Commits: 7, CommitErrors: 1, CommitLatencySum: 1500 * time.Millisecond, Retries: 2, OutcomeUnknown: 1}
 }
 
 // TestScrape: a registry scrape shows each source's snapshot with exact
@@ -195,6 +206,10 @@ func TestRegistration(t *testing.T) {
 	var nilCache *wal.ObjectCache
 	require.ErrorIs(t, c.AddWALCache("other", nilCache), promexport.ErrInvalidArgument)
 	require.ErrorIs(t, c.AddWALCleaner("other", nil), promexport.ErrInvalidArgument)
+	require.ErrorIs(t, c.AddWALControlPlane("pg", fixedPG{}), promexport.ErrDuplicate)
+	var nilPG *pgcp.ControlPlane
+	require.ErrorIs(t, c.AddWALControlPlane("other", nilPG), promexport.ErrInvalidArgument)
+	require.Equal(t, 1, testutil.CollectAndCount(c, "tierlog_wal_pgcp_retries_total"))
 
 	c.RemoveLog(testTP.Topic, testTP.Partition)
 	c.RemoveMachine("fetcher-0")
@@ -203,6 +218,7 @@ func TestRegistration(t *testing.T) {
 	c.RemoveWALReader("wal")
 	c.RemoveWALCache("wal")
 	c.RemoveWALCleaner("wal")
+	c.RemoveWALControlPlane("pg")
 	require.Zero(t, testutil.CollectAndCount(c))
 	fams, err := reg.Gather()
 	require.NoError(t, err)

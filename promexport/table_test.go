@@ -27,6 +27,7 @@ func TestTablesCoverSnapshots(t *testing.T) {
 	t.Run("wal.ReaderMetrics", func(t *testing.T) { checkCoverage(t, walReaderTable) })
 	t.Run("wal.CacheMetrics", func(t *testing.T) { checkCoverage(t, walCacheTable) })
 	t.Run("wal.CleanerMetrics", func(t *testing.T) { checkCoverage(t, walCleanerTable) })
+	t.Run("pgcp.Metrics", func(t *testing.T) { checkCoverage(t, walPGTable) })
 }
 
 func checkCoverage[M any](t *testing.T, tab *table[M], elsewhere ...string) {

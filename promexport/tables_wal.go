@@ -3,6 +3,7 @@ package promexport
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tierlog/tierlog/wal"
+	"github.com/tierlog/tierlog/wal/pgcp"
 )
 
 // The diskless WAL's tables: a broker runs one Writer (Inkless: one
@@ -112,4 +113,19 @@ var walCleanerTable = newTable([]string{"cleaner"}, []row[wal.CleanerMetrics]{
 		value: func(m *wal.CleanerMetrics) float64 { return count(m.DeleteErrors) }},
 	{name: "tierlog_wal_cleaner_files_awaiting_deletion", kind: gauge, help: "Due objects the last run could not delete.",
 		value: func(m *wal.CleanerMetrics) float64 { return count(m.FilesAwaitingDeletion) }},
+})
+
+// walPGTable exports pgcp.Metrics: the PostgreSQL control plane's own
+// view of its calls (the writer counts the same commits from its side).
+var walPGTable = newTable([]string{"control_plane"}, []row[pgcp.Metrics]{
+	{name: "tierlog_wal_pgcp_commits_total", kind: counter, help: "CommitFile calls answered by the PostgreSQL control plane (each batch accepted or refused).",
+		value: func(m *pgcp.Metrics) float64 { return count(m.Commits) }},
+	{name: "tierlog_wal_pgcp_commit_errors_total", kind: counter, help: "CommitFile calls that failed after their retries.",
+		value: func(m *pgcp.Metrics) float64 { return count(m.CommitErrors) }},
+	{name: "tierlog_wal_pgcp_commit_time_seconds_total", kind: counter, help: "Time spent in CommitFile with its retries, answered or failed; divide by the commit count for the mean.",
+		value: func(m *pgcp.Metrics) float64 { return seconds(m.CommitLatencySum) }},
+	{name: "tierlog_wal_pgcp_retries_total", kind: counter, help: "Transactions run again after a serialization failure (40001), a deadlock (40P01) or a request that never left.",
+		value: func(m *pgcp.Metrics) float64 { return count(m.Retries) }},
+	{name: "tierlog_wal_pgcp_outcome_unknown_total", kind: counter, help: "Mutating calls that lost their connection after a statement left (ErrOutcomeUnknown); a commit's retry with the same object key resolves it.",
+		value: func(m *pgcp.Metrics) float64 { return count(m.OutcomeUnknown) }},
 })

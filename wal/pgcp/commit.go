@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -61,16 +62,44 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 		return wal.CommitFileResult{}, err
 	}
 	digest := req.Digest()
+	start := time.Now()
 	var results []storedResult
-	err := cp.update(ctx, func(tx pgx.Tx, nowMs int64) error {
+	err := cp.retry(ctx, true, func() error {
 		var err error
-		results, err = commitTx(ctx, tx, &req, digest[:], nowMs)
+		results, err = cp.commitOnce(ctx, &req, digest[:])
 		return err
 	})
+	cp.metrics.commitNanos.Add(int64(time.Since(start)))
 	if err != nil {
+		cp.metrics.commitErrors.Add(1)
 		return wal.CommitFileResult{}, err
 	}
+	cp.metrics.commits.Add(1)
 	return resultsOf(&req, results), nil
+}
+
+// commitOnce is one attempt of a commit, in two round trips on one pooled
+// connection: BEGIN, the partition locks and the reads, then the writes
+// and COMMIT in one pipeline. The partition rows are locked from the end
+// of the first pipeline to the COMMIT: one round trip and the decisions, where BEGIN, two pipelines and COMMIT each waited
+// for their answer before. A connection left inside the transaction (a
+// failed statement, a refused key, a decision error) is rolled back
+// before it returns to the pool, or closed.
+func (cp *ControlPlane) commitOnce(ctx context.Context, req *wal.CommitFileRequest, digest []byte) ([]storedResult, error) {
+	c, err := cp.pool.Acquire(ctx)
+	if err != nil {
+		return nil, &stageError{err: err, began: false}
+	}
+	defer func() {
+		conn := c.Conn()
+		if !conn.IsClosed() && conn.PgConn().TxStatus() != 'I' {
+			if _, err := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+				_ = conn.Close(context.WithoutCancel(ctx))
+			}
+		}
+		c.Release()
+	}()
+	return commitTx(ctx, c.Conn(), req, digest, cp.now().UnixMilli())
 }
 
 type logState struct {
@@ -87,9 +116,10 @@ const lockLogsSQL = `SELECT topic_id, partition, log_start_offset, high_watermar
 WHERE (topic_id, partition) IN (SELECT * FROM unnest($1::uuid[], $2::int4[]))
 ORDER BY topic_id, partition FOR UPDATE`
 
-func commitTx(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, digest []byte, nowMs int64) ([]storedResult, error) {
-	// One round trip: confirm the reservation, register the object, lock
-	// the partitions, read the producers.
+func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, digest []byte, nowMs int64) ([]storedResult, error) {
+	// One round trip: begin, confirm the reservation, register the object,
+	// lock the partitions (held from here to the COMMIT of the next round
+	// trip), read the producers.
 	parts := partitionsOf(req)
 	var pTopics [][16]byte
 	var pParts []int32
@@ -104,40 +134,36 @@ func commitTx(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, digest
 	}
 	lt, lp := partitionArrays(parts)
 	var batch pgx.Batch
+	batch.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
 	batch.Queue(`DELETE FROM reservations WHERE object_key = $1`, req.ObjectKey)
 	batch.Queue(`INSERT INTO files (object_key, reason, state, uploader_broker_id, broker_epoch, size, committed_at, digest)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM reaped_keys WHERE object_key = $1)
 		ON CONFLICT (object_key) DO NOTHING RETURNING file_id`,
 		req.ObjectKey, reasonProduce, stateLive, req.BrokerID, req.BrokerEpoch, req.ObjectSize, nowMs, digest)
 	batch.Queue(lockLogsSQL, lt, lp)
+	// Under the lock: READ COMMITTED gives this statement a snapshot
+	// taken after the lock was granted, so it sees the producer state of
+	// every commit that held these partitions before.
 	batch.Queue(`SELECT topic_id, partition, producer_id, producer_epoch, base_sequences, last_sequences, assigned_offsets, timestamps
 		FROM producer_state WHERE (topic_id, partition, producer_id) IN (SELECT * FROM unnest($1::uuid[], $2::int4[], $3::int8[]))`,
 		pTopics, pParts, pIDs)
-	br := tx.SendBatch(ctx, &batch)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	var fileID int64
-	if err := br.QueryRow().Scan(&fileID); err != nil {
-		_ = br.Close()
-		if errors.Is(err, pgx.ErrNoRows) {
-			return existingCommit(ctx, tx, req, digest)
+	fileID, logs, producers, err := readPipeline(conn.SendBatch(ctx, &batch))
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The key is registered (or reaped): answer from the stored row
+		// and commit the reservation's removal.
+		results, err := existingCommit(ctx, conn, req, digest)
+		if err != nil {
+			return nil, err
 		}
-		return nil, err
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			return nil, &stageError{err: err, began: true}
+		}
+		return results, nil
 	}
-	logs, err := scanLogStates(br)
 	if err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	producers, err := scanProducers(br)
-	if err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	if err := br.Close(); err != nil {
-		return nil, err
+		// No COMMIT was sent: the server rolls the transaction back
+		// whatever became of the connection.
+		return nil, &stageError{err: err, began: false}
 	}
 
 	// Decide every batch in list order.
@@ -182,7 +208,8 @@ func commitTx(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, digest
 	}
 
 	// One round trip: the batches, the high watermarks, the producers,
-	// the stored answer.
+	// the stored answer, COMMIT. A statement's error makes the server skip
+	// the rest of the pipeline, COMMIT included.
 	var wb pgx.Batch
 	if len(rows.last) > 0 {
 		wb.Queue(`INSERT INTO batches (topic_id, partition, last_offset, base_offset, file_id, byte_offset, byte_size,
@@ -205,22 +232,50 @@ func commitTx(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, digest
 	wb.Queue(`UPDATE files SET result_status = $2, result_base_offset = $3, result_append_time = $4, result_log_start = $5,
 			result_detail = $6, state = $7, marked_for_deletion_at = $8 WHERE file_id = $1`,
 		fileID, st, base, at, ls, detail, state, marked)
-	if err := tx.SendBatch(ctx, &wb).Close(); err != nil {
-		return nil, err
-	}
+	wb.Queue(`COMMIT`)
 	if testHookBeforeCommit != nil {
 		testHookBeforeCommit()
+	}
+	if err := conn.SendBatch(ctx, &wb).Close(); err != nil {
+		return nil, &stageError{err: err, began: true}
 	}
 	return results, nil
 }
 
+// readPipeline reads the first pipeline's answers: BEGIN, the
+// reservation's removal, the new file's id (pgx.ErrNoRows: the key is
+// taken), the locked partitions, the producers.
+func readPipeline(br pgx.BatchResults) (fileID int64, logs map[wal.TopicIDPartition]*logState, producers map[producerKey]*wal.ProducerState, err error) {
+	defer func() {
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for range 2 {
+		if _, err = br.Exec(); err != nil {
+			return
+		}
+	}
+	if err = br.QueryRow().Scan(&fileID); err != nil {
+		return
+	}
+	if logs, err = scanLogStates(br); err != nil {
+		return
+	}
+	producers, err = scanProducers(br)
+	return
+}
+
 // testHookBeforeCommit, if set (tests only), runs when a commit's
-// statements are all sent and its COMMIT is not.
+// decisions are made and its last pipeline (the writes and COMMIT) is not
+// sent.
 var testHookBeforeCommit func()
 
 // existingCommit answers a commit whose key is registered (or reaped): a
 // retry of the same content gets the first answer.
-func existingCommit(ctx context.Context, tx pgx.Tx, req *wal.CommitFileRequest, digest []byte) ([]storedResult, error) {
+func existingCommit(ctx context.Context, tx interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, req *wal.CommitFileRequest, digest []byte) ([]storedResult, error) {
 	var reason int16
 	var stored []byte
 	var st []int16

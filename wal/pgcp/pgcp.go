@@ -118,6 +118,7 @@ type ControlPlane struct {
 	maxAttempts int
 	password    string // for redaction only
 	closed      atomic.Bool
+	metrics     counters
 }
 
 var _ wal.ControlPlane = (*ControlPlane)(nil)
@@ -227,18 +228,30 @@ func (cp *ControlPlane) view(ctx context.Context, fn func(tx pgx.Tx) error) erro
 }
 
 func (cp *ControlPlane) run(ctx context.Context, opts pgx.TxOptions, mutating bool, fn func(tx pgx.Tx, nowMs int64) error) error {
+	return cp.retry(ctx, mutating, func() error { return cp.attempt(ctx, opts, fn) })
+}
+
+// retry runs once until it succeeds or fails for good: it tries again on
+// a serialization failure, a deadlock, errRetry or a request that never
+// left (at most Options.MaxAttempts), and classifies the final error.
+func (cp *ControlPlane) retry(ctx context.Context, mutating bool, once func() error) error {
 	if err := cp.begin(ctx); err != nil {
 		return err
 	}
 	backoff := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := cp.attempt(ctx, opts, fn)
+		err := once()
 		if err == nil {
 			return nil
 		}
 		if !retryable(err) || attempt >= cp.maxAttempts || ctx.Err() != nil {
-			return cp.classify(ctx, err, mutating)
+			err = cp.classify(ctx, err, mutating)
+			if errors.Is(err, ErrOutcomeUnknown) {
+				cp.metrics.outcomeUnknown.Add(1)
+			}
+			return err
 		}
+		cp.metrics.retries.Add(1)
 		cp.logger.Debug("pgcp: retrying a transaction", zap.Int("attempt", attempt), zap.String("error", cp.redact(err.Error())))
 		sleep := backoff/2 + rand.N(backoff)
 		select {

@@ -221,6 +221,71 @@ func TestConcurrentEmptyingMarksObject(t *testing.T) {
 	require.Equal(t, "shared/1", files[0].ObjectKey)
 }
 
+// Two brokers commit the same idempotent batch (a producer's retry sent
+// to both) at once: the second waits on the partition lock while the
+// first is between its decisions and its COMMIT, and must then see the
+// first's producer state and answer DUPLICATE_SEQUENCE with the first's
+// offset, not assign the sequence again (the producers are read under
+// the lock, not before it).
+func TestConcurrentIdempotentCommitSeesProducerState(t *testing.T) {
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	ctx := context.Background()
+	topic := wal.TopicID{0x1D, 0xE4}
+	tp := wal.TopicIDPartition{TopicID: topic}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "idem", NumPartitions: 1}}))
+	req := func(key string) wal.CommitFileRequest {
+		return wal.CommitFileRequest{ObjectKey: key, ObjectSize: 5, Batches: []wal.CommitBatch{{
+			Partition: tp, Size: 5, LastOffset: 2, RecordCount: 3, ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0}}}
+	}
+	paused, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	pgcp.SetTestHookBeforeCommit(func() {
+		if !first.Swap(true) {
+			close(paused)
+			<-release
+		}
+	})
+	defer pgcp.SetTestHookBeforeCommit(nil)
+	type answer struct {
+		res wal.CommitFileResult
+		err error
+	}
+	firstDone, secondDone := make(chan answer, 1), make(chan answer, 1)
+	go func() {
+		res, err := cp.CommitFile(ctx, req("idem/1"))
+		firstDone <- answer{res, err}
+	}()
+	<-paused
+	go func() {
+		res, err := cp.CommitFile(ctx, req("idem/2"))
+		secondDone <- answer{res, err}
+	}()
+	url := databaseURL(t)
+	for waiting := false; !waiting; {
+		select {
+		case a := <-secondDone:
+			secondDone <- a
+			waiting = true
+		default:
+			waiting = lockWaiters(t, url) > 0
+			if !waiting {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	close(release)
+	a1, a2 := <-firstDone, <-secondDone
+	require.NoError(t, a1.err)
+	require.NoError(t, a2.err)
+	require.NoError(t, a1.res.Batches[0].Err)
+	require.ErrorIs(t, a2.res.Batches[0].Err, wal.ErrDuplicateSequence)
+	require.Equal(t, a1.res.Batches[0].BaseOffset, a2.res.Batches[0].BaseOffset)
+	info, err := cp.LogInfo(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), info.HighWatermark, "the sequence assigned once")
+}
+
 func lockWaiters(t testing.TB, url string) int {
 	ctx := context.Background()
 	conn, err := pgconn.Connect(ctx, url)
@@ -310,11 +375,18 @@ func TestLostCommitAnswer(t *testing.T) {
 	req := wal.CommitFileRequest{ObjectKey: "lost/1", ObjectSize: 4, Batches: []wal.CommitBatch{{
 		Partition: tp, Size: 4, LastOffset: 3, RecordCount: 4, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}}
 
+	// A first commit prepares the statements (pgx caches them per
+	// connection), so the next bytes out after the hook are the pipeline
+	// that ends in COMMIT, not its statements' descriptions.
+	warm := req
+	warm.ObjectKey = "lost/0"
+	_, err = cp.CommitFile(ctx, warm)
+	require.NoError(t, err)
 	require.NoError(t, cp.ReserveObject(ctx, req.ObjectKey)) // as the writer does
 	var once atomic.Bool
 	pgcp.SetTestHookBeforeCommit(func() {
 		if !once.Swap(true) {
-			proxy.LoseNextAnswer() // the next bytes out are the COMMIT
+			proxy.LoseNextAnswer() // the next bytes out end in the COMMIT
 		}
 	})
 	defer pgcp.SetTestHookBeforeCommit(nil)
@@ -326,10 +398,15 @@ func TestLostCommitAnswer(t *testing.T) {
 	res, err := cp.CommitFile(ctx, req)
 	require.NoError(t, err)
 	require.NoError(t, res.Batches[0].Err)
-	require.Equal(t, int64(0), res.Batches[0].BaseOffset)
+	require.Equal(t, int64(4), res.Batches[0].BaseOffset)
 	info, err := cp.LogInfo(ctx, tp)
 	require.NoError(t, err)
-	require.Equal(t, int64(4), info.HighWatermark, "offsets assigned once")
+	require.Equal(t, int64(8), info.HighWatermark, "offsets assigned once")
+	m := cp.Metrics()
+	require.Equal(t, int64(2), m.Commits, "the warm-up and the retry")
+	require.Equal(t, int64(1), m.CommitErrors)
+	require.Equal(t, int64(1), m.OutcomeUnknown)
+	require.Positive(t, m.CommitLatencySum)
 }
 
 // With no connection string, the standard PG* environment says where and
