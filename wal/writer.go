@@ -179,6 +179,10 @@ type Writer struct {
 	// buffers holds object buffers (*[]byte) of answered objects for
 	// later builds (unused with a Cache, which keeps the objects).
 	buffers sync.Pool
+	// beforeBuildForTesting, if set, runs in an upload goroutine between
+	// taking its upload slot and building the object. Set only by tests,
+	// before the first Produce.
+	beforeBuildForTesting func(key string)
 
 	mu struct {
 		sync.Mutex

@@ -141,6 +141,9 @@ func (w *Writer) upload(obj *walObject) {
 		return
 	}
 	defer func() { <-w.uploads }()
+	if h := w.beforeBuildForTesting; h != nil {
+		h(obj.key)
+	}
 	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer())
 	ctx := obj.ctx
 	start := w.opts.Clock.Now()
