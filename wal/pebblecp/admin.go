@@ -118,21 +118,7 @@ func firstBatchBase(tx *txn, tp wal.TopicIDPartition) (int64, bool, error) {
 
 // DeleteRecords implements wal.ControlPlane.
 func (cp *ControlPlane) DeleteRecords(ctx context.Context, reqs []wal.DeleteRecordsRequest) ([]wal.DeleteRecordsResult, error) {
-	out := make([]wal.DeleteRecordsResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i, q := range reqs {
-			res, err := deleteRecords(tx, q)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateEach(ctx, cp, reqs, deleteRecords)
 }
 
 func deleteRecords(tx *txn, q wal.DeleteRecordsRequest) (wal.DeleteRecordsResult, error) {
@@ -163,21 +149,7 @@ func deleteRecords(tx *txn, q wal.DeleteRecordsRequest) (wal.DeleteRecordsResult
 
 // PruneDisklessLogs implements wal.ControlPlane.
 func (cp *ControlPlane) PruneDisklessLogs(ctx context.Context, reqs []wal.PruneRequest) ([]wal.PruneResult, error) {
-	out := make([]wal.PruneResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i, q := range reqs {
-			res, err := prune(tx, q)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateEach(ctx, cp, reqs, prune)
 }
 
 func prune(tx *txn, q wal.PruneRequest) (wal.PruneResult, error) {
@@ -212,25 +184,11 @@ func prune(tx *txn, q wal.PruneRequest) (wal.PruneResult, error) {
 
 // InitDisklessLog implements wal.ControlPlane.
 func (cp *ControlPlane) InitDisklessLog(ctx context.Context, reqs []wal.InitDisklessLogRequest) ([]wal.InitDisklessLogResult, error) {
-	out := make([]wal.InitDisklessLogResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i := range reqs {
-			res, err := initLog(tx, &reqs[i])
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateEach(ctx, cp, reqs, initLog)
 }
 
-func initLog(tx *txn, q *wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, error) {
-	if p := initProblem(q); p != "" {
+func initLog(tx *txn, q wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, error) {
+	if p := initProblem(&q); p != "" {
 		return wal.InitDisklessLogResult{Err: &wal.PartitionError{Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: p}}, nil
 	}
 	l, err := tx.log(q.Partition)
@@ -338,21 +296,9 @@ func (cp *ControlPlane) AdvanceCrossTierLogStart(ctx context.Context, reqs []wal
 
 // EnforceRetention implements wal.ControlPlane.
 func (cp *ControlPlane) EnforceRetention(ctx context.Context, reqs []wal.RetentionRequest, maxBatches int) ([]wal.RetentionResult, error) {
-	out := make([]wal.RetentionResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i, q := range reqs {
-			res, err := enforceRetention(tx, q, maxBatches)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
+	return updateEach(ctx, cp, reqs, func(tx *txn, q wal.RetentionRequest) (wal.RetentionResult, error) {
+		return enforceRetention(tx, q, maxBatches)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func enforceRetention(tx *txn, q wal.RetentionRequest, maxBatches int) (wal.RetentionResult, error) {

@@ -161,6 +161,47 @@ func (cp *ControlPlane) Close() error {
 	return nil
 }
 
+// updateEach answers reqs one at a time inside one update, so that a
+// call's answers commit together; an error from answer (not a
+// per-request answer, which it returns in its result) aborts them all.
+func updateEach[Q, R any](ctx context.Context, cp *ControlPlane, reqs []Q, answer func(tx *txn, q Q) (R, error)) ([]R, error) {
+	out := make([]R, len(reqs))
+	err := cp.update(ctx, func(tx *txn) error {
+		for i, q := range reqs {
+			res, err := answer(tx, q)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// viewEach answers reqs one at a time from one snapshot; an error from
+// answer fails the whole call.
+func viewEach[Q, R any](ctx context.Context, cp *ControlPlane, reqs []Q, answer func(r pebble.Reader, q Q) (R, error)) ([]R, error) {
+	out := make([]R, len(reqs))
+	err := cp.view(ctx, func(r pebble.Reader) error {
+		for i, q := range reqs {
+			res, err := answer(r, q)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // update runs fn on a fresh transaction under writeMu and commits it with
 // pebble.Sync if fn succeeds.
 func (cp *ControlPlane) update(ctx context.Context, fn func(tx *txn) error) error {
