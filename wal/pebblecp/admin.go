@@ -122,11 +122,11 @@ func (cp *ControlPlane) DeleteRecords(ctx context.Context, reqs []wal.DeleteReco
 }
 
 func deleteRecords(tx *txn, q wal.DeleteRecordsRequest) (wal.DeleteRecordsResult, error) {
-	l, err := tx.log(q.Partition)
+	l, known, err := tx.knownLog(q.Partition)
 	if err != nil {
 		return wal.DeleteRecordsResult{}, err
 	}
-	if !l.found || q.Partition.TopicID.IsZero() {
+	if !known {
 		return wal.DeleteRecordsResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 	}
 	offset := q.Offset
@@ -153,11 +153,11 @@ func (cp *ControlPlane) PruneDisklessLogs(ctx context.Context, reqs []wal.PruneR
 }
 
 func prune(tx *txn, q wal.PruneRequest) (wal.PruneResult, error) {
-	l, err := tx.log(q.Partition)
+	l, known, err := tx.knownLog(q.Partition)
 	if err != nil {
 		return wal.PruneResult{}, err
 	}
-	if !l.found || q.Partition.TopicID.IsZero() {
+	if !known {
 		return wal.PruneResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 	}
 	h := q.HighestOffsetInRemoteStorage
@@ -247,11 +247,11 @@ func (cp *ControlPlane) RepairDisklessLog(ctx context.Context, reqs []wal.Repair
 	out := make([]wal.RepairDisklessLogResult, len(reqs))
 	err := cp.update(ctx, func(tx *txn) error {
 		for i, q := range reqs {
-			l, err := tx.log(q.Partition)
+			l, known, err := tx.knownLog(q.Partition)
 			if err != nil {
 				return err
 			}
-			if l.found && !q.Partition.TopicID.IsZero() {
+			if known {
 				l.row.DisklessStartOffset, l.dirty = q.DisklessStartOffset, true
 				out[i].Found = true
 			}
@@ -266,32 +266,25 @@ func (cp *ControlPlane) RepairDisklessLog(ctx context.Context, reqs []wal.Repair
 
 // AdvanceCrossTierLogStart implements wal.ControlPlane.
 func (cp *ControlPlane) AdvanceCrossTierLogStart(ctx context.Context, reqs []wal.AdvanceCrossTierLogStartRequest) ([]wal.AdvanceCrossTierLogStartResult, error) {
-	out := make([]wal.AdvanceCrossTierLogStartResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i, q := range reqs {
-			l, err := tx.log(q.Partition)
-			if err != nil {
-				return err
-			}
-			switch {
-			case !l.found || q.Partition.TopicID.IsZero():
-				out[i] = wal.AdvanceCrossTierLogStartResult{Err: unknown(q.Partition), CrossTierLogStart: -1}
-			case q.CrossTierLogStart < 0:
-				out[i] = wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: -1, Err: &wal.PartitionError{
-					Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("cross-tier log start %d", q.CrossTierLogStart)}}
-			default:
-				if q.CrossTierLogStart > l.row.CrossTierLogStartOffset {
-					l.row.CrossTierLogStartOffset, l.dirty = q.CrossTierLogStart, true
-				}
-				out[i] = wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: l.row.CrossTierLogStartOffset}
-			}
-		}
-		return nil
-	})
+	return updateEach(ctx, cp, reqs, advanceCrossTierLogStart)
+}
+
+func advanceCrossTierLogStart(tx *txn, q wal.AdvanceCrossTierLogStartRequest) (wal.AdvanceCrossTierLogStartResult, error) {
+	l, known, err := tx.knownLog(q.Partition)
 	if err != nil {
-		return nil, err
+		return wal.AdvanceCrossTierLogStartResult{}, err
 	}
-	return out, nil
+	switch {
+	case !known:
+		return wal.AdvanceCrossTierLogStartResult{Err: unknown(q.Partition), CrossTierLogStart: -1}, nil
+	case q.CrossTierLogStart < 0:
+		return wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: -1, Err: &wal.PartitionError{
+			Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("cross-tier log start %d", q.CrossTierLogStart)}}, nil
+	}
+	if q.CrossTierLogStart > l.row.CrossTierLogStartOffset {
+		l.row.CrossTierLogStartOffset, l.dirty = q.CrossTierLogStart, true
+	}
+	return wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: l.row.CrossTierLogStartOffset}, nil
 }
 
 // EnforceRetention implements wal.ControlPlane.
@@ -302,11 +295,11 @@ func (cp *ControlPlane) EnforceRetention(ctx context.Context, reqs []wal.Retenti
 }
 
 func enforceRetention(tx *txn, q wal.RetentionRequest, maxBatches int) (wal.RetentionResult, error) {
-	l, err := tx.log(q.Partition)
+	l, known, err := tx.knownLog(q.Partition)
 	if err != nil {
 		return wal.RetentionResult{}, err
 	}
-	if !l.found || q.Partition.TopicID.IsZero() {
+	if !known {
 		return wal.RetentionResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 	}
 	scan := wal.NewRetentionScan(l.row.ByteSize, q.RetentionBytes, q.RetentionMs, tx.nowMs, maxBatches)
