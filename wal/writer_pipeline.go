@@ -418,7 +418,8 @@ func (w *Writer) finish(obj *walObject) {
 	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs)}
 	if !obj.abandoned {
 		info.Bytes, info.Batches, info.UploadDuration = int64(len(obj.data)), len(obj.commit.Batches), obj.uploadDur
-		// Nothing of the object's is in flight any more.
+		// The upload returned; a commit still in flight passed its
+		// deadline, which cancelled the context already.
 		obj.cancel()
 	}
 	if obj.err != nil {
