@@ -354,3 +354,19 @@ func TestWriterAbandonedBufferNotRecycled(t *testing.T) {
 	waitUntil(func() bool { return w.Metrics().ObjectsDeletedUncommitted == 1 })
 	require.Equal(t, "abandoned-0", objectValue(t, kept.bytes(key)))
 }
+
+// TestWriterUploadBackoffLarge: a long UploadBackoff doubled many times
+// stays at the cap (the doubling must not overflow into a negative wait).
+func TestWriterUploadBackoffLarge(t *testing.T) {
+	e := newEnv(t, 1)
+	w := e.writer(wal.WriterOptions{UploadBackoff: 100 * time.Second, UploadMaxBackoff: time.Hour})
+	for attempt := range 70 {
+		nominal := time.Hour
+		if attempt < 6 {
+			nominal = min(time.Hour, 100*time.Second<<attempt)
+		}
+		d := w.UploadBackoffForTesting(attempt)
+		require.GreaterOrEqual(t, d, nominal/2, "attempt %d", attempt)
+		require.LessOrEqual(t, d, nominal, "attempt %d", attempt)
+	}
+}

@@ -200,8 +200,10 @@ func retriablePutError(err error) bool {
 // from its upper half (equal jitter), so never above the cap.
 func (w *Writer) uploadBackoff(attempt int) time.Duration {
 	d := w.opts.UploadMaxBackoff
-	if attempt < 30 {
-		d = min(d, w.opts.UploadBackoff<<attempt)
+	// min(cap, UploadBackoff<<attempt), compared before shifting so that
+	// the doubling never overflows into a negative wait.
+	if attempt < 63 && w.opts.UploadBackoff <= d>>attempt {
+		d = w.opts.UploadBackoff << attempt
 	}
 	half := d / 2
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
