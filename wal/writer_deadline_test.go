@@ -370,3 +370,39 @@ func TestWriterUploadBackoffLarge(t *testing.T) {
 		require.LessOrEqual(t, d, nominal, "attempt %d", attempt)
 	}
 }
+
+// TestWriterUploadedPastDeadline: an object stored in time but reached by
+// the committer only after its deadline (the committer was held up by an
+// earlier object's listener) is answered as timed out without a commit:
+// a CommitFile under the ended context could not succeed. The object is
+// deleted, and no commit error is counted.
+func TestWriterUploadedPastDeadline(t *testing.T) {
+	e := newEnv(t, 1)
+	cp := &faultCP{ControlPlane: e.cp}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	w := e.writer(wal.WriterOptions{ControlPlane: cp, MaxBytes: 1, MaxBytesInFlight: 1 << 20, ObjectTimeout: 10 * time.Second,
+		Listener: wal.WriterListener{ObjectCommitted: func(wal.ObjectInfo) {
+			first.Do(func() {
+				close(reached)
+				<-release
+			})
+		}}})
+	a := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "a")})
+	<-reached // the committer is held in a's listener
+	b := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "b")})
+	waitUntil(func() bool { return len(e.store.Keys()) == 2 }) // b is stored
+	e.clock.Advance(10 * time.Second)
+	close(release)
+
+	pa := <-a
+	require.NoError(t, pa.err)
+	require.NoError(t, pa.res[0].Err)
+	key := timedOutKey(t, <-b)
+	waitUntil(func() bool { return w.Metrics().ObjectsDeletedUncommitted == 1 })
+	require.NotContains(t, e.store.Keys(), key)
+	require.Len(t, cp.commitKeys(), 1, "no commit of b")
+	m := w.Metrics()
+	require.Equal(t, int64(1), m.ObjectsTimedOut)
+	require.Equal(t, int64(0), m.CommitErrors)
+}

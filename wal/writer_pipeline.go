@@ -41,8 +41,8 @@ type walObject struct {
 	deadline Timer
 	expired  chan struct{} // closed by the deadline timer
 	// abandoned is set by the committer when the deadline passed before
-	// the upload answered: the upload goroutine's fields are not to be
-	// read before uploaded is closed.
+	// the upload answered (or before the commit could start): the upload
+	// goroutine's fields are not to be read before uploaded is closed.
 	abandoned bool
 	// reqs and bytes grow under Writer.mu while the object is active and
 	// are immutable once it is sealed.
@@ -246,12 +246,19 @@ func (w *Writer) runCommitter() {
 		}
 		select {
 		case <-obj.uploaded:
-			if obj.uploadErr != nil {
+			switch {
+			case obj.uploadErr != nil:
 				obj.err = obj.uploadErr
 				if errors.Is(obj.err, ErrObjectTimeout) {
 					w.metrics.objectsTimedOut.Add(1)
 				}
-			} else {
+			case isClosed(obj.expired):
+				// Stored in time, but the committer got here only after
+				// the deadline (held up by earlier objects): a commit
+				// under the ended context could not succeed, so none is
+				// sent and the object is deleted.
+				w.abandonUpload(obj)
+			default:
 				w.commitObject(obj)
 			}
 		default:
@@ -261,8 +268,9 @@ func (w *Writer) runCommitter() {
 	}
 }
 
-// abandonUpload answers an object whose upload missed the deadline. No
-// CommitFile of it is ever sent, so whatever the upload stored is deleted
+// abandonUpload answers an object whose upload missed the deadline (or
+// whose commit could not start before it). No CommitFile of it is ever
+// sent, so whatever the upload stored is deleted
 // when it returns (if it never returns, the reservation expires and the
 // cleaner reaps the key).
 func (w *Writer) abandonUpload(obj *walObject) {
@@ -285,6 +293,16 @@ func (w *Writer) abandonUpload(obj *walObject) {
 		}
 		w.metrics.objectsDeletedUncommitted.Add(1)
 	}()
+}
+
+// isClosed reports whether ch is closed (it is never sent on).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // commitOutcome is what the commit of one object came to.
