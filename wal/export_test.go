@@ -5,3 +5,8 @@ import "time"
 // UploadBackoffForTesting returns a draw of the wait before retry
 // attempt+1 of a Put.
 func (w *Writer) UploadBackoffForTesting(attempt int) time.Duration { return w.uploadBackoff(attempt) }
+
+// SetBeforeBuildForTesting makes every upload goroutine call f(key) after
+// it takes its upload slot and before it builds the object. Call it before
+// the first Produce.
+func (w *Writer) SetBeforeBuildForTesting(f func(key string)) { w.beforeBuildForTesting = f }

@@ -22,9 +22,13 @@ type WriterMetrics struct {
 	// CommitLatencySum is the total time spent in CommitFile (with
 	// retries), successful or not.
 	CommitLatencySum time.Duration
-	// ObjectsDeletedUncommitted counts objects deleted after a failed
-	// commit that the control plane proved unregistered;
-	// ObjectsKeptUnknown those kept because it did not.
+	// ObjectsDeletedUncommitted counts stored objects the writer deleted
+	// because they were never registered: after a failed commit that the
+	// control plane proved unregistered, or after an upload answered at
+	// its deadline that stored its object later. ObjectsKeptUnknown
+	// counts objects kept after a failed commit because the control
+	// plane did not prove that: the proof failed, or the commit landed
+	// after all (the cleaner deletes them once their batches are gone).
 	ObjectsDeletedUncommitted int64
 	ObjectsKeptUnknown        int64
 	// ObjectsTimedOut counts objects answered at their deadline

@@ -179,6 +179,10 @@ type Writer struct {
 	// buffers holds object buffers (*[]byte) of answered objects for
 	// later builds (unused with a Cache, which keeps the objects).
 	buffers sync.Pool
+	// beforeBuildForTesting, if set, runs in an upload goroutine between
+	// taking its upload slot and building the object. Set only by tests,
+	// before the first Produce.
+	beforeBuildForTesting func(key string)
 
 	mu struct {
 		sync.Mutex
@@ -373,9 +377,13 @@ func (w *Writer) release(obj *walObject) {
 }
 
 // Close seals the active object and waits until every sealed object is
-// answered (uploaded and committed, or failed): a clean shutdown leaves no
-// uncommitted upload. Later Produce calls fail with ErrClosed. A second
-// Close returns nil at once. Close does not close the store or the control
+// answered (uploaded and committed, or failed), at most ObjectTimeout per
+// object. A clean shutdown leaves no uncommitted upload, except of an
+// object answered at its deadline: its stalled Put or CommitFile may
+// still be running after Close returns, and what it stored is deleted
+// when it returns (or reaped by the cleaner once its reservation
+// expires). Later Produce calls fail with ErrClosed. A second Close
+// returns nil at once. Close does not close the store or the control
 // plane.
 func (w *Writer) Close() error {
 	w.mu.Lock()

@@ -1,10 +1,12 @@
 package wal_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -241,4 +243,166 @@ func TestWriterCommitDeadline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepStore records the bytes of every Put by key, and stores them
+// whatever the Put's context: an abandoned upload's context has ended,
+// and these tests look at what it would have stored.
+type keepStore struct {
+	objstore.Store
+	mu   sync.Mutex
+	kept map[string][]byte
+}
+
+func newKeepStore(s objstore.Store) *keepStore {
+	return &keepStore{Store: s, kept: map[string][]byte{}}
+}
+
+func (s *keepStore) Put(_ context.Context, key string, r io.Reader, size int64, opts objstore.PutOptions) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.kept[key] = data
+	s.mu.Unlock()
+	return s.Store.Put(context.Background(), key, bytes.NewReader(data), size, opts)
+}
+
+func (s *keepStore) bytes(key string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kept[key]
+}
+
+// reserveAnywayCP reserves keys whatever the call's context, so that an
+// upload abandoned at its deadline still builds and stores its object.
+type reserveAnywayCP struct{ wal.ControlPlane }
+
+func (c reserveAnywayCP) ReserveObject(_ context.Context, key string) error {
+	return c.ControlPlane.ReserveObject(context.Background(), key)
+}
+
+// timedOutKey checks that a request failed at its deadline before its
+// upload answered, and returns the object's key.
+func timedOutKey(t *testing.T, p produced) string {
+	t.Helper()
+	require.NoError(t, p.err)
+	requireTimedOut(t, p.res[0], wal.ErrUploadFailed)
+	var se *wal.StorageError
+	require.ErrorAs(t, p.res[0].Err, &se)
+	return se.ObjectKey
+}
+
+// TestWriterAbandonedBeforeBuild: an object whose deadline passes after
+// its upload goroutine took a slot but before it built the object is
+// answered then, and its caller may reuse the buffer at once. The late
+// build must read private copies taken before the answer: the object
+// holds the bytes as Produce was given them, never the caller's new ones.
+func TestWriterAbandonedBeforeBuild(t *testing.T) {
+	e := newEnv(t, 1)
+	store := newKeepStore(e.store)
+	w := e.writer(wal.WriterOptions{Store: store, ControlPlane: reserveAnywayCP{e.cp}, MaxBytes: 1, ObjectTimeout: 10 * time.Second})
+	reached, release := make(chan struct{}), make(chan struct{})
+	w.SetBeforeBuildForTesting(func(string) {
+		close(reached)
+		<-release
+	})
+	buf := batch(t, 2, "kept")
+	want := slices.Clone(buf)
+	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: buf})
+	<-reached
+	e.clock.Advance(10 * time.Second)
+	key := timedOutKey(t, <-ch)
+	// The caller reuses its buffer (a batch of the same size, which
+	// frames as the old one did).
+	copy(buf, batch(t, 2, "gone"))
+	close(release)
+
+	// The late upload stores its object; it is deleted, never committed.
+	waitUntil(func() bool { return w.Metrics().ObjectsDeletedUncommitted == 1 })
+	data := store.bytes(key)
+	parsed, err := wal.ParseObject(data)
+	require.NoError(t, err)
+	require.Len(t, parsed, 1)
+	b := parsed[0]
+	require.Equal(t, want, data[b.ByteOffset:b.ByteOffset+b.Size], "the object holds the bytes Produce was given")
+	require.NotContains(t, e.store.Keys(), key)
+}
+
+// TestWriterAbandonedBufferNotRecycled: an object answered at its
+// deadline while its Put still runs keeps its buffer; later objects are
+// not built into it, so the stalled Put stores the object's own bytes.
+func TestWriterAbandonedBufferNotRecycled(t *testing.T) {
+	e := newEnv(t, 1)
+	kept := newKeepStore(e.store)
+	store := newStallStore(kept) // ignores the context: stores after the gate
+	store.gates[1] = make(chan struct{})
+	w := e.writer(wal.WriterOptions{Store: store, MaxBytes: 1, ObjectTimeout: 10 * time.Second})
+	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "abandoned")})
+	waitUntil(func() bool { return store.putCount() == 1 }) // built; its Put stalls
+	e.clock.Advance(10 * time.Second)
+	key := timedOutKey(t, <-ch)
+
+	// Later objects are built into recycled buffers, if any.
+	for i := range 4 {
+		res, err := w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: batch(t, 1, fmt.Sprintf("later%d", i))}})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+	}
+	close(store.gates[1])
+	waitUntil(func() bool { return w.Metrics().ObjectsDeletedUncommitted == 1 })
+	require.Equal(t, "abandoned-0", objectValue(t, kept.bytes(key)))
+}
+
+// TestWriterUploadBackoffLarge: a long UploadBackoff doubled many times
+// stays at the cap (the doubling must not overflow into a negative wait).
+func TestWriterUploadBackoffLarge(t *testing.T) {
+	e := newEnv(t, 1)
+	w := e.writer(wal.WriterOptions{UploadBackoff: 100 * time.Second, UploadMaxBackoff: time.Hour})
+	for attempt := range 70 {
+		nominal := time.Hour
+		if attempt < 6 {
+			nominal = min(time.Hour, 100*time.Second<<attempt)
+		}
+		d := w.UploadBackoffForTesting(attempt)
+		require.GreaterOrEqual(t, d, nominal/2, "attempt %d", attempt)
+		require.LessOrEqual(t, d, nominal, "attempt %d", attempt)
+	}
+}
+
+// TestWriterUploadedPastDeadline: an object stored in time but reached by
+// the committer only after its deadline (the committer was held up by an
+// earlier object's listener) is answered as timed out without a commit:
+// a CommitFile under the ended context could not succeed. The object is
+// deleted, and no commit error is counted.
+func TestWriterUploadedPastDeadline(t *testing.T) {
+	e := newEnv(t, 1)
+	cp := &faultCP{ControlPlane: e.cp}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	w := e.writer(wal.WriterOptions{ControlPlane: cp, MaxBytes: 1, MaxBytesInFlight: 1 << 20, ObjectTimeout: 10 * time.Second,
+		Listener: wal.WriterListener{ObjectCommitted: func(wal.ObjectInfo) {
+			first.Do(func() {
+				close(reached)
+				<-release
+			})
+		}}})
+	a := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "a")})
+	<-reached // the committer is held in a's listener
+	b := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "b")})
+	waitUntil(func() bool { return len(e.store.Keys()) == 2 }) // b is stored
+	e.clock.Advance(10 * time.Second)
+	close(release)
+
+	pa := <-a
+	require.NoError(t, pa.err)
+	require.NoError(t, pa.res[0].Err)
+	key := timedOutKey(t, <-b)
+	waitUntil(func() bool { return w.Metrics().ObjectsDeletedUncommitted == 1 })
+	require.NotContains(t, e.store.Keys(), key)
+	require.Len(t, cp.commitKeys(), 1, "no commit of b")
+	m := w.Metrics()
+	require.Equal(t, int64(1), m.ObjectsTimedOut)
+	require.Equal(t, int64(0), m.CommitErrors)
 }

@@ -169,17 +169,22 @@ func requireNoOrphans(t *testing.T, store objstore.Store, cp wal.ControlPlane, c
 	}
 }
 
+// faultyMem is a mem store whose Puts and Deletes fail (before taking
+// effect) or lose their answer (after), and whose reads are clean.
+func faultyMem(seed uint64) *mem.Mem {
+	return mem.New(mem.Options{Seed: seed, Faults: mem.FaultConfig{
+		Put:    mem.Faults{ErrorRate: 0.25, LostResponseRate: 0.25},
+		Delete: mem.Faults{ErrorRate: 0.2, LostResponseRate: 0.2},
+	}})
+}
+
 // TestWriterUnderMemFaults runs the scenario on the mem store's fault
 // injection: Puts that fail before taking effect and Puts that take
 // effect but lose their answer (the writer retries the same key, or gives
 // up on an object that exists).
 func TestWriterUnderMemFaults(t *testing.T) {
 	seed := testseed.Seed(t, 41)
-	store := mem.New(mem.Options{Seed: seed, Faults: mem.FaultConfig{
-		Put:    mem.Faults{ErrorRate: 0.25, LostResponseRate: 0.25},
-		Delete: mem.Faults{ErrorRate: 0.2, LostResponseRate: 0.2},
-	}})
-	// Reads are configured without faults, so the store reads back clean.
+	store := faultyMem(seed)
 	// One attempt per object, so that about half the objects fail for
 	// good and the lost answers of the others reach the writer's handling.
 	run := produceUnderFaults(t, store, store, seed, 1)
@@ -193,10 +198,7 @@ func TestWriterUnderMemFaults(t *testing.T) {
 // off retries of the same key.
 func TestWriterUnderMemFaultsWithRetries(t *testing.T) {
 	seed := testseed.Seed(t, 47)
-	store := mem.New(mem.Options{Seed: seed, Faults: mem.FaultConfig{
-		Put:    mem.Faults{ErrorRate: 0.25, LostResponseRate: 0.25},
-		Delete: mem.Faults{ErrorRate: 0.2, LostResponseRate: 0.2},
-	}})
+	store := faultyMem(seed)
 	run := produceUnderFaults(t, store, store, seed, 3)
 	require.Positive(t, run.acked)
 	require.Positive(t, run.uploadRetries)

@@ -41,8 +41,8 @@ type walObject struct {
 	deadline Timer
 	expired  chan struct{} // closed by the deadline timer
 	// abandoned is set by the committer when the deadline passed before
-	// the upload answered: the upload goroutine's fields are not to be
-	// read before uploaded is closed.
+	// the upload answered (or before the commit could start): the upload
+	// goroutine's fields are not to be read before uploaded is closed.
 	abandoned bool
 	// reqs and bytes grow under Writer.mu while the object is active and
 	// are immutable once it is sealed.
@@ -141,6 +141,9 @@ func (w *Writer) upload(obj *walObject) {
 		return
 	}
 	defer func() { <-w.uploads }()
+	if h := w.beforeBuildForTesting; h != nil {
+		h(obj.key)
+	}
 	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer())
 	ctx := obj.ctx
 	start := w.opts.Clock.Now()
@@ -197,8 +200,10 @@ func retriablePutError(err error) bool {
 // from its upper half (equal jitter), so never above the cap.
 func (w *Writer) uploadBackoff(attempt int) time.Duration {
 	d := w.opts.UploadMaxBackoff
-	if attempt < 30 {
-		d = min(d, w.opts.UploadBackoff<<attempt)
+	// min(cap, UploadBackoff<<attempt), compared before shifting so that
+	// the doubling never overflows into a negative wait.
+	if attempt < 63 && w.opts.UploadBackoff <= d>>attempt {
+		d = w.opts.UploadBackoff << attempt
 	}
 	half := d / 2
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
@@ -241,12 +246,19 @@ func (w *Writer) runCommitter() {
 		}
 		select {
 		case <-obj.uploaded:
-			if obj.uploadErr != nil {
+			switch {
+			case obj.uploadErr != nil:
 				obj.err = obj.uploadErr
 				if errors.Is(obj.err, ErrObjectTimeout) {
 					w.metrics.objectsTimedOut.Add(1)
 				}
-			} else {
+			case isClosed(obj.expired):
+				// Stored in time, but the committer got here only after
+				// the deadline (held up by earlier objects): a commit
+				// under the ended context could not succeed, so none is
+				// sent and the object is deleted.
+				w.abandonUpload(obj)
+			default:
 				w.commitObject(obj)
 			}
 		default:
@@ -256,8 +268,9 @@ func (w *Writer) runCommitter() {
 	}
 }
 
-// abandonUpload answers an object whose upload missed the deadline. No
-// CommitFile of it is ever sent, so whatever the upload stored is deleted
+// abandonUpload answers an object whose upload missed the deadline (or
+// whose commit could not start before it). No CommitFile of it is ever
+// sent, so whatever the upload stored is deleted
 // when it returns (if it never returns, the reservation expires and the
 // cleaner reaps the key).
 func (w *Writer) abandonUpload(obj *walObject) {
@@ -280,6 +293,16 @@ func (w *Writer) abandonUpload(obj *walObject) {
 		}
 		w.metrics.objectsDeletedUncommitted.Add(1)
 	}()
+}
+
+// isClosed reports whether ch is closed (it is never sent on).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // commitOutcome is what the commit of one object came to.
@@ -415,7 +438,8 @@ func (w *Writer) finish(obj *walObject) {
 	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs)}
 	if !obj.abandoned {
 		info.Bytes, info.Batches, info.UploadDuration = int64(len(obj.data)), len(obj.commit.Batches), obj.uploadDur
-		// Nothing of the object's is in flight any more.
+		// The upload returned; a commit still in flight passed its
+		// deadline, which cancelled the context already.
 		obj.cancel()
 	}
 	if obj.err != nil {

@@ -118,29 +118,15 @@ func firstBatchBase(tx *txn, tp wal.TopicIDPartition) (int64, bool, error) {
 
 // DeleteRecords implements wal.ControlPlane.
 func (cp *ControlPlane) DeleteRecords(ctx context.Context, reqs []wal.DeleteRecordsRequest) ([]wal.DeleteRecordsResult, error) {
-	out := make([]wal.DeleteRecordsResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i, q := range reqs {
-			res, err := deleteRecords(tx, q)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateEach(ctx, cp, reqs, deleteRecords)
 }
 
 func deleteRecords(tx *txn, q wal.DeleteRecordsRequest) (wal.DeleteRecordsResult, error) {
-	l, err := tx.log(q.Partition)
+	l, known, err := tx.knownLog(q.Partition)
 	if err != nil {
 		return wal.DeleteRecordsResult{}, err
 	}
-	if !l.found || q.Partition.TopicID.IsZero() {
+	if !known {
 		return wal.DeleteRecordsResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 	}
 	offset := q.Offset
@@ -163,29 +149,15 @@ func deleteRecords(tx *txn, q wal.DeleteRecordsRequest) (wal.DeleteRecordsResult
 
 // PruneDisklessLogs implements wal.ControlPlane.
 func (cp *ControlPlane) PruneDisklessLogs(ctx context.Context, reqs []wal.PruneRequest) ([]wal.PruneResult, error) {
-	out := make([]wal.PruneResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i, q := range reqs {
-			res, err := prune(tx, q)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateEach(ctx, cp, reqs, prune)
 }
 
 func prune(tx *txn, q wal.PruneRequest) (wal.PruneResult, error) {
-	l, err := tx.log(q.Partition)
+	l, known, err := tx.knownLog(q.Partition)
 	if err != nil {
 		return wal.PruneResult{}, err
 	}
-	if !l.found || q.Partition.TopicID.IsZero() {
+	if !known {
 		return wal.PruneResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 	}
 	h := q.HighestOffsetInRemoteStorage
@@ -212,25 +184,11 @@ func prune(tx *txn, q wal.PruneRequest) (wal.PruneResult, error) {
 
 // InitDisklessLog implements wal.ControlPlane.
 func (cp *ControlPlane) InitDisklessLog(ctx context.Context, reqs []wal.InitDisklessLogRequest) ([]wal.InitDisklessLogResult, error) {
-	out := make([]wal.InitDisklessLogResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i := range reqs {
-			res, err := initLog(tx, &reqs[i])
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateEach(ctx, cp, reqs, initLog)
 }
 
-func initLog(tx *txn, q *wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, error) {
-	if p := initProblem(q); p != "" {
+func initLog(tx *txn, q wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, error) {
+	if p := initProblem(&q); p != "" {
 		return wal.InitDisklessLogResult{Err: &wal.PartitionError{Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: p}}, nil
 	}
 	l, err := tx.log(q.Partition)
@@ -289,11 +247,11 @@ func (cp *ControlPlane) RepairDisklessLog(ctx context.Context, reqs []wal.Repair
 	out := make([]wal.RepairDisklessLogResult, len(reqs))
 	err := cp.update(ctx, func(tx *txn) error {
 		for i, q := range reqs {
-			l, err := tx.log(q.Partition)
+			l, known, err := tx.knownLog(q.Partition)
 			if err != nil {
 				return err
 			}
-			if l.found && !q.Partition.TopicID.IsZero() {
+			if known {
 				l.row.DisklessStartOffset, l.dirty = q.DisklessStartOffset, true
 				out[i].Found = true
 			}
@@ -308,59 +266,40 @@ func (cp *ControlPlane) RepairDisklessLog(ctx context.Context, reqs []wal.Repair
 
 // AdvanceCrossTierLogStart implements wal.ControlPlane.
 func (cp *ControlPlane) AdvanceCrossTierLogStart(ctx context.Context, reqs []wal.AdvanceCrossTierLogStartRequest) ([]wal.AdvanceCrossTierLogStartResult, error) {
-	out := make([]wal.AdvanceCrossTierLogStartResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i, q := range reqs {
-			l, err := tx.log(q.Partition)
-			if err != nil {
-				return err
-			}
-			switch {
-			case !l.found || q.Partition.TopicID.IsZero():
-				out[i] = wal.AdvanceCrossTierLogStartResult{Err: unknown(q.Partition), CrossTierLogStart: -1}
-			case q.CrossTierLogStart < 0:
-				out[i] = wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: -1, Err: &wal.PartitionError{
-					Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("cross-tier log start %d", q.CrossTierLogStart)}}
-			default:
-				if q.CrossTierLogStart > l.row.CrossTierLogStartOffset {
-					l.row.CrossTierLogStartOffset, l.dirty = q.CrossTierLogStart, true
-				}
-				out[i] = wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: l.row.CrossTierLogStartOffset}
-			}
-		}
-		return nil
-	})
+	return updateEach(ctx, cp, reqs, advanceCrossTierLogStart)
+}
+
+func advanceCrossTierLogStart(tx *txn, q wal.AdvanceCrossTierLogStartRequest) (wal.AdvanceCrossTierLogStartResult, error) {
+	l, known, err := tx.knownLog(q.Partition)
 	if err != nil {
-		return nil, err
+		return wal.AdvanceCrossTierLogStartResult{}, err
 	}
-	return out, nil
+	switch {
+	case !known:
+		return wal.AdvanceCrossTierLogStartResult{Err: unknown(q.Partition), CrossTierLogStart: -1}, nil
+	case q.CrossTierLogStart < 0:
+		return wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: -1, Err: &wal.PartitionError{
+			Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("cross-tier log start %d", q.CrossTierLogStart)}}, nil
+	}
+	if q.CrossTierLogStart > l.row.CrossTierLogStartOffset {
+		l.row.CrossTierLogStartOffset, l.dirty = q.CrossTierLogStart, true
+	}
+	return wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: l.row.CrossTierLogStartOffset}, nil
 }
 
 // EnforceRetention implements wal.ControlPlane.
 func (cp *ControlPlane) EnforceRetention(ctx context.Context, reqs []wal.RetentionRequest, maxBatches int) ([]wal.RetentionResult, error) {
-	out := make([]wal.RetentionResult, len(reqs))
-	err := cp.update(ctx, func(tx *txn) error {
-		for i, q := range reqs {
-			res, err := enforceRetention(tx, q, maxBatches)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
+	return updateEach(ctx, cp, reqs, func(tx *txn, q wal.RetentionRequest) (wal.RetentionResult, error) {
+		return enforceRetention(tx, q, maxBatches)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func enforceRetention(tx *txn, q wal.RetentionRequest, maxBatches int) (wal.RetentionResult, error) {
-	l, err := tx.log(q.Partition)
+	l, known, err := tx.knownLog(q.Partition)
 	if err != nil {
 		return wal.RetentionResult{}, err
 	}
-	if !l.found || q.Partition.TopicID.IsZero() {
+	if !known {
 		return wal.RetentionResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 	}
 	scan := wal.NewRetentionScan(l.row.ByteSize, q.RetentionBytes, q.RetentionMs, tx.nowMs, maxBatches)

@@ -76,11 +76,11 @@ func errReaped(key string) error {
 // commitBatch decides one batch: unknown partition, the producer check,
 // or accept at the partition's high watermark.
 func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (storedResult, error) {
-	l, err := tx.log(b.Partition)
+	l, known, err := tx.knownLog(b.Partition)
 	if err != nil {
 		return storedResult{}, err
 	}
-	if !l.found || b.Partition.TopicID.IsZero() {
+	if !known {
 		return storedResult{Status: statusUnknownPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, nil
 	}
 	assigned := l.row.HighWatermark

@@ -161,6 +161,39 @@ func (cp *ControlPlane) Close() error {
 	return nil
 }
 
+// updateEach answers reqs one at a time inside one update, so that a
+// call's answers commit together; an error from answer (not a
+// per-request answer, which it returns in its result) aborts them all.
+func updateEach[Q, R any](ctx context.Context, cp *ControlPlane, reqs []Q, answer func(tx *txn, q Q) (R, error)) ([]R, error) {
+	return answerEach(func(fn func(*txn) error) error { return cp.update(ctx, fn) }, reqs, answer)
+}
+
+// viewEach answers reqs one at a time from one snapshot; an error from
+// answer fails the whole call.
+func viewEach[Q, R any](ctx context.Context, cp *ControlPlane, reqs []Q, answer func(r pebble.Reader, q Q) (R, error)) ([]R, error) {
+	return answerEach(func(fn func(pebble.Reader) error) error { return cp.view(ctx, fn) }, reqs, answer)
+}
+
+// answerEach runs answer on every request inside one call of in (an
+// update or a view) and collects the results in request order.
+func answerEach[T, Q, R any](in func(func(T) error) error, reqs []Q, answer func(T, Q) (R, error)) ([]R, error) {
+	out := make([]R, len(reqs))
+	err := in(func(t T) error {
+		for i, q := range reqs {
+			res, err := answer(t, q)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // update runs fn on a fresh transaction under writeMu and commits it with
 // pebble.Sync if fn succeeds.
 func (cp *ControlPlane) update(ctx context.Context, fn func(tx *txn) error) error {

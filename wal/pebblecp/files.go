@@ -153,8 +153,10 @@ func (cp *ControlPlane) DeleteFiles(ctx context.Context, keys []string) error {
 			if f.row.Reason == reasonOrphan {
 				// A writer that reserved the key may still be uploading
 				// it: the tombstone keeps its commit failing for ever.
-				// One small row per reaped orphan; orphans come from
-				// crashes and failed uploads only, so they stay few.
+				// One small row per reaped orphan, kept for ever
+				// (ReapedKeys counts them): orphans come from crashes
+				// and from uploads and commits that failed or timed
+				// out, so they stay few while the store is healthy.
 				if err := tx.b.Set(tombstoneKey(k), encodeReservation(tx.nowMs), nil); err != nil {
 					return err
 				}
@@ -163,4 +165,26 @@ func (cp *ControlPlane) DeleteFiles(ctx context.Context, keys []string) error {
 		}
 		return nil
 	})
+}
+
+// ReapedKeys counts the tombstones of reaped orphans that DeleteFiles
+// forgot. They are kept for ever (a late CommitFile or ReserveObject of
+// such a key must keep failing), one small row each, so the count grows
+// with every upload or commit that failed, timed out or crashed before
+// its reservation expired: a number to watch. It reads every tombstone.
+func (cp *ControlPlane) ReapedKeys(ctx context.Context) (int64, error) {
+	var n int64
+	err := cp.view(ctx, func(r pebble.Reader) error {
+		p := []byte{tagTombstone}
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			return fmt.Errorf("pebblecp: iterate tombstones: %w", err)
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		return it.Error()
+	})
+	return n, err
 }

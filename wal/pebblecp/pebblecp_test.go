@@ -76,3 +76,48 @@ func TestOpenReadOnly(t *testing.T) {
 	_, err = Open(fs, "missing", Options{ReadOnly: true})
 	require.ErrorIs(t, err, wal.ErrInvalidArgument)
 }
+
+// TestReapedKeys: a reaped orphan's tombstone is counted once DeleteFiles
+// forgot its row, and stays counted (and the key refused) after a reopen.
+func TestReapedKeys(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	now := time.UnixMilli(1000)
+	opts := Options{Now: func() time.Time { return now }}
+	cp, err := Open(fs, "cp", opts)
+	require.NoError(t, err)
+	count := func() int64 {
+		t.Helper()
+		n, err := cp.ReapedKeys(ctx)
+		require.NoError(t, err)
+		return n
+	}
+	for _, k := range []string{"orphan-a", "orphan-b", "committed"} {
+		require.NoError(t, cp.ReserveObject(ctx, k))
+	}
+	res, err := cp.CommitFile(ctx, wal.CommitFileRequest{ObjectKey: "committed", ObjectSize: 10})
+	require.NoError(t, err)
+	require.True(t, res.MarkedForDeletion, "no batches: marked at once")
+	now = now.Add(time.Hour)
+	reaped, err := cp.ExpireReservations(ctx, now, 0)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"orphan-a", "orphan-b"}, reaped)
+	require.Equal(t, int64(0), count(), "rows still there: no tombstone yet")
+
+	files, err := cp.FilesToDelete(ctx, now.Add(time.Millisecond), 0)
+	require.NoError(t, err)
+	var keys []string
+	for _, f := range files {
+		keys = append(keys, f.ObjectKey)
+	}
+	require.ElementsMatch(t, []string{"orphan-a", "orphan-b", "committed"}, keys)
+	require.NoError(t, cp.DeleteFiles(ctx, keys))
+	require.Equal(t, int64(2), count(), "the committed object leaves no tombstone")
+
+	require.NoError(t, cp.Close())
+	cp, err = Open(fs, "cp", opts)
+	require.NoError(t, err)
+	defer cp.Close()
+	require.Equal(t, int64(2), count())
+	require.ErrorIs(t, cp.ReserveObject(ctx, "orphan-a"), wal.ErrObjectKeyReused)
+}

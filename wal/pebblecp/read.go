@@ -30,22 +30,10 @@ func lookupLog(r pebble.Reader, tp wal.TopicIDPartition) (logRow, bool, error) {
 
 // FindBatches implements wal.ControlPlane.
 func (cp *ControlPlane) FindBatches(ctx context.Context, req wal.FindBatchesRequest) ([]wal.FindBatchesResult, error) {
-	out := make([]wal.FindBatchesResult, len(req.Partitions))
-	err := cp.view(ctx, func(r pebble.Reader) error {
-		budget := wal.NewFindBudget(req.MaxBytes)
-		for i, p := range req.Partitions {
-			res, err := findPartition(r, p, budget, req.MaxBatchesPerPartition)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
+	budget := wal.NewFindBudget(req.MaxBytes)
+	return viewEach(ctx, cp, req.Partitions, func(r pebble.Reader, p wal.FindPartition) (wal.FindBatchesResult, error) {
+		return findPartition(r, p, budget, req.MaxBatchesPerPartition)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func findPartition(r pebble.Reader, p wal.FindPartition, budget *wal.FindBudget, maxBatches int) (wal.FindBatchesResult, error) {
@@ -88,21 +76,7 @@ func batchInfo(last int64, b *batchRow) wal.BatchInfo {
 
 // ListOffsets implements wal.ControlPlane.
 func (cp *ControlPlane) ListOffsets(ctx context.Context, reqs []wal.ListOffsetsRequest) ([]wal.ListOffsetsResult, error) {
-	out := make([]wal.ListOffsetsResult, len(reqs))
-	err := cp.view(ctx, func(r pebble.Reader) error {
-		for i, q := range reqs {
-			res, err := listOffset(r, q)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return viewEach(ctx, cp, reqs, listOffset)
 }
 
 var noOffset = wal.ListOffsetsResult{Offset: -1, Timestamp: -1}

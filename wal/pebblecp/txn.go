@@ -92,6 +92,17 @@ func (tx *txn) log(tp wal.TopicIDPartition) (*logEntry, error) {
 	return e, nil
 }
 
+// knownLog returns tp's log entry in tx, with known false for a
+// partition the control plane does not have: no row, or the zero topic
+// id (as lookupLog treats reads).
+func (tx *txn) knownLog(tp wal.TopicIDPartition) (l *logEntry, known bool, err error) {
+	l, err = tx.log(tp)
+	if err != nil {
+		return nil, false, err
+	}
+	return l, l.found && !tp.TopicID.IsZero(), nil
+}
+
 func readFile(r pebble.Reader, objectKey string) (fileRow, bool, error) {
 	var row fileRow
 	key := fileKey(objectKey)
