@@ -22,6 +22,7 @@ import (
 // Every method called after Close returns ErrClosed; Close itself is
 // idempotent.
 func (l *UnifiedLog) Close() error {
+	l.background.Wait()
 	flushErr := l.Flush()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
