@@ -379,10 +379,12 @@ var ErrFencedEpoch = base.ErrFencedEpoch
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) backgroundFlushDueLocked() bool {
 	iv := l.opts.RecoveryPointIntervalBytes
-	if iv <= 0 || l.opts.FlushMessages > 0 || l.opts.FlushMs > 0 || l.mu.unflushedBytes < iv || l.mu.backgroundFlush {
+	if iv <= 0 || l.opts.FlushMessages > 0 || l.opts.FlushMs > 0 || l.mu.unflushedBytes < iv ||
+		l.mu.backgroundFlush || l.mu.closing {
 		return false
 	}
 	l.mu.backgroundFlush = true
+	l.background.Add(1)
 	return true
 }
 
@@ -392,8 +394,10 @@ func (l *UnifiedLog) backgroundFlushDueLocked() bool {
 // path. Its failure is the log's sticky write error, which the next write
 // returns; ErrClosed after a concurrent Close is expected. Close waits
 // for it.
+//
+// REQUIRES: backgroundFlushDueLocked returned true (it counted the
+// flush in l.background).
 func (l *UnifiedLog) startBackgroundFlush() {
-	l.background.Add(1)
 	go func() {
 		defer l.background.Done()
 		err := l.Flush()

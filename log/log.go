@@ -107,6 +107,10 @@ type UnifiedLog struct {
 		// started by an append runs.
 		unflushedBytes  int64
 		backgroundFlush bool
+		// closing is set by Close before it waits for the background
+		// flush: no new one starts (UnifiedLog.background's Add happens
+		// under mu, never from zero during the Wait).
+		closing bool
 		// unflushedRecords and firstUnflushedMs drive the flush policy.
 		unflushedRecords int64
 		firstUnflushedMs int64
