@@ -400,12 +400,24 @@ func (l *UnifiedLog) backgroundFlushDueLocked() bool {
 func (l *UnifiedLog) startBackgroundFlush() {
 	go func() {
 		defer l.background.Done()
-		err := l.Flush()
-		if err != nil && !errors.Is(err, ErrClosed) {
-			l.logger.Warn("background flush failed", zap.Error(err))
+		for {
+			err := l.Flush()
+			if err != nil && !errors.Is(err, ErrClosed) {
+				l.logger.Warn("background flush failed", zap.Error(err))
+			}
+			// Appends that came during the fsync may have passed the
+			// interval again: flush on rather than wait for the next
+			// append, so the unflushed tail stays near one interval plus
+			// what one flush's duration lets in.
+			l.mu.Lock()
+			again := err == nil && !l.mu.closing && l.mu.unflushedBytes >= l.opts.RecoveryPointIntervalBytes
+			if !again {
+				l.mu.backgroundFlush = false
+			}
+			l.mu.Unlock()
+			if !again {
+				return
+			}
 		}
-		l.mu.Lock()
-		l.mu.backgroundFlush = false
-		l.mu.Unlock()
 	}()
 }
