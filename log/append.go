@@ -10,6 +10,7 @@ import (
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
+	"go.uber.org/zap"
 )
 
 // AppendOrigin says who produced a leader append. Kafka: AppendOrigin.
@@ -238,7 +239,11 @@ func (l *UnifiedLog) appendLocked(buf []byte, a *appendAnalysis, leader bool, le
 	l.mu.Lock()
 	ev, err := l.writeLocked(buf, a.batches(), &info, leader, leaderEpoch, a.origin)
 	flushNow := err == nil && l.shouldFlushLocked(info.Records)
+	background := err == nil && !flushNow && l.backgroundFlushDueLocked()
 	l.mu.Unlock()
+	if background {
+		l.startBackgroundFlush()
+	}
 	l.fire(ev)
 	if err != nil {
 		return emptyAppend(), err
@@ -335,6 +340,7 @@ func (l *UnifiedLog) writeLocked(buf []byte, batches []record.Batch, info *Appen
 		l.mu.firstUnflushedMs = l.opts.nowMs()
 	}
 	l.mu.unflushedRecords += info.Records
+	l.mu.unflushedBytes += int64(len(buf))
 	l.counters.appendedBatches.Add(int64(info.Batches))
 	l.counters.appendedBytes.Add(int64(len(buf)))
 	return ev, nil
@@ -364,3 +370,54 @@ func (l *UnifiedLog) maybeRollLocked(size int, info *AppendInfo, ev *events) err
 // ErrFencedEpoch means an append carried a leader epoch older than the
 // latest one in the epoch cache. Kafka: FENCED_LEADER_EPOCH (74).
 var ErrFencedEpoch = base.ErrFencedEpoch
+
+// backgroundFlushDueLocked reports whether an append should start a
+// flush in the background: the log has no flush policy (a policy decides
+// when its log flushes), RecoveryPointIntervalBytes are unflushed and no
+// such flush runs. It marks one as running.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) backgroundFlushDueLocked() bool {
+	iv := l.opts.RecoveryPointIntervalBytes
+	if iv <= 0 || l.opts.FlushMessages > 0 || l.opts.FlushMs > 0 || l.mu.unflushedBytes < iv ||
+		l.mu.backgroundFlush || l.mu.closing {
+		return false
+	}
+	l.mu.backgroundFlush = true
+	l.background.Add(1)
+	return true
+}
+
+// startBackgroundFlush runs one Flush on its own goroutine, so the
+// recovery point (and with it the bytes a crash recovery reads) keeps up
+// with appends without a flush policy and without an fsync on the append
+// path. Its failure is the log's sticky write error, which the next write
+// returns; ErrClosed after a concurrent Close is expected. Close waits
+// for it.
+//
+// REQUIRES: backgroundFlushDueLocked returned true (it counted the
+// flush in l.background).
+func (l *UnifiedLog) startBackgroundFlush() {
+	go func() {
+		defer l.background.Done()
+		for {
+			err := l.Flush()
+			if err != nil && !errors.Is(err, ErrClosed) {
+				l.logger.Warn("background flush failed", zap.Error(err))
+			}
+			// Appends that came during the fsync may have passed the
+			// interval again: flush on rather than wait for the next
+			// append, so the unflushed tail stays near one interval plus
+			// what one flush's duration lets in.
+			l.mu.Lock()
+			again := err == nil && !l.mu.closing && l.mu.unflushedBytes >= l.opts.RecoveryPointIntervalBytes
+			if !again {
+				l.mu.backgroundFlush = false
+			}
+			l.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
+}

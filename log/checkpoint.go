@@ -24,6 +24,12 @@ const (
 	//	2                      number of entries
 	//	log-start-offset 5
 	//	recovery-point 17
+	//	segment-recovery-point 12
+	//
+	// The third key is tierlog's: a recovery point inside a segment at
+	// which the segment's index files, its transaction index and a
+	// producer snapshot were made durable (DESIGN.md 5.2); absent when
+	// there is none. Older versions of this file have two entries.
 	OffsetsCheckpointFileName = "offsets-checkpoint"
 	// CleanShutdownFileName exists while the log is closed cleanly: Close
 	// writes it as its last step, Open removes it (durably) before it
@@ -34,21 +40,34 @@ const (
 const (
 	keyLogStartOffset = "log-start-offset"
 	keyRecoveryPoint  = "recovery-point"
+	keySegmentPoint   = "segment-recovery-point"
 )
 
 // offsetsCheckpoint is the content of the offsets checkpoint.
 type offsetsCheckpoint struct {
 	logStartOffset int64
 	recoveryPoint  int64
+	// segmentPoint is the segment recovery point, 0 if none: an offset
+	// strictly inside a segment, at or below recoveryPoint, whose
+	// segment's files were made durable up to it (see Flush).
+	segmentPoint int64
 }
 
 func (c offsetsCheckpoint) encode() []byte {
 	var b []byte
-	b = append(b, "0\n2\n"...)
+	if c.segmentPoint > 0 {
+		b = append(b, "0\n3\n"...)
+	} else {
+		b = append(b, "0\n2\n"...)
+	}
 	b = append(b, keyLogStartOffset+" "...)
 	b = strconv.AppendInt(b, c.logStartOffset, 10)
 	b = append(b, "\n"+keyRecoveryPoint+" "...)
 	b = strconv.AppendInt(b, c.recoveryPoint, 10)
+	if c.segmentPoint > 0 {
+		b = append(b, "\n"+keySegmentPoint+" "...)
+		b = strconv.AppendInt(b, c.segmentPoint, 10)
+	}
 	return append(b, '\n')
 }
 
@@ -100,6 +119,8 @@ func parseOffsetsCheckpoint(path string, data []byte) (offsetsCheckpoint, error)
 			c.logStartOffset = v
 		case keyRecoveryPoint:
 			c.recoveryPoint = v
+		case keySegmentPoint:
+			c.segmentPoint = v
 		default:
 			return c, bad(i+3, "unknown key %q", fields[0])
 		}

@@ -22,6 +22,10 @@ import (
 // Every method called after Close returns ErrClosed; Close itself is
 // idempotent.
 func (l *UnifiedLog) Close() error {
+	l.mu.Lock()
+	l.mu.closing = true
+	l.mu.Unlock()
+	l.background.Wait()
 	flushErr := l.Flush()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/stretchr/testify/require"
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/log/internal/producer"
@@ -206,12 +207,15 @@ func (c crashCandidate) matches(s logState) error {
 // checkCrashClone opens the log on a crash clone and checks it against
 // the model; then it crashes the reopened log (a clone of the clone,
 // nothing unsynced kept), reopens it and requires the same state.
-func checkCrashClone(clone *vfs.MemFS, opts Options, m *crashModel) (err error) {
+func checkCrashClone(clone *vfs.MemFS, opts Options, m *crashModel, resumed *int) (err error) {
 	opts.FS = clone
 	opts.Listener = Listener{}
 	l, err := Open(testDir, opts)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
+	}
+	if l.Metrics().RecoverySkippedBytes > 0 {
+		*resumed++
 	}
 	defer func() { err = errors.Join(err, l.Close()) }()
 	s, err := readLogState(l)
@@ -280,6 +284,7 @@ type crashRun struct {
 	// points counts mutating file operations; a clone is checked at every
 	// stride-th one.
 	points, stride, checked int
+	resumed                 int // recoveries that resumed at a segment recovery point
 	pcts                    []int
 	step                    int    // workload step
 	doing                   string // what the workload step does
@@ -324,6 +329,15 @@ func newCrashRun(t *testing.T, seed uint64, stride int) *crashRun {
 	if r.rng.IntN(2) == 0 {
 		r.opts.FlushMessages = int64(3 + r.rng.IntN(20))
 	}
+	r.opts.RecoveryPointIntervalBytes = -1
+	if pts := rand.New(rand.NewPCG(seed, 3)); pts.IntN(3) > 0 {
+		// Segment recovery points every few batches, so crashes hit
+		// every step of writing one and recoveries resume at them.
+		// FlushMs, which the frozen clock never reaches, turns off the
+		// background flush (it would race the model).
+		r.opts.RecoveryPointIntervalBytes = int64(128 + pts.IntN(1024))
+		r.opts.FlushMs = 1 << 40
+	}
 	r.m.flushed()
 	return r
 }
@@ -340,7 +354,7 @@ func (r *crashRun) maybeCrash(op errorfs.Op) error {
 	r.checked++
 	for _, pct := range r.pcts {
 		clone := r.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: r.cloneRNG})
-		if err := checkCrashClone(clone, r.opts, &r.m); err != nil {
+		if err := checkCrashClone(clone, r.opts, &r.m, &r.resumed); err != nil {
 			r.t.Fatalf("seed %d, crash point %d (before %s %s), step %d (%s), %d%% unsynced kept: %v\nlast steps:\n%s",
 				r.seed, r.points, opKindName(op.Kind), op.Path, r.step, r.doing, pct, err, r.lastSteps())
 		}
@@ -486,14 +500,24 @@ func checkProducerState(l *UnifiedLog, s logState) error {
 	l.UpdateHighWatermark(l.LogEndOffset())
 	oracle := producer.NewManager(producer.Options{})
 	oracle.SetMapEndOffset(s.logStart)
+	var wantAborted []AbortedTxn
 	for _, b := range s.batches {
 		bt, err := record.ReadBatch(b.data)
 		if err != nil {
 			return err
 		}
-		if _, err := oracle.Replay(bt); err != nil {
+		completed, err := oracle.Replay(bt)
+		if err != nil {
 			return fmt.Errorf("oracle replay of [%d, %d): %w", b.base, b.next, err)
 		}
+		for _, c := range completed {
+			if c.IsAborted && c.FirstOffset >= s.logStart {
+				wantAborted = append(wantAborted, c.AbortedTxn())
+			}
+		}
+	}
+	if err := checkResumedTxnIndex(l, wantAborted); err != nil {
+		return err
 	}
 	oracle.OnHighWatermarkUpdated(s.leo)
 	got, want := l.OngoingTransactions(), oracle.OngoingTxns()
@@ -685,13 +709,16 @@ func TestCrashSweep(t *testing.T) {
 		runs, steps = 2, 60
 	}
 	seed := testseed.Seed(t, 1795984179168451882)
-	total := 0
+	total, resumed := 0, 0
 	for i := range runs {
 		r := newCrashRun(t, seed+uint64(i), 1)
 		r.run(steps)
 		total += r.checked
+		resumed += r.resumed
 	}
-	t.Logf("%d crash points, each strict (0%%) and fuzzy (50%%)", total)
+	t.Logf("%d crash points, each strict (0%%) and fuzzy (50%%); %d recoveries resumed at a segment recovery point",
+		total, resumed)
+	require.Positive(t, resumed, "no recovery resumed inside a segment: the sweep does not test segment recovery points")
 }
 
 // opKindName names a file operation for failure messages.
@@ -706,4 +733,42 @@ func opKindName(k errorfs.OpKind) string {
 		errorfs.OpList: "list", errorfs.OpStat: "stat", errorfs.OpFileRead: "read",
 		errorfs.OpFileReadAt: "read-at", errorfs.OpFileStat: "file-stat",
 	}[k]
+}
+
+// checkResumedTxnIndex checks the transaction index of the segment whose
+// recovery resumed at a segment recovery point (its entries below the
+// point come from the file written with the point, the others from the
+// replay): exactly the aborted transactions a replay of the log finds
+// with their marker in that segment. want is the replay's list.
+func checkResumedTxnIndex(l *UnifiedLog, want []AbortedTxn) error {
+	if l.Metrics().RecoverySkippedBytes == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := l.mu.segments
+	for i, seg := range segs {
+		if seg.BaseOffset() != l.mu.segmentPointBase {
+			continue
+		}
+		end := l.logEndOffset.Load()
+		if i+1 < len(segs) {
+			end = segs[i+1].BaseOffset()
+		}
+		format := func(ts []AbortedTxn) []string {
+			var out []string
+			for _, t := range ts {
+				if t.LastOffset >= seg.BaseOffset() && t.LastOffset < end {
+					out = append(out, fmt.Sprintf("pid %d [%d, %d]", t.ProducerID, t.FirstOffset, t.LastOffset))
+				}
+			}
+			return out
+		}
+		if g, w := format(seg.txn.Entries()), format(want); !slices.Equal(g, w) {
+			return fmt.Errorf("segment %d (recovery resumed at %d): transaction index holds aborted %v, a replay of the log has %v",
+				seg.BaseOffset(), l.mu.segmentPoint, g, w)
+		}
+		return nil
+	}
+	return fmt.Errorf("recovery resumed, but no segment holds the segment recovery point %d", l.mu.segmentPoint)
 }

@@ -2,10 +2,14 @@ package log
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/log/internal/producer"
+	"github.com/tierlog/tierlog/log/internal/segment"
+	"go.uber.org/zap"
 )
 
 func isCorruption(err error) bool { return errors.Is(err, ErrCorruption) }
@@ -69,6 +73,8 @@ func (l *UnifiedLog) Flush() error {
 	// Every snapshot at or below upTo is queued by now: a roll queues its
 	// snapshot before the log end offset passes the new base.
 	snaps := slices.Clone(l.mu.pendingSnapshots)
+	l.mu.unflushedBytes = 0
+	point := l.segmentPointDueLocked(upTo)
 	v, err := l.acquireView()
 	l.mu.Unlock()
 	if err != nil {
@@ -76,7 +82,7 @@ func (l *UnifiedLog) Flush() error {
 	}
 	defer v.unref()
 
-	if upTo <= from && !dirDirty && !l.epochs.Dirty() && len(snaps) == 0 {
+	if upTo <= from && !dirDirty && !l.epochs.Dirty() && len(snaps) == 0 && point == nil {
 		return nil
 	}
 	// The epoch checkpoint first: the recovery point must never pass an
@@ -126,6 +132,12 @@ func (l *UnifiedLog) Flush() error {
 		}
 	}
 
+	if point != nil {
+		if err := l.writeSegmentPointFiles(point); err != nil {
+			return err
+		}
+	}
+
 	l.mu.Lock()
 	advanced := false
 	if l.mu.truncationCount == count && upTo > l.mu.recoveryPoint {
@@ -137,17 +149,106 @@ func (l *UnifiedLog) Flush() error {
 		}
 		advanced = true
 	}
+	prevPoint := int64(0)
+	if point != nil && l.mu.truncationCount == count {
+		prevPoint = l.mu.segmentPoint
+		l.mu.segmentPoint, l.mu.segmentPointBase, l.mu.segmentPointPos = point.offset, point.ref.BaseOffset(), point.pos
+	} else {
+		point = nil
+	}
 	ckpt := l.offsetsCheckpointLocked()
 	l.mu.Unlock()
-	if advanced && crossed {
-		// The recovery point passed a segment boundary: record it so a
-		// crash does not recover the whole log. Between these writes the
+	if (advanced && crossed) || point != nil {
+		// The recovery point passed a segment boundary, or a segment
+		// recovery point is ready: record it so a crash does not
+		// recover the whole log (or segment). Between these writes the
 		// checkpoint lags, which costs recovery time, never data.
 		if err := writeOffsetsCheckpoint(l.fs, l.dir, ckpt); err != nil {
 			return l.fail(err)
 		}
 	}
+	if point != nil && prevPoint > 0 && prevPoint != point.offset && !isSegmentBase(v.segments, prevPoint) {
+		// The previous point's snapshot is no longer named by the
+		// checkpoint. Best effort: an extra snapshot is never wrong.
+		if err := producer.DeleteSnapshot(l.fs, l.dir, prevPoint); err != nil {
+			l.logger.Warn("could not delete a superseded producer snapshot", zap.Int64("offset", prevPoint), zap.Error(err))
+		}
+	}
 	return nil
+}
+
+// segmentPoint is a segment recovery point a flush makes durable: the
+// offset (the flush's log end), the active segment and its .log position
+// there, and the producer snapshot and transaction index entries at that
+// offset, taken under mu.
+type segmentPoint struct {
+	offset, pos int64
+	ref         *segmentRef
+	snap, txn   []byte
+}
+
+// segmentPointDueLocked returns the segment recovery point the flush to
+// upTo should write, or nil: when RecoveryPointIntervalBytes of the
+// active segment lie between its last point (or its start) and upTo,
+// which must lie inside it.
+//
+// REQUIRES: l.mu and l.flushMu held; upTo is the log end offset.
+func (l *UnifiedLog) segmentPointDueLocked(upTo int64) *segmentPoint {
+	iv := l.opts.RecoveryPointIntervalBytes
+	segs := l.mu.segments
+	if iv <= 0 || len(segs) == 0 {
+		return nil
+	}
+	act := segs[len(segs)-1]
+	size := act.Size()
+	since := size
+	if l.mu.segmentPointBase == act.BaseOffset() && l.mu.segmentPointPos >= 0 {
+		since = size - l.mu.segmentPointPos
+	}
+	if upTo <= act.BaseOffset() || upTo <= l.mu.segmentPoint || since < iv {
+		return nil
+	}
+	pm := l.mu.producers
+	pm.SetMapEndOffset(max(pm.MapEndOffset(), upTo))
+	return &segmentPoint{offset: upTo, pos: size, ref: act,
+		snap: pm.Snapshot(nil), txn: act.txn.AppendEncoded(nil, 0)}
+}
+
+// writeSegmentPointFiles makes durable what a recovery resumed at p needs
+// besides the .log prefix (fdatasynced by the caller before): the
+// producer snapshot at p.offset, the active segment's index files (every
+// entry below p.pos) and its transaction index. The offsets checkpoint
+// naming p, written after these, is the commit point.
+//
+// REQUIRES: l.flushMu held, l.mu not held.
+func (l *UnifiedLog) writeSegmentPointFiles(p *segmentPoint) error {
+	if err := producer.WriteSnapshotFile(l.fs, l.dir, p.offset, p.snap); err != nil {
+		return l.fail(err)
+	}
+	if err := l.timedSync(p.ref.FlushIndexes); err != nil {
+		return l.fail(err)
+	}
+	// The entries taken under mu; appends may have added more since,
+	// which the next write of the file adds (the count tells it).
+	n := int64(len(p.txn) / producer.AbortedTxnSize)
+	if n != p.ref.txnPersisted.Load() {
+		path := l.fs.PathJoin(l.dir, segment.TxnIndexFileName(p.ref.BaseOffset()))
+		if err := atomicfile.Write(l.fs, path, p.txn); err != nil {
+			return l.fail(fmt.Errorf("log: write %s: %w", path, err))
+		}
+		p.ref.txnPersisted.Store(n)
+	}
+	return nil
+}
+
+// isSegmentBase reports whether offset is the base offset of one of segs.
+func isSegmentBase(segs []*segmentRef, offset int64) bool {
+	for _, s := range segs {
+		if s.BaseOffset() == offset {
+			return true
+		}
+	}
+	return false
 }
 
 // flushEpochs writes the epoch checkpoint if it is dirty. A failure is a
@@ -185,5 +286,6 @@ func (l *UnifiedLog) offsetsCheckpointLocked() offsetsCheckpoint {
 	return offsetsCheckpoint{
 		logStartOffset: l.logStartOffset.Load(),
 		recoveryPoint:  l.mu.recoveryPoint,
+		segmentPoint:   l.mu.segmentPoint,
 	}
 }

@@ -126,7 +126,7 @@ func (l *UnifiedLog) load(ev *events) error {
 	}
 	recovered := recover && len(l.mu.segments) > 0
 	if recovered {
-		if err := l.recoverSegments(recoverFrom, ckpt.logStartOffset, ev); err != nil {
+		if err := l.recoverSegments(recoverFrom, ckpt.segmentPoint, ckpt.logStartOffset, ev); err != nil {
 			return err
 		}
 	}
@@ -188,7 +188,7 @@ func (l *UnifiedLog) fileExists(name string) (bool, error) {
 // recovered batch is replayed, and each recovered segment gets a
 // transaction index rebuilt from the aborted transactions its markers
 // complete.
-func (l *UnifiedLog) recoverSegments(recoveryPoint, logStart int64, ev *events) error {
+func (l *UnifiedLog) recoverSegments(recoveryPoint, segmentPoint, logStart int64, ev *events) error {
 	segs := l.mu.segments
 	first := 0
 	for i, s := range segs {
@@ -196,11 +196,30 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, logStart int64, ev *events) 
 			first = i
 		}
 	}
+	// Resume inside the first segment at the segment recovery point when
+	// the checkpoint names one there (DESIGN.md 5.2): its producer
+	// snapshot, index files and transaction index were durable before
+	// the checkpoint was written.
+	resume := int64(0)
+	if segmentPoint > segs[first].BaseOffset() && segmentPoint <= recoveryPoint && segmentPoint >= logStart &&
+		(first+1 == len(segs) || segmentPoint < segs[first+1].BaseOffset()) {
+		resume = segmentPoint
+	}
 	pm := l.mu.producers
-	if err := l.reloadProducers(pm, segs[:first], logStart, segs[first].BaseOffset()); err != nil {
+	startProducers := func(at int64, segs []*segmentRef) error {
+		if err := l.reloadProducers(pm, segs, logStart, at); err != nil {
+			return err
+		}
+		pm.SetMapEndOffset(max(pm.MapEndOffset(), at))
+		return nil
+	}
+	if resume > 0 {
+		if err := startProducers(resume, segs[:first+1]); err != nil {
+			return err
+		}
+	} else if err := startProducers(segs[first].BaseOffset(), segs[:first]); err != nil {
 		return err
 	}
-	pm.SetMapEndOffset(max(pm.MapEndOffset(), segs[first].BaseOffset()))
 	var txn *producer.TxnIndex
 	onBatch := func(b record.Batch) error {
 		epoch := b.PartitionLeaderEpoch()
@@ -230,11 +249,34 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, logStart int64, ev *events) 
 			}
 		}
 		moved := &movedAside{}
-		recovered, cut, tailErr, err := recoverOne(segs[i].Segment, onBatch, func(tail *segment.TailError) error {
+		beforeCut := func(tail *segment.TailError) error {
 			return l.moveAside(moved, segs[i], segs[i+1:], isCorruption(tail) || i+1 < len(segs))
-		})
+		}
+		from := int64(0)
+		if i == first && resume > 0 {
+			from = resume
+			txn = truncatedTxnIndex(segs[i].txn, resume)
+		}
+		recovered, res, err := segs[i].RecoverWith(segment.RecoverOptions{OnBatch: onBatch, BeforeCut: beforeCut, From: from})
+		if errors.Is(err, segment.ErrCannotResume) {
+			l.logger.Warn("cannot resume recovery at the segment recovery point; recovering the whole segment",
+				zap.Int64("base", segs[i].BaseOffset()), zap.Int64("segmentRecoveryPoint", resume), zap.Error(err))
+			if err := startProducers(segs[first].BaseOffset(), segs[:first]); err != nil {
+				return err
+			}
+			txn = &producer.TxnIndex{}
+			recovered, res, err = segs[i].RecoverWith(segment.RecoverOptions{OnBatch: onBatch, BeforeCut: beforeCut})
+		}
 		if err != nil {
 			return err
+		}
+		if i == first {
+			l.counters.recoverySkipped.Store(res.ResumedAt)
+		}
+		cut := res.TruncatedBytes
+		var tailErr error
+		if res.Tail != nil {
+			tailErr = res.Tail
 		}
 		if cut == 0 && lostEnd != nil {
 			if err := l.moveAside(moved, nil, segs[i+1:], true); err != nil {
@@ -344,6 +386,21 @@ func (l *UnifiedLog) finishLoad(clean, recovered bool, ckpt offsetsCheckpoint) e
 	} else {
 		l.mu.recoveryPoint = min(ckpt.recoveryPoint, leo)
 	}
+	// Keep the segment recovery point while it still names a position
+	// inside a segment of this log; a recovery that ended the log below
+	// it (or a log start above it) drops it, durably, before any append
+	// could put other batches under it.
+	l.mu.segmentPointPos = -1
+	for _, s := range segs {
+		if p := ckpt.segmentPoint; p > s.BaseOffset() && p <= leo && p >= logStart && p <= l.mu.recoveryPoint {
+			l.mu.segmentPoint, l.mu.segmentPointBase = p, s.BaseOffset()
+		}
+	}
+	if l.mu.segmentPoint != ckpt.segmentPoint {
+		if err := writeOffsetsCheckpoint(l.fs, l.dir, l.offsetsCheckpointLocked()); err != nil {
+			return err
+		}
+	}
 	// From the start first: with logStart == leo, the other order would
 	// move an older entry up to the LEO, where the next Open's
 	// TruncateFromEnd drops it, so recovering twice would differ.
@@ -408,20 +465,6 @@ func (l *UnifiedLog) closeSegments() {
 	for _, s := range l.mu.segments {
 		_ = s.Close()
 	}
-}
-
-// recoverOne recovers one segment. cut is the number of bytes removed and
-// tailErr why (a torn tail or corruption); err is an I/O failure.
-func recoverOne(s *segment.Segment, onBatch func(record.Batch) error, beforeCut func(*segment.TailError) error) (
-	recovered *segment.Segment, cut int64, tailErr error, err error) {
-	recovered, res, err := s.RecoverWith(segment.RecoverOptions{OnBatch: onBatch, BeforeCut: beforeCut})
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	if res.Tail != nil {
-		tailErr = res.Tail
-	}
-	return recovered, res.TruncatedBytes, tailErr, nil
 }
 
 // defaultSegmentPreallocateBytes is SegmentPreallocateBytes's default with

@@ -84,6 +84,9 @@ type UnifiedLog struct {
 	// flushMu serializes flushes. It is held across the fsyncs, with mu
 	// released, so appends continue while a flush runs.
 	flushMu sync.Mutex
+	// background counts the flushes appends started in the background
+	// (startBackgroundFlush); Close waits for them.
+	background sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -94,6 +97,20 @@ type UnifiedLog struct {
 		truncationCount truncation.Count
 		// recoveryPoint: offsets below it are fsynced.
 		recoveryPoint int64
+		// segmentPoint is the segment recovery point the offsets
+		// checkpoint carries (0: none), segmentPointBase the base of the
+		// segment holding it and segmentPointPos its .log position (for
+		// the interval rule; -1 when unknown after an open).
+		segmentPoint, segmentPointBase, segmentPointPos int64
+		// unflushedBytes counts the bytes appended since the flush
+		// that last started; backgroundFlush is set while a flush
+		// started by an append runs.
+		unflushedBytes  int64
+		backgroundFlush bool
+		// closing is set by Close before it waits for the background
+		// flush: no new one starts (UnifiedLog.background's Add happens
+		// under mu, never from zero during the Wait).
+		closing bool
 		// unflushedRecords and firstUnflushedMs drive the flush policy.
 		unflushedRecords int64
 		firstUnflushedMs int64
@@ -217,6 +234,7 @@ func (l *UnifiedLog) Metrics() Metrics {
 		SegmentsDeleted:      l.counters.segmentsDeleted.Load(),
 		Truncations:          int64(truncations),
 		RecoveryCuts:         l.counters.recoveryCuts.Load(),
+		RecoverySkippedBytes: l.counters.recoverySkipped.Load(),
 		CorruptionsFound:     l.counters.corruptionsFound.Load(),
 		SegmentsMovedAside:   l.counters.movedAside.Load(),
 		DamagedReads:         l.counters.damagedReads.Load(),

@@ -77,13 +77,19 @@ type Metrics struct {
 	HighWatermark       int64
 	RecoveryPoint       int64
 
-	AppendedBatches  int64
-	AppendedBytes    int64
-	Rolls            int64
-	SegmentsDeleted  int64
-	Truncations      int64 // truncations that changed the log (the truncation count)
-	RecoveryCuts     int64 // segment tails cut by recovery since Open
-	CorruptionsFound int64 // of which corruption rather than a torn tail, plus damage found by Open's checks
+	AppendedBatches int64
+	AppendedBytes   int64
+	Rolls           int64
+	SegmentsDeleted int64
+	Truncations     int64 // truncations that changed the log (the truncation count)
+	RecoveryCuts    int64 // segment tails cut by recovery since Open
+	// RecoverySkippedBytes is how many bytes of the segment holding the
+	// recovery point Open's recovery trusted without reading them: the
+	// .log position of the segment recovery point it resumed at (0 when
+	// it recovered from the segment's start). See
+	// Options.RecoveryPointIntervalBytes.
+	RecoverySkippedBytes int64
+	CorruptionsFound     int64 // of which corruption rather than a torn tail, plus damage found by Open's checks
 	// SegmentsMovedAside counts segments whose files recovery renamed to
 	// "<name>.damaged" since Open (the damaged segment itself counts
 	// when its original .log was kept).
@@ -108,6 +114,7 @@ type counters struct {
 	rolls            atomic.Int64
 	segmentsDeleted  atomic.Int64
 	recoveryCuts     atomic.Int64
+	recoverySkipped  atomic.Int64
 	corruptionsFound atomic.Int64
 	movedAside       atomic.Int64
 	damagedReads     atomic.Int64

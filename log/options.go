@@ -109,6 +109,20 @@ type Options struct {
 	// checked on each append and by MaybeFlush. Default 0 = never by
 	// time. Kafka: flush.ms.
 	FlushMs int64
+	// RecoveryPointIntervalBytes bounds what a recovery after a crash
+	// re-reads: when this many bytes of the active segment lie between
+	// its last segment recovery point and the log end, the next flush
+	// also makes the log end a segment recovery point (the segment's
+	// index files, its transaction index and a producer snapshot there,
+	// then the offsets checkpoint; DESIGN.md 5.2), so recovery starts at
+	// that position instead of the segment's start. Without a flush
+	// policy (FlushMessages and FlushMs 0), an append that leaves this
+	// many bytes unflushed also starts a flush in the background (one at
+	// a time; the append does not wait), so the bound holds there too.
+	// Default 32 MiB; negative turns both off (recovery then
+	// reads every segment from the one holding the recovery point, and
+	// the recovery point moves only with the flush policy).
+	RecoveryPointIntervalBytes int64
 
 	// ProducerIDExpirationMs is how long a producer may stay idle (no
 	// batch, no marker) before RemoveExpiredProducers drops its state,
@@ -138,6 +152,9 @@ const (
 	DefaultRetentionMs        int64 = 7 * 24 * 60 * 60 * 1000
 	// DefaultProducerIDExpirationMs is Kafka's producer.id.expiration.ms.
 	DefaultProducerIDExpirationMs int64 = 24 * 60 * 60 * 1000
+	// DefaultRecoveryPointIntervalBytes is RecoveryPointIntervalBytes's
+	// default (tierlog's own: Kafka recovers whole segments).
+	DefaultRecoveryPointIntervalBytes int64 = 32 << 20
 )
 
 // withDefaults returns a copy of o with defaults filled in, or an error
@@ -151,6 +168,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SegmentIndexBytes == 0 {
 		o.SegmentIndexBytes = DefaultSegmentIndexBytes
+	}
+	if o.RecoveryPointIntervalBytes == 0 {
+		o.RecoveryPointIntervalBytes = DefaultRecoveryPointIntervalBytes
 	}
 	if o.IndexIntervalBytes == 0 {
 		o.IndexIntervalBytes = DefaultIndexIntervalBytes

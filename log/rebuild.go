@@ -145,6 +145,7 @@ func (l *UnifiedLog) restoreLocked(r RemoteRestore, epochs []epochcache.Entry, e
 	// new), below n: the epoch checkpoint is then repaired to empty
 	// (TruncateFromEnd(log start)) and a snapshot at n is above the log
 	// end and deleted.
+	l.mu.segmentPoint = 0
 	if err := writeOffsetsCheckpoint(l.fs, l.dir, offsetsCheckpoint{logStartOffset: r.LogStartOffset, recoveryPoint: n}); err != nil {
 		return l.failLocked(err)
 	}

@@ -264,10 +264,14 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	l.logStartOffset.Store(min(l.logStartOffset.Load(), t))
 	l.localLogStartOffset.Store(min(l.localLogStartOffset.Load(), t))
 	l.mu.recoveryPoint = min(l.mu.recoveryPoint, t)
+	if l.mu.segmentPoint > t {
+		// Its snapshot goes below; the checkpoint written below drops it.
+		l.mu.segmentPoint = 0
+	}
 	if l.highWatermark.Load() > t {
 		l.highWatermark.Store(t)
 	}
-	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	l.mu.unflushedRecords, l.mu.firstUnflushedMs, l.mu.unflushedBytes = 0, 0, 0
 	if err := l.writeTxnIndex(ref); err != nil {
 		return l.failLocked(err)
 	}
@@ -303,6 +307,7 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 		return l.failLocked(err)
 	}
 	l.mu.producers.TruncateFullyAndStartAt(n)
+	l.mu.segmentPoint = 0
 	// Checkpoint the new log start and recovery point first (Kafka's
 	// LogManager does too): with the old checkpoint, a crash after the
 	// new segment became durable would recover a log start above n (Open
@@ -339,7 +344,7 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	}
 	l.storeHighWatermarkLocked(n)
 	l.mu.recoveryPoint = n
-	l.mu.unflushedRecords, l.mu.firstUnflushedMs = 0, 0
+	l.mu.unflushedRecords, l.mu.firstUnflushedMs, l.mu.unflushedBytes = 0, 0, 0
 	// The empty segment and the offsets that describe it, in one store.
 	l.publishLocked()
 

@@ -73,6 +73,8 @@ func (s *Segment) timeWaitedForRoll(nowMs, maxTimestampInBatch int64) int64 {
 // already hold exactly their entries. The .log is not fsynced: the log's
 // Flush does that.
 func (s *Segment) OnBecomeInactive() error {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
 	if err := s.checkWritable(); err != nil {
 		return err
 	}
@@ -143,6 +145,23 @@ func (s *Segment) Flush() error {
 	return s.writeIndexes(true)
 }
 
+// FlushIndexes writes the pending entries of both index files and
+// fsyncs them (and the directory when a file was created), without the
+// .log: the log calls it for the active segment, beside appends, after
+// the .log's fdatasync, when it makes a recovery point inside the segment
+// durable (every entry it writes then points below bytes already
+// durable, or is dropped by a resumed recovery, see resumeBuilder).
+// Entries appended meanwhile may be written too. A no-op on a segment
+// that is closed or was replaced.
+func (s *Segment) FlushIndexes() error {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.w.superseded || s.closed.Load() {
+		return nil
+	}
+	return s.writeIndexes(true)
+}
+
 // FlushData makes the appended bytes of the .log durable (fdatasync) and
 // nothing else: the index files and the directory entry are left to Flush,
 // OnBecomeInactive or Close. The log uses it for the active segment, whose
@@ -173,6 +192,8 @@ func (s *Segment) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
 	var errs []error
 	if !s.w.superseded && s.w.err == nil && s.timeIdx.loaded.Load() {
 		errs = append(errs, s.appendFinalTimeEntry(), s.writeIndexes(true))

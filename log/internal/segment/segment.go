@@ -76,6 +76,12 @@ type Segment struct {
 		firstState          int8
 	}
 
+	// idxMu serializes the writes of the index files between the log's
+	// flush (FlushIndexes, which runs beside appends to the active
+	// segment) and the segment's own writers (OnBecomeInactive, Close).
+	// Held across the index writes and fsyncs; taken before nothing.
+	idxMu sync.Mutex
+
 	// w is the single writer's state: only the goroutine the log
 	// serializes writes on touches it (Append, Flush, TruncateTo,
 	// Recover, OnBecomeInactive, Close, Delete).

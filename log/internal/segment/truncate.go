@@ -78,6 +78,9 @@ type RecoveryResult struct {
 	// not data, not cut, not damage. The segment's size ends before it
 	// and appends overwrite it.
 	ZeroTailBytes int64
+	// ResumedAt is the .log position recovery started reading at: 0, or
+	// the boundary at RecoverOptions.From.
+	ResumedAt int64
 }
 
 // Recover rebuilds the segment from its .log (Kafka's
@@ -109,6 +112,14 @@ type RecoverOptions struct {
 	// aside there (LinkAside), durably, while the .log still holds them.
 	// An error aborts recovery with nothing cut.
 	BeforeCut func(tail *TailError) error
+	// From, when above the base offset, resumes recovery at the batch
+	// boundary at that offset (a recovery point the log made durable
+	// with the segment's index files, see resumeBuilder): the bytes below
+	// it are trusted, the index builder continues from the entries below
+	// it, and only the batches from it on are read, validated and passed
+	// to OnBatch. If the files show no such boundary, RecoverWith returns
+	// ErrCannotResume before any callback and changes nothing.
+	From int64
 }
 
 // RecoverWith is Recover with the callbacks of o.
@@ -118,9 +129,16 @@ func (s *Segment) RecoverWith(o RecoverOptions) (*Segment, RecoveryResult, error
 		return nil, RecoveryResult{}, err
 	}
 	size := s.size.Load()
-	b := newIndexBuilder(s, s.opts.MaxIndexBytes)
+	b, start := newIndexBuilder(s, s.opts.MaxIndexBytes), int64(0)
+	if o.From > s.baseOffset {
+		var err error
+		if b, start, err = s.resumeBuilder(o.From, size); err != nil {
+			return nil, RecoveryResult{}, err
+		}
+	}
 	var buf []byte
 	stop, tail, err := walkBatches(s.logFile, s.logPath, &buf, walkOptions{
+		from:          start,
 		end:           size,
 		maxBatchBytes: s.opts.MaxBatchBytes,
 		validate:      true,
@@ -141,7 +159,7 @@ func (s *Segment) RecoverWith(o RecoverOptions) (*Segment, RecoveryResult, error
 		return nil, RecoveryResult{}, err
 	}
 	_ = b.timeIdx.maybeAppend(b.maxTimestamp, b.offsetOfMaxTimestamp, true) // full at capacity: skip
-	res := RecoveryResult{ValidBytes: stop, TruncatedBytes: size - stop}
+	res := RecoveryResult{ValidBytes: stop, TruncatedBytes: size - stop, ResumedAt: start}
 	if tail != nil {
 		zero, err := s.zeroTail(stop, size)
 		if err != nil {
