@@ -45,6 +45,8 @@ var logTable = newTable(partitionLabels, []row[log.Metrics]{
 		value: func(m *log.Metrics) float64 { return count(m.Truncations) }},
 	{name: "tierlog_log_recovery_cuts_total", kind: counter, help: "Segment tails cut by recovery since the log was opened.",
 		value: func(m *log.Metrics) float64 { return count(m.RecoveryCuts) }},
+	{name: "tierlog_log_recovery_skipped_bytes_total", kind: counter, help: "Bytes of the active segment that crash recovery trusted without reading them, below a segment recovery point.",
+		value: func(m *log.Metrics) float64 { return count(m.RecoverySkippedBytes) }},
 	{name: "tierlog_log_corruptions_found_total", kind: counter, help: "Corrupt data found by recovery or by the checks at open.",
 		value: func(m *log.Metrics) float64 { return count(m.CorruptionsFound) }},
 	{name: "tierlog_log_segments_moved_aside_total", kind: counter, help: "Segments whose files recovery renamed to <name>.damaged.",
