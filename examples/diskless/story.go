@@ -655,7 +655,9 @@ func (c *controller) SetClassicPrefixInRemoteStorage(_ context.Context, _ remote
 }
 
 // partitions is the broker's view of its partitions for the endpoint.
-type partitions struct{ m map[remote.TopicIDPartition]entry }
+type partitions struct {
+	m map[remote.TopicIDPartition]entry
+}
 
 type entry struct {
 	s tierstate.State
@@ -680,7 +682,7 @@ func (noFetchers) StopFetchers(context.Context, remote.TopicIDPartition) error {
 // ends a fetcher loop.
 type stillClock struct{}
 
-func (stillClock) Now() time.Time                               { return time.Unix(0, 0) }
+func (stillClock) Now() time.Time                                { return time.Unix(0, 0) }
 func (stillClock) AfterFunc(d time.Duration, f func()) wal.Timer { return time.AfterFunc(d, f) }
 
 func walTP(tp remote.TopicIDPartition) wal.TopicIDPartition {
