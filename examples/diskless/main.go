@@ -3,35 +3,37 @@
 // directory, a directory object store, Pebble for the remote metadata and
 // for the WAL's control plane; no server):
 //
-//		offset            0          80       99 100 = S            160      180
-//		A (epochs 0, 2)   [ epoch 0  | epoch 2  |m]   classic, sealed at 100
-//		B (led epoch 1)   [ epoch 0  | epoch 1    ]   never replicated, offline
-//		WAL                                       [ 100..159 ]      [160..179]
-//		remote storage    [ [0, 99] from A        ][ [100, 159] from B ]
+//	offset            0          80       99 100 = S            160      180
+//	A (epochs 0, 2)   [ epoch 0  | epoch 2  |m]   classic, sealed at 100
+//	B (led epoch 1)   [ epoch 0  | epoch 1    ]   never replicated, offline
+//	WAL                                       [ 100..159 ]      [160..179]
+//	remote storage    [ [0, 99] from A        ][ [100, 159] from B ]
 //
-//	 1. Broker A leads epochs 0 and 2 and writes [0, 99) classically, with
-//	    a transaction left open at 98; broker B led epoch 1 in between and
-//	    wrote [80, 100) that nobody replicated.
-//	 2. The switch on A (consolidate.LeaderSwitch): classic appends are
-//	    refused, the open transaction is aborted (the marker at 99), the
-//	    active segment rolled, the seal S = 100 proposed and committed, the
-//	    WAL row created with W = 0 and HW = S; A's remote-log manager copies
-//	    [0, 99], and A asks for phase 2 with R = 2 (E_d = 3).
-//	 3. Records are produced through the WAL from 100, A consolidates them
-//	    into its log in E_d (consolidate.Fetcher), and the first prune at
-//	    S - 1 = 99 moves W to the seal.
-//	 4. The first example of github.com/aiven/inkless/pull/857: B comes back
-//	    as leader in epoch 5, fails the replica check (its epoch at 99 is 1,
-//	    not R = 2) and is recreated; its empty log's consolidation fetch at
-//	    0 is redirected, the phase-2 rebuild starts the log at the seal with
-//	    the epochs below it, and consolidation resumes there. B tiers
-//	    [100, 159] and prunes: W = 160.
-//	 5. Every record from 0 to the end is read back through B: remote
-//	    storage, then the WAL.
-//	 6. The seal-lowering prune of github.com/aiven/inkless/pull/855 on
-//	    orders-1: the operator lowers the seal from 1000 to 600 because
-//	    remote storage holds only [0, 599]; the prune at 599 leaves W = 600,
-//	    not 1000.
+// The steps it prints:
+//
+//  1. Broker A leads epochs 0 and 2 and writes [0, 99) classically, with
+//     a transaction left open at 98; broker B led epoch 1 in between and
+//     wrote [80, 100) that nobody replicated.
+//  2. The switch on A (consolidate.LeaderSwitch): classic appends are
+//     refused, the open transaction is aborted (the marker at 99), the
+//     active segment rolled, the seal S = 100 proposed and committed, the
+//     WAL row created with W = 0 and HW = S; A's remote-log manager copies
+//     [0, 99], and A asks for phase 2 with R = 2 (E_d = 3).
+//  3. Records are produced through the WAL from 100, A consolidates them
+//     into its log in E_d (consolidate.Fetcher), and the first prune at
+//     S - 1 = 99 moves W to the seal.
+//  4. The first example of github.com/aiven/inkless/pull/857: B comes back
+//     as leader in epoch 5, fails the replica check (its epoch at 99 is 1,
+//     not R = 2) and is recreated; its empty log's consolidation fetch at
+//     0 is redirected, the phase-2 rebuild starts the log at the seal with
+//     the epochs below it, and consolidation resumes there. B tiers
+//     [100, 159] and prunes: W = 160.
+//  5. Every record from 0 to the end is read back through B: remote
+//     storage, then the WAL.
+//  6. The seal-lowering prune of github.com/aiven/inkless/pull/855 on
+//     orders-1: the operator lowers the seal from 1000 to 600 because
+//     remote storage holds only [0, 599]; the prune at 599 leaves W = 600,
+//     not 1000.
 //
 // Run it with: go run ./examples/diskless
 // With S3: go run ./examples/diskless -s3-endpoint https://host:port -s3-bucket b
