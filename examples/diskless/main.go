@@ -4,7 +4,7 @@
 // for the WAL's control plane; no server):
 //
 //	offset            0          80       99 100 = S            160      180
-//	A (epochs 0, 2)   [ epoch 0  | epoch 2  |m]   classic, sealed at 100
+//	A (epochs 0, 2)   [ epoch 0  | epoch 2  |m]   classic, sealed at 100 (m: the ABORT marker)
 //	B (led epoch 1)   [ epoch 0  | epoch 1    ]   never replicated, offline
 //	WAL                                       [ 100..159 ]      [160..179]
 //	remote storage    [ [0, 99] from A        ][ [100, 159] from B ]
