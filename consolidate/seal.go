@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log"
@@ -97,29 +97,43 @@ type LeaderAppender interface {
 // the switch state in front of it: AppendAsLeader refuses what
 // ClassicAppendAllowed refuses (a *ClassicAppendError, nothing written)
 // and passes the rest to the log. The broker calls SetState with every
-// state it replays; the state is atomic, so appends never wait for it.
-// The gate changes nothing in package log: after a restart the replayed
-// state refuses again. A consolidation append (AppendAsFollower) does not
-// go through it.
+// state it replays. The gate changes nothing in package log: after a
+// restart the replayed state refuses again. A consolidation append
+// (AppendAsFollower) does not go through it.
+//
+// Concurrency: safe for concurrent use. Appends hold mu shared for the
+// whole append (the check and the log write), so they run in parallel
+// with each other, and SetState takes it exclusively: once SetState
+// returns, no append admitted under the old state is still in flight, so
+// the sealing that follows sees every classic record (an append admitted
+// before the arming cannot land after the seal was computed). That is
+// the one reason the log write happens under mu.
 type ClassicGate struct {
-	log   LeaderAppender
-	state atomic.Pointer[tierstate.State]
+	log LeaderAppender
+	mu  sync.RWMutex
+	// state is guarded by mu.
+	state tierstate.State
 }
 
 // NewClassicGate returns the gate of l in state s.
 func NewClassicGate(l LeaderAppender, s tierstate.State) *ClassicGate {
-	g := &ClassicGate{log: l}
-	g.SetState(s)
-	return g
+	return &ClassicGate{log: l, state: s}
 }
 
-// SetState replaces the switch state.
-func (g *ClassicGate) SetState(s tierstate.State) { g.state.Store(&s) }
+// SetState replaces the switch state, after every append admitted under
+// the previous one has finished.
+func (g *ClassicGate) SetState(s tierstate.State) {
+	g.mu.Lock()
+	g.state = s
+	g.mu.Unlock()
+}
 
 // AppendAsLeader appends to the classic log unless the switch refuses it.
 // A refused append returns an empty AppendInfo.
 func (g *ClassicGate) AppendAsLeader(batches []byte, leaderEpoch int32, origin log.AppendOrigin) (log.AppendInfo, error) {
-	if err := ClassicAppendAllowed(*g.state.Load(), origin); err != nil {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if err := ClassicAppendAllowed(g.state, origin); err != nil {
 		return log.AppendInfo{FirstOffset: base.UndefinedOffset, LastOffset: base.UndefinedOffset,
 			MaxTimestamp: base.UndefinedOffset}, err
 	}

@@ -3,6 +3,7 @@ package consolidate
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -348,4 +349,55 @@ func classicValues(t testing.TB, l *log.UnifiedLog, end int64) []string {
 		}
 	}
 	return out
+}
+
+// blockingAppender holds every append until release is closed and
+// records when its write is done.
+type blockingAppender struct {
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	events  []string
+}
+
+func (b *blockingAppender) event(e string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.events = append(b.events, e)
+}
+
+func (b *blockingAppender) AppendAsLeader([]byte, int32, log.AppendOrigin) (log.AppendInfo, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	b.event("classic append written")
+	return log.AppendInfo{FirstOffset: 98, LastOffset: 98}, nil
+}
+
+// SetState waits for the appends admitted under the old state: a client
+// append that passed the check while classic is written before the seal
+// pending state is in place, so the sealing that follows sees it; the
+// appends after it are refused.
+func TestClassicGateDrainsAdmittedAppends(t *testing.T) {
+	b := &blockingAppender{entered: make(chan struct{}), release: make(chan struct{})}
+	g := NewClassicGate(b, tierstate.State{})
+	appended := make(chan error)
+	go func() {
+		_, err := g.AppendAsLeader(nil, 2, log.OriginClient)
+		appended <- err
+	}()
+	<-b.entered // admitted under the classic state, writing
+	pending, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	calling := make(chan struct{})
+	go func() {
+		<-calling
+		close(b.release)
+	}()
+	close(calling)
+	g.SetState(pending)
+	b.event("seal pending in place")
+	require.NoError(t, <-appended)
+	require.Equal(t, []string{"classic append written", "seal pending in place"}, b.events)
+	_, err = g.AppendAsLeader(nil, 2, log.OriginClient)
+	require.ErrorIs(t, err, ErrSealPending)
 }

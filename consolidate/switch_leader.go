@@ -153,3 +153,9 @@ func (d *LeaderSwitch) Step(ctx context.Context, s tierstate.State) (SwitchStep,
 	}
 	return st, nil
 }
+
+// ForgetProposal makes the next Step of a seal-pending partition send
+// the seal proposal again: the broker calls it when its request went
+// unanswered (a timeout). The controller's CommitSeal refuses a second
+// commit, so a duplicate proposal changes nothing.
+func (d *LeaderSwitch) ForgetProposal() { d.proposed = false }
