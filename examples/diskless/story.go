@@ -154,8 +154,11 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 	for _, t := range st.Seal.Aborted {
 		c.Printf("   aborted producer %d's transaction from %d: the ABORT marker at %d", t.ProducerID, t.FirstOffset, a.LogEndOffset()-1)
 	}
-	c.Printf("   rolled the active segment at %d (%v); HW %d < log end %d: wait for C", a.LogEndOffset(), st.Seal.Rolled,
-		a.HighWatermark(), a.LogEndOffset())
+	if !st.Seal.Rolled {
+		return o, fmt.Errorf("the sealing did not roll")
+	}
+	c.Printf("   rolled the active segment: the classic log is [0, %d) in closed segments; HW %d < log end %d: wait for C",
+		a.LogEndOffset(), a.HighWatermark(), a.LogEndOffset())
 	if err := catchUpC(); err != nil {
 		return o, err
 	}
@@ -278,7 +281,7 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 		CurrentLeaderEpoch: bLeaderEpoch}, "B", func(leo int64) {
 		if len(rebuilds) == 1 && o.bRebuiltAt == 0 {
 			o.bRebuiltAt, o.bRebuilt = rebuilds[0].NextOffset, epochcache.FormatEntries(b.EpochEntries())
-			c.Printf("   the rebuild (%s): %s", rebuilds[0].Mode, strings.ReplaceAll(rebuilds[0].String(), "\n", "; "))
+			c.Printf("   %s", strings.ReplaceAll(rebuilds[0].String(), "\n", "; "))
 			c.Printf("   B's log now starts at %d (log start %d), epochs %s; consolidation resumes at %d",
 				b.LocalLogStartOffset(), b.LogStartOffset(), o.bRebuilt, leo)
 		}
