@@ -49,6 +49,14 @@
 // (remote.ConsolidationState). PlanClassicPrefixRequest is the leader's
 // decision to ask for phase 2.
 //
+// Before consolidation starts, the leader switches its classic log
+// (LeaderSwitch, one Step per switch state): ClassicGate refuses classic
+// appends from the arming on, SealLeader aborts the undecided
+// transactions, rolls and flushes and proposes S = LEO once HW = LEO,
+// InitDisklessLog creates the WAL's row (W = log start, HW = S, the
+// producer states) once the seal is committed, and the phase-2 request
+// goes out once remote storage holds S-1.
+//
 // # Concurrency
 //
 // Endpoint and Pruner are safe for concurrent use and hold no lock across

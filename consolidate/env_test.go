@@ -39,12 +39,19 @@ type walEnv struct {
 
 var testTopic = remote.UUID{0xC0, 0x50, 1}
 
-func newWALEnv(t testing.TB) *walEnv {
+func newWALEnv(t testing.TB) *walEnv { return newWALEnvOn(t, nil) }
+
+// newWALEnvOn is newWALEnv with the control plane on cpFS (nil: on the
+// environment's vfs.NewMem).
+func newWALEnvOn(t testing.TB, cpFS vfs.FS) *walEnv {
 	t.Helper()
 	e := &walEnv{t: t, ctx: context.Background(), fs: vfs.NewMem(), store: mem.New(mem.Options{}),
 		tp:    remote.TopicIDPartition{TopicID: testTopic, Topic: "orders", Partition: 0},
 		parts: &partitionMap{m: map[remote.TopicIDPartition]partitionEntry{}}, xs: &crossTierMap{m: map[remote.TopicIDPartition]int64{}}}
-	cp, err := pebblecp.Open(e.fs, "cp", pebblecp.Options{})
+	if cpFS == nil {
+		cpFS = e.fs
+	}
+	cp, err := pebblecp.Open(cpFS, "cp", pebblecp.Options{})
 	require.NoError(t, err)
 	e.cp = cp
 	t.Cleanup(func() { _ = cp.Close() })

@@ -1,9 +1,13 @@
 package consolidate
 
 import (
+	"context"
+
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
 )
 
 // PrefixLog is what the leader reads of its log to ask for phase 2.
@@ -48,3 +52,110 @@ func PlanClassicPrefixRequest(s tierstate.State, l PrefixLog) ClassicPrefixPlan 
 	}
 	return ClassicPrefixPlan{Send: true, LastClassicLeaderEpoch: r}
 }
+
+// SwitchController is the controller as the leader's switch steps talk to
+// it; the broker implements it over its RPCs.
+type SwitchController interface {
+	// ProposeSeal sends InitDisklessLog with the leader's seal and producer
+	// states (the controller commits it with tierstate.State.CommitSeal
+	// and answers with a metadata record).
+	ProposeSeal(ctx context.Context, tp remote.TopicIDPartition, leaderEpoch int32, p SealProposal) error
+	// SetClassicPrefixInRemoteStorage asks for phase 2
+	// (github.com/aiven/inkless/pull/827).
+	SetClassicPrefixInRemoteStorage(ctx context.Context, tp remote.TopicIDPartition, req tierstate.ClassicPrefixRequest) error
+}
+
+// SwitchLog is the leader's log as the switch steps use it.
+// *log.UnifiedLog satisfies it.
+type SwitchLog interface {
+	SealLog
+	PrefixLog
+}
+
+var _ SwitchLog = (*log.UnifiedLog)(nil)
+
+// LeaderSwitch drives the leader-side switch steps of one partition this
+// broker leads, from each switch state the broker replays (Step): the
+// gate's state, the sealing and its proposal while the seal is pending,
+// the WAL row once the seal is committed, and the phase-2 request once
+// remote storage holds S-1. It is not safe for concurrent use: the
+// broker calls Step from the partition's metadata and remote-copy events.
+type LeaderSwitch struct {
+	TP           remote.TopicIDPartition
+	BrokerID     int32
+	LeaderEpoch  int32
+	Log          SwitchLog
+	Gate         *ClassicGate
+	Controller   SwitchController
+	ControlPlane wal.ControlPlane
+	// NowMs is the clock of the abort markers.
+	NowMs func() int64
+
+	proposed    bool       // a seal proposal was sent in this leader epoch
+	initialised sealMemory // the seal whose WAL row exists
+	asked       sealMemory // the seal the phase-2 request was sent for
+}
+
+// sealMemory remembers one seal a step was done for.
+type sealMemory struct {
+	done bool
+	seal int64
+}
+
+func (m sealMemory) is(seal int64) bool { return m.done && m.seal == seal }
+
+// SwitchStep says what one LeaderSwitch.Step did.
+type SwitchStep struct {
+	Seal       SealResult
+	Proposed   bool
+	Init       *wal.InitDisklessLogRequest
+	PrefixSent *tierstate.ClassicPrefixRequest
+}
+
+// Step runs the steps state s calls for. Every step is idempotent, so
+// the broker may call it on every event; a failed step is retried by the
+// next call.
+func (d *LeaderSwitch) Step(ctx context.Context, s tierstate.State) (SwitchStep, error) {
+	if d.Gate != nil {
+		d.Gate.SetState(s)
+	}
+	var st SwitchStep
+	switch {
+	case s.Phase() == tierstate.PhaseSealPending:
+		if d.proposed {
+			return st, nil
+		}
+		res, err := SealLeader(s, d.Log, d.LeaderEpoch, d.NowMs())
+		st.Seal = res
+		if err != nil || !res.Ready {
+			return st, err
+		}
+		if err := d.Controller.ProposeSeal(ctx, d.TP, d.LeaderEpoch, res.Proposal); err != nil {
+			return st, err
+		}
+		d.proposed, st.Proposed = true, true
+	case s.SealCommitted():
+		if !d.initialised.is(s.Seal()) {
+			req, err := InitDisklessLog(ctx, d.ControlPlane, s, d.TP, d.Log)
+			if err != nil {
+				return st, err
+			}
+			d.initialised, st.Init = sealMemory{true, s.Seal()}, &req
+		}
+		if plan := PlanClassicPrefixRequest(s, d.Log); plan.Send && !d.asked.is(s.Seal()) {
+			req := tierstate.ClassicPrefixRequest{BrokerID: d.BrokerID, LeaderEpoch: d.LeaderEpoch,
+				Seal: s.Seal(), LastClassicLeaderEpoch: plan.LastClassicLeaderEpoch}
+			if err := d.Controller.SetClassicPrefixInRemoteStorage(ctx, d.TP, req); err != nil {
+				return st, err
+			}
+			d.asked, st.PrefixSent = sealMemory{true, s.Seal()}, &req
+		}
+	}
+	return st, nil
+}
+
+// ForgetProposal makes the next Step of a seal-pending partition send
+// the seal proposal again: the broker calls it when its request went
+// unanswered (a timeout). The controller's CommitSeal refuses a second
+// commit, so a duplicate proposal changes nothing.
+func (d *LeaderSwitch) ForgetProposal() { d.proposed = false }

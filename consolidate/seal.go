@@ -1,0 +1,352 @@
+package consolidate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
+)
+
+// The leader's side of the switch, before consolidation starts:
+//
+//	phase         classic appends    the leader
+//	classic       yes                -
+//	seal pending  refused            SealLeader: abort each undecided transaction,
+//	              (retriable)        roll the active segment, flush; once HW = LEO
+//	                                 the proposal S = LEO goes to the controller
+//	phase 1/2     refused            InitDisklessLog (W = log start, HW = S,
+//	              (sealed at S)      producer states); PlanClassicPrefixRequest
+//
+// Every step is idempotent and reads what it needs from the log, so a
+// crash anywhere before the controller commits the seal is repaired by
+// running SealLeader again on the reopened log: a lost marker is written
+// again (the transaction is still open in the recovered producer state),
+// a lost roll is rolled again. The controller's commit of S is the commit
+// point; the log never grows past S afterwards (ClassicGate).
+
+var (
+	// ErrClassicAppendRefused is the sentinel of every
+	// *ClassicAppendError.
+	ErrClassicAppendRefused = errors.New("consolidate: classic append refused")
+	// ErrSealPending: the partition is being sealed. Kafka:
+	// REPLICA_NOT_AVAILABLE (retriable; the producer retries and reaches
+	// the diskless log once the seal is committed).
+	ErrSealPending = errors.New("consolidate: seal pending")
+	// ErrClassicLogSealed: the seal is committed; appends go to the WAL.
+	ErrClassicLogSealed = errors.New("consolidate: classic log sealed")
+	// ErrLogPastSeal: the leader's log does not end at the committed
+	// seal, so its producer state is not the one at S.
+	ErrLogPastSeal = errors.New("consolidate: log does not end at the seal")
+)
+
+// ClassicAppendError is a refused classic append: the phase, and the seal
+// once committed. It unwraps to ErrClassicAppendRefused and to
+// ErrSealPending or ErrClassicLogSealed.
+type ClassicAppendError struct {
+	Phase tierstate.Phase
+	Seal  int64
+}
+
+func (e *ClassicAppendError) Error() string {
+	if e.Phase == tierstate.PhaseSealPending {
+		return "consolidate: classic append refused: seal pending"
+	}
+	return fmt.Sprintf("consolidate: classic append refused: classic log sealed at %d (%s)", e.Seal, e.Phase)
+}
+
+// Unwrap returns the sentinels.
+func (e *ClassicAppendError) Unwrap() []error {
+	if e.Phase == tierstate.PhaseSealPending {
+		return []error{ErrClassicAppendRefused, ErrSealPending}
+	}
+	return []error{ErrClassicAppendRefused, ErrClassicLogSealed}
+}
+
+// ClassicAppendAllowed decides whether a leader append from origin may go
+// to the classic log in state s: always while classic; while the seal is
+// pending only the broker's own writes (transaction markers, which decide
+// the transactions the seal waits for); never once the seal is committed.
+func ClassicAppendAllowed(s tierstate.State, origin log.AppendOrigin) error {
+	switch s.Phase() {
+	case tierstate.PhaseClassic:
+		return nil
+	case tierstate.PhaseSealPending:
+		if origin == log.OriginCoordinator {
+			return nil
+		}
+		return &ClassicAppendError{Phase: s.Phase(), Seal: s.Seal()}
+	default:
+		return &ClassicAppendError{Phase: s.Phase(), Seal: s.Seal()}
+	}
+}
+
+// LeaderAppender is the classic append path of a leader's log.
+// *log.UnifiedLog satisfies it.
+type LeaderAppender interface {
+	AppendAsLeader(batches []byte, leaderEpoch int32, origin log.AppendOrigin) (log.AppendInfo, error)
+}
+
+// ClassicGate is the leader's classic append path of one partition with
+// the switch state in front of it: AppendAsLeader refuses what
+// ClassicAppendAllowed refuses (a *ClassicAppendError, nothing written)
+// and passes the rest to the log. The broker calls SetState with every
+// state it replays. The gate changes nothing in package log: after a
+// restart the replayed state refuses again. A consolidation append
+// (AppendAsFollower) does not go through it.
+//
+// Concurrency: safe for concurrent use. Appends hold mu shared for the
+// whole append (the check and the log write), so they run in parallel
+// with each other, and SetState takes it exclusively: once SetState
+// returns, no append admitted under the old state is still in flight, so
+// the sealing that follows sees every classic record (an append admitted
+// before the arming cannot land after the seal was computed). That is
+// the one reason the log write happens under mu.
+type ClassicGate struct {
+	log LeaderAppender
+	mu  sync.RWMutex
+	// state is guarded by mu.
+	state tierstate.State
+}
+
+// NewClassicGate returns the gate of l in state s.
+func NewClassicGate(l LeaderAppender, s tierstate.State) *ClassicGate {
+	return &ClassicGate{log: l, state: s}
+}
+
+// SetState replaces the switch state, after every append admitted under
+// the previous one has finished.
+func (g *ClassicGate) SetState(s tierstate.State) {
+	g.mu.Lock()
+	g.state = s
+	g.mu.Unlock()
+}
+
+// AppendAsLeader appends to the classic log unless the switch refuses it.
+// A refused append returns an empty AppendInfo.
+func (g *ClassicGate) AppendAsLeader(batches []byte, leaderEpoch int32, origin log.AppendOrigin) (log.AppendInfo, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if err := ClassicAppendAllowed(g.state, origin); err != nil {
+		return log.AppendInfo{FirstOffset: base.UndefinedOffset, LastOffset: base.UndefinedOffset,
+			MaxTimestamp: base.UndefinedOffset}, err
+	}
+	return g.log.AppendAsLeader(batches, leaderEpoch, origin)
+}
+
+// SealLog is what sealing reads and writes of the leader's log.
+// *log.UnifiedLog satisfies it.
+type SealLog interface {
+	LeaderAppender
+	ActiveProducers() []log.ProducerState
+	Offsets() log.Offsets
+	Segments(from int64) ([]log.SegmentInfo, error)
+	Roll() error
+	Flush() error
+}
+
+var _ SealLog = (*log.UnifiedLog)(nil)
+
+// OpenTxn is an undecided transaction the seal aborts.
+type OpenTxn struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	FirstOffset      int64
+}
+
+// SealInput is what PlanSeal decides on.
+type SealInput struct {
+	Phase tierstate.Phase
+	// LogEnd and HighWatermark are the leader log's; ActiveBase is its
+	// active segment's base offset.
+	LogEnd, HighWatermark, ActiveBase int64
+	Open                              []OpenTxn
+}
+
+// SealPlan is PlanSeal's answer, in the order the leader runs it.
+type SealPlan struct {
+	// Seal: the partition is seal pending (otherwise nothing to do).
+	Seal bool
+	// Abort: write an ABORT marker for each, in the leader epoch.
+	Abort []OpenTxn
+	// Roll: the active segment holds records; close it so the classic
+	// tail is a finished, copyable segment.
+	Roll bool
+	// Ready: nothing to abort or roll and HW = LEO: propose S = LEO.
+	Ready    bool
+	Proposed int64
+}
+
+// PlanSeal decides the next sealing steps of a seal-pending leader (the
+// broker's part of the switch, docs/switch.md). The markers go first (they
+// move the log end), then the roll; the proposal waits for the followers
+// to replicate everything (HW = LEO), so the seal never sits above
+// what a newly elected leader holds.
+func PlanSeal(in SealInput) SealPlan {
+	if in.Phase != tierstate.PhaseSealPending {
+		return SealPlan{}
+	}
+	p := SealPlan{Seal: true, Abort: in.Open}
+	p.Roll = len(in.Open) > 0 || in.LogEnd > in.ActiveBase
+	if !p.Roll && in.HighWatermark == in.LogEnd {
+		p.Ready, p.Proposed = true, in.LogEnd
+	}
+	return p
+}
+
+// SealProposal is what the leader sends the controller with
+// InitDisklessLog once its log is sealed (the controller commits it with
+// tierstate.State.CommitSeal).
+type SealProposal struct {
+	Seal      int64
+	Producers []tierstate.ProducerStateEntry
+}
+
+// SealResult is one SealLeader run.
+type SealResult struct {
+	Aborted []OpenTxn
+	Rolled  bool
+	// Ready: Proposal may be sent. Otherwise the high watermark is below
+	// the log end: run again once the followers caught up.
+	Ready    bool
+	Proposal SealProposal
+}
+
+func sealInput(s tierstate.State, l SealLog) (SealInput, error) {
+	o := l.Offsets()
+	segs, err := l.Segments(o.LogEndOffset)
+	if err != nil {
+		return SealInput{}, err
+	}
+	in := SealInput{Phase: s.Phase(), LogEnd: o.LogEndOffset, HighWatermark: o.HighWatermark, ActiveBase: o.LogEndOffset}
+	if n := len(segs); n > 0 {
+		in.ActiveBase = segs[n-1].BaseOffset
+	}
+	for _, p := range l.ActiveProducers() {
+		if p.CurrentTxnFirstOffset >= 0 {
+			in.Open = append(in.Open, OpenTxn{ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch,
+				CoordinatorEpoch: p.CoordinatorEpoch, FirstOffset: p.CurrentTxnFirstOffset})
+		}
+	}
+	return in, nil
+}
+
+// SealLeader runs the sealing steps PlanSeal decides on the leader's log
+// in leaderEpoch: one ABORT marker per undecided transaction (as the
+// transaction coordinator would write it, at nowMs), a roll, and a flush,
+// so that the proposal never names offsets a crash can lose. It returns
+// the proposal once HW = LEO. Safe to run again after a crash or while
+// waiting for the high watermark.
+func SealLeader(s tierstate.State, l SealLog, leaderEpoch int32, nowMs int64) (SealResult, error) {
+	if s.Phase() != tierstate.PhaseSealPending {
+		return SealResult{}, fmt.Errorf("consolidate: seal in phase %s: %w", s.Phase(), tierstate.ErrInvalidTransition)
+	}
+	in, err := sealInput(s, l)
+	if err != nil {
+		return SealResult{}, err
+	}
+	plan := PlanSeal(in)
+	var res SealResult
+	for _, t := range plan.Abort {
+		opts := record.DefaultBuilderOptions()
+		opts.ProducerID, opts.ProducerEpoch, opts.PartitionLeaderEpoch = t.ProducerID, t.ProducerEpoch, leaderEpoch
+		marker, err := record.AppendEndTxnBatch(nil, opts, nowMs, record.ControlAbort, t.CoordinatorEpoch)
+		if err != nil {
+			return res, err
+		}
+		if _, err := l.AppendAsLeader(marker, leaderEpoch, log.OriginCoordinator); err != nil {
+			return res, fmt.Errorf("consolidate: seal: abort producer %d: %w", t.ProducerID, err)
+		}
+		res.Aborted = append(res.Aborted, t)
+	}
+	if plan.Roll {
+		if err := l.Roll(); err != nil {
+			return res, err
+		}
+		res.Rolled = true
+	}
+	if err := l.Flush(); err != nil {
+		return res, err
+	}
+	if in, err = sealInput(s, l); err != nil {
+		return res, err
+	}
+	if plan = PlanSeal(in); plan.Ready {
+		res.Ready = true
+		res.Proposal = SealProposal{Seal: plan.Proposed, Producers: tagProducerStates(l.ActiveProducers())}
+	}
+	return res, nil
+}
+
+// tagProducerStates is the log's producer state as the seal commits it
+// (tag 101: each producer's last batch; a producer with no batch keeps
+// its epoch, with sequences and offset -1).
+func tagProducerStates(ps []log.ProducerState) []tierstate.ProducerStateEntry {
+	out := make([]tierstate.ProducerStateEntry, 0, len(ps))
+	for _, p := range ps {
+		e := tierstate.ProducerStateEntry{ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch,
+			BaseSequence: base.NoSequence, LastSequence: base.NoSequence, AssignedOffset: base.UndefinedOffset,
+			BatchMaxTimestamp: p.LastTimestamp}
+		if n := len(p.Batches); n > 0 {
+			b := p.Batches[n-1]
+			e.BaseSequence, e.LastSequence = b.FirstSeq(), b.LastSeq
+			e.AssignedOffset, e.BatchMaxTimestamp = b.LastOffset-int64(b.OffsetDelta), b.Timestamp
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// walProducerStates is the log's producer state as the control plane
+// keeps it: each producer's dedup window.
+func walProducerStates(ps []log.ProducerState) []wal.ProducerState {
+	out := make([]wal.ProducerState, 0, len(ps))
+	for _, p := range ps {
+		w := wal.ProducerState{ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch}
+		for _, b := range p.Batches {
+			w.Batches = append(w.Batches, wal.ProducerBatch{BaseSequence: b.FirstSeq(), LastSequence: b.LastSeq,
+				AssignedOffset: b.LastOffset - int64(b.OffsetDelta), Timestamp: b.Timestamp})
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// PlanInitDisklessLog is the control-plane row of a partition whose seal
+// the controller committed: W = the classic log start, HW = S, and the
+// producer states of the sealed log. The log must end at the seal
+// (ErrLogPastSeal otherwise: a log past S has records the seal does not
+// own, and its producer state is not the one at S).
+func PlanInitDisklessLog(s tierstate.State, tp remote.TopicIDPartition, l SealLog) (wal.InitDisklessLogRequest, error) {
+	if !s.SealCommitted() {
+		return wal.InitDisklessLogRequest{}, fmt.Errorf("consolidate: init diskless log in phase %s: %w", s.Phase(), tierstate.ErrInvalidTransition)
+	}
+	o := l.Offsets()
+	if o.LogEndOffset != s.Seal() {
+		return wal.InitDisklessLogRequest{}, fmt.Errorf("consolidate: init diskless log: log end %d, seal %d: %w",
+			o.LogEndOffset, s.Seal(), ErrLogPastSeal)
+	}
+	return wal.InitDisklessLogRequest{Partition: walTP(tp), Topic: tp.Topic, LogStartOffset: o.LogStartOffset,
+		DisklessStartOffset: s.Seal(), ProducerStates: walProducerStates(l.ActiveProducers())}, nil
+}
+
+// InitDisklessLog creates the partition's WAL row from its sealed log
+// (PlanInitDisklessLog) on cp. A row that exists already is a success.
+func InitDisklessLog(ctx context.Context, cp wal.ControlPlane, s tierstate.State, tp remote.TopicIDPartition, l SealLog) (wal.InitDisklessLogRequest, error) {
+	req, err := PlanInitDisklessLog(s, tp, l)
+	if err != nil {
+		return req, err
+	}
+	res, err := cp.InitDisklessLog(ctx, []wal.InitDisklessLogRequest{req})
+	if err != nil {
+		return req, err
+	}
+	return req, res[0].Err
+}
