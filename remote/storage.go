@@ -115,6 +115,16 @@ type StorageOptions struct {
 	// partition (max.partition.fetch.bytes), so it touches one or two
 	// chunks. Kafka (Aiven's RSM): chunk.size.
 	ChunkSize int
+	// BlockSize is the bytes per checksum inside each chunk of an
+	// uncompressed segment: its manifest (version 2) also holds a CRC-32C
+	// per block, so a read fetches and verifies only the blocks its range
+	// touches (a 16 KiB read fetches at most 32 KiB rather than one or two
+	// whole chunks), for 4 manifest bytes per block (16 KiB per 64 MiB at
+	// the default). At least 1; a BlockSize at or above ChunkSize, or a
+	// segment that would have more than 2^20 blocks, writes no blocks
+	// (version 1). Negative writes no blocks. Compressed chunks have none:
+	// a zstd frame is verified and decoded whole. Default 16 KiB.
+	BlockSize int
 	// Compression compresses each chunk with zstd; a chunk that does not
 	// shrink is stored raw. Default false: Kafka batches are usually
 	// compressed by producers already. Kafka (Aiven's RSM):
@@ -148,6 +158,7 @@ const (
 	defaultChunkSize            = 1 << 20
 	defaultDataObjectBytes      = 16 << 20
 	defaultManifestCacheEntries = 256
+	defaultBlockSize            = 16 << 10
 	// checksumBlockBytes is the read size of the checksum pass of an
 	// uncompressed copy.
 	checksumBlockBytes = 1 << 20
@@ -245,6 +256,9 @@ func NewStorageManager(store objstore.Store, opts StorageOptions) (*StorageManag
 	}
 	if opts.ReadAheadBytes < 0 {
 		return bad("read-ahead bytes %d", opts.ReadAheadBytes)
+	}
+	if opts.BlockSize == 0 {
+		opts.BlockSize = defaultBlockSize
 	}
 	if opts.ManifestCacheEntries == 0 {
 		opts.ManifestCacheEntries = defaultManifestCacheEntries
@@ -439,7 +453,10 @@ func (s *StorageManager) putPlain(ctx context.Context, keys segmentKeys, data Se
 	if data.LogSize == 0 {
 		return nil
 	}
-	cr := newChecksumReaderAt(data.Log, data.LogSize, man.chunkSize)
+	if bs := int64(s.opts.BlockSize); bs > 0 && bs < man.chunkSize && blockCount(data.LogSize, man.chunkSize, bs) <= maxBlocksPerSegment {
+		man.blockSize = bs
+	}
+	cr := newChecksumReaderAt(data.Log, data.LogSize, man.chunkSize, man.blockSize)
 	key := keys.data(0)
 	if err := objstore.PutLarge(ctx, s.store, key, cr, data.LogSize, objstore.MultipartOptions{}); err != nil {
 		return err
@@ -457,6 +474,7 @@ func (s *StorageManager) putPlain(ctx context.Context, keys segmentKeys, data Se
 		man.chunks = append(man.chunks, manifestChunk{rawOffset: off, rawLen: n, codec: codecNone,
 			object: 0, storedOffset: off, storedLen: n, crc: sum.crc})
 	}
+	man.blocks = cr.blocks
 	man.objectSizes = []int64{data.LogSize}
 	return nil
 }
@@ -466,16 +484,19 @@ func (s *StorageManager) putPlain(ctx context.Context, keys segmentKeys, data Se
 // chunk where its checksummed prefix ends extends it; other bytes (re-reads,
 // reads ahead of the prefix) are not fed. The segment is immutable during a
 // copy, so every read of a position returns the same bytes and the sums are
-// those of the bytes uploaded. finish completes the chunks the reads left
-// short.
+// those of the bytes uploaded. With a block size, each chunk's block sums
+// are computed alongside (blocks, chunk by chunk as the manifest stores
+// them). finish completes the chunks the reads left short.
 type checksumReaderAt struct {
-	r         io.ReaderAt
-	size      int64
-	chunkSize int64
-	// mu guards sums. Held for CRC-32C of one read only (several GB/s), so
-	// a multipart upload's parallel part reads wait on it briefly.
-	mu   sync.Mutex
-	sums []chunkSum
+	r                    io.ReaderAt
+	size                 int64
+	chunkSize, blockSize int64 // blockSize 0: no block sums
+	// mu guards sums and blocks. Held for CRC-32C of one read only
+	// (several GB/s), so a multipart upload's parallel part reads wait on
+	// it briefly.
+	mu     sync.Mutex
+	sums   []chunkSum
+	blocks []uint32
 }
 
 type chunkSum struct {
@@ -483,9 +504,13 @@ type chunkSum struct {
 	crc uint32
 }
 
-func newChecksumReaderAt(r io.ReaderAt, size, chunkSize int64) *checksumReaderAt {
-	return &checksumReaderAt{r: r, size: size, chunkSize: chunkSize,
+func newChecksumReaderAt(r io.ReaderAt, size, chunkSize, blockSize int64) *checksumReaderAt {
+	c := &checksumReaderAt{r: r, size: size, chunkSize: chunkSize, blockSize: blockSize,
 		sums: make([]chunkSum, (size+chunkSize-1)/chunkSize)}
+	if blockSize > 0 {
+		c.blocks = make([]uint32, blockCount(size, chunkSize, blockSize))
+	}
+	return c
 }
 
 func (c *checksumReaderAt) ReadAt(p []byte, off int64) (int, error) {
@@ -508,11 +533,31 @@ func (c *checksumReaderAt) feed(b []byte, off int64) {
 		start := k * c.chunkSize
 		n := min(int64(len(b)), start+min(c.chunkSize, c.size-start)-off)
 		if sum := &c.sums[k]; sum.fed == off-start {
-			sum.crc = crc32.Update(sum.crc, castagnoli, b[:n])
-			sum.fed += n
+			c.extend(k, sum, b[:n])
 		}
 		b, off = b[n:], off+n
 	}
+}
+
+// extend adds b, the next bytes of chunk k, to its sums.
+//
+// REQUIRES: c.mu held.
+func (c *checksumReaderAt) extend(k int64, sum *chunkSum, b []byte) {
+	sum.crc = crc32.Update(sum.crc, castagnoli, b)
+	fed := int64(len(b))
+	if c.blockSize > 0 {
+		first := k * ((c.chunkSize + c.blockSize - 1) / c.blockSize)
+		for pos := sum.fed; len(b) > 0; {
+			i := first + pos/c.blockSize
+			n := min(int64(len(b)), c.blockSize-pos%c.blockSize)
+			if pos%c.blockSize == 0 {
+				c.blocks[i] = 0
+			}
+			c.blocks[i] = crc32.Update(c.blocks[i], castagnoli, b[:n])
+			b, pos = b[n:], pos+n
+		}
+	}
+	sum.fed += fed
 }
 
 // finish reads and checksums what the upload's reads left unfed and
@@ -538,8 +583,7 @@ func (c *checksumReaderAt) finish(ctx context.Context) (reread int64, err error)
 				return reread, err
 			}
 			reread += int64(len(b))
-			sum.crc = crc32.Update(sum.crc, castagnoli, b)
-			sum.fed += int64(len(b))
+			c.extend(int64(k), sum, b)
 		}
 	}
 	return reread, nil

@@ -20,7 +20,7 @@ import (
 // maxManifestBytes is the size of the largest manifest decodeManifest can
 // accept; a larger object is corrupt and is not read past this.
 const maxManifestBytes = manifestFixedLen + (8+manifestChunkLen)*maxChunksPerSegment +
-	manifestIndexLen*numIndexTypes + crcLen
+	manifestIndexLen*numIndexTypes + 4 + 4*maxBlocksPerSegment + crcLen
 
 // FetchSegment returns the bytes [start, start+length) of the segment's
 // original .log; length -1 means to the end, and start == size (or length
@@ -64,7 +64,7 @@ func (s *StorageManager) FetchSegment(ctx context.Context, m *SegmentMetadata, s
 		return io.NopCloser(strings.NewReader("")), nil
 	}
 	r := &segmentReader{ctx: ctx, s: s, man: man, keys: keys, id: m.SegmentID,
-		start: start, end: end, next: man.chunkAt(start), last: man.chunkAt(end - 1)}
+		start: start, end: end, next: man.unitAt(start), last: man.unitAt(end - 1)}
 	if err := r.openRun(); err != nil {
 		_ = r.Close()
 		return nil, s.count(err)
@@ -153,19 +153,19 @@ func (r *segmentReader) closeBody() {
 // (a store refusing a range inside the manifest's size is one too),
 // never bytes served from an object that does not match its manifest.
 func (r *segmentReader) openRun() error {
-	first := &r.man.chunks[r.next]
-	j, window := r.next, first.storedLen
+	first := r.man.unit(r.next)
+	j, window, lastUnit := r.next, first.storedLen, first
 	for j < r.last {
-		c := &r.man.chunks[j+1]
+		c := r.man.unit(j + 1)
 		if c.object != first.object || window+c.storedLen > int64(r.s.opts.ReadAheadBytes) {
 			break
 		}
 		window += c.storedLen
-		j++
+		j, lastUnit = j+1, c
 	}
 	key := r.keys.data(first.object)
-	off, n := first.storedOffset, r.man.chunks[j].storedEnd()-first.storedOffset
-	toEnd := j+1 == len(r.man.chunks) || r.man.chunks[j+1].object != first.object
+	off, n := first.storedOffset, lastUnit.storedEnd()-first.storedOffset
+	toEnd := j+1 == r.man.numUnits() || r.man.unit(j+1).object != first.object
 	length := n
 	if toEnd {
 		length = -1
@@ -206,10 +206,11 @@ func (r *segmentReader) loadChunk() error {
 		}
 	}
 	k := r.next
-	c := &r.man.chunks[k]
+	unit := r.man.unit(k)
+	c := &unit
 	if r.stored == nil || int64(cap(*r.stored)) < c.storedLen {
 		putBuffer(r.stored)
-		r.stored = getBuffer(int(r.man.chunkSize))
+		r.stored = getBuffer(int(r.man.unitBytes()))
 	}
 	stored := (*r.stored)[:c.storedLen]
 	n, err := io.ReadFull(r.body, stored)
@@ -220,9 +221,9 @@ func (r *segmentReader) loadChunk() error {
 			// shorter object, or a store that lies about a cut body:
 			// the object's size tells.
 			if size, differs := r.s.sizeDiffers(r.ctx, r.bodyKey, r.man.objectSizes[c.object]); r.bodyToEnd && differs {
-				return r.sizeMismatch(c, "has %d: it ends %d bytes into chunk %d", size, n, k)
+				return r.sizeMismatch(c, "has %d: it ends %d bytes into %s %d", size, n, r.man.unitNoun(), k)
 			}
-			err = fmt.Errorf("%w: chunk %d: got %d of %d bytes", objstore.ErrShortRead, k, n, c.storedLen)
+			err = fmt.Errorf("%w: %s %d: got %d of %d bytes", objstore.ErrShortRead, r.man.unitNoun(), k, n, c.storedLen)
 		}
 		return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
 	}
@@ -232,10 +233,10 @@ func (r *segmentReader) loadChunk() error {
 		// store returning another range than asked for.
 		var one [1]byte
 		if m, err := r.body.Read(one[:]); m > 0 && r.bodyToEnd {
-			return r.sizeMismatch(c, "goes on after its last chunk %d", k)
+			return r.sizeMismatch(c, "goes on after its last %s %d", r.man.unitNoun(), k)
 		} else if m > 0 {
 			return objstore.NewOpError(objstore.OpGet, r.bodyKey,
-				fmt.Errorf("%w: body longer than the range ending with chunk %d", objstore.ErrSizeMismatch, k))
+				fmt.Errorf("%w: body longer than the range ending with %s %d", objstore.ErrSizeMismatch, r.man.unitNoun(), k))
 		} else if err != nil && err != io.EOF {
 			return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
 		}
@@ -243,7 +244,7 @@ func (r *segmentReader) loadChunk() error {
 	}
 	corrupt := func(format string, args ...any) *CorruptionError {
 		return &CorruptionError{SegmentID: r.id, Key: r.bodyKey, Offset: c.storedOffset,
-			Reason: fmt.Sprintf("chunk %d (raw [%d, %d)): ", k, c.rawOffset, c.rawOffset+c.rawLen) + fmt.Sprintf(format, args...)}
+			Reason: fmt.Sprintf("%s %d (raw [%d, %d)): ", r.man.unitNoun(), k, c.rawOffset, c.rawOffset+c.rawLen) + fmt.Sprintf(format, args...)}
 	}
 	if got := crc32.Checksum(stored, castagnoli); got != c.crc {
 		return r.s.corruption(corrupt("checksum %08x, manifest says %08x", got, c.crc))

@@ -347,20 +347,31 @@ func (b *countingBody) Read(p []byte) (int, error) {
 
 // TestStorageFetchReadsOnlyNeededChunks: a ranged read issues one Get per
 // data object it spans and receives exactly the stored bytes of the chunks
-// it needs.
+// it needs, or with block checksums (an uncompressed segment whose chunks
+// are longer than BlockSize) of the blocks it needs.
 func TestStorageFetchReadsOnlyNeededChunks(t *testing.T) {
-	for _, compression := range []bool{false, true} {
-		t.Run(fmt.Sprintf("compression=%t", compression), func(t *testing.T) {
+	for _, tc := range []struct {
+		compression bool
+		blockSize   int
+	}{{false, 0}, {true, 0}, {false, 64}, {true, 64}} {
+		t.Run(fmt.Sprintf("compression=%t/blocks=%d", tc.compression, tc.blockSize), func(t *testing.T) {
+			compression := tc.compression
 			ctx := context.Background()
 			store := &countingStore{Store: newMemStore()}
 			// A read-ahead window larger than the segment: a Get per object.
-			opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression, ReadAheadBytes: 1 << 20}
+			opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression, ReadAheadBytes: 1 << 20,
+				BlockSize: tc.blockSize}
 			writer := newTestStorage(t, store, opts)
 			c := newTestCopy(storageTopic, 3, 0, 10_500, false)
 			_, err := writer.CopySegment(ctx, &c.m, c.data)
 			require.NoError(t, err)
 			man := writer.cache.get(c.m.SegmentID)
 			manifestSize := int64(man.encodedLen())
+			if tc.blockSize > 0 && !compression {
+				require.EqualValues(t, tc.blockSize, man.blockSize, "version 2, with blocks")
+			} else {
+				require.Zero(t, man.blockSize, "version 1")
+			}
 
 			for _, r := range [][2]int64{{1500, 100}, {999, 2}, {500, 3000}, {10_400, -1}, {0, -1}} {
 				s := newTestStorage(t, store, opts) // cold: the manifest is read first
@@ -373,12 +384,12 @@ func TestStorageFetchReadsOnlyNeededChunks(t *testing.T) {
 				}
 				require.Equal(t, c.src[r[0]:end], got)
 
-				first, last := man.chunkAt(r[0]), man.chunkAt(end-1)
+				first, last := man.unitAt(r[0]), man.unitAt(end-1)
 				var wantBytes int64
 				objects := map[int]bool{}
 				for k := first; k <= last; k++ {
-					wantBytes += man.chunks[k].storedLen
-					objects[man.chunks[k].object] = true
+					wantBytes += man.unit(k).storedLen
+					objects[man.unit(k).object] = true
 				}
 				require.EqualValues(t, 1+len(objects), store.gets.Load()-gets0, "range %v: manifest + one Get per object", r)
 				require.EqualValues(t, manifestSize+wantBytes, store.bytes.Load()-bytes0, "range %v", r)
@@ -972,12 +983,13 @@ func TestChecksumReaderAtAnyOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for round := range 100 {
 		size, chunk := int64(1+rng.IntN(5000)), int64(1+rng.IntN(700))
+		bs := int64(rng.IntN(3)) * int64(1+rng.IntN(int(chunk))) // 0: no blocks
 		src := make([]byte, size)
 		for i := range src {
 			src[i] = byte(rng.Uint32())
 		}
 		counted := &countingReaderAt{r: bytes.NewReader(src)}
-		c := newChecksumReaderAt(counted, size, chunk)
+		c := newChecksumReaderAt(counted, size, chunk, bs)
 		for range rng.IntN(20) {
 			off := rng.Int64N(size)
 			p := make([]byte, 1+rng.Int64N(size-off))
@@ -994,13 +1006,65 @@ func TestChecksumReaderAtAnyOrder(t *testing.T) {
 			hi := min(lo+chunk, size)
 			require.Equal(t, crc32.Checksum(src[lo:hi], castagnoli), sum.crc, "round %d chunk %d", round, k)
 		}
+		if bs == 0 {
+			require.Empty(t, c.blocks)
+			continue
+		}
+		// Blocks: chunk by chunk, each chunk's from its start.
+		var want []uint32
+		for lo := int64(0); lo < size; lo += chunk {
+			for b := lo; b < min(lo+chunk, size); b += bs {
+				want = append(want, crc32.Checksum(src[b:min(b+bs, lo+chunk, size)], castagnoli))
+			}
+		}
+		require.Equal(t, want, c.blocks, "round %d", round)
 	}
 	// Reads front to back leave nothing to read again.
 	src := bytes.Repeat([]byte("tierlog"), 1000)
-	c := newChecksumReaderAt(bytes.NewReader(src), int64(len(src)), 256)
+	c := newChecksumReaderAt(bytes.NewReader(src), int64(len(src)), 256, 100)
 	_, err := io.Copy(io.Discard, io.NewSectionReader(c, 0, int64(len(src))))
 	require.NoError(t, err)
 	reread, err := c.finish(context.Background())
 	require.NoError(t, err)
 	require.Zero(t, reread)
+}
+
+// TestStorageFetchSmallReadDefaults: with the default options, a 16 KiB
+// read at any position of an uncompressed segment fetches its blocks
+// only: one ranged Get once the manifest is cached (two when cold, the
+// manifest first), and at most twice the requested bytes of data.
+func TestStorageFetchSmallReadDefaults(t *testing.T) {
+	const size, batch = 4 << 20, 16 << 10
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(testseed.Seed(t, 12), 0))
+	store := &countingStore{Store: newMemStore()}
+	c := newTestCopy(storageTopic, 4, 0, size, false)
+	writer := newTestStorage(t, store, StorageOptions{})
+	_, err := writer.CopySegment(ctx, &c.m, c.data)
+	require.NoError(t, err)
+	manifestSize := int64(writer.cache.get(c.m.SegmentID).encodedLen())
+	warm := newTestStorage(t, store, StorageOptions{})
+	_, err = fetchAll(ctx, warm, &c.m, 0, 1) // caches the manifest
+	require.NoError(t, err)
+	for range 50 {
+		start := rng.Int64N(size - batch + 1)
+		for _, cold := range []bool{true, false} {
+			s := warm
+			if cold {
+				s = newTestStorage(t, store, StorageOptions{})
+			}
+			gets0, bytes0 := store.gets.Load(), store.bytes.Load()
+			got, err := fetchAll(ctx, s, &c.m, start, batch)
+			require.NoError(t, err)
+			require.Equal(t, c.src[start:start+batch], got)
+			gets, data := store.gets.Load()-gets0, store.bytes.Load()-bytes0
+			if cold {
+				require.EqualValues(t, 2, gets, "cold read at %d: the manifest, then one ranged Get", start)
+				data -= manifestSize
+			} else {
+				require.EqualValues(t, 1, gets, "warm read at %d: one ranged Get", start)
+			}
+			require.LessOrEqual(t, data, int64(2*batch), "read at %d (cold %t) fetched %d data bytes", start, cold, data)
+		}
+	}
 }
