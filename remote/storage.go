@@ -181,8 +181,14 @@ type StorageMetrics struct {
 	// order within their chunk (0 for a store that reads each part front
 	// to back from a chunk boundary).
 	ChecksumRereadBytes int64
-	Corruptions         int64 // *CorruptionError results
-	Errors              int64 // calls (and reads of fetched segments) that failed, corruption included
+	// SpeculativeReads are data Gets a fetch issued beside the Get of a
+	// manifest not cached (counted in GetRequests too), guessing this
+	// manager's own layout; SpeculativeServed those whose bytes the
+	// manifest confirmed and the fetch served (the others' bytes are
+	// counted in BytesFetched and dropped).
+	SpeculativeReads, SpeculativeServed int64
+	Corruptions                         int64 // *CorruptionError results
+	Errors                              int64 // calls (and reads of fetched segments) that failed, corruption included
 }
 
 // storageCounters are the atomics behind StorageMetrics.
@@ -190,6 +196,7 @@ type storageCounters struct {
 	segmentsCopied, segmentsDeleted, objectsPut, bytesPut, objectsDeleted  atomic.Int64
 	getRequests, bytesFetched, chunksFetched, manifestHits, manifestMisses atomic.Int64
 	corruptions, errors, checksumRereadBytes                               atomic.Int64
+	speculativeReads, speculativeServed                                    atomic.Int64
 }
 
 // StorageManager is the data plane of the remote tier: it uploads, reads
@@ -294,7 +301,8 @@ func (s *StorageManager) Metrics() StorageMetrics {
 		GetRequests: c.getRequests.Load(), BytesFetched: c.bytesFetched.Load(), ChunksFetched: c.chunksFetched.Load(),
 		ManifestHits: c.manifestHits.Load(), ManifestMisses: c.manifestMisses.Load(),
 		ChecksumRereadBytes: c.checksumRereadBytes.Load(),
-		Corruptions:         c.corruptions.Load(), Errors: c.errors.Load(),
+		SpeculativeReads:    c.speculativeReads.Load(), SpeculativeServed: c.speculativeServed.Load(),
+		Corruptions: c.corruptions.Load(), Errors: c.errors.Load(),
 	}
 }
 

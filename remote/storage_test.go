@@ -9,9 +9,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -1059,12 +1061,85 @@ func TestStorageFetchSmallReadDefaults(t *testing.T) {
 			require.Equal(t, c.src[start:start+batch], got)
 			gets, data := store.gets.Load()-gets0, store.bytes.Load()-bytes0
 			if cold {
-				require.EqualValues(t, 2, gets, "cold read at %d: the manifest, then one ranged Get", start)
+				require.EqualValues(t, 2, gets, "cold read at %d: the manifest and one ranged Get", start)
 				data -= manifestSize
+				if mt := s.Metrics(); start/(16<<10) < (size-1)/(16<<10)-1 { // not the last blocks
+					require.EqualValues(t, 1, mt.SpeculativeServed, "cold read at %d: the data Get went beside the manifest's", start)
+				}
 			} else {
 				require.EqualValues(t, 1, gets, "warm read at %d: one ranged Get", start)
 			}
 			require.LessOrEqual(t, data, int64(2*batch), "read at %d (cold %t) fetched %d data bytes", start, cold, data)
 		}
 	}
+}
+
+// orderedStore makes a manifest Get wait until a data Get has started,
+// so a fetch that issues them one after the other would not finish; the
+// wait is bounded, and says so, rather than hang the test.
+type orderedStore struct {
+	objstore.Store
+	dataStarted chan struct{}
+	once        sync.Once
+	waitedOut   atomic.Bool
+}
+
+func (o *orderedStore) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	switch {
+	case strings.HasSuffix(key, "/"+manifestObject):
+		select {
+		case <-o.dataStarted:
+		case <-time.After(30 * time.Second): // a liveness guard, not a measurement
+			o.waitedOut.Store(true)
+		}
+	case strings.Contains(key, "/data-"):
+		o.once.Do(func() { close(o.dataStarted) })
+	}
+	return o.Store.Get(ctx, key, offset, length)
+}
+
+// TestStorageFetchColdReadOverlapsTheManifest: a cold 16 KiB read issues
+// its data Get before the manifest's Get returns, and serves those bytes,
+// verified; a layout the guess gets wrong (another block size) is read
+// the usual way, with the guessed bytes dropped.
+func TestStorageFetchColdReadOverlapsTheManifest(t *testing.T) {
+	ctx := context.Background()
+	mem := newMemStore()
+	c := newTestCopy(storageTopic, 4, 0, 1<<20, false)
+	writer := newTestStorage(t, mem, StorageOptions{ChunkSize: 256 << 10})
+	_, err := writer.CopySegment(ctx, &c.m, c.data)
+	require.NoError(t, err)
+
+	o := &orderedStore{Store: mem, dataStarted: make(chan struct{})}
+	s := newTestStorage(t, o, StorageOptions{ChunkSize: 256 << 10})
+	got, err := fetchAll(ctx, s, &c.m, 100_000, 16<<10)
+	require.NoError(t, err)
+	require.Equal(t, c.src[100_000:100_000+16<<10], got)
+	require.False(t, o.waitedOut.Load(), "the manifest Get went first, alone")
+	mt := s.Metrics()
+	require.EqualValues(t, 1, mt.SpeculativeReads)
+	require.EqualValues(t, 1, mt.SpeculativeServed)
+	require.EqualValues(t, 2, mt.GetRequests)
+
+	// A reader guessing 4 KiB blocks: its guess is dropped.
+	other := newTestStorage(t, mem, StorageOptions{ChunkSize: 256 << 10, BlockSize: 4 << 10})
+	got, err = fetchAll(ctx, other, &c.m, 100_000, 16<<10)
+	require.NoError(t, err)
+	require.Equal(t, c.src[100_000:100_000+16<<10], got)
+	mt = other.Metrics()
+	require.EqualValues(t, 1, mt.SpeculativeReads)
+	require.Zero(t, mt.SpeculativeServed)
+	require.EqualValues(t, 3, mt.GetRequests)
+
+	// A speculative read's bytes are verified like any others.
+	keys, err := s.keysFor(&c.m)
+	require.NoError(t, err)
+	b, err := objstore.ReadAll(ctx, mem, keys.data(0))
+	require.NoError(t, err)
+	b[100_010] ^= 1
+	require.NoError(t, mem.Put(ctx, keys.data(0), bytes.NewReader(b), int64(len(b)), objstore.PutOptions{}))
+	cold := newTestStorage(t, mem, StorageOptions{ChunkSize: 256 << 10})
+	_, err = fetchAll(ctx, cold, &c.m, 100_000, 16<<10)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.EqualValues(t, 1, cold.Metrics().SpeculativeServed)
 }
