@@ -20,12 +20,14 @@ var ErrCopyStalled = errors.New("remote: copy stalled at a corrupt local segment
 // verifiedLog is the SegmentData.Log a copy hands to the data plane: it
 // passes every ReadAt through and feeds the bytes of reads that continue
 // where the previous fed one ended to a batchVerifier. The data plane's
-// checksum pass (or compressing pass) reads the segment front to back,
-// so every batch is checked in that pass and the copy reads the segment
-// no more often than before; the upload's re-reads of bytes already fed
-// pass unchecked. Once a batch fails, reads at or after it fail with its
-// *BatchCorruptionError, so the pass stops before anything after the
-// damage is read (and, for an uncompressed segment, before any upload).
+// one pass (the upload of an uncompressed segment, which checksums as it
+// reads, or the compressing pass) reads the segment front to back on a
+// store that uploads in order, so every batch is checked in that pass and
+// the check adds no read; re-reads of bytes already fed pass unchecked,
+// and bytes a multipart upload read out of order are checked by result.
+// Once a batch fails, reads at or after it fail with its
+// *BatchCorruptionError, so the upload stops before anything after the
+// damage is read and its data object is never completed.
 type verifiedLog struct {
 	r io.ReaderAt
 	// mu guards v. The feed is CPU only (CRC-32C of at most one read),

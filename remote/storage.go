@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,13 +73,14 @@ func (t IndexType) valid() bool { return t >= IndexOffset && t <= IndexLeaderEpo
 type SegmentData struct {
 	// Log is the segment's .log file; read only in [0, LogSize). It must
 	// not change during the copy (a rolled segment below the last stable
-	// offset never does): the chunk checksums are computed in a first pass
-	// over it (see CopySegment). That pass (the compressing pass of a
-	// compressed copy) reads [0, LogSize) once, front to back, before any
-	// other read of it: the Manager checks the segment's batches in it, so
-	// a failed ReadAt there must fail the copy. As io.ReaderAt promises,
-	// parallel ReadAt calls must be safe: a multipart upload reads parts
-	// concurrently.
+	// offset never does): the chunk checksums are computed from the bytes
+	// the upload reads (see CopySegment), and re-reads must return them.
+	// With a store that uploads front to back (fs, mem, a single-part S3
+	// put) the upload (the compressing pass of a compressed copy) reads
+	// [0, LogSize) once, in order: the Manager checks the segment's batches
+	// in that pass, so a failed ReadAt there must fail the copy. As
+	// io.ReaderAt promises, parallel ReadAt calls must be safe: a multipart
+	// upload reads parts concurrently.
 	Log io.ReaderAt
 	// LogSize is the size of the .log in bytes; it must equal the
 	// metadata's SizeBytes.
@@ -113,6 +115,16 @@ type StorageOptions struct {
 	// partition (max.partition.fetch.bytes), so it touches one or two
 	// chunks. Kafka (Aiven's RSM): chunk.size.
 	ChunkSize int
+	// BlockSize is the bytes per checksum inside each chunk of an
+	// uncompressed segment: its manifest (version 2) also holds a CRC-32C
+	// per block, so a read fetches and verifies only the blocks its range
+	// touches (a 16 KiB read fetches at most 32 KiB rather than one or two
+	// whole chunks), for 4 manifest bytes per block (16 KiB per 64 MiB at
+	// the default). At least 1; a BlockSize at or above ChunkSize, or a
+	// segment that would have more than 2^20 blocks, writes no blocks
+	// (version 1). Negative writes no blocks. Compressed chunks have none:
+	// a zstd frame is verified and decoded whole. Default 16 KiB.
+	BlockSize int
 	// Compression compresses each chunk with zstd; a chunk that does not
 	// shrink is stored raw. Default false: Kafka batches are usually
 	// compressed by producers already. Kafka (Aiven's RSM):
@@ -146,6 +158,7 @@ const (
 	defaultChunkSize            = 1 << 20
 	defaultDataObjectBytes      = 16 << 20
 	defaultManifestCacheEntries = 256
+	defaultBlockSize            = 16 << 10
 	// checksumBlockBytes is the read size of the checksum pass of an
 	// uncompressed copy.
 	checksumBlockBytes = 1 << 20
@@ -163,15 +176,27 @@ type StorageMetrics struct {
 	ChunksFetched   int64 // data chunks read and verified
 	ManifestHits    int64 // manifests served from the cache
 	ManifestMisses  int64 // manifests read from the store
-	Corruptions     int64 // *CorruptionError results
-	Errors          int64 // calls (and reads of fetched segments) that failed, corruption included
+	// ChecksumRereadBytes are bytes of uncompressed copies read a second
+	// time to checksum them, because the upload did not read them in
+	// order within their chunk (0 for a store that reads each part front
+	// to back from a chunk boundary).
+	ChecksumRereadBytes int64
+	// SpeculativeReads are data Gets a fetch issued beside the Get of a
+	// manifest not cached (counted in GetRequests too), guessing this
+	// manager's own layout; SpeculativeServed those whose bytes the
+	// manifest confirmed and the fetch served (the others' bytes are
+	// counted in BytesFetched and dropped).
+	SpeculativeReads, SpeculativeServed int64
+	Corruptions                         int64 // *CorruptionError results
+	Errors                              int64 // calls (and reads of fetched segments) that failed, corruption included
 }
 
 // storageCounters are the atomics behind StorageMetrics.
 type storageCounters struct {
 	segmentsCopied, segmentsDeleted, objectsPut, bytesPut, objectsDeleted  atomic.Int64
 	getRequests, bytesFetched, chunksFetched, manifestHits, manifestMisses atomic.Int64
-	corruptions, errors                                                    atomic.Int64
+	corruptions, errors, checksumRereadBytes                               atomic.Int64
+	speculativeReads, speculativeServed                                    atomic.Int64
 }
 
 // StorageManager is the data plane of the remote tier: it uploads, reads
@@ -239,6 +264,9 @@ func NewStorageManager(store objstore.Store, opts StorageOptions) (*StorageManag
 	if opts.ReadAheadBytes < 0 {
 		return bad("read-ahead bytes %d", opts.ReadAheadBytes)
 	}
+	if opts.BlockSize == 0 {
+		opts.BlockSize = defaultBlockSize
+	}
 	if opts.ManifestCacheEntries == 0 {
 		opts.ManifestCacheEntries = defaultManifestCacheEntries
 	}
@@ -272,6 +300,8 @@ func (s *StorageManager) Metrics() StorageMetrics {
 		ObjectsPut: c.objectsPut.Load(), BytesPut: c.bytesPut.Load(), ObjectsDeleted: c.objectsDeleted.Load(),
 		GetRequests: c.getRequests.Load(), BytesFetched: c.bytesFetched.Load(), ChunksFetched: c.chunksFetched.Load(),
 		ManifestHits: c.manifestHits.Load(), ManifestMisses: c.manifestMisses.Load(),
+		ChecksumRereadBytes: c.checksumRereadBytes.Load(),
+		SpeculativeReads:    c.speculativeReads.Load(), SpeculativeServed: c.speculativeServed.Load(),
 		Corruptions: c.corruptions.Load(), Errors: c.errors.Load(),
 	}
 }
@@ -300,9 +330,14 @@ func (s *StorageManager) count(err error) error {
 // transaction index iff !m.TxnIndexEmpty, the leader epochs well formed)
 // and fails with ErrInvalidArgument otherwise, before uploading anything.
 //
-// An uncompressed segment is one data object: a checksum pass reads Log
-// chunk by chunk, then objstore.PutLarge uploads it from Log (multipart
-// where the store supports it), holding no more than a 1 MiB buffer. A
+// The data objects and the "indexes" object upload concurrently; the
+// manifest waits for both.
+//
+// An uncompressed segment is one data object: objstore.PutLarge uploads it
+// from Log (multipart where the store supports it) and the chunk checksums
+// are computed from the bytes as the upload reads them, so Log is read
+// once; only bytes a store reads out of order within a chunk are read
+// again afterwards to checksum them (StorageMetrics.ChecksumRereadBytes). A
 // compressed segment is compressed chunk by chunk into a buffer of at most
 // DataObjectBytes, uploaded as one data object whenever the next chunk
 // would not fit: stored sizes are only known after compressing, and the
@@ -319,13 +354,32 @@ func (s *StorageManager) CopySegment(ctx context.Context, m *SegmentMetadata, da
 		segmentID: m.SegmentID.ID, startOffset: m.StartOffset, logSize: data.LogSize,
 		chunkSize: int64(s.opts.ChunkSize),
 	}
+	// The data objects and the indexes object are independent: they
+	// upload at once (they fill different fields of man). Only the
+	// manifest, the commit point, waits for both.
+	uctx, cancel := context.WithCancel(ctx)
+	indexesDone := make(chan error, 1)
+	go func() {
+		err := s.putIndexes(uctx, keys, data, man)
+		if err != nil {
+			cancel()
+		}
+		indexesDone <- err
+	}()
 	if s.opts.Compression {
-		err = s.putCompressed(ctx, keys, data, man)
+		err = s.putCompressed(uctx, keys, data, man)
 	} else {
-		err = s.putPlain(ctx, keys, data, man)
+		err = s.putPlain(uctx, keys, data, man)
 	}
-	if err == nil {
-		err = s.putIndexes(ctx, keys, data, man)
+	if err != nil {
+		cancel()
+	}
+	ierr := <-indexesDone
+	cancel()
+	if err == nil || errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		// The data upload was cancelled because the indexes failed: that
+		// failure is the cause.
+		err = cmp.Or(ierr, err)
 	}
 	if err == nil {
 		b := encodeManifest(make([]byte, 0, man.encodedLen()), man)
@@ -396,39 +450,151 @@ func (s *StorageManager) put(ctx context.Context, key string, b []byte) error {
 	return nil
 }
 
-// putPlain uploads an uncompressed segment as one data object: checksums
-// first, then the bytes straight from data.Log.
+// putPlain uploads an uncompressed segment as one data object straight
+// from data.Log, checksumming the bytes as the upload reads them (a
+// checksumReaderAt), so the segment is read once. Bytes the upload did not
+// read in order inside their chunk (a store that reads out of order, or
+// reads a part twice after a retry that started mid-chunk) are checksummed
+// afterwards by a read of just those bytes, counted in
+// StorageMetrics.ChecksumRereadBytes.
 func (s *StorageManager) putPlain(ctx context.Context, keys segmentKeys, data SegmentData, man *manifest) error {
 	if data.LogSize == 0 {
 		return nil
 	}
-	buf := getBuffer(int(min(int64(checksumBlockBytes), man.chunkSize)))
-	defer putBuffer(buf)
-	for off := int64(0); off < data.LogSize; off += man.chunkSize {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(man.chunkSize, data.LogSize-off)
-		var crc uint32
-		for done := int64(0); done < n; {
-			b := (*buf)[:min(int64(len(*buf)), n-done)]
-			if err := readFullAt(data.Log, b, off+done); err != nil {
-				return err
-			}
-			crc = crc32.Update(crc, castagnoli, b)
-			done += int64(len(b))
-		}
-		man.chunks = append(man.chunks, manifestChunk{rawOffset: off, rawLen: n, codec: codecNone,
-			object: 0, storedOffset: off, storedLen: n, crc: crc})
+	if bs := int64(s.opts.BlockSize); bs > 0 && bs < man.chunkSize && blockCount(data.LogSize, man.chunkSize, bs) <= maxBlocksPerSegment {
+		man.blockSize = bs
 	}
-	man.objectSizes = []int64{data.LogSize}
+	cr := newChecksumReaderAt(data.Log, data.LogSize, man.chunkSize, man.blockSize)
 	key := keys.data(0)
-	if err := objstore.PutLarge(ctx, s.store, key, data.Log, data.LogSize, objstore.MultipartOptions{}); err != nil {
+	if err := objstore.PutLarge(ctx, s.store, key, cr, data.LogSize, objstore.MultipartOptions{}); err != nil {
 		return err
 	}
 	s.metrics.objectsPut.Add(1)
 	s.metrics.bytesPut.Add(data.LogSize)
+	reread, err := cr.finish(ctx)
+	s.metrics.checksumRereadBytes.Add(reread)
+	if err != nil {
+		return err
+	}
+	for k, sum := range cr.sums {
+		off := int64(k) * man.chunkSize
+		n := min(man.chunkSize, data.LogSize-off)
+		man.chunks = append(man.chunks, manifestChunk{rawOffset: off, rawLen: n, codec: codecNone,
+			object: 0, storedOffset: off, storedLen: n, crc: sum.crc})
+	}
+	man.blocks = cr.blocks
+	man.objectSizes = []int64{data.LogSize}
 	return nil
+}
+
+// checksumReaderAt passes ReadAt calls through to r and computes the
+// CRC-32C of each chunk of the bytes they return: a read that continues a
+// chunk where its checksummed prefix ends extends it; other bytes (re-reads,
+// reads ahead of the prefix) are not fed. The segment is immutable during a
+// copy, so every read of a position returns the same bytes and the sums are
+// those of the bytes uploaded. With a block size, each chunk's block sums
+// are computed alongside (blocks, chunk by chunk as the manifest stores
+// them). finish completes the chunks the reads left short.
+type checksumReaderAt struct {
+	r                    io.ReaderAt
+	size                 int64
+	chunkSize, blockSize int64 // blockSize 0: no block sums
+	// mu guards sums and blocks. Held for CRC-32C of one read only
+	// (several GB/s), so a multipart upload's parallel part reads wait on
+	// it briefly.
+	mu     sync.Mutex
+	sums   []chunkSum
+	blocks []uint32
+}
+
+type chunkSum struct {
+	fed int64 // bytes of the chunk checksummed so far, from its start
+	crc uint32
+}
+
+func newChecksumReaderAt(r io.ReaderAt, size, chunkSize, blockSize int64) *checksumReaderAt {
+	c := &checksumReaderAt{r: r, size: size, chunkSize: chunkSize, blockSize: blockSize,
+		sums: make([]chunkSum, (size+chunkSize-1)/chunkSize)}
+	if blockSize > 0 {
+		c.blocks = make([]uint32, blockCount(size, chunkSize, blockSize))
+	}
+	return c
+}
+
+func (c *checksumReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	if n > 0 && off >= 0 {
+		c.mu.Lock()
+		c.feed(p[:n], off)
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// feed checksums the bytes b read at off that extend their chunks'
+// checksummed prefixes.
+//
+// REQUIRES: c.mu held.
+func (c *checksumReaderAt) feed(b []byte, off int64) {
+	for len(b) > 0 && off < c.size {
+		k := off / c.chunkSize
+		start := k * c.chunkSize
+		n := min(int64(len(b)), start+min(c.chunkSize, c.size-start)-off)
+		if sum := &c.sums[k]; sum.fed == off-start {
+			c.extend(k, sum, b[:n])
+		}
+		b, off = b[n:], off+n
+	}
+}
+
+// extend adds b, the next bytes of chunk k, to its sums.
+//
+// REQUIRES: c.mu held.
+func (c *checksumReaderAt) extend(k int64, sum *chunkSum, b []byte) {
+	sum.crc = crc32.Update(sum.crc, castagnoli, b)
+	fed := int64(len(b))
+	if c.blockSize > 0 {
+		first := k * ((c.chunkSize + c.blockSize - 1) / c.blockSize)
+		for pos := sum.fed; len(b) > 0; {
+			i := first + pos/c.blockSize
+			n := min(int64(len(b)), c.blockSize-pos%c.blockSize)
+			if pos%c.blockSize == 0 {
+				c.blocks[i] = 0
+			}
+			c.blocks[i] = crc32.Update(c.blocks[i], castagnoli, b[:n])
+			b, pos = b[n:], pos+n
+		}
+	}
+	sum.fed += fed
+}
+
+// finish reads and checksums what the upload's reads left unfed and
+// returns how many bytes that took.
+func (c *checksumReaderAt) finish(ctx context.Context) (reread int64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var buf *[]byte
+	defer func() { putBuffer(buf) }()
+	for k := range c.sums {
+		sum := &c.sums[k]
+		start := int64(k) * c.chunkSize
+		n := min(c.chunkSize, c.size-start)
+		for sum.fed < n {
+			if err := ctx.Err(); err != nil {
+				return reread, err
+			}
+			if buf == nil {
+				buf = getBuffer(int(min(int64(checksumBlockBytes), c.chunkSize)))
+			}
+			b := (*buf)[:min(int64(len(*buf)), n-sum.fed)]
+			if err := readFullAt(c.r, b, start+sum.fed); err != nil {
+				return reread, err
+			}
+			reread += int64(len(b))
+			c.extend(int64(k), sum, b)
+		}
+	}
+	return reread, nil
 }
 
 // putCompressed compresses data.Log chunk by chunk into data objects of at

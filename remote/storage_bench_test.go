@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tierlog/tierlog/remote/objstore"
+	"github.com/tierlog/tierlog/remote/objstore/fs"
 )
 
 // BenchmarkStorageCopy copies one 16 MiB segment into a mem store; the
@@ -89,4 +90,37 @@ func BenchmarkStorageFetchBatch(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkStorageCopyFS copies a 64 MiB segment from memory into the fs
+// store with its default durability (each object fsynced before its Put
+// returns), beside objstore.PutLarge of the same bytes into the same
+// store: the copy's extra cost is its checksums and the indexes and
+// manifest objects.
+func BenchmarkStorageCopyFS(b *testing.B) {
+	const size = 64 << 20
+	c := newTestCopy(storageTopic, 1, 0, size, false)
+	st, err := fs.Open(b.TempDir(), fs.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("raw-put", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			if err := objstore.PutLarge(ctx, st, "raw/segment", bytes.NewReader(c.src), size, objstore.MultipartOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("copy", func(b *testing.B) {
+		s := newTestStorage(b, st, StorageOptions{})
+		b.SetBytes(size)
+		for b.Loop() {
+			// The same id each time: a retry overwrites the same keys.
+			if _, err := s.CopySegment(ctx, &c.m, c.data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -20,7 +20,7 @@ import (
 // maxManifestBytes is the size of the largest manifest decodeManifest can
 // accept; a larger object is corrupt and is not read past this.
 const maxManifestBytes = manifestFixedLen + (8+manifestChunkLen)*maxChunksPerSegment +
-	manifestIndexLen*numIndexTypes + crcLen
+	manifestIndexLen*numIndexTypes + 4 + 4*maxBlocksPerSegment + crcLen
 
 // FetchSegment returns the bytes [start, start+length) of the segment's
 // original .log; length -1 means to the end, and start == size (or length
@@ -31,10 +31,15 @@ const maxManifestBytes = manifestFixedLen + (8+manifestChunkLen)*maxChunksPerSeg
 // object the range spans (one for an uncompressed segment) and per
 // ReadAheadBytes of stored bytes. The first Get is issued before
 // FetchSegment returns, so that a missing object is reported here; later
-// ones as the body reaches them. Ask for the bytes you need: a chunk is
-// read whole even for one byte of it. Each
-// chunk is checked against its CRC-32C before any of its bytes are
-// returned, and decompressed into a buffer of exactly its raw length.
+// ones as the body reaches them. Ask for the bytes you need: a unit (a
+// 16 KiB block of an uncompressed segment with block checksums, else a
+// chunk) is read whole even for one byte of it. Each unit is checked
+// against its CRC-32C before any of its bytes are returned, and a
+// compressed chunk decompressed into a buffer of exactly its raw length.
+// When the manifest is not cached, a short range's data Get is issued
+// beside the manifest's, guessing this manager's own layout
+// (speculativeRange), so a cold read waits for one round trip; the bytes
+// are served only if the manifest confirms the guess.
 //
 // The body yields exactly the range and then io.EOF, or fails: a chunk
 // that fails its checksum or does not decompress to its raw length is a
@@ -48,11 +53,14 @@ func (s *StorageManager) FetchSegment(ctx context.Context, m *SegmentMetadata, s
 	if start < 0 || length < -1 {
 		return nil, s.count(fmt.Errorf("%w: remote: fetch segment: start %d length %d", ErrInvalidArgument, start, length))
 	}
+	spec := s.speculate(ctx, m, start, length)
 	man, keys, err := s.loadManifest(ctx, m)
 	if err != nil {
+		spec.discard()
 		return nil, s.count(err)
 	}
 	if start > man.logSize || (length >= 0 && length > man.logSize-start) {
+		spec.discard()
 		return nil, s.count(fmt.Errorf("%w: remote: fetch [%d, +%d) of segment %s of %d bytes",
 			ErrInvalidArgument, start, length, m.SegmentID, man.logSize))
 	}
@@ -61,15 +69,118 @@ func (s *StorageManager) FetchSegment(ctx context.Context, m *SegmentMetadata, s
 		end = start + length
 	}
 	if start == end {
+		spec.discard()
 		return io.NopCloser(strings.NewReader("")), nil
 	}
 	r := &segmentReader{ctx: ctx, s: s, man: man, keys: keys, id: m.SegmentID,
-		start: start, end: end, next: man.chunkAt(start), last: man.chunkAt(end - 1)}
+		start: start, end: end, next: man.unitAt(start), last: man.unitAt(end - 1)}
+	if spec.serve(r) {
+		return r, nil
+	}
 	if err := r.openRun(); err != nil {
 		_ = r.Close()
 		return nil, s.count(err)
 	}
 	return r, nil
+}
+
+// speculativeRange is the ranged Get of a fetch whose manifest is not
+// cached, issued beside the manifest's Get so that a cold read waits for
+// one round trip instead of two. It guesses the layout this manager writes
+// (uncompressed, one data object, blocks of BlockSize aligned to the
+// chunks): the blocks the range touches are at the same offsets in the
+// data object. The bytes are served only if the manifest confirms that
+// layout, and are verified against its block checksums like any others;
+// otherwise they are dropped and the fetch reads as usual.
+type speculativeRange struct {
+	s      *StorageManager
+	key    string
+	lo, hi int64
+	cancel context.CancelFunc
+	done   chan struct{}
+	buf    []byte // the bytes [lo, hi), when err is nil
+	got    int64  // bytes received
+	err    error
+}
+
+// speculate starts the speculative Get of a fetch, or returns nil when
+// the manifest is cached or the range does not fit the guess: compression
+// on, no blocks, a range longer than ReadAheadBytes, or one that reaches
+// the segment's last block (a read of the object's tail asks for it to
+// the object's end, to check the object's size).
+func (s *StorageManager) speculate(ctx context.Context, m *SegmentMetadata, start, length int64) *speculativeRange {
+	bs, cs := int64(s.opts.BlockSize), int64(s.opts.ChunkSize)
+	if s.opts.Compression || bs <= 0 || bs >= cs || cs%bs != 0 || length <= 0 || start < 0 ||
+		start+length > m.SizeBytes || (s.cache != nil && s.cache.contains(m.SegmentID)) {
+		return nil
+	}
+	lo, hi := start/bs*bs, (start+length+bs-1)/bs*bs
+	if hi >= m.SizeBytes || hi-lo > int64(s.opts.ReadAheadBytes) {
+		return nil
+	}
+	keys, err := s.keysFor(m)
+	if err != nil {
+		return nil
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	sp := &speculativeRange{s: s, key: keys.data(0), lo: lo, hi: hi, cancel: cancel, done: make(chan struct{})}
+	s.metrics.getRequests.Add(1)
+	s.metrics.speculativeReads.Add(1)
+	go func() {
+		defer close(sp.done)
+		sp.buf, sp.got, sp.err = s.readSpeculative(sctx, sp.key, lo, hi-lo)
+	}()
+	return sp
+}
+
+// readSpeculative reads exactly n bytes of key at off (one byte more
+// than asked for is an error too: the store answered another range).
+func (s *StorageManager) readSpeculative(ctx context.Context, key string, off, n int64) ([]byte, int64, error) {
+	body, err := s.store.Get(ctx, key, off, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer body.Close()
+	b := make([]byte, n+1)
+	got, err := io.ReadFull(body, b)
+	if err != io.ErrUnexpectedEOF || int64(got) != n {
+		return nil, int64(got), fmt.Errorf("remote: speculative read of %s: %d of %d bytes: %w", key, got, n, err)
+	}
+	return b[:n], int64(got), nil
+}
+
+// discard drops the speculative read (nil: none), waiting for its
+// goroutine.
+func (sp *speculativeRange) discard() {
+	if sp == nil {
+		return
+	}
+	sp.cancel()
+	<-sp.done
+	sp.s.metrics.bytesFetched.Add(sp.got)
+}
+
+// serve hands the speculative bytes to r as its first (and only) run when
+// the manifest confirms they are exactly r's units, and reports whether
+// it did; otherwise it discards them.
+func (sp *speculativeRange) serve(r *segmentReader) bool {
+	if sp == nil {
+		return false
+	}
+	<-sp.done
+	sp.cancel()
+	man := r.man
+	first, last := man.unit(r.next), man.unit(r.last)
+	if sp.err != nil || man.blockSize == 0 || len(man.objectSizes) != 1 || r.keys.data(first.object) != sp.key ||
+		first.storedOffset != sp.lo || last.storedEnd() != sp.hi || r.last+1 >= man.numUnits() {
+		sp.s.metrics.bytesFetched.Add(sp.got)
+		return false
+	}
+	// loadChunk counts the bytes as it reads them, and checks every
+	// block's checksum before serving it.
+	r.body, r.bodyKey, r.bodyEnd, r.bodyToEnd = io.NopCloser(bytes.NewReader(sp.buf)), sp.key, r.last, false
+	sp.s.metrics.speculativeServed.Add(1)
+	return true
 }
 
 // segmentReader is the body FetchSegment returns. It reads the chunks
@@ -153,19 +264,19 @@ func (r *segmentReader) closeBody() {
 // (a store refusing a range inside the manifest's size is one too),
 // never bytes served from an object that does not match its manifest.
 func (r *segmentReader) openRun() error {
-	first := &r.man.chunks[r.next]
-	j, window := r.next, first.storedLen
+	first := r.man.unit(r.next)
+	j, window, lastUnit := r.next, first.storedLen, first
 	for j < r.last {
-		c := &r.man.chunks[j+1]
+		c := r.man.unit(j + 1)
 		if c.object != first.object || window+c.storedLen > int64(r.s.opts.ReadAheadBytes) {
 			break
 		}
 		window += c.storedLen
-		j++
+		j, lastUnit = j+1, c
 	}
 	key := r.keys.data(first.object)
-	off, n := first.storedOffset, r.man.chunks[j].storedEnd()-first.storedOffset
-	toEnd := j+1 == len(r.man.chunks) || r.man.chunks[j+1].object != first.object
+	off, n := first.storedOffset, lastUnit.storedEnd()-first.storedOffset
+	toEnd := j+1 == r.man.numUnits() || r.man.unit(j+1).object != first.object
 	length := n
 	if toEnd {
 		length = -1
@@ -206,10 +317,11 @@ func (r *segmentReader) loadChunk() error {
 		}
 	}
 	k := r.next
-	c := &r.man.chunks[k]
+	unit := r.man.unit(k)
+	c := &unit
 	if r.stored == nil || int64(cap(*r.stored)) < c.storedLen {
 		putBuffer(r.stored)
-		r.stored = getBuffer(int(r.man.chunkSize))
+		r.stored = getBuffer(int(r.man.unitBytes()))
 	}
 	stored := (*r.stored)[:c.storedLen]
 	n, err := io.ReadFull(r.body, stored)
@@ -220,9 +332,9 @@ func (r *segmentReader) loadChunk() error {
 			// shorter object, or a store that lies about a cut body:
 			// the object's size tells.
 			if size, differs := r.s.sizeDiffers(r.ctx, r.bodyKey, r.man.objectSizes[c.object]); r.bodyToEnd && differs {
-				return r.sizeMismatch(c, "has %d: it ends %d bytes into chunk %d", size, n, k)
+				return r.sizeMismatch(c, "has %d: it ends %d bytes into %s %d", size, n, r.man.unitNoun(), k)
 			}
-			err = fmt.Errorf("%w: chunk %d: got %d of %d bytes", objstore.ErrShortRead, k, n, c.storedLen)
+			err = fmt.Errorf("%w: %s %d: got %d of %d bytes", objstore.ErrShortRead, r.man.unitNoun(), k, n, c.storedLen)
 		}
 		return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
 	}
@@ -232,10 +344,10 @@ func (r *segmentReader) loadChunk() error {
 		// store returning another range than asked for.
 		var one [1]byte
 		if m, err := r.body.Read(one[:]); m > 0 && r.bodyToEnd {
-			return r.sizeMismatch(c, "goes on after its last chunk %d", k)
+			return r.sizeMismatch(c, "goes on after its last %s %d", r.man.unitNoun(), k)
 		} else if m > 0 {
 			return objstore.NewOpError(objstore.OpGet, r.bodyKey,
-				fmt.Errorf("%w: body longer than the range ending with chunk %d", objstore.ErrSizeMismatch, k))
+				fmt.Errorf("%w: body longer than the range ending with %s %d", objstore.ErrSizeMismatch, r.man.unitNoun(), k))
 		} else if err != nil && err != io.EOF {
 			return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
 		}
@@ -243,7 +355,7 @@ func (r *segmentReader) loadChunk() error {
 	}
 	corrupt := func(format string, args ...any) *CorruptionError {
 		return &CorruptionError{SegmentID: r.id, Key: r.bodyKey, Offset: c.storedOffset,
-			Reason: fmt.Sprintf("chunk %d (raw [%d, %d)): ", k, c.rawOffset, c.rawOffset+c.rawLen) + fmt.Sprintf(format, args...)}
+			Reason: fmt.Sprintf("%s %d (raw [%d, %d)): ", r.man.unitNoun(), k, c.rawOffset, c.rawOffset+c.rawLen) + fmt.Sprintf(format, args...)}
 	}
 	if got := crc32.Checksum(stored, castagnoli); got != c.crc {
 		return r.s.corruption(corrupt("checksum %08x, manifest says %08x", got, c.crc))
@@ -488,6 +600,14 @@ func newManifestCache(capacity int) *manifestCache {
 	c.mu.order = list.New()
 	c.mu.byID = make(map[SegmentID]*list.Element)
 	return c
+}
+
+// contains reports whether id is cached, without refreshing it.
+func (c *manifestCache) contains(id SegmentID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.mu.byID[id]
+	return ok
 }
 
 func (c *manifestCache) get(id SegmentID) *manifest {

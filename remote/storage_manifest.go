@@ -10,10 +10,10 @@ import (
 // The manifest is the last object a copy writes; its presence means the
 // copy is complete. It lists the chunks of the segment's .log, where each
 // is stored and its checksum, and the auxiliary indexes inside the
-// "indexes" object. Big-endian, version 1:
+// "indexes" object. Big-endian, version 1 or 2:
 //
 //	 0  magic          [4]byte "TLRS"
-//	 4  version        uint8   (manifestV1)
+//	 4  version        uint8   (manifestV1, or manifestV2 with blocks)
 //	 5  flags          uint8   (0; reserved)
 //	 6  topic id       [16]byte
 //	22  partition      int32
@@ -33,6 +33,11 @@ import (
 //	    indexes        index count x 21 bytes, by increasing type:
 //	                     type uint8, offset int64 and size int64 inside
 //	                     the "indexes" object, CRC-32C uint32 of the bytes
+//	    version 2 only:
+//	    block size     uint32  1 to chunk size - 1
+//	    blocks         per chunk in order, ceil(raw length / block size)
+//	                     x CRC-32C uint32 of the chunk's raw bytes
+//	                     [b*block size, min((b+1)*block size, raw length))
 //	    crc            uint32  CRC-32C (Castagnoli) of every byte before it
 //
 // Chunk k covers the raw bytes [k*chunkSize, min((k+1)*chunkSize, log
@@ -45,6 +50,13 @@ import (
 // snapshot and leader-epoch indexes are always present, the transaction
 // index only when the segment has aborted transactions.
 //
+// Version 2 is written for an uncompressed segment whose chunks are longer
+// than StorageOptions.BlockSize: every chunk is raw (codec 0), and the
+// block checksums let a read fetch and verify only the blocks its range
+// touches instead of whole chunks. Version 1 manifests (compressed
+// segments, and every manifest written before blocks existed) are read as
+// before, chunk by chunk.
+//
 // The encoding is canonical: decodeManifest accepts exactly the bytes
 // encodeManifest produces for some valid manifest, so every field the
 // reader relies on (offsets, lengths, object numbers) is checked once, at
@@ -52,6 +64,7 @@ import (
 const (
 	manifestMagic    = "TLRS"
 	manifestV1       = 1
+	manifestV2       = 2
 	manifestFixedLen = 71
 	manifestChunkLen = 33
 	manifestIndexLen = 21
@@ -66,6 +79,10 @@ const (
 	// manifest (about 2.7 MiB at the bound): 64 GiB at the default chunk
 	// size, far above Kafka's 2 GiB segments.
 	maxChunksPerSegment = 1 << 16
+	// maxBlocksPerSegment bounds the block checksums of a version 2
+	// manifest (4 MiB of them: 16 GiB at the default block size); a
+	// segment that would have more is written as version 1.
+	maxBlocksPerSegment = 1 << 20
 	// maxIndexBytes bounds each auxiliary index (Kafka's index files are
 	// 10 MiB by default; segment.index.bytes).
 	maxIndexBytes = 512 << 20
@@ -85,6 +102,69 @@ type manifest struct {
 	chunks      []manifestChunk
 	// indexes are sorted by type.
 	indexes []manifestIndex
+	// blockSize and blocks are version 2's block checksums, chunk by
+	// chunk (blocksPerChunk of each but the last); blockSize 0 without.
+	blockSize int64
+	blocks    []uint32
+}
+
+// blocksPerChunk is the number of blocks of a full chunk.
+func (m *manifest) blocksPerChunk() int64 { return (m.chunkSize + m.blockSize - 1) / m.blockSize }
+
+// blockCount returns the number of blocks of a segment of logSize bytes
+// in chunks of chunkSize and blocks of blockSize.
+func blockCount(logSize, chunkSize, blockSize int64) int64 {
+	full, last := logSize/chunkSize, logSize%chunkSize
+	return full*((chunkSize+blockSize-1)/blockSize) + (last+blockSize-1)/blockSize
+}
+
+// The read path works on units: the chunks, or with block checksums the
+// blocks, each verified on its own before any of its bytes is served.
+
+// numUnits returns the number of read units.
+func (m *manifest) numUnits() int {
+	if m.blockSize == 0 {
+		return len(m.chunks)
+	}
+	return len(m.blocks)
+}
+
+// unitBytes is the largest raw and stored length of a unit.
+func (m *manifest) unitBytes() int64 {
+	if m.blockSize == 0 {
+		return m.chunkSize
+	}
+	return m.blockSize
+}
+
+// unitNoun names a unit in errors.
+func (m *manifest) unitNoun() string {
+	if m.blockSize == 0 {
+		return "chunk"
+	}
+	return "block"
+}
+
+// unitAt returns the unit holding raw byte pos (0 <= pos < logSize).
+func (m *manifest) unitAt(pos int64) int {
+	k := pos / m.chunkSize
+	if m.blockSize == 0 {
+		return int(k)
+	}
+	return int(k*m.blocksPerChunk() + (pos-k*m.chunkSize)/m.blockSize)
+}
+
+// unit returns read unit i: a chunk, or a block as a raw chunk of its own.
+func (m *manifest) unit(i int) manifestChunk {
+	if m.blockSize == 0 {
+		return m.chunks[i]
+	}
+	bpc := m.blocksPerChunk()
+	c := &m.chunks[int64(i)/bpc]
+	off := (int64(i) % bpc) * m.blockSize
+	n := min(m.blockSize, c.rawLen-off)
+	return manifestChunk{rawOffset: c.rawOffset + off, rawLen: n, codec: codecNone, object: c.object,
+		storedOffset: c.storedOffset + off, storedLen: n, crc: m.blocks[i]}
 }
 
 type manifestChunk struct {
@@ -116,14 +196,14 @@ func (m *manifest) index(t IndexType) (manifestIndex, bool) {
 	return manifestIndex{}, false
 }
 
-// chunkAt returns the index of the chunk holding raw byte pos
-// (0 <= pos < logSize).
-func (m *manifest) chunkAt(pos int64) int { return int(pos / m.chunkSize) }
-
 // encodedLen returns the size of the manifest's encoding.
 func (m *manifest) encodedLen() int {
-	return manifestFixedLen + 8*len(m.objectSizes) + manifestChunkLen*len(m.chunks) +
+	n := manifestFixedLen + 8*len(m.objectSizes) + manifestChunkLen*len(m.chunks) +
 		manifestIndexLen*len(m.indexes) + crcLen
+	if m.blockSize > 0 {
+		n += 4 + 4*len(m.blocks)
+	}
+	return n
 }
 
 // encodeManifest appends the encoding of m to dst. m must be valid (the
@@ -132,7 +212,11 @@ func (m *manifest) encodedLen() int {
 func encodeManifest(dst []byte, m *manifest) []byte {
 	start := len(dst)
 	dst = append(dst, manifestMagic...)
-	dst = append(dst, manifestV1, 0)
+	version := uint8(manifestV1)
+	if m.blockSize > 0 {
+		version = manifestV2
+	}
+	dst = append(dst, version, 0)
 	dst = append(dst, m.topicID[:]...)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(m.partition))
 	dst = append(dst, m.segmentID[:]...)
@@ -160,6 +244,12 @@ func encodeManifest(dst []byte, m *manifest) []byte {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(ix.offset))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(ix.size))
 		dst = binary.BigEndian.AppendUint32(dst, ix.crc)
+	}
+	if m.blockSize > 0 {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(m.blockSize))
+		for _, crc := range m.blocks {
+			dst = binary.BigEndian.AppendUint32(dst, crc)
+		}
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
@@ -189,8 +279,9 @@ func decodeManifest(b []byte) (*manifest, error) {
 	if string(d.take(4)) != manifestMagic {
 		return nil, badManifest("bad magic")
 	}
-	if v := d.u8(); v != manifestV1 {
-		return nil, badManifest("version %d, want %d", v, manifestV1)
+	version := d.u8()
+	if version != manifestV1 && version != manifestV2 {
+		return nil, badManifest("version %d, want %d or %d", version, manifestV1, manifestV2)
 	}
 	if f := d.u8(); f != 0 {
 		return nil, badManifest("flags %#x", f)
@@ -217,11 +308,42 @@ func decodeManifest(b []byte) (*manifest, error) {
 	if nObjects > nChunks || (nChunks > 0) != (nObjects > 0) || nIndexes > numIndexTypes {
 		return nil, badManifest("%d objects for %d chunks, %d indexes", nObjects, nChunks, nIndexes)
 	}
-	if rest := uint64(8)*uint64(nObjects) + manifestChunkLen*uint64(nChunks) + manifestIndexLen*uint64(nIndexes); rest != uint64(len(d.b)) {
+	rest := uint64(8)*uint64(nObjects) + manifestChunkLen*uint64(nChunks) + manifestIndexLen*uint64(nIndexes)
+	var nBlocks int64
+	if version == manifestV2 {
+		if rest+4 > uint64(len(d.b)) {
+			return nil, badManifest("%d bytes of tables, want more than %d", len(d.b), rest+4)
+		}
+		blockSize := binary.BigEndian.Uint32(d.b[rest:])
+		if blockSize == 0 || blockSize >= chunkSize {
+			return nil, badManifest("block size %d for chunks of %d", blockSize, chunkSize)
+		}
+		m.blockSize = int64(blockSize)
+		if nBlocks = blockCount(m.logSize, m.chunkSize, m.blockSize); nBlocks > maxBlocksPerSegment {
+			return nil, badManifest("%d blocks, more than %d", nBlocks, maxBlocksPerSegment)
+		}
+		rest += 4 + 4*uint64(nBlocks)
+	}
+	if rest != uint64(len(d.b)) {
 		return nil, badManifest("%d bytes of tables, want %d", len(d.b), rest)
 	}
 	if err := m.decodeTables(&d, int(nObjects), int(nChunks), int(nIndexes)); err != nil {
 		return nil, err
+	}
+	if m.blockSize > 0 {
+		for k := range m.chunks {
+			if m.chunks[k].codec != codecNone {
+				return nil, badManifest("chunk %d compressed in a manifest with blocks", k)
+			}
+		}
+		d.u32() // the block size, read above
+		m.blocks = make([]uint32, nBlocks)
+		for i := range m.blocks {
+			m.blocks[i] = d.u32()
+		}
+	}
+	if d.bad || len(d.b) != 0 {
+		return nil, badManifest("tables do not fill the manifest") // unreachable: lengths checked up front
 	}
 	return m, nil
 }
@@ -300,9 +422,6 @@ func (m *manifest) decodeIndexes(d *decoder, nIndexes int) error {
 		if _, ok := m.index(t); !ok {
 			return badManifest("no %s index", t)
 		}
-	}
-	if d.bad || len(d.b) != 0 {
-		return badManifest("tables do not fill the manifest") // unreachable: lengths checked up front
 	}
 	return nil
 }

@@ -9,14 +9,17 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/testseed"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
 	"github.com/tierlog/tierlog/remote/objstore/mem"
@@ -272,23 +275,28 @@ func TestStorageCopyValidation(t *testing.T) {
 		"bad metadata":         func(c *testCopy) { c.m.SegmentLeaderEpochs = nil },
 		"illegal topic":        func(c *testCopy) { c.m.SegmentID.TopicIDPartition.Topic = "a/b" },
 		"negative partition":   func(c *testCopy) { c.m.SegmentID.TopicIDPartition.Partition = -1 },
-		"short log reader":     func(c *testCopy) { c.data.Log = bytes.NewReader(c.src[:100]) },
 		"too many small chunk": func(c *testCopy) { c.data.LogSize = 1000 * (maxChunksPerSegment + 1); c.m.SizeBytes = c.data.LogSize },
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newTestCopy(storageTopic, 1, 0, 2000, false)
 			mutate(c)
 			_, err := s.CopySegment(ctx, &c.m, c.data)
-			require.Error(t, err)
-			if name == "short log reader" {
-				require.ErrorIs(t, err, io.ErrUnexpectedEOF)
-				return
-			}
 			require.ErrorIs(t, err, ErrInvalidArgument)
 		})
 	}
 	require.Empty(t, store.Keys(), "nothing uploaded by a refused copy")
-	_, err := s.CopySegment(ctx, nil, SegmentData{})
+	// A log that reads short fails the upload itself: the indexes object,
+	// uploaded alongside, may be there, but no manifest, so the segment
+	// reads as not copied (the Manager deletes such a dangling copy).
+	c := newTestCopy(storageTopic, 1, 0, 2000, false)
+	c.data.Log = bytes.NewReader(c.src[:100])
+	_, err := s.CopySegment(ctx, &c.m, c.data)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	_, err = s.FetchSegment(ctx, &c.m, 0, -1)
+	require.ErrorIs(t, err, ErrSegmentDataNotFound)
+	require.NoError(t, s.DeleteSegment(ctx, &c.m))
+	require.Empty(t, store.Keys())
+	_, err = s.CopySegment(ctx, nil, SegmentData{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
@@ -341,20 +349,31 @@ func (b *countingBody) Read(p []byte) (int, error) {
 
 // TestStorageFetchReadsOnlyNeededChunks: a ranged read issues one Get per
 // data object it spans and receives exactly the stored bytes of the chunks
-// it needs.
+// it needs, or with block checksums (an uncompressed segment whose chunks
+// are longer than BlockSize) of the blocks it needs.
 func TestStorageFetchReadsOnlyNeededChunks(t *testing.T) {
-	for _, compression := range []bool{false, true} {
-		t.Run(fmt.Sprintf("compression=%t", compression), func(t *testing.T) {
+	for _, tc := range []struct {
+		compression bool
+		blockSize   int
+	}{{false, 0}, {true, 0}, {false, 64}, {true, 64}} {
+		t.Run(fmt.Sprintf("compression=%t/blocks=%d", tc.compression, tc.blockSize), func(t *testing.T) {
+			compression := tc.compression
 			ctx := context.Background()
 			store := &countingStore{Store: newMemStore()}
 			// A read-ahead window larger than the segment: a Get per object.
-			opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression, ReadAheadBytes: 1 << 20}
+			opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression, ReadAheadBytes: 1 << 20,
+				BlockSize: tc.blockSize}
 			writer := newTestStorage(t, store, opts)
 			c := newTestCopy(storageTopic, 3, 0, 10_500, false)
 			_, err := writer.CopySegment(ctx, &c.m, c.data)
 			require.NoError(t, err)
 			man := writer.cache.get(c.m.SegmentID)
 			manifestSize := int64(man.encodedLen())
+			if tc.blockSize > 0 && !compression {
+				require.EqualValues(t, tc.blockSize, man.blockSize, "version 2, with blocks")
+			} else {
+				require.Zero(t, man.blockSize, "version 1")
+			}
 
 			for _, r := range [][2]int64{{1500, 100}, {999, 2}, {500, 3000}, {10_400, -1}, {0, -1}} {
 				s := newTestStorage(t, store, opts) // cold: the manifest is read first
@@ -367,12 +386,12 @@ func TestStorageFetchReadsOnlyNeededChunks(t *testing.T) {
 				}
 				require.Equal(t, c.src[r[0]:end], got)
 
-				first, last := man.chunkAt(r[0]), man.chunkAt(end-1)
+				first, last := man.unitAt(r[0]), man.unitAt(end-1)
 				var wantBytes int64
 				objects := map[int]bool{}
 				for k := first; k <= last; k++ {
-					wantBytes += man.chunks[k].storedLen
-					objects[man.chunks[k].object] = true
+					wantBytes += man.unit(k).storedLen
+					objects[man.unit(k).object] = true
 				}
 				require.EqualValues(t, 1+len(objects), store.gets.Load()-gets0, "range %v: manifest + one Get per object", r)
 				require.EqualValues(t, manifestSize+wantBytes, store.bytes.Load()-bytes0, "range %v", r)
@@ -955,4 +974,172 @@ func TestStorageCorruptionErrorText(t *testing.T) {
 	err.Offset = -1
 	require.Equal(t, "remote: corrupt segment data AAAAAAAAAAAAAAAAAAAAAA:t-0/AAAAAAAAAAAAAAAAAAAAAA: k: bad", err.Error())
 	require.True(t, errors.Is(err, ErrCorrupt) && errors.Is(err, ErrCorruption))
+}
+
+// TestChecksumReaderAtAnyOrder: whatever order and overlap the upload's
+// reads come in (a multipart upload reads parts concurrently, and reads a
+// part again on a retry), the chunk sums are those of the bytes, and only
+// the bytes no read fed in order are read again.
+func TestChecksumReaderAtAnyOrder(t *testing.T) {
+	seed := testseed.Seed(t, 11)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for round := range 100 {
+		size, chunk := int64(1+rng.IntN(5000)), int64(1+rng.IntN(700))
+		bs := int64(rng.IntN(3)) * int64(1+rng.IntN(int(chunk))) // 0: no blocks
+		src := make([]byte, size)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		counted := &countingReaderAt{r: bytes.NewReader(src)}
+		c := newChecksumReaderAt(counted, size, chunk, bs)
+		for range rng.IntN(20) {
+			off := rng.Int64N(size)
+			p := make([]byte, 1+rng.Int64N(size-off))
+			n, err := c.ReadAt(p, off)
+			require.Equal(t, len(p), n)
+			require.NoError(t, err)
+		}
+		read := counted.bytes.Load()
+		reread, err := c.finish(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, read+reread, counted.bytes.Load(), "round %d", round)
+		for k, sum := range c.sums {
+			lo := int64(k) * chunk
+			hi := min(lo+chunk, size)
+			require.Equal(t, crc32.Checksum(src[lo:hi], castagnoli), sum.crc, "round %d chunk %d", round, k)
+		}
+		if bs == 0 {
+			require.Empty(t, c.blocks)
+			continue
+		}
+		// Blocks: chunk by chunk, each chunk's from its start.
+		var want []uint32
+		for lo := int64(0); lo < size; lo += chunk {
+			for b := lo; b < min(lo+chunk, size); b += bs {
+				want = append(want, crc32.Checksum(src[b:min(b+bs, lo+chunk, size)], castagnoli))
+			}
+		}
+		require.Equal(t, want, c.blocks, "round %d", round)
+	}
+	// Reads front to back leave nothing to read again.
+	src := bytes.Repeat([]byte("tierlog"), 1000)
+	c := newChecksumReaderAt(bytes.NewReader(src), int64(len(src)), 256, 100)
+	_, err := io.Copy(io.Discard, io.NewSectionReader(c, 0, int64(len(src))))
+	require.NoError(t, err)
+	reread, err := c.finish(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, reread)
+}
+
+// TestStorageFetchSmallReadDefaults: with the default options, a 16 KiB
+// read at any position of an uncompressed segment fetches its blocks
+// only: one ranged Get once the manifest is cached (two when cold, the
+// manifest first), and at most twice the requested bytes of data.
+func TestStorageFetchSmallReadDefaults(t *testing.T) {
+	const size, batch = 4 << 20, 16 << 10
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(testseed.Seed(t, 12), 0))
+	store := &countingStore{Store: newMemStore()}
+	c := newTestCopy(storageTopic, 4, 0, size, false)
+	writer := newTestStorage(t, store, StorageOptions{})
+	_, err := writer.CopySegment(ctx, &c.m, c.data)
+	require.NoError(t, err)
+	manifestSize := int64(writer.cache.get(c.m.SegmentID).encodedLen())
+	warm := newTestStorage(t, store, StorageOptions{})
+	_, err = fetchAll(ctx, warm, &c.m, 0, 1) // caches the manifest
+	require.NoError(t, err)
+	for range 50 {
+		start := rng.Int64N(size - batch + 1)
+		for _, cold := range []bool{true, false} {
+			s := warm
+			if cold {
+				s = newTestStorage(t, store, StorageOptions{})
+			}
+			gets0, bytes0 := store.gets.Load(), store.bytes.Load()
+			got, err := fetchAll(ctx, s, &c.m, start, batch)
+			require.NoError(t, err)
+			require.Equal(t, c.src[start:start+batch], got)
+			gets, data := store.gets.Load()-gets0, store.bytes.Load()-bytes0
+			if cold {
+				require.EqualValues(t, 2, gets, "cold read at %d: the manifest and one ranged Get", start)
+				data -= manifestSize
+				if mt := s.Metrics(); start/(16<<10) < (size-1)/(16<<10)-1 { // not the last blocks
+					require.EqualValues(t, 1, mt.SpeculativeServed, "cold read at %d: the data Get went beside the manifest's", start)
+				}
+			} else {
+				require.EqualValues(t, 1, gets, "warm read at %d: one ranged Get", start)
+			}
+			require.LessOrEqual(t, data, int64(2*batch), "read at %d (cold %t) fetched %d data bytes", start, cold, data)
+		}
+	}
+}
+
+// orderedStore makes a manifest Get wait until a data Get has started,
+// so a fetch that issues them one after the other would not finish; the
+// wait is bounded, and says so, rather than hang the test.
+type orderedStore struct {
+	objstore.Store
+	dataStarted chan struct{}
+	once        sync.Once
+	waitedOut   atomic.Bool
+}
+
+func (o *orderedStore) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	switch {
+	case strings.HasSuffix(key, "/"+manifestObject):
+		select {
+		case <-o.dataStarted:
+		case <-time.After(30 * time.Second): // a liveness guard, not a measurement
+			o.waitedOut.Store(true)
+		}
+	case strings.Contains(key, "/data-"):
+		o.once.Do(func() { close(o.dataStarted) })
+	}
+	return o.Store.Get(ctx, key, offset, length)
+}
+
+// TestStorageFetchColdReadOverlapsTheManifest: a cold 16 KiB read issues
+// its data Get before the manifest's Get returns, and serves those bytes,
+// verified; a layout the guess gets wrong (another block size) is read
+// the usual way, with the guessed bytes dropped.
+func TestStorageFetchColdReadOverlapsTheManifest(t *testing.T) {
+	ctx := context.Background()
+	mem := newMemStore()
+	c := newTestCopy(storageTopic, 4, 0, 1<<20, false)
+	writer := newTestStorage(t, mem, StorageOptions{ChunkSize: 256 << 10})
+	_, err := writer.CopySegment(ctx, &c.m, c.data)
+	require.NoError(t, err)
+
+	o := &orderedStore{Store: mem, dataStarted: make(chan struct{})}
+	s := newTestStorage(t, o, StorageOptions{ChunkSize: 256 << 10})
+	got, err := fetchAll(ctx, s, &c.m, 100_000, 16<<10)
+	require.NoError(t, err)
+	require.Equal(t, c.src[100_000:100_000+16<<10], got)
+	require.False(t, o.waitedOut.Load(), "the manifest Get went first, alone")
+	mt := s.Metrics()
+	require.EqualValues(t, 1, mt.SpeculativeReads)
+	require.EqualValues(t, 1, mt.SpeculativeServed)
+	require.EqualValues(t, 2, mt.GetRequests)
+
+	// A reader guessing 4 KiB blocks: its guess is dropped.
+	other := newTestStorage(t, mem, StorageOptions{ChunkSize: 256 << 10, BlockSize: 4 << 10})
+	got, err = fetchAll(ctx, other, &c.m, 100_000, 16<<10)
+	require.NoError(t, err)
+	require.Equal(t, c.src[100_000:100_000+16<<10], got)
+	mt = other.Metrics()
+	require.EqualValues(t, 1, mt.SpeculativeReads)
+	require.Zero(t, mt.SpeculativeServed)
+	require.EqualValues(t, 3, mt.GetRequests)
+
+	// A speculative read's bytes are verified like any others.
+	keys, err := s.keysFor(&c.m)
+	require.NoError(t, err)
+	b, err := objstore.ReadAll(ctx, mem, keys.data(0))
+	require.NoError(t, err)
+	b[100_010] ^= 1
+	require.NoError(t, mem.Put(ctx, keys.data(0), bytes.NewReader(b), int64(len(b)), objstore.PutOptions{}))
+	cold := newTestStorage(t, mem, StorageOptions{ChunkSize: 256 << 10})
+	_, err = fetchAll(ctx, cold, &c.m, 100_000, 16<<10)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.EqualValues(t, 1, cold.Metrics().SpeculativeServed)
 }

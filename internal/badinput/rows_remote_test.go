@@ -253,6 +253,12 @@ func manifestIndexesAt(body []byte) int {
 	return manifestChunksAt(body) + manifestChunkLen*int(binary.BigEndian.Uint32(body[manifestChunkCountAt:]))
 }
 
+// manifestBlocksAt is where a version 2 manifest's block checksums start,
+// after the 21-byte indexes and the block size.
+func manifestBlocksAt(body []byte) int {
+	return manifestIndexesAt(body) + 21*int(body[70]) + 4
+}
+
 // objectRow is a row that damages an object of segment [5, 9] after the
 // copy and reads everything back.
 func objectRow(a area, damage string, want outcome, storeKind, object string, f func(*remoteFixture) func([]byte) []byte) row {
@@ -410,8 +416,18 @@ func remoteRows() []row {
 				must(t, fx.store.Delete(context.Background(), fx.key(5, manifest)))
 				return fx.readOutcome()
 			}},
-		objectRow(areaManifest, "manifest version 2, resealed", corrupt, "mem", manifest,
-			fixed(resealManifest(func(body []byte) { body[4] = 2 }))),
+		objectRow(areaManifest, "manifest of an unknown version 3, resealed", corrupt, "mem", manifest,
+			fixed(resealManifest(func(body []byte) { body[4] = 3 }))),
+		// The fixture's segments are uncompressed and longer than a block,
+		// so their manifests are version 2, with block checksums.
+		objectRow(areaManifest, "manifest version 2 relabelled 1 (its block table left over), resealed", corrupt, "mem", manifest,
+			fixed(resealManifest(func(body []byte) { body[4] = 1 }))),
+		objectRow(areaManifest, "manifest block size of a whole chunk, resealed", corrupt, "mem", manifest,
+			fixed(resealManifest(func(body []byte) {
+				binary.BigEndian.PutUint32(body[manifestBlocksAt(body)-4:], binary.BigEndian.Uint32(body[58:]))
+			}))),
+		objectRow(areaManifest, "manifest first block checksum flipped, resealed", corrupt, "mem", manifest,
+			fixed(resealManifest(func(body []byte) { body[manifestBlocksAt(body)] ^= 1 }))),
 		objectRow(areaManifest, "manifest start offset of another segment, resealed", corrupt, "mem", manifest,
 			fixed(resealManifest(func(body []byte) { binary.BigEndian.PutUint64(body[42:], 10) }))),
 		objectRow(areaManifest, "manifest partition of another partition, resealed", corrupt, "mem", manifest,
