@@ -112,6 +112,9 @@ type fetchState struct {
 	// removed: Remove was called while busy; release forgets it.
 	removed bool
 	failed  error
+	// released is closed when the busy turn ends (made by claim), so
+	// that Remove can wait out a fetch in progress.
+	released chan struct{}
 }
 
 // NewFetcher returns a Fetcher with no partition.
@@ -170,19 +173,28 @@ func (f *Fetcher) Add(p FetcherPartition) error {
 	return nil
 }
 
-// Remove stops consolidating tp. A fetch in progress for it finishes
-// (its append may still land); no later one starts.
+// Remove stops consolidating tp and returns once no fetch for it is in
+// progress: a fetch already running finishes first (its append may
+// land), none starts later, so after Remove the caller may truncate,
+// delete or recreate the log without a second writer. It must not be
+// called from the Fetcher's own goroutines (its Machine or log hooks),
+// which would wait for themselves.
 func (f *Fetcher) Remove(tp remote.TopicIDPartition) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	s, ok := f.mu.parts[tp]
 	if !ok {
+		f.mu.Unlock()
 		return
 	}
 	s.removed = true
 	if !s.busy {
 		f.forgetLocked(tp)
+		f.mu.Unlock()
+		return
 	}
+	released := s.released
+	f.mu.Unlock()
+	<-released
 }
 
 // forgetLocked drops tp from the table. REQUIRES: f.mu held.
@@ -232,7 +244,7 @@ func (f *Fetcher) claim(now time.Time) ([]*fetchState, time.Time) {
 				earliest = s.notBefore
 			}
 		default:
-			s.busy = true
+			s.busy, s.released = true, make(chan struct{})
 			out = append(out, s)
 		}
 	}
@@ -247,6 +259,7 @@ func (f *Fetcher) release(s *fetchState, notBefore time.Time, failed error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s.busy, s.notBefore = false, notBefore
+	close(s.released)
 	if s.removed {
 		f.forgetLocked(s.p.Partition)
 		return
@@ -274,6 +287,9 @@ func (f *Fetcher) fetch(ctx context.Context, claimed []*fetchState, now time.Tim
 		parts[i] = FetchPartition{Partition: s.p.Partition, Offset: s.p.Log.LogEndOffset()}
 	}
 	res, err := f.opts.Endpoint.Fetch(ctx, parts)
+	if err == nil && len(res) != len(parts) {
+		err = fmt.Errorf("consolidate: the endpoint answered %d partitions for %d: %w", len(res), len(parts), ErrInvalidArgument)
+	}
 	if err != nil {
 		for _, s := range claimed {
 			f.release(s, now.Add(f.opts.Backoff), nil)

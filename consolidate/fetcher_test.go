@@ -283,19 +283,53 @@ func TestFetcherRemoveAndAddDuringFetch(t *testing.T) {
 
 	claimed, _ := f.claim(time.Time{})
 	require.Len(t, claimed, 1)
-	f.Remove(e.tp)
+	removed := removeAsync(f, e.tp)
+	requireBlocked(t, removed, "Remove returned while a fetch was in progress")
 	require.NoError(t, f.Add(p), "re-added while busy")
 	again, _ := f.claim(time.Time{})
 	require.Empty(t, again, "busy: no second writer")
 	f.release(claimed[0], time.Time{}, nil)
+	<-removed
 	again, _ = f.claim(time.Time{})
 	require.Len(t, again, 1)
 	f.release(again[0], time.Time{}, nil)
 
 	claimed, _ = f.claim(time.Time{})
-	f.Remove(e.tp)
+	removed = removeAsync(f, e.tp)
+	requireBlocked(t, removed, "Remove returned while a fetch was in progress")
 	f.release(claimed[0], time.Time{}, nil)
+	<-removed // returns once the turn ended: the caller may now recreate the log
 	n, err := f.Step(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 0, n, "removed after its round")
+
+	// Not busy: Remove returns at once.
+	require.NoError(t, f.Add(p))
+	f.Remove(e.tp)
+}
+
+// removeAsync calls f.Remove(tp) on a goroutine; the channel closes when
+// it returns.
+func removeAsync(f *Fetcher, tp remote.TopicIDPartition) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Remove(tp)
+	}()
+	return done
+}
+
+// requireBlocked fails if done is closed after the goroutine had ample
+// chance to run. (A wrong pass is possible only if the scheduler starves
+// the goroutine; a wrong fail is not.)
+func requireBlocked(t *testing.T, done <-chan struct{}, msg string) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		runtime.Gosched()
+	}
+	select {
+	case <-done:
+		t.Fatal(msg)
+	default:
+	}
 }

@@ -22,9 +22,9 @@ var _ PartitionConsolidator = (*consolidate.Fetcher)(nil)
 // fetcher starts each partition at its log end, which is the driver's
 // start offset in every case but a born-diskless partition whose log
 // ends past its high watermark; the adapter refuses that case rather
-// than start elsewhere. consolidate.Fetcher.Remove does not wait for a
-// fetch in progress (its append may still land); a broker that needs
-// the wait before a recreate waits on the fetcher itself.
+// than start elsewhere. consolidate.Fetcher.Remove returns only once no
+// fetch for the partition is in progress, so a recreate that follows
+// RemovePartition never races a consolidation append.
 func NewConsolidationFetcher(c PartitionConsolidator) ConsolidationFetcher {
 	return consolidatorAdapter{c}
 }
