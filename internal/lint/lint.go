@@ -63,8 +63,8 @@ const (
 	pgx       = "github.com/jackc/pgx/v5"
 )
 
-// layers mirrors DESIGN.md section 2, "Dependency direction", with the
-// brief's layer numbers times ten so refinements fit between them. The
+// layers mirrors DESIGN.md section 2, "Layers", with its layer numbers
+// times ten so refinements (1.5, 7.2) fit between them. The
 // first match wins, so the catch-all "internal" row comes after the
 // specific internal packages.
 var layers = []layer{
