@@ -1,13 +1,13 @@
 package log
 
 import (
-	"os"
 	"bytes"
 	"errors"
 	"fmt"
 	"github.com/tierlog/tierlog/internal/testseed"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
