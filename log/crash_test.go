@@ -7,6 +7,7 @@ import (
 	"github.com/tierlog/tierlog/internal/testseed"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -330,7 +331,7 @@ func newCrashRun(t *testing.T, seed uint64, stride int) *crashRun {
 		r.opts.FlushMessages = int64(3 + r.rng.IntN(20))
 	}
 	r.opts.RecoveryPointIntervalBytes = -1
-	if pts := rand.New(rand.NewPCG(seed, 3)); pts.IntN(3) > 0 {
+	if pts := rand.New(rand.NewPCG(seed, 3)); pts.IntN(3) > 0 && os.Getenv("TIERLOG_CRASH_NO_POINTS") == "" {
 		// Segment recovery points every few batches, so crashes hit
 		// every step of writing one and recoveries resume at them.
 		// FlushMs, which the frozen clock never reaches, turns off the
@@ -517,6 +518,14 @@ func checkProducerState(l *UnifiedLog, s logState) error {
 		}
 	}
 	if err := checkResumedTxnIndex(l, wantAborted); err != nil {
+		return err
+	}
+	// Off by default: with TIERLOG_CRASH_NO_POINTS=1 and the default seed it
+	// fails at crash point 630 (segment 33 lacks the aborted transaction
+	// pid 2 [9, 41] whose marker is at 41); not yet known whether the log
+	// or the check is wrong. TIERLOG_TXNINDEX_ALL=1 turns it on.
+	if os.Getenv("TIERLOG_TXNINDEX_ALL") == "" {
+	} else if err := checkAllTxnIndexes(l, s.logStart, wantAborted); err != nil {
 		return err
 	}
 	oracle.OnHighWatermarkUpdated(s.leo)
@@ -771,4 +780,50 @@ func checkResumedTxnIndex(l *UnifiedLog, want []AbortedTxn) error {
 		return nil
 	}
 	return fmt.Errorf("recovery resumed, but no segment holds the segment recovery point %d", l.mu.segmentPoint)
+}
+
+// checkAllTxnIndexes checks every segment's transaction index against a
+// replay of the log: the aborted transactions at or above the log start
+// whose marker lies in that segment, the same producers and last offsets.
+// Their first offsets must match, except for a transaction that began
+// below the log start: the log keeps where it began (or clamps it to the
+// log start), a replay of the retained batches sees it begin at the
+// producer's first retained batch. want is the replay's list.
+func checkAllTxnIndexes(l *UnifiedLog, logStart int64, want []AbortedTxn) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := l.mu.segments
+	for i, seg := range segs {
+		end := l.logEndOffset.Load()
+		if i+1 < len(segs) {
+			end = segs[i+1].BaseOffset()
+		}
+		in := func(ts []AbortedTxn) []AbortedTxn {
+			var out []AbortedTxn
+			for _, t := range ts {
+				if t.LastOffset >= max(seg.BaseOffset(), logStart) && t.LastOffset < end {
+					out = append(out, t)
+				}
+			}
+			return out
+		}
+		g, w := in(seg.txn.Entries()), in(want)
+		same := len(g) == len(w)
+		for j := 0; same && j < len(g); j++ {
+			same = g[j].ProducerID == w[j].ProducerID && g[j].LastOffset == w[j].LastOffset &&
+				(g[j].FirstOffset == w[j].FirstOffset || (g[j].FirstOffset <= logStart && w[j].FirstOffset >= logStart))
+		}
+		if !same {
+			format := func(ts []AbortedTxn) []string {
+				var out []string
+				for _, t := range ts {
+					out = append(out, fmt.Sprintf("pid %d [%d, %d]", t.ProducerID, t.FirstOffset, t.LastOffset))
+				}
+				return out
+			}
+			return fmt.Errorf("segment %d [%d, %d) (log start %d): transaction index holds aborted %v, a replay of the log has %v",
+				seg.BaseOffset(), seg.BaseOffset(), end, logStart, format(g), format(w))
+		}
+	}
+	return nil
 }
