@@ -279,8 +279,8 @@ func (cp *ControlPlane) InitDisklessLog(ctx context.Context, reqs []wal.InitDisk
 // initLog answers one InitDisklessLog request.
 func initLog(lk *locked, q *wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, error) {
 	ctx, tx := lk.ctx, lk.tx
-	if p := initProblem(q); p != "" {
-		return wal.InitDisklessLogResult{Err: &wal.PartitionError{Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: p}}, nil
+	if err := q.Validate(); err != nil {
+		return wal.InitDisklessLogResult{Err: err}, nil
 	}
 	id, part := [16]byte(q.Partition.TopicID), q.Partition.Partition
 	if l := lk.logs[q.Partition]; l != nil {
@@ -324,23 +324,6 @@ func initLog(lk *locked, q *wal.InitDisklessLogRequest) (wal.InitDisklessLogResu
 		}
 	}
 	return wal.InitDisklessLogResult{}, nil
-}
-
-func initProblem(q *wal.InitDisklessLogRequest) string {
-	switch {
-	case q.Partition.TopicID.IsZero() || q.Partition.Partition < 0:
-		return "no topic id or a negative partition"
-	case q.LogStartOffset < 0 || q.DisklessStartOffset < q.LogStartOffset:
-		return fmt.Sprintf("diskless start offset (%d) must be >= log start offset (%d) >= 0", q.DisklessStartOffset, q.LogStartOffset)
-	case len(q.Topic) > 0xffff:
-		return "topic name too long"
-	}
-	for _, st := range q.ProducerStates {
-		if st.ProducerID < 0 || st.ProducerEpoch < 0 || len(st.Batches) > wal.MaxProducerBatches {
-			return fmt.Sprintf("producer %d epoch %d with %d batches", st.ProducerID, st.ProducerEpoch, len(st.Batches))
-		}
-	}
-	return ""
 }
 
 // RepairDisklessLog implements wal.ControlPlane.
