@@ -35,6 +35,18 @@ func TestRules(t *testing.T) {
 				return fmt.Sprintf("w=%d\n", PrunedLogStart(w, hwArg, h, remain, minBase))
 			case "retention":
 				return runRetention(t, d)
+			case "list-offsets":
+				var ts, w, hw, x int64
+				d.ScanArgs(t, "ts", &ts)
+				d.ScanArgs(t, "w", &w)
+				d.ScanArgs(t, "hw", &hw)
+				d.ScanArgs(t, "x", &x)
+				res, ok := FixedListOffset(ListOffsetsRequest{Timestamp: ts},
+					LogInfo{LogStartOffset: w, HighWatermark: hw, CrossTierLogStartOffset: x})
+				if !ok {
+					return "reads the batches\n"
+				}
+				return fmt.Sprintf("offset=%d timestamp=%d err=%v\n", res.Offset, res.Timestamp, res.Err)
 			case "increment":
 				var n int64
 				d.ScanArgs(t, "n", &n)
@@ -123,4 +135,37 @@ func printStates(producers map[int64]*ProducerState) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// TestCommitAnswer checks the answer both control planes build from their
+// stored results: marked for deletion iff nothing was accepted, each
+// refusal a BatchRejectedError with its reason, a duplicate answered with
+// its first commit's offset.
+func TestCommitAnswer(t *testing.T) {
+	tp := TopicIDPartition{TopicID: TopicID{1}, Partition: 3}
+	req := &CommitFileRequest{Batches: []CommitBatch{{Partition: tp}, {Partition: tp}}}
+	dup := RejectedResult(SequenceCheck{Err: ErrDuplicateSequence, Duplicate: ProducerBatch{AssignedOffset: 40, Timestamp: 7}}, 10)
+	res := CommitAnswer(req, []StoredBatchResult{UnknownPartitionResult(), dup})
+	if !res.MarkedForDeletion {
+		t.Fatalf("nothing accepted, yet not marked: %+v", res)
+	}
+	var rej *BatchRejectedError
+	if !errors.As(res.Batches[0].Err, &rej) || !errors.Is(rej.Reason, ErrUnknownTopicOrPartition) || rej.Index != 0 {
+		t.Fatalf("batch 0: %v", res.Batches[0].Err)
+	}
+	if !errors.Is(res.Batches[1].Err, ErrDuplicateSequence) || res.Batches[1].BaseOffset != 40 || res.Batches[1].LogAppendTime != 7 {
+		t.Fatalf("batch 1: %+v", res.Batches[1])
+	}
+	res = CommitAnswer(req, []StoredBatchResult{{Status: BatchAccepted, BaseOffset: 5}, dup})
+	if res.MarkedForDeletion || res.Batches[0].Err != nil || res.Batches[0].BaseOffset != 5 {
+		t.Fatalf("one accepted: %+v", res)
+	}
+	for s := BatchAccepted; s < numBatchStatuses; s++ {
+		if !s.Valid() {
+			t.Fatalf("%d not valid", s)
+		}
+	}
+	if numBatchStatuses.Valid() {
+		t.Fatal("out-of-range status valid")
+	}
 }

@@ -101,6 +101,8 @@ var layers = []layer{
 	// The Prometheus exporter: above everything it reads, and the only
 	// library package that imports client_golang (checked below).
 	{75, exact("promexport"), nil},
+	// The test-server harness shared by s3test and pgtest: below them.
+	{78, exact("internal/testserver"), nil},
 	// Test machinery: it may use any library package; only tests,
 	// examples and benchmarks may import it (checked below).
 	{80, under("internal"), nil},

@@ -48,6 +48,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tierlog/tierlog/internal/testserver"
 	"net"
 	"net/url"
 	"os"
@@ -56,7 +57,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -109,11 +109,7 @@ type Server struct {
 	BinDir string
 
 	external bool
-	dir      string // owned temporary directory (local clusters)
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	waitErr  error
-	stopped  atomic.Bool
+	proc     *testserver.Process // a local cluster; owns its temporary directory
 }
 
 // External reports whether the server came from EnvURL.
@@ -180,33 +176,16 @@ func (s *Server) LogTail(n int64) string {
 	if s.LogPath == "" {
 		return "(an existing server: no log)"
 	}
-	b, err := os.ReadFile(s.LogPath)
-	if err != nil {
-		return fmt.Sprintf("(reading %s: %v)", s.LogPath, err)
-	}
-	if int64(len(b)) > n {
-		b = b[int64(len(b))-n:]
-	}
-	return string(b)
+	return testserver.LogTail(s.LogPath, n)
 }
 
 // Stop shuts a local server down (a fast shutdown, then SIGKILL) and
 // removes its directory; it is idempotent and does nothing to an
 // existing server.
 func (s *Server) Stop() {
-	if s.stopped.Swap(true) || s.external {
-		return
+	if s.proc != nil {
+		s.proc.Stop(syscall.SIGINT, stopTimeout) // SIGINT: PostgreSQL's fast shutdown
 	}
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGINT) // PostgreSQL's fast shutdown
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	}
-	_ = os.RemoveAll(s.dir)
 }
 
 // start returns the server of EnvURL or a new local one.
@@ -219,7 +198,7 @@ func start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	var lastErr error
-	for range 3 { // a port taken between freePort and the server's bind
+	for range 3 { // a port taken between FreePort and the server's bind
 		srv, err := startLocal(ctx, bin)
 		if err == nil {
 			return srv, nil
@@ -332,10 +311,10 @@ func startLocal(ctx context.Context, bin string) (_ *Server, err error) {
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	initdb.Stdout, initdb.Stderr = logFile, logFile
 	if err := initdb.Run(); err != nil {
-		return nil, fmt.Errorf("initdb: %w; log:\n%s", err, tail(logPath, 4<<10))
+		return nil, fmt.Errorf("initdb: %w; log:\n%s", err, testserver.LogTail(logPath, 4<<10))
 	}
 
-	port, err := freePort()
+	port, err := testserver.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -351,17 +330,14 @@ func startLocal(ctx context.Context, bin string) (_ *Server, err error) {
 	cmd.Env = serverEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	proc, err := testserver.StartProcess(cmd, dir, logPath)
+	if err != nil {
 		return nil, fmt.Errorf("starting postgres: %w", err)
 	}
 	u := url.URL{Scheme: "postgres", User: url.UserPassword(User, Password),
 		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Path: "/postgres", RawQuery: "sslmode=disable"}
 	srv := &Server{URL: u.String(), Host: "127.0.0.1", Port: port, LogPath: logPath, BinDir: bin,
-		dir: dir, cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		srv.waitErr = cmd.Wait()
-		close(srv.exited)
-	}()
+		proc: proc}
 	if err := srv.waitReady(ctx); err != nil {
 		srv.Stop()
 		return nil, err
@@ -371,43 +347,15 @@ func startLocal(ctx context.Context, bin string) (_ *Server, err error) {
 
 // serverEnv is the environment without the PG* variables, so that a
 // developer's shell cannot change the cluster under test.
-func serverEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "PG") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "LC_ALL=C")
-}
+func serverEnv() []string { return append(testserver.EnvWithout("PG"), "LC_ALL=C") }
 
 // waitReady connects until the server answers.
 func (s *Server) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(readyTimeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("postgres exited during startup (%v); log:\n%s", s.waitErr, s.LogTail(4<<10))
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
+	return s.proc.WaitReady(ctx, "postgres", readyTimeout, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		lastErr = s.Exec(cctx, "SELECT 1")
-		cancel()
-		if lastErr == nil {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("postgres not ready after %v: %v; log:\n%s", readyTimeout, lastErr, s.LogTail(4<<10))
-}
-
-func tail(path string, n int64) string {
-	s := &Server{LogPath: path}
-	return s.LogTail(n)
+		defer cancel()
+		return s.Exec(cctx, "SELECT 1")
+	})
 }
 
 // traversable reports whether every directory from / to dir lets other
@@ -428,13 +376,4 @@ func traversable(dir string) bool {
 		}
 		dir = parent
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

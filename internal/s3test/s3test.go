@@ -50,13 +50,13 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"github.com/tierlog/tierlog/internal/testserver"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,11 +107,7 @@ type Server struct {
 	// file DataDir/b/k (tests corrupt objects through it).
 	DataDir string
 
-	dir     string // owned temporary directory: cert, key, data, log
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed once cmd.Wait returned
-	waitErr error         // set before exited is closed
-	stopped atomic.Bool
+	proc *testserver.Process // owns the temporary directory: cert, key, data, log
 }
 
 // TLSConfig returns a client TLS configuration that trusts the server.
@@ -130,31 +126,10 @@ func NewBucketName(tb testing.TB) string {
 }
 
 // LogTail returns the last n bytes of the server's log.
-func (s *Server) LogTail(n int64) string {
-	b, err := os.ReadFile(s.LogPath)
-	if err != nil {
-		return fmt.Sprintf("(reading %s: %v)", s.LogPath, err)
-	}
-	if int64(len(b)) > n {
-		b = b[int64(len(b))-n:]
-	}
-	return string(b)
-}
+func (s *Server) LogTail(n int64) string { return testserver.LogTail(s.LogPath, n) }
 
 // Stop kills the server and waits for it to exit; it is idempotent.
-func (s *Server) Stop() {
-	if s.stopped.Swap(true) {
-		return
-	}
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-		}
-	}
-	_ = os.RemoveAll(s.dir)
-}
+func (s *Server) Stop() { s.proc.Stop(os.Kill, stopTimeout) }
 
 // StartServer starts a server outside a test (the benchmarks module's
 // compare command); the caller stops it with Stop. Tests use Start.
@@ -196,7 +171,7 @@ func startOnce(ctx context.Context, bin string) (_ *Server, err error) {
 	if err := os.Mkdir(data, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testserver.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -216,20 +191,16 @@ func startOnce(ctx context.Context, bin string) (_ *Server, err error) {
 	cmd.Env = serverEnv()
 	cmd.SysProcAttr = procAttr()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	proc, err := testserver.StartProcess(cmd, dir, logPath)
+	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
 	srv := &Server{
 		Endpoint: endpoint, URL: "https://" + endpoint,
-		CertPEM: certPEM, RootCAs: pool, LogPath: logPath, DataDir: data,
-		dir: dir, cmd: cmd, exited: make(chan struct{}),
+		CertPEM: certPEM, RootCAs: pool, LogPath: logPath, DataDir: data, proc: proc,
 	}
-	go func() {
-		srv.waitErr = cmd.Wait()
-		close(srv.exited)
-	}()
 	if err := srv.waitReady(ctx); err != nil {
 		srv.Stop()
 		return nil, err
@@ -240,16 +211,7 @@ func startOnce(ctx context.Context, bin string) (_ *Server, err error) {
 // serverEnv is the test process's environment without the variables
 // versitygw reads as flags (VGW_*, ROOT_*), so a developer's shell cannot
 // change the server under test.
-func serverEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "VGW_") || strings.HasPrefix(kv, "ROOT_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
+func serverEnv() []string { return testserver.EnvWithout("VGW_", "ROOT_") }
 
 // waitReady polls the health endpoint over TLS until it answers 200.
 func (s *Server) waitReady(ctx context.Context) error {
@@ -258,37 +220,17 @@ func (s *Server) waitReady(ctx context.Context) error {
 		Timeout:   time.Second,
 	}
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(readyTimeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("versitygw exited during startup (%v); log:\n%s", s.waitErr, s.LogTail(4<<10))
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
+	return s.proc.WaitReady(ctx, "versitygw", readyTimeout, func(context.Context) error {
 		resp, err := client.Get(s.URL + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("health: %s", resp.Status)
+		if err != nil {
+			return err
 		}
-		lastErr = err
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("versitygw not ready after %v: %v; log:\n%s", readyTimeout, lastErr, s.LogTail(4<<10))
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("health: %s", resp.Status)
+		}
+		return nil
+	})
 }
 
 // writeCert writes a self-signed ECDSA P-256 certificate for 127.0.0.1

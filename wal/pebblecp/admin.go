@@ -188,8 +188,8 @@ func (cp *ControlPlane) InitDisklessLog(ctx context.Context, reqs []wal.InitDisk
 }
 
 func initLog(tx *txn, q wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, error) {
-	if p := initProblem(&q); p != "" {
-		return wal.InitDisklessLogResult{Err: &wal.PartitionError{Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: p}}, nil
+	if err := q.Validate(); err != nil {
+		return wal.InitDisklessLogResult{Err: err}, nil
 	}
 	l, err := tx.log(q.Partition)
 	if err != nil {
@@ -218,23 +218,6 @@ func initLog(tx *txn, q wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, 
 		tx.setProducer(q.Partition, st)
 	}
 	return wal.InitDisklessLogResult{}, nil
-}
-
-func initProblem(q *wal.InitDisklessLogRequest) string {
-	switch {
-	case q.Partition.TopicID.IsZero() || q.Partition.Partition < 0:
-		return "no topic id or a negative partition"
-	case q.LogStartOffset < 0 || q.DisklessStartOffset < q.LogStartOffset:
-		return fmt.Sprintf("diskless start offset (%d) must be >= log start offset (%d) >= 0", q.DisklessStartOffset, q.LogStartOffset)
-	case len(q.Topic) > 0xffff:
-		return "topic name too long"
-	}
-	for _, st := range q.ProducerStates {
-		if st.ProducerID < 0 || st.ProducerEpoch < 0 || len(st.Batches) > wal.MaxProducerBatches {
-			return fmt.Sprintf("producer %d epoch %d with %d batches", st.ProducerID, st.ProducerEpoch, len(st.Batches))
-		}
-	}
-	return ""
 }
 
 // RepairDisklessLog implements wal.ControlPlane.

@@ -280,30 +280,9 @@ const (
 	reasonOrphan  = 2 // a reservation that expired: never committed
 )
 
-// Result statuses of a stored commit result.
-const (
-	statusAccepted = iota
-	statusUnknownPartition
-	statusDuplicate
-	statusOutOfOrder
-	statusInvalidEpoch
-	statusCount
-)
-
-var statusReasons = [statusCount]error{
-	nil, wal.ErrUnknownTopicOrPartition, wal.ErrDuplicateSequence,
-	wal.ErrOutOfOrderSequence, wal.ErrInvalidProducerEpoch,
-}
-
 // storedResult is one wal.BatchResult as the file row keeps it, so that a
 // retried commit answers exactly as the first one did.
-type storedResult struct {
-	Status         uint8
-	BaseOffset     int64
-	LogAppendTime  int64
-	LogStartOffset int64
-	Detail         string
-}
+type storedResult = wal.StoredBatchResult
 
 // fileRow is one object.
 type fileRow struct {
@@ -332,7 +311,7 @@ func encodeFile(r *fileRow) []byte {
 	e.bytes(r.Digest[:])
 	e.u32(uint32(len(r.Results)))
 	for _, res := range r.Results {
-		e.u8(res.Status)
+		e.u8(uint8(res.Status))
 		e.i64(res.BaseOffset)
 		e.i64(res.LogAppendTime)
 		e.i64(res.LogStartOffset)
@@ -361,9 +340,9 @@ func decodeFile(key, v []byte) (fileRow, error) {
 		r.Results = make([]storedResult, 0, n)
 	}
 	for i := uint32(0); i < n && d.err == nil; i++ {
-		res := storedResult{Status: d.u8(), BaseOffset: d.i64(), LogAppendTime: d.i64(),
+		res := storedResult{Status: wal.BatchStatus(d.u8()), BaseOffset: d.i64(), LogAppendTime: d.i64(),
 			LogStartOffset: d.i64(), Detail: d.str()}
-		d.check(res.Status < statusCount, "result status %d", res.Status)
+		d.check(res.Status.Valid(), "result status %d", res.Status)
 		r.Results = append(r.Results, res)
 	}
 	d.check(r.State == fileUploaded || r.State == fileDeleting, "file state %d", r.State)

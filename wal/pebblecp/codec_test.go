@@ -21,8 +21,8 @@ func sampleValues() map[byte][]byte {
 			Batches: []wal.ProducerBatch{{BaseSequence: 0, LastSequence: 9, AssignedOffset: 100, Timestamp: 5},
 				{BaseSequence: 10, LastSequence: 19, AssignedOffset: 110, Timestamp: 6}}}),
 		kindFile: encodeFile(&fileRow{State: fileUploaded, Reason: reasonProduce, BrokerID: 3, Size: 500,
-			CommittedAt: 1, LiveBatches: 2, Results: []storedResult{{Status: statusAccepted, BaseOffset: 4},
-				{Status: statusDuplicate, BaseOffset: 1, Detail: "dup"}}}),
+			CommittedAt: 1, LiveBatches: 2, Results: []storedResult{{Status: wal.BatchAccepted, BaseOffset: 4},
+				{Status: wal.BatchDuplicate, BaseOffset: 1, Detail: "dup"}}}),
 		kindReservation: encodeReservation(12345),
 	}
 }

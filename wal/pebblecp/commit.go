@@ -2,7 +2,6 @@ package pebblecp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -81,7 +80,7 @@ func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (s
 		return storedResult{}, err
 	}
 	if !known {
-		return storedResult{Status: statusUnknownPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, nil
+		return wal.UnknownPartitionResult(), nil
 	}
 	assigned := l.row.HighWatermark
 	if assigned > math.MaxInt64-b.OffsetCount() {
@@ -96,7 +95,7 @@ func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (s
 		}
 		c := wal.CheckSequence(st, b.ProducerEpoch, b.BaseSequence, b.LastSequence())
 		if c.Err != nil {
-			return rejected(c, l.row.LogStartOffset), nil
+			return wal.RejectedResult(c, l.row.LogStartOffset), nil
 		}
 		ts := b.MaxTimestamp
 		if b.TimestampType == wal.LogAppendTime {
@@ -113,42 +112,11 @@ func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (s
 	if err := tx.addBatch(b.Partition, l.row.HighWatermark-1, &row, f); err != nil {
 		return storedResult{}, err
 	}
-	return storedResult{Status: statusAccepted, BaseOffset: assigned, LogAppendTime: appendTime,
+	return storedResult{Status: wal.BatchAccepted, BaseOffset: assigned, LogAppendTime: appendTime,
 		LogStartOffset: l.row.LogStartOffset}, nil
-}
-
-func rejected(c wal.SequenceCheck, logStart int64) storedResult {
-	r := storedResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: logStart, Detail: c.Detail}
-	switch {
-	case errors.Is(c.Err, wal.ErrDuplicateSequence):
-		r.Status, r.BaseOffset, r.LogAppendTime = statusDuplicate, c.Duplicate.AssignedOffset, c.Duplicate.Timestamp
-	case errors.Is(c.Err, wal.ErrInvalidProducerEpoch):
-		r.Status = statusInvalidEpoch
-	default:
-		r.Status = statusOutOfOrder
-	}
-	return r
 }
 
 // resultsOf turns the stored results into the call's answer.
 func resultsOf(req *wal.CommitFileRequest, f *fileRow) wal.CommitFileResult {
-	// Marked at commit iff nothing was accepted (the object's state now
-	// may differ: a retry answers as the first commit did).
-	res := wal.CommitFileResult{MarkedForDeletion: true, Batches: make([]wal.BatchResult, len(f.Results))}
-	for i, s := range f.Results {
-		if s.Status == statusAccepted {
-			res.MarkedForDeletion = false
-		}
-		r := wal.BatchResult{BaseOffset: s.BaseOffset, LogAppendTime: s.LogAppendTime, LogStartOffset: s.LogStartOffset}
-		if s.Status != statusAccepted {
-			detail := s.Detail
-			if s.Status == statusUnknownPartition {
-				detail = "no such partition"
-			}
-			r.Err = &wal.BatchRejectedError{Partition: req.Batches[i].Partition, Index: i,
-				Reason: statusReasons[s.Status], Detail: detail}
-		}
-		res.Batches[i] = r
-	}
-	return res
+	return wal.CommitAnswer(req, f.Results)
 }

@@ -89,25 +89,11 @@ func listOffset(r pebble.Reader, q wal.ListOffsetsRequest) (wal.ListOffsetsResul
 	if !found {
 		return wal.ListOffsetsResult{Err: unknown(q.Partition), Offset: -1, Timestamp: -1}, nil
 	}
-	switch q.Timestamp {
-	case wal.EarliestTimestamp:
-		x := row.CrossTierLogStartOffset
-		if x < 0 {
-			x = row.LogStartOffset
-		}
-		return wal.ListOffsetsResult{Offset: x, Timestamp: -1}, nil
-	case wal.EarliestLocalTimestamp:
-		return wal.ListOffsetsResult{Offset: row.LogStartOffset, Timestamp: -1}, nil
-	case wal.LatestTimestamp:
-		return wal.ListOffsetsResult{Offset: row.HighWatermark, Timestamp: -1}, nil
-	case wal.LatestTieredTimestamp:
-		return noOffset, nil
-	case wal.MaxTimestamp:
-		return maxTimestamp(r, q.Partition)
+	if res, ok := wal.FixedListOffset(q, row); ok {
+		return res, nil
 	}
-	if q.Timestamp < 0 {
-		return wal.ListOffsetsResult{Offset: -1, Timestamp: -1, Err: &wal.PartitionError{Partition: q.Partition,
-			Err: wal.ErrUnsupportedTimestamp, Detail: fmt.Sprintf("timestamp %d", q.Timestamp)}}, nil
+	if q.Timestamp == wal.MaxTimestamp {
+		return maxTimestamp(r, q.Partition)
 	}
 	res := noOffset
 	err = eachBatch(r, q.Partition, 0, -1, func(last int64, b *batchRow) (bool, error) {

@@ -43,6 +43,52 @@ func lockLogs(ctx context.Context, tx pgx.Tx, tps []wal.TopicIDPartition) (map[w
 	return logs, err
 }
 
+// locked is one update transaction of a per-partition admin call, with
+// the rows of the call's partitions locked (in order) before any answer:
+// what each request's answer reads and changes.
+type locked struct {
+	ctx   context.Context
+	tx    pgx.Tx
+	nowMs int64
+	logs  map[wal.TopicIDPartition]*logState
+	files fileSet // objects the answers deleted batches of
+}
+
+// updateLocked answers reqs one at a time inside one update transaction,
+// after locking the rows of their partitions (part names a request's
+// partition). After the answers it writes the log rows they changed and
+// marks the objects they emptied, so a call's answers commit together;
+// an error from answer (not a per-request answer, which it returns in
+// its result) aborts them all.
+func updateLocked[Q, R any](ctx context.Context, cp *ControlPlane, reqs []Q, part func(*Q) wal.TopicIDPartition,
+	answer func(l *locked, q *Q) (R, error)) ([]R, error) {
+	tps := make([]wal.TopicIDPartition, len(reqs))
+	for i := range reqs {
+		tps[i] = part(&reqs[i])
+	}
+	out := make([]R, len(reqs))
+	err := cp.update(ctx, func(tx pgx.Tx, nowMs int64) error {
+		logs, err := lockLogs(ctx, tx, tps)
+		if err != nil {
+			return err
+		}
+		l := &locked{ctx: ctx, tx: tx, nowMs: nowMs, logs: logs, files: fileSet{}}
+		for i := range reqs {
+			if out[i], err = answer(l, &reqs[i]); err != nil {
+				return err
+			}
+		}
+		if err := writeLogs(ctx, tx, logs); err != nil {
+			return err
+		}
+		return markEmptied(ctx, tx, l.files, nowMs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // fileSet collects the objects a call deleted batches of.
 type fileSet map[int64]bool
 
@@ -142,56 +188,34 @@ func (cp *ControlPlane) DeleteTopics(ctx context.Context, topicIDs []wal.TopicID
 
 // DeleteRecords implements wal.ControlPlane.
 func (cp *ControlPlane) DeleteRecords(ctx context.Context, reqs []wal.DeleteRecordsRequest) ([]wal.DeleteRecordsResult, error) {
-	out := make([]wal.DeleteRecordsResult, len(reqs))
-	tps := make([]wal.TopicIDPartition, len(reqs))
-	for i, q := range reqs {
-		tps[i] = q.Partition
-	}
-	err := cp.update(ctx, func(tx pgx.Tx, nowMs int64) error {
-		logs, err := lockLogs(ctx, tx, tps)
-		if err != nil {
-			return err
-		}
-		files := fileSet{}
-		for i, q := range reqs {
-			l := logs[q.Partition]
+	return updateLocked(ctx, cp, reqs, func(q *wal.DeleteRecordsRequest) wal.TopicIDPartition { return q.Partition },
+		func(lk *locked, q *wal.DeleteRecordsRequest) (wal.DeleteRecordsResult, error) {
+			l := lk.logs[q.Partition]
 			if l == nil {
-				out[i] = wal.DeleteRecordsResult{Err: unknown(q.Partition), LogStartOffset: -1}
-				continue
+				return wal.DeleteRecordsResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 			}
 			offset := q.Offset
 			if offset == -1 {
 				offset = l.hw
 			}
 			if offset < 0 || offset > l.hw {
-				out[i] = wal.DeleteRecordsResult{Err: outOfRange(q.Partition, q.Offset, l), LogStartOffset: -1}
-				continue
+				return wal.DeleteRecordsResult{Err: outOfRange(q.Partition, q.Offset, l), LogStartOffset: -1}, nil
 			}
 			if offset <= l.w {
-				out[i] = wal.DeleteRecordsResult{LogStartOffset: l.w}
-				continue
+				return wal.DeleteRecordsResult{LogStartOffset: l.w}, nil
 			}
-			rows, err := tx.Query(ctx, `DELETE FROM batches WHERE topic_id = $1 AND partition = $2 AND last_offset < $3
+			rows, err := lk.tx.Query(lk.ctx, `DELETE FROM batches WHERE topic_id = $1 AND partition = $2 AND last_offset < $3
 				RETURNING file_id, byte_size`, [16]byte(q.Partition.TopicID), q.Partition.Partition, offset)
 			if err != nil {
-				return err
+				return wal.DeleteRecordsResult{}, err
 			}
-			freed, err := files.addRows(rows)
+			freed, err := lk.files.addRows(rows)
 			if err != nil {
-				return err
+				return wal.DeleteRecordsResult{}, err
 			}
 			l.w, l.byteSize, l.dirty = offset, l.byteSize-freed, true
-			out[i] = wal.DeleteRecordsResult{LogStartOffset: offset}
-		}
-		if err := writeLogs(ctx, tx, logs); err != nil {
-			return err
-		}
-		return markEmptied(ctx, tx, files, nowMs)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+			return wal.DeleteRecordsResult{LogStartOffset: offset}, nil
+		})
 }
 
 func writeLogs(ctx context.Context, tx pgx.Tx, logs map[wal.TopicIDPartition]*logState) error {
@@ -223,131 +247,83 @@ RETURNING logs.log_start_offset, logs.byte_size, ARRAY(SELECT DISTINCT file_id F
 
 // PruneDisklessLogs implements wal.ControlPlane.
 func (cp *ControlPlane) PruneDisklessLogs(ctx context.Context, reqs []wal.PruneRequest) ([]wal.PruneResult, error) {
-	out := make([]wal.PruneResult, len(reqs))
-	tps := make([]wal.TopicIDPartition, len(reqs))
-	for i, q := range reqs {
-		tps[i] = q.Partition
-	}
-	err := cp.update(ctx, func(tx pgx.Tx, nowMs int64) error {
-		logs, err := lockLogs(ctx, tx, tps)
-		if err != nil {
-			return err
-		}
-		files := fileSet{}
-		for i, q := range reqs {
-			l := logs[q.Partition]
+	return updateLocked(ctx, cp, reqs, func(q *wal.PruneRequest) wal.TopicIDPartition { return q.Partition },
+		func(lk *locked, q *wal.PruneRequest) (wal.PruneResult, error) {
+			l := lk.logs[q.Partition]
 			switch {
 			case l == nil:
-				out[i] = wal.PruneResult{Err: unknown(q.Partition), LogStartOffset: -1}
-				continue
+				return wal.PruneResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 			case q.HighestOffsetInRemoteStorage < -1:
-				out[i] = wal.PruneResult{LogStartOffset: -1, Err: &wal.PartitionError{Partition: q.Partition,
-					Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("highest offset in remote storage %d", q.HighestOffsetInRemoteStorage)}}
-				continue
+				return wal.PruneResult{LogStartOffset: -1, Err: &wal.PartitionError{Partition: q.Partition,
+					Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("highest offset in remote storage %d", q.HighestOffsetInRemoteStorage)}}, nil
 			}
+			// pruneSQL writes the row itself; l is updated (not
+			// dirtied) so later requests of the call see the new W.
 			var ids []int64
-			if err := tx.QueryRow(ctx, pruneSQL, [16]byte(q.Partition.TopicID), q.Partition.Partition,
+			if err := lk.tx.QueryRow(lk.ctx, pruneSQL, [16]byte(q.Partition.TopicID), q.Partition.Partition,
 				q.HighestOffsetInRemoteStorage).Scan(&l.w, &l.byteSize, &ids); err != nil {
-				return err
+				return wal.PruneResult{}, err
 			}
 			for _, id := range ids {
-				files[id] = true
+				lk.files[id] = true
 			}
-			out[i] = wal.PruneResult{LogStartOffset: l.w}
-		}
-		return markEmptied(ctx, tx, files, nowMs)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+			return wal.PruneResult{LogStartOffset: l.w}, nil
+		})
 }
 
 // InitDisklessLog implements wal.ControlPlane.
 func (cp *ControlPlane) InitDisklessLog(ctx context.Context, reqs []wal.InitDisklessLogRequest) ([]wal.InitDisklessLogResult, error) {
-	out := make([]wal.InitDisklessLogResult, len(reqs))
-	tps := make([]wal.TopicIDPartition, len(reqs))
-	for i, q := range reqs {
-		tps[i] = q.Partition
-	}
-	err := cp.update(ctx, func(tx pgx.Tx, _ int64) error {
-		logs, err := lockLogs(ctx, tx, tps)
-		if err != nil {
-			return err
-		}
-		for i := range reqs {
-			q := &reqs[i]
-			if p := initProblem(q); p != "" {
-				out[i] = wal.InitDisklessLogResult{Err: &wal.PartitionError{Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: p}}
-				continue
-			}
-			id, part := [16]byte(q.Partition.TopicID), q.Partition.Partition
-			if l := logs[q.Partition]; l != nil {
-				var s int64
-				if err := tx.QueryRow(ctx, `SELECT diskless_start_offset FROM logs WHERE topic_id = $1 AND partition = $2`, id, part).Scan(&s); err != nil {
-					return err
-				}
-				// An empty placeholder (created while the switch was
-				// under way) must not answer LATEST = 0 for a sealed
-				// partition: a seal > 0 overwrites it.
-				placeholder := l.hw == 0 && s == 0 && l.byteSize == 0
-				if !placeholder || q.DisklessStartOffset == 0 {
-					out[i] = wal.InitDisklessLogResult{AlreadyInitialised: true}
-					continue
-				}
-				if _, err := tx.Exec(ctx, `DELETE FROM producer_state WHERE topic_id = $1 AND partition = $2`, id, part); err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `UPDATE logs SET topic_name = CASE WHEN $3 = '' THEN topic_name ELSE $3 END,
-						log_start_offset = $4, high_watermark = $5, diskless_start_offset = $5, cross_tier_log_start_offset = -1, byte_size = 0
-					WHERE topic_id = $1 AND partition = $2`, id, part, q.Topic, q.LogStartOffset, q.DisklessStartOffset); err != nil {
-					return err
-				}
-			} else {
-				tag, err := tx.Exec(ctx, `INSERT INTO logs (topic_id, partition, topic_name, log_start_offset, high_watermark, diskless_start_offset)
-					VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING`, id, part, q.Topic, q.LogStartOffset, q.DisklessStartOffset)
-				if err != nil {
-					return err
-				}
-				if tag.RowsAffected() == 0 {
-					return errRetry // created meanwhile: lock it and decide again
-				}
-			}
-			logs[q.Partition] = &logState{w: q.LogStartOffset, hw: q.DisklessStartOffset}
-			var b pgx.Batch
-			for j := range q.ProducerStates {
-				queueProducerWrite(&b, q.Partition, &q.ProducerStates[j])
-			}
-			if b.Len() > 0 {
-				if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-					return err
-				}
-			}
-			out[i] = wal.InitDisklessLogResult{}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateLocked(ctx, cp, reqs, func(q *wal.InitDisklessLogRequest) wal.TopicIDPartition { return q.Partition }, initLog)
 }
 
-func initProblem(q *wal.InitDisklessLogRequest) string {
-	switch {
-	case q.Partition.TopicID.IsZero() || q.Partition.Partition < 0:
-		return "no topic id or a negative partition"
-	case q.LogStartOffset < 0 || q.DisklessStartOffset < q.LogStartOffset:
-		return fmt.Sprintf("diskless start offset (%d) must be >= log start offset (%d) >= 0", q.DisklessStartOffset, q.LogStartOffset)
-	case len(q.Topic) > 0xffff:
-		return "topic name too long"
+// initLog answers one InitDisklessLog request.
+func initLog(lk *locked, q *wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, error) {
+	ctx, tx := lk.ctx, lk.tx
+	if err := q.Validate(); err != nil {
+		return wal.InitDisklessLogResult{Err: err}, nil
 	}
-	for _, st := range q.ProducerStates {
-		if st.ProducerID < 0 || st.ProducerEpoch < 0 || len(st.Batches) > wal.MaxProducerBatches {
-			return fmt.Sprintf("producer %d epoch %d with %d batches", st.ProducerID, st.ProducerEpoch, len(st.Batches))
+	id, part := [16]byte(q.Partition.TopicID), q.Partition.Partition
+	if l := lk.logs[q.Partition]; l != nil {
+		var s int64
+		if err := tx.QueryRow(ctx, `SELECT diskless_start_offset FROM logs WHERE topic_id = $1 AND partition = $2`, id, part).Scan(&s); err != nil {
+			return wal.InitDisklessLogResult{}, err
+		}
+		// An empty placeholder (created while the switch was under
+		// way) must not answer LATEST = 0 for a sealed partition: a
+		// seal > 0 overwrites it.
+		placeholder := l.hw == 0 && s == 0 && l.byteSize == 0
+		if !placeholder || q.DisklessStartOffset == 0 {
+			return wal.InitDisklessLogResult{AlreadyInitialised: true}, nil
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM producer_state WHERE topic_id = $1 AND partition = $2`, id, part); err != nil {
+			return wal.InitDisklessLogResult{}, err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE logs SET topic_name = CASE WHEN $3 = '' THEN topic_name ELSE $3 END,
+				log_start_offset = $4, high_watermark = $5, diskless_start_offset = $5, cross_tier_log_start_offset = -1, byte_size = 0
+			WHERE topic_id = $1 AND partition = $2`, id, part, q.Topic, q.LogStartOffset, q.DisklessStartOffset); err != nil {
+			return wal.InitDisklessLogResult{}, err
+		}
+	} else {
+		tag, err := tx.Exec(ctx, `INSERT INTO logs (topic_id, partition, topic_name, log_start_offset, high_watermark, diskless_start_offset)
+			VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING`, id, part, q.Topic, q.LogStartOffset, q.DisklessStartOffset)
+		if err != nil {
+			return wal.InitDisklessLogResult{}, err
+		}
+		if tag.RowsAffected() == 0 {
+			return wal.InitDisklessLogResult{}, errRetry // created meanwhile: lock it and decide again
 		}
 	}
-	return ""
+	lk.logs[q.Partition] = &logState{w: q.LogStartOffset, hw: q.DisklessStartOffset}
+	var b pgx.Batch
+	for j := range q.ProducerStates {
+		queueProducerWrite(&b, q.Partition, &q.ProducerStates[j])
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return wal.InitDisklessLogResult{}, err
+		}
+	}
+	return wal.InitDisklessLogResult{}, nil
 }
 
 // RepairDisklessLog implements wal.ControlPlane.
@@ -357,70 +333,36 @@ func (cp *ControlPlane) RepairDisklessLog(ctx context.Context, reqs []wal.Repair
 			return nil, fmt.Errorf("%w: pgcp: repair %s with diskless start %d", wal.ErrInvalidArgument, q.Partition, q.DisklessStartOffset)
 		}
 	}
-	out := make([]wal.RepairDisklessLogResult, len(reqs))
-	tps := make([]wal.TopicIDPartition, len(reqs))
-	for i, q := range reqs {
-		tps[i] = q.Partition
-	}
-	err := cp.update(ctx, func(tx pgx.Tx, _ int64) error {
-		logs, err := lockLogs(ctx, tx, tps)
-		if err != nil {
-			return err
-		}
-		for i, q := range reqs {
-			out[i] = wal.RepairDisklessLogResult{}
-			if logs[q.Partition] == nil {
-				continue
+	return updateLocked(ctx, cp, reqs, func(q *wal.RepairDisklessLogRequest) wal.TopicIDPartition { return q.Partition },
+		func(lk *locked, q *wal.RepairDisklessLogRequest) (wal.RepairDisklessLogResult, error) {
+			if lk.logs[q.Partition] == nil {
+				return wal.RepairDisklessLogResult{}, nil
 			}
-			if _, err := tx.Exec(ctx, `UPDATE logs SET diskless_start_offset = $3 WHERE topic_id = $1 AND partition = $2`,
+			if _, err := lk.tx.Exec(lk.ctx, `UPDATE logs SET diskless_start_offset = $3 WHERE topic_id = $1 AND partition = $2`,
 				[16]byte(q.Partition.TopicID), q.Partition.Partition, q.DisklessStartOffset); err != nil {
-				return err
+				return wal.RepairDisklessLogResult{}, err
 			}
-			out[i].Found = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+			return wal.RepairDisklessLogResult{Found: true}, nil
+		})
 }
 
 // AdvanceCrossTierLogStart implements wal.ControlPlane.
 func (cp *ControlPlane) AdvanceCrossTierLogStart(ctx context.Context, reqs []wal.AdvanceCrossTierLogStartRequest) ([]wal.AdvanceCrossTierLogStartResult, error) {
-	out := make([]wal.AdvanceCrossTierLogStartResult, len(reqs))
-	tps := make([]wal.TopicIDPartition, len(reqs))
-	for i, q := range reqs {
-		tps[i] = q.Partition
-	}
-	err := cp.update(ctx, func(tx pgx.Tx, _ int64) error {
-		logs, err := lockLogs(ctx, tx, tps)
-		if err != nil {
-			return err
-		}
-		for i, q := range reqs {
+	return updateLocked(ctx, cp, reqs, func(q *wal.AdvanceCrossTierLogStartRequest) wal.TopicIDPartition { return q.Partition },
+		func(lk *locked, q *wal.AdvanceCrossTierLogStartRequest) (wal.AdvanceCrossTierLogStartResult, error) {
 			switch {
-			case logs[q.Partition] == nil:
-				out[i] = wal.AdvanceCrossTierLogStartResult{Err: unknown(q.Partition), CrossTierLogStart: -1}
+			case lk.logs[q.Partition] == nil:
+				return wal.AdvanceCrossTierLogStartResult{Err: unknown(q.Partition), CrossTierLogStart: -1}, nil
 			case q.CrossTierLogStart < 0:
-				out[i] = wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: -1, Err: &wal.PartitionError{
-					Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("cross-tier log start %d", q.CrossTierLogStart)}}
-			default:
-				var x int64
-				if err := tx.QueryRow(ctx, `UPDATE logs SET cross_tier_log_start_offset = GREATEST(cross_tier_log_start_offset, $3)
-					WHERE topic_id = $1 AND partition = $2 RETURNING cross_tier_log_start_offset`,
-					[16]byte(q.Partition.TopicID), q.Partition.Partition, q.CrossTierLogStart).Scan(&x); err != nil {
-					return err
-				}
-				out[i] = wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: x}
+				return wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: -1, Err: &wal.PartitionError{
+					Partition: q.Partition, Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("cross-tier log start %d", q.CrossTierLogStart)}}, nil
 			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+			var x int64
+			err := lk.tx.QueryRow(lk.ctx, `UPDATE logs SET cross_tier_log_start_offset = GREATEST(cross_tier_log_start_offset, $3)
+				WHERE topic_id = $1 AND partition = $2 RETURNING cross_tier_log_start_offset`,
+				[16]byte(q.Partition.TopicID), q.Partition.Partition, q.CrossTierLogStart).Scan(&x)
+			return wal.AdvanceCrossTierLogStartResult{CrossTierLogStart: x}, err
+		})
 }
 
 // retentionPage is how many batches EnforceRetention reads at a time.
@@ -430,38 +372,14 @@ const retentionPage = 512
 // over the partition's batches in offset order, read a page at a time
 // under the partition's lock.
 func (cp *ControlPlane) EnforceRetention(ctx context.Context, reqs []wal.RetentionRequest, maxBatches int) ([]wal.RetentionResult, error) {
-	out := make([]wal.RetentionResult, len(reqs))
-	tps := make([]wal.TopicIDPartition, len(reqs))
-	for i, q := range reqs {
-		tps[i] = q.Partition
-	}
-	err := cp.update(ctx, func(tx pgx.Tx, nowMs int64) error {
-		logs, err := lockLogs(ctx, tx, tps)
-		if err != nil {
-			return err
-		}
-		files := fileSet{}
-		for i, q := range reqs {
-			l := logs[q.Partition]
+	return updateLocked(ctx, cp, reqs, func(q *wal.RetentionRequest) wal.TopicIDPartition { return q.Partition },
+		func(lk *locked, q *wal.RetentionRequest) (wal.RetentionResult, error) {
+			l := lk.logs[q.Partition]
 			if l == nil {
-				out[i] = wal.RetentionResult{Err: unknown(q.Partition), LogStartOffset: -1}
-				continue
+				return wal.RetentionResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 			}
-			res, err := retain(ctx, tx, q, l, maxBatches, nowMs, files)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		if err := writeLogs(ctx, tx, logs); err != nil {
-			return err
-		}
-		return markEmptied(ctx, tx, files, nowMs)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+			return retain(lk.ctx, lk.tx, *q, l, maxBatches, lk.nowMs, lk.files)
+		})
 }
 
 func retain(ctx context.Context, tx pgx.Tx, q wal.RetentionRequest, l *logState, maxBatches int, nowMs int64, files fileSet) (wal.RetentionResult, error) {

@@ -22,32 +22,9 @@ const (
 	stateDeleting = 2
 )
 
-// Result statuses stored in files.result_status.
-const (
-	statusAccepted int16 = iota
-	statusUnknownPartition
-	statusDuplicate
-	statusOutOfOrder
-	statusInvalidEpoch
-	statusCount
-)
-
-var statusReasons = [statusCount]error{
-	statusAccepted:         nil,
-	statusUnknownPartition: wal.ErrUnknownTopicOrPartition,
-	statusDuplicate:        wal.ErrDuplicateSequence,
-	statusOutOfOrder:       wal.ErrOutOfOrderSequence,
-	statusInvalidEpoch:     wal.ErrInvalidProducerEpoch,
-}
-
-// storedResult is one batch's answer as files.result_* keep it.
-type storedResult struct {
-	status     int16
-	base       int64
-	appendTime int64
-	logStart   int64
-	detail     string
-}
+// storedResult is one batch's answer as files.result_* keep it (the
+// status as its wal.BatchStatus number).
+type storedResult = wal.StoredBatchResult
 
 // CommitFile implements wal.ControlPlane: one transaction that registers
 // the object, locks the partitions' rows in (topic_id, partition) order,
@@ -75,7 +52,7 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 		return wal.CommitFileResult{}, err
 	}
 	cp.metrics.commits.Add(1)
-	return resultsOf(&req, results), nil
+	return wal.CommitAnswer(&req, results), nil
 }
 
 // commitOnce is one attempt of a commit, in two round trips on one pooled
@@ -175,7 +152,7 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 		b := &req.Batches[i]
 		l := logs[b.Partition]
 		if l == nil || b.Partition.TopicID.IsZero() {
-			results[i] = storedResult{status: statusUnknownPartition, base: -1, appendTime: -1, logStart: -1}
+			results[i] = wal.UnknownPartitionResult()
 			continue
 		}
 		assigned := l.hw
@@ -188,7 +165,7 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 			st := producers[k]
 			c := wal.CheckSequence(st, b.ProducerEpoch, b.BaseSequence, b.LastSequence())
 			if c.Err != nil {
-				results[i] = rejected(c, l.w)
+				results[i] = wal.RejectedResult(c, l.w)
 				continue
 			}
 			ts := b.MaxTimestamp
@@ -203,7 +180,7 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 		l.byteSize += b.Size
 		l.dirty = true
 		rows.add(b, assigned, l.hw-1, nowMs)
-		results[i] = storedResult{status: statusAccepted, base: assigned, appendTime: nowMs, logStart: l.w}
+		results[i] = storedResult{Status: wal.BatchAccepted, BaseOffset: assigned, LogAppendTime: nowMs, LogStartOffset: l.w}
 		accepted = true
 	}
 
@@ -301,54 +278,20 @@ func existingCommit(ctx context.Context, tx interface {
 	}
 	out := make([]storedResult, len(st))
 	for i := range st {
-		if st[i] < 0 || st[i] >= statusCount {
+		if st[i] < 0 || st[i] > 255 || !wal.BatchStatus(st[i]).Valid() {
 			return nil, fmt.Errorf("%w: pgcp: object %q: result status %d", wal.ErrCorruption, req.ObjectKey, st[i])
 		}
-		out[i] = storedResult{status: st[i], base: base[i], appendTime: at[i], logStart: ls[i], detail: detail[i]}
+		out[i] = storedResult{Status: wal.BatchStatus(st[i]), BaseOffset: base[i], LogAppendTime: at[i], LogStartOffset: ls[i], Detail: detail[i]}
 	}
 	return out, nil
-}
-
-func rejected(c wal.SequenceCheck, logStart int64) storedResult {
-	r := storedResult{base: -1, appendTime: -1, logStart: logStart, detail: c.Detail}
-	switch {
-	case errors.Is(c.Err, wal.ErrDuplicateSequence):
-		r.status, r.base, r.appendTime = statusDuplicate, c.Duplicate.AssignedOffset, c.Duplicate.Timestamp
-	case errors.Is(c.Err, wal.ErrInvalidProducerEpoch):
-		r.status = statusInvalidEpoch
-	default:
-		r.status = statusOutOfOrder
-	}
-	return r
 }
 
 func resultArrays(rs []storedResult) (st []int16, base, at, ls []int64, detail []string) {
 	st, base, at, ls, detail = []int16{}, []int64{}, []int64{}, []int64{}, []string{}
 	for _, r := range rs {
-		st, base, at, ls, detail = append(st, r.status), append(base, r.base), append(at, r.appendTime), append(ls, r.logStart), append(detail, r.detail)
+		st, base, at, ls, detail = append(st, int16(r.Status)), append(base, r.BaseOffset), append(at, r.LogAppendTime), append(ls, r.LogStartOffset), append(detail, r.Detail)
 	}
 	return
-}
-
-// resultsOf turns the stored results into the call's answer.
-func resultsOf(req *wal.CommitFileRequest, rs []storedResult) wal.CommitFileResult {
-	res := wal.CommitFileResult{MarkedForDeletion: true, Batches: make([]wal.BatchResult, len(rs))}
-	for i, s := range rs {
-		if s.status == statusAccepted {
-			res.MarkedForDeletion = false
-		}
-		r := wal.BatchResult{BaseOffset: s.base, LogAppendTime: s.appendTime, LogStartOffset: s.logStart}
-		if s.status != statusAccepted {
-			detail := s.detail
-			if s.status == statusUnknownPartition {
-				detail = "no such partition"
-			}
-			r.Err = &wal.BatchRejectedError{Partition: req.Batches[i].Partition, Index: i,
-				Reason: statusReasons[s.status], Detail: detail}
-		}
-		res.Batches[i] = r
-	}
-	return res
 }
 
 // partitionsOf returns the distinct partitions of a commit that can have

@@ -178,31 +178,17 @@ func listOffset(ctx context.Context, tx pgx.Tx, q wal.ListOffsetsRequest, info *
 		return wal.ListOffsetsResult{Err: unknown(q.Partition), Offset: -1, Timestamp: -1}, nil
 	}
 	id, part := [16]byte(q.Partition.TopicID), q.Partition.Partition
+	if res, ok := wal.FixedListOffset(q, *info); ok {
+		return res, nil
+	}
 	var res wal.ListOffsetsResult
 	var err error
-	switch q.Timestamp {
-	case wal.EarliestTimestamp:
-		x := info.CrossTierLogStartOffset
-		if x < 0 {
-			x = info.LogStartOffset
-		}
-		return wal.ListOffsetsResult{Offset: x, Timestamp: -1}, nil
-	case wal.EarliestLocalTimestamp:
-		return wal.ListOffsetsResult{Offset: info.LogStartOffset, Timestamp: -1}, nil
-	case wal.LatestTimestamp:
-		return wal.ListOffsetsResult{Offset: info.HighWatermark, Timestamp: -1}, nil
-	case wal.LatestTieredTimestamp:
-		return noOffset, nil
-	case wal.MaxTimestamp:
+	if q.Timestamp == wal.MaxTimestamp {
 		// The largest effective timestamp, and the last offset of the
 		// first batch that has it.
 		err = tx.QueryRow(ctx, `SELECT last_offset, `+effectiveTimestamp+` AS ts FROM batches
 			WHERE topic_id = $1 AND partition = $2 ORDER BY ts DESC, last_offset LIMIT 1`, id, part).Scan(&res.Offset, &res.Timestamp)
-	default:
-		if q.Timestamp < 0 {
-			return wal.ListOffsetsResult{Offset: -1, Timestamp: -1, Err: &wal.PartitionError{Partition: q.Partition,
-				Err: wal.ErrUnsupportedTimestamp, Detail: fmt.Sprintf("timestamp %d", q.Timestamp)}}, nil
-		}
+	} else {
 		var base int64
 		err = tx.QueryRow(ctx, `SELECT base_offset, `+effectiveTimestamp+` AS ts FROM batches
 			WHERE topic_id = $1 AND partition = $2 AND `+effectiveTimestamp+` >= $3 ORDER BY last_offset LIMIT 1`,
