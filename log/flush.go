@@ -46,10 +46,12 @@ func (l *UnifiedLog) MaybeFlush() error {
 // Flush makes every appended record durable: it fsyncs the epoch
 // checkpoint (if dirty), writes the producer snapshots queued by rolls,
 // fsyncs the segments holding offsets at or above the recovery point
-// (with the transaction index of each but the active one), and the
-// directory if segments were created, replaced or removed since the last
-// flush; then it advances the recovery point to the log end offset it
-// started with.
+// (the active one's data only), and the directory if segments were
+// created, replaced or removed since the last flush; then it advances the
+// recovery point to the log end offset it started with, and when that
+// passes a segment (or makes a segment recovery point) writes the offsets
+// checkpoint, with the transaction indexes it vouches for
+// (writeCheckpoint).
 //
 // The fsyncs run with the log mutex released (flushMu serializes flushes),
 // so appends and reads continue. A failed fsync makes the log refuse
@@ -102,26 +104,23 @@ func (l *UnifiedLog) Flush() error {
 			break // holds nothing below upTo
 		}
 		if i+1 < len(v.segments) && v.segments[i+1].BaseOffset() <= from {
-			continue // wholly below the recovery point: already durable
+			continue // wholly below the recovery point: its data is durable
 		}
 		sync := s.Flush
 		if i+1 == len(v.segments) {
-			// The active segment: its indexes are rebuilt by recovery
-			// after any crash (recovery starts at the segment holding the
-			// recovery point), so only its data needs the fsync.
+			// The active segment: its offset and time indexes are
+			// rebuilt by recovery after any crash (recovery starts at the
+			// segment holding the recovery point, and Open checks a
+			// trusted segment's .index against its .log), so only its
+			// data needs the fsync. Its transaction index cannot be
+			// checked: writeCheckpoint writes it.
 			sync = s.FlushData
 		}
 		if err := l.timedSync(sync); err != nil {
 			return l.fail(err)
 		}
-		if i+1 < len(v.segments) {
-			// A segment the recovery point will pass: its transaction
-			// index must be durable too, since recovery will not rebuild
-			// it. (The active segment's is rebuilt by any recovery.)
-			if err := l.writeTxnIndex(s); err != nil {
-				return l.fail(err)
-			}
-		}
+		// The transaction indexes are written with the checkpoint
+		// (writeCheckpoint), which is what lets recovery trust them.
 		crossed = crossed || i+1 < len(v.segments)
 	}
 	if dirDirty {
@@ -163,7 +162,7 @@ func (l *UnifiedLog) Flush() error {
 		// recovery point is ready: record it so a crash does not
 		// recover the whole log (or segment). Between these writes the
 		// checkpoint lags, which costs recovery time, never data.
-		if err := writeOffsetsCheckpoint(l.fs, l.dir, ckpt); err != nil {
+		if err := l.writeCheckpoint(v.segments, ckpt); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -175,6 +174,46 @@ func (l *UnifiedLog) Flush() error {
 		}
 	}
 	return nil
+}
+
+// writeCheckpoint writes the offsets checkpoint c, after making durable
+// the transaction index of every segment of segs that starts below c's
+// recovery point, the active one included (writeTxnIndex: a no-op when
+// the file already holds the segment's entries).
+//
+// The checkpoint is what lets recovery trust a segment: Open recovers
+// from the segment holding the recovery point and reads the .txnindex of
+// every segment below it from disk, where a missing or short file cannot
+// be told from one with fewer aborted transactions. Flushes alone do not
+// keep the files durable: a flush fsyncs the active segment's data only,
+// so a segment that was active when the recovery point reached its end,
+// and that a roll at that very offset then left wholly below it, is never
+// synced again; and a checkpoint whose recovery point is the active
+// segment's end starts recovery in the next segment once a roll there is
+// durable. Writing the indexes here, before every checkpoint that can
+// pass a segment, covers both whichever flush, truncation or roll came
+// before.
+//
+// A segment wholly below the log start is skipped: no read returns its
+// aborted transactions (their markers lie below any fetch offset), and
+// retention, which does not take flushMu, may be deleting it (a write
+// racing that would leave an orphan .txnindex, which Open ignores and a
+// segment created at its base removes).
+//
+// REQUIRES: l.flushMu held (the writer of txnPersisted); l.mu may be held.
+func (l *UnifiedLog) writeCheckpoint(segs []*segmentRef, c offsetsCheckpoint) error {
+	for i, s := range segs {
+		if s.BaseOffset() >= c.recoveryPoint {
+			break
+		}
+		if i+1 < len(segs) && segs[i+1].BaseOffset() <= c.logStartOffset {
+			continue
+		}
+		if err := l.writeTxnIndex(s); err != nil {
+			return err
+		}
+	}
+	return writeOffsetsCheckpoint(l.fs, l.dir, c)
 }
 
 // segmentPoint is a segment recovery point a flush makes durable: the

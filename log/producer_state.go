@@ -356,10 +356,11 @@ func (l *UnifiedLog) deleteSnapshotsBelow(offset int64) {
 
 // writeTxnIndex writes s's transaction index file if it differs from
 // what the file holds (atomic replace: temp, fsync, rename, directory
-// fsync). Only the writer changes an index, and the log calls this for a
-// segment that no longer takes appends (Flush, for segments below the
-// active one) or with the log closed, so the entries do not change during
-// the write.
+// fsync). The caller holds l.flushMu or the log is closed, so no
+// truncation replaces the entries meanwhile. Appends may still add
+// entries to the active segment's index (under l.mu): the file gets the
+// entries encoded at the start and txnPersisted their count, so the next
+// call writes the later ones.
 func (l *UnifiedLog) writeTxnIndex(s *segmentRef) error {
 	data := s.txn.AppendEncoded(nil, 0)
 	n := int64(len(data) / producer.AbortedTxnSize)

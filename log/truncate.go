@@ -288,7 +288,7 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	// Checkpoint the lowered recovery point (Kafka's LogManager does too):
 	// segments rolled above t before the next checkpoint would otherwise
 	// sit below the old one, and a crash would skip their recovery.
-	if err := writeOffsetsCheckpoint(l.fs, l.dir, l.offsetsCheckpointLocked()); err != nil {
+	if err := l.writeCheckpoint(l.mu.segments, l.offsetsCheckpointLocked()); err != nil {
 		return l.failLocked(err)
 	}
 	return nil
