@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // The endpoint's decisions (Inkless's DisklessLeaderEndPoint), as pure
@@ -159,7 +160,7 @@ type FetchAnswer struct {
 // offset 0 and its local log would hide the remote prefix
 // (github.com/aiven/inkless/pull/857).
 func DisklessStart(walStart, seal int64) int64 {
-	if seal >= 0 {
+	if seal >= 0 && !mutation.Disabled(mutation.FirstPruneBound) {
 		return max(walStart, seal)
 	}
 	return walStart

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/tierstate"
 )
 
@@ -131,7 +132,7 @@ func DecidePrune(in PruneInput) PruneDecision {
 	case h >= in.LogEndOffset:
 		return skip(SkipStaleRemoteProgress)
 	}
-	if s.SealCommitted() {
+	if s.SealCommitted() && !mutation.Disabled(mutation.PruneFloor) {
 		switch {
 		case in.Floor == NoFloor:
 			return skip(SkipNoFloor)

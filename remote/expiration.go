@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // This file decides what the expiration task deletes (Kafka:
@@ -220,7 +221,7 @@ func PlanEpochCleanup(earliest int32, remoteEpochs []int32, byEpoch func(int32) 
 			if slices.ContainsFunc(m.SegmentLeaderEpochs, func(x epochcache.Entry) bool { return x.Epoch >= earliest }) {
 				continue
 			}
-			if guard.Consolidating && (!guard.Known || m.EndOffset >= guard.Start) {
+			if guard.Consolidating && (!guard.Known || m.EndOffset >= guard.Start) && !mutation.Disabled(mutation.EpochCleanupGuard) {
 				continue
 			}
 			out = append(out, ScheduledDelete{m, DeleteEpochCleanup})

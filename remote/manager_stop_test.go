@@ -161,15 +161,58 @@ func TestRecreatedLeaderKeepsRemotePrefix(t *testing.T) {
 	}
 }
 
+// TestConsolidatingExpirationTakesCrossTierLogStart: the expiration task
+// of a consolidating partition takes the cross-tier log start X as the
+// log start, not the log's own, which a rebuild at the seal may have set
+// to the seal. The leader's log starts at 100 in epoch 2 (a rebuild that
+// took 100 as the leader's log start); remote storage holds [0,39]{0},
+// [40,79]{0,2}, [80,99]{2} below seal 100 and [100,149]{5}. With X = 80
+// the two segments below 80 go; with X unknown the log start is the first
+// remote segment of the first cached epoch (Kafka's findLogStartOffset:
+// [40,79], the first with epoch 2) and nothing goes ([0,39] is outside the
+// lineage, and the epoch-cache cleanup waits for a known X). Taking the
+// log's own start (100) would delete the whole classic prefix in both
+// cases.
+func TestConsolidatingExpirationTakesCrossTierLogStart(t *testing.T) {
+	for _, known := range []bool{true, false} {
+		t.Run(map[bool]string{true: "x=80", false: "x-unknown"}[known], func(t *testing.T) {
+			e := newMgrEnv(t, nil)
+			ctx := context.Background()
+			tp := testPartition(0)
+			e.mgr.opts.Consolidation = crossTierStart{tp: tp, consolidating: true, start: 80, unknown: !known}
+			segs := []SegmentMetadata{
+				e.addFinished(tp, 0, 39, []epochcache.Entry{{Epoch: 0, StartOffset: 0}}),
+				e.addFinished(tp, 40, 79, []epochcache.Entry{{Epoch: 0, StartOffset: 40}, {Epoch: 2, StartOffset: 60}}),
+				e.addFinished(tp, 80, 99, []epochcache.Entry{{Epoch: 2, StartOffset: 80}}),
+				e.addFinished(tp, 100, 149, []epochcache.Entry{{Epoch: 5, StartOffset: 100}}),
+			}
+			l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite})
+			require.NoError(t, l.TruncateFullyAndStartAt(100, 100))
+			require.NoError(t, l.AssignEpochStartOffset(2, 100))
+			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+			res, err := e.mgr.RunExpiration(ctx, tp)
+			require.NoError(t, err)
+			if known {
+				require.Equal(t, spans(segs[2:]), spans(finished(t, e.meta, tp)))
+				require.EqualValues(t, 80, res.LogStart)
+			} else {
+				require.Equal(t, spans(segs), spans(finished(t, e.meta, tp)))
+				require.EqualValues(t, 40, res.LogStart)
+			}
+		})
+	}
+}
+
 type crossTierStart struct {
 	tp            TopicIDPartition
 	consolidating bool
 	start         int64
+	unknown       bool // the control plane has no cross-tier start yet
 }
 
 func (c crossTierStart) CrossTierLogStart(tp TopicIDPartition) (bool, int64, bool) {
 	if tp != c.tp || !c.consolidating {
 		return false, 0, false
 	}
-	return true, c.start, true
+	return true, c.start, !c.unknown
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"go.uber.org/zap"
 )
 
@@ -55,7 +56,7 @@ func (m *Manager) runExpiration(ctx context.Context, pt *partitionTasks) (Expira
 	lineage := FilterLineage(entries)
 	guard := m.crossTier(tp)
 	logStart := l.LogStartOffset()
-	if guard.Consolidating {
+	if guard.Consolidating && !mutation.Disabled(mutation.RetentionLogStart) {
 		// The seal pins the local log start of a consolidating partition;
 		// the cross-tier start is its real log start.
 		if guard.Known {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // The phase-2 replica check (https://github.com/aiven/inkless/pull/857). In
@@ -188,13 +189,13 @@ func CheckReplica(s State, current ReplicaLog, future FutureReplicaLog) ReplicaD
 		}
 	}
 	// 2. Records past the seal.
-	if leo > seal {
+	if leo > seal && !mutation.Disabled(mutation.ReplicaSuffixPastSeal) {
 		if ok, why := consolidatedSuffix(s, current); !ok {
 			fail(ConditionSuffixPastSeal, "log end %d past the seal %d: %s", leo, seal, why)
 		}
 	}
 	// 3. Remote progress below the log end.
-	if h := current.HighestOffsetInRemoteStorage(); h >= leo {
+	if h := current.HighestOffsetInRemoteStorage(); h >= leo && !mutation.Disabled(mutation.ReplicaRemoteProgress) {
 		fail(ConditionRemoteProgress, "highest offset in remote storage %d not below the log end %d", h, leo)
 	}
 	// 4. The future log.

@@ -1,5 +1,7 @@
 package wal
 
+import "github.com/tierlog/tierlog/internal/mutation"
+
 // PrunedLogStart returns the WAL start W after a prune that deleted the
 // batches with last offset <= h (h = highestOffsetInRemoteStorage,
 // inclusive).
@@ -20,6 +22,9 @@ package wal
 func PrunedLogStart(oldW, hw, h int64, batchesRemain bool, minBase int64) int64 {
 	h = min(h, hw)
 	if batchesRemain {
+		if mutation.Disabled(mutation.PrunerCap) {
+			return max(oldW, minBase)
+		}
 		return max(oldW, min(minBase, h+1))
 	}
 	return min(hw, max(h+1, oldW))

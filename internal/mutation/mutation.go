@@ -1,0 +1,145 @@
+// Package mutation lets a test build switch off one safety guard of the
+// library at a time, to show that the tests catch the bug the guard
+// prevents (a mutation check: a guard whose removal no test notices is a
+// guard no test holds).
+//
+// Library code marks each guard with one line:
+//
+//	if !mutation.Disabled(mutation.PrunerCap) { ...guard... }
+//
+// Built without the tag tierlog_mutation, Disabled is a function that
+// returns the constant false; the compiler inlines it and removes the
+// branch, so the guards cost nothing in a normal build. Built with
+// -tags tierlog_mutation, a guard is disabled for one test by
+// Disable(t, guard), or for a whole test binary by the environment
+// variable TIERLOG_MUTATION (comma-separated guard names), which is how
+// TestMutations runs a package's tests against each mutant.
+//
+// This package imports only the standard library.
+package mutation
+
+import (
+	"fmt"
+	"strings"
+)
+
+// EnvVar names the guards a test binary built with -tags
+// tierlog_mutation starts with disabled: comma-separated Guard names.
+const EnvVar = "TIERLOG_MUTATION"
+
+// Guard names one guard that can be switched off.
+type Guard uint8
+
+const (
+	// TruncationFence: a value computed while the log's truncation count
+	// was c may be installed only while the count is still c
+	// (truncation.Fenced.Valid). The log's UpdateHighestOffsetInRemoteStorage
+	// and with it the remote copy and follower tasks rely on it: progress
+	// computed before a truncation is never installed after it
+	// (github.com/aiven/inkless/pull/857).
+	TruncationFence Guard = iota + 1
+	// RetentionLogStart: the expiration task of a consolidating partition
+	// uses the cross-tier log start X (or, unknown, the first remote
+	// segment) as the log start, not the local log start the seal pins, so
+	// retention never deletes remote segments at or above X
+	// (remote.Manager, runExpiration).
+	RetentionLogStart
+	// EpochCleanupGuard: the epoch-cache cleanup of a consolidating
+	// partition deletes only segments that end below a known X
+	// (remote.PlanEpochCleanup): a recreated leader caches only its new
+	// epoch, and the classic prefix its rebuild reads must survive
+	// (github.com/aiven/inkless/pull/857).
+	EpochCleanupGuard
+	// ReplicaSuffixPastSeal: the phase-2 replica check recreates a replica
+	// whose records past the seal are not a consolidated diskless suffix
+	// (tierstate.CheckReplica, condition suffix-past-seal; a classic tail
+	// past the seal).
+	ReplicaSuffixPastSeal
+	// ReplicaRemoteProgress: the phase-2 replica check recreates a
+	// replica whose highest offset in remote storage is not below its log
+	// end (tierstate.CheckReplica, condition remote-progress; a tail that
+	// was tiered and then truncated to the seal leaves that progress, and
+	// the WAL pruner would trust it).
+	ReplicaRemoteProgress
+	// PrunerCap: a prune never moves the WAL start W past
+	// highestOffsetInRemoteStorage + 1 (wal.PrunedLogStart), so a seal
+	// lowered below the first WAL batch leaves no offsets that exist
+	// nowhere (github.com/aiven/inkless/pull/855).
+	PrunerCap
+	// FirstPruneBound: the consolidation endpoint's diskless start of a
+	// switched partition is D = max(W, S) (consolidate.DisklessStart), so
+	// before the first prune moves W to the seal a leader without a local
+	// log is redirected to remote storage, not served the first diskless
+	// batch at offset 0 (github.com/aiven/inkless/pull/857).
+	FirstPruneBound
+	// PruneFloor: a switched partition is pruned only once its floor is
+	// armed and h reaches it (consolidate.DecidePrune): the first prune
+	// waits until remote storage holds S - 1, later ones follow the WAL
+	// start the last prune returned.
+	PruneFloor
+
+	numGuards = iota + 1
+)
+
+var names = [numGuards]string{
+	TruncationFence:       "truncation-fence",
+	RetentionLogStart:     "retention-log-start",
+	EpochCleanupGuard:     "epoch-cleanup-guard",
+	ReplicaSuffixPastSeal: "replica-suffix-past-seal",
+	ReplicaRemoteProgress: "replica-remote-progress",
+	PrunerCap:             "pruner-cap",
+	FirstPruneBound:       "first-prune-bound",
+	PruneFloor:            "prune-floor",
+}
+
+// String returns the guard's name, as TIERLOG_MUTATION spells it.
+func (g Guard) String() string {
+	if g > 0 && g < numGuards {
+		return names[g]
+	}
+	return fmt.Sprintf("Guard(%d)", uint8(g))
+}
+
+// Guards returns every guard, in declaration order.
+func Guards() []Guard {
+	out := make([]Guard, 0, numGuards-1)
+	for g := Guard(1); g < numGuards; g++ {
+		out = append(out, g)
+	}
+	return out
+}
+
+// Parse returns the guard called name (its String).
+func Parse(name string) (Guard, error) {
+	for g := Guard(1); g < numGuards; g++ {
+		if names[g] == name {
+			return g, nil
+		}
+	}
+	return 0, fmt.Errorf("mutation: unknown guard %q", name)
+}
+
+// ParseList reads a TIERLOG_MUTATION value: guard names separated by
+// commas, blanks ignored.
+func ParseList(s string) ([]Guard, error) {
+	var out []Guard
+	for _, name := range strings.Split(s, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		g, err := Parse(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// TB is the part of testing.TB that Disable uses (so this package does
+// not import testing into library builds).
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Skip(args ...any)
+}

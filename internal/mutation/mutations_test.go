@@ -1,0 +1,200 @@
+//go:build tierlog_mutation
+
+package mutation_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/tierlog/tierlog/internal/mutation"
+)
+
+// catch names one test that fails when guard is disabled: the test
+// holds the guard. Each row is checked both ways: with nothing disabled
+// the test passes, with the guard disabled it fails.
+type catch struct {
+	guard mutation.Guard
+	pkg   string // module-relative package directory
+	test  string // test name; "TestX/sub" names one subtest (a datadriven file)
+}
+
+// catches is the mutation table (DESIGN.md section 9, "Mutation check").
+// A guard without a row fails TestMutations.
+var catches = []catch{
+	{mutation.TruncationFence, "truncation", "TestFence"},
+	{mutation.TruncationFence, "log", "TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation"},
+	{mutation.TruncationFence, "remote", "TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup"},
+	{mutation.TruncationFence, "remote", "TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload"},
+
+	{mutation.RetentionLogStart, "remote", "TestConsolidatingExpirationTakesCrossTierLogStart"},
+
+	{mutation.EpochCleanupGuard, "remote", "TestTaskDecisionsDataDriven/cleanup_inkless857"},
+	{mutation.EpochCleanupGuard, "remote", "TestRecreatedLeaderKeepsRemotePrefix"},
+	{mutation.EpochCleanupGuard, "consolidate", "TestRetentionGuardOnRealCrossTierStart"},
+
+	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestRebuildDataDriven/replica_recreate_instead_of_truncate"},
+	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestRebuildDataDriven/replica_consolidated_replica_kept"},
+	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestHasConsolidatedDisklessSuffixFromSeal"},
+	{mutation.ReplicaSuffixPastSeal, "replica", "TestReplicaDataDriven/classic_tail"},
+
+	{mutation.ReplicaRemoteProgress, "tierstate", "TestRebuildDataDriven/replica_recreate_instead_of_truncate"},
+	{mutation.ReplicaRemoteProgress, "replica", "TestReplicaDataDriven/classic_tail"},
+
+	{mutation.PrunerCap, "wal", "TestRules/prune"},
+	{mutation.PrunerCap, "consolidate", "TestPruneDataDriven/prune_seal_lowered"},
+
+	{mutation.FirstPruneBound, "consolidate", "TestDecideDataDriven/decide_first_prune_bound"},
+	{mutation.FirstPruneBound, "consolidate", "TestEndpointRecreatedLeaderBeforeFirstPrune"},
+	{mutation.FirstPruneBound, "consolidate", "TestFetcherRecreatedLeaderConsolidatesFromSeal"},
+
+	{mutation.PruneFloor, "consolidate", "TestPruneDataDriven/prune_first_prune"},
+}
+
+// TestMutations builds the test binaries of the table's packages with
+// -tags tierlog_mutation, runs every row's test with nothing disabled
+// (it must pass) and with its guard disabled through TIERLOG_MUTATION
+// (it must fail).
+func TestMutations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs other packages' tests")
+	}
+	for _, g := range mutation.Guards() {
+		if !hasCatch(g) {
+			t.Errorf("guard %v: no test in the table catches it", g)
+		}
+	}
+	root := moduleRoot(t)
+	bins := buildTestBinaries(t, root)
+
+	t.Run("control", func(t *testing.T) {
+		seen := map[catch]bool{}
+		for _, c := range catches {
+			key := catch{pkg: c.pkg, test: c.test}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out, err := runTest(root, bins, c, "")
+			if err != nil || !reported(out, "PASS", c.test) {
+				t.Errorf("%s %s with every guard on: want PASS (err %v)\n%s", c.pkg, c.test, err, tail(out))
+			}
+		}
+	})
+	for _, g := range mutation.Guards() {
+		t.Run(g.String(), func(t *testing.T) {
+			for _, c := range catches {
+				if c.guard != g {
+					continue
+				}
+				out, err := runTest(root, bins, c, g.String())
+				if err == nil || !reported(out, "FAIL", c.test) {
+					t.Errorf("%s %s with %v disabled: want FAIL (err %v)\n%s", c.pkg, c.test, g, err, tail(out))
+				}
+			}
+		})
+	}
+}
+
+func hasCatch(g mutation.Guard) bool {
+	for _, c := range catches {
+		if c.guard == g {
+			return true
+		}
+	}
+	return false
+}
+
+// moduleRoot is the directory of the main module's go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		t.Fatal("not inside the module")
+	}
+	return filepath.Dir(mod)
+}
+
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// buildTestBinaries compiles each package of the table once (go test -c
+// into a temporary directory, one <name>.test per package; the package
+// names are the directories' last elements) and returns them by package.
+func buildTestBinaries(t *testing.T, root string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	bins := map[string]string{}
+	args := []string{"test", "-c", "-tags", "tierlog_mutation", "-o", dir + string(filepath.Separator)}
+	for _, c := range catches {
+		if _, ok := bins[c.pkg]; !ok {
+			bins[c.pkg] = filepath.Join(dir, path.Base(c.pkg)+".test")
+			args = append(args, "./"+c.pkg)
+		}
+	}
+	cmd := exec.Command(goTool(), args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bins
+}
+
+// runTest runs c's test from its package directory (datadriven files are
+// found relative to it) with TIERLOG_MUTATION set to guard ("" for none).
+func runTest(root string, bins map[string]string, c catch, guard string) ([]byte, error) {
+	cmd := exec.Command(bins[c.pkg], "-test.run", runPattern(c.test), "-test.v", "-test.count=1", "-test.timeout=5m")
+	cmd.Dir = filepath.Join(root, filepath.FromSlash(c.pkg))
+	env := []string{mutation.EnvVar + "=" + guard}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, mutation.EnvVar+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+// runPattern anchors every level of a test path: "TestRules/prune"
+// becomes "^TestRules$/^prune$", so no other test or subtest runs.
+func runPattern(test string) string {
+	parts := strings.Split(test, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// reported says whether the verbose output has the test's own result
+// line with verdict (PASS or FAIL): a pattern that matched nothing, or a
+// binary that died before the test ran, reports neither.
+func reported(out []byte, verdict, test string) bool {
+	re := regexp.MustCompile(`(?m)^\s*--- ` + verdict + `: ` + regexp.QuoteMeta(test) + ` \(`)
+	return re.Match(out)
+}
+
+// tail keeps the end of a run's output for a failure message.
+func tail(out []byte) string {
+	const n = 3000
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return string(out)
+}
