@@ -727,7 +727,9 @@ func TestCrashSweep(t *testing.T) {
 	}
 	t.Logf("%d crash points, each strict (0%%) and fuzzy (50%%); %d recoveries resumed at a segment recovery point",
 		total, resumed)
-	require.Positive(t, resumed, "no recovery resumed inside a segment: the sweep does not test segment recovery points")
+	if os.Getenv("TIERLOG_CRASH_NO_POINTS") == "" {
+		require.Positive(t, resumed, "no recovery resumed inside a segment: the sweep does not test segment recovery points")
+	}
 }
 
 // opKindName names a file operation for failure messages.
