@@ -79,6 +79,7 @@ func BenchmarkAppend(b *testing.B) {
 				b.Run(name+"/impl=tierlog/points=off", func(b *testing.B) {
 					benchAppendLogOpts(b, batch, Options{SegmentPreallocateBytes: 0, RecoveryPointIntervalBytes: -1})
 				})
+				b.Run(name+"/impl=tierlog/prealloc=4MiB", func(b *testing.B) { benchAppendLog(b, batch, sync, 4<<20) })
 			}
 			if sync {
 				// Preallocation against its absence on both sides: the
