@@ -251,12 +251,12 @@ func (l *UnifiedLog) appendLocked(buf []byte, a *appendAnalysis, leader bool, le
 	if info.Duplicate {
 		return info, nil
 	}
-	// A roll queued a producer snapshot; the next flush writes it (with
-	// mu released, before the recovery point passes it). Not here: an
-	// append that returns an error must not have written its batches.
-	if err := l.flushEpochs(); err != nil {
-		return emptyAppend(), err
-	}
+	// A roll queued a producer snapshot and a new epoch dirtied the epoch
+	// cache; the next flush writes both (with mu released, first thing,
+	// before the recovery point passes them). Not here: an append that
+	// returns an error must not have written its batches, and an fsync
+	// before data that is not durable itself buys nothing (recovery
+	// re-assigns the epochs of every batch above the recovery point).
 	if flushNow {
 		if err := l.Flush(); err != nil {
 			return emptyAppend(), err
@@ -325,8 +325,8 @@ func (l *UnifiedLog) writeLocked(buf []byte, batches []record.Batch, info *Appen
 		}
 	}
 	l.refreshFirstUnstableOffsetLocked()
-	// Epoch cache: in memory now, durable before the append returns
-	// (flushEpochs) and always before the recovery point passes it. Every
+	// Epoch cache: in memory now, durable with the next flush, which
+	// writes it before the recovery point passes these batches. Every
 	// epoch here is >= 0 (checked by analyze or the leader's epoch), so
 	// the assignment cannot fail.
 	for _, b := range batches {

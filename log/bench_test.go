@@ -73,6 +73,14 @@ func BenchmarkAppend(b *testing.B) {
 			batch := benchBatch(b, size.records, 1024-21) // ~1 KiB per encoded record
 			b.Run(name+"/impl=tierlog", func(b *testing.B) { benchAppendLog(b, batch, sync, 0) })
 			b.Run(name+"/impl=raw-file", func(b *testing.B) { benchAppendRaw(b, batch, sync, 0) })
+			if !sync {
+				// The cost of the background flush (an fdatasync every
+				// RecoveryPointIntervalBytes, beside the appends).
+				b.Run(name+"/impl=tierlog/points=off", func(b *testing.B) {
+					benchAppendLogOpts(b, batch, Options{SegmentPreallocateBytes: 0, RecoveryPointIntervalBytes: -1})
+				})
+				b.Run(name+"/impl=tierlog/prealloc=4MiB", func(b *testing.B) { benchAppendLog(b, batch, sync, 4<<20) })
+			}
 			if sync {
 				// Preallocation against its absence on both sides: the
 				// log without it, the raw file with the log's steps.
@@ -98,6 +106,11 @@ func benchAppendLog(b *testing.B, batch []byte, sync bool, prealloc int64) {
 	if sync {
 		o.FlushMessages = 1 // fsync before each append returns
 	}
+	benchAppendLogOpts(b, batch, o)
+}
+
+// benchAppendLogOpts is benchAppendLog with the log's options.
+func benchAppendLogOpts(b *testing.B, batch []byte, o Options) {
 	l := benchLog(b, b.TempDir(), o)
 	defer l.Close()
 	records := int64(0)

@@ -40,6 +40,10 @@ type IOError = base.IOError
 // whichever package below the log made the call.
 type ioFS struct {
 	vfs.FS
+	// barrier, when set, runs before the first fsync of any file opened
+	// through this FS (dir.go: the deferred fsyncs of the directories a
+	// new log created).
+	barrier *dirBarrier
 }
 
 // classifyingFS returns fs wrapped in an ioFS, once.
@@ -47,26 +51,26 @@ func classifyingFS(fs vfs.FS) vfs.FS {
 	if _, ok := fs.(ioFS); ok {
 		return fs
 	}
-	return ioFS{fs}
+	return ioFS{FS: fs}
 }
 
 func (f ioFS) Unwrap() vfs.FS { return f.FS }
 
 func (f ioFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	return wrapFile(f.FS.Create(name, category))
+	return f.wrapFile(f.FS.Create(name, category))
 }
 
 func (f ioFS) Link(oldname, newname string) error { return base.WrapIO(f.FS.Link(oldname, newname)) }
 
 func (f ioFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
-	return wrapFile(f.FS.Open(name, opts...))
+	return f.wrapFile(f.FS.Open(name, opts...))
 }
 
 func (f ioFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	return wrapFile(f.FS.OpenReadWrite(name, category, opts...))
+	return f.wrapFile(f.FS.OpenReadWrite(name, category, opts...))
 }
 
-func (f ioFS) OpenDir(name string) (vfs.File, error) { return wrapFile(f.FS.OpenDir(name)) }
+func (f ioFS) OpenDir(name string) (vfs.File, error) { return f.wrapFile(f.FS.OpenDir(name)) }
 
 func (f ioFS) Remove(name string) error    { return base.WrapIO(f.FS.Remove(name)) }
 func (f ioFS) RemoveAll(name string) error { return base.WrapIO(f.FS.RemoveAll(name)) }
@@ -76,7 +80,7 @@ func (f ioFS) Rename(oldname, newname string) error {
 }
 
 func (f ioFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	return wrapFile(f.FS.ReuseForWrite(oldname, newname, category))
+	return f.wrapFile(f.FS.ReuseForWrite(oldname, newname, category))
 }
 
 func (f ioFS) MkdirAll(dir string, perm os.FileMode) error {
@@ -103,14 +107,14 @@ func (f ioFS) GetDiskUsage(path string) (vfs.DiskUsage, error) {
 	return u, base.WrapIO(err)
 }
 
-func wrapFile(file vfs.File, err error) (vfs.File, error) {
+func (f ioFS) wrapFile(file vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, base.WrapIO(err)
 	}
 	if _, ok := file.(truncater); ok {
-		return ioTruncFile{ioFile{file}}, nil
+		return ioTruncFile{ioFile{file, f.barrier}}, nil
 	}
-	return ioFile{file}, nil
+	return ioFile{file, f.barrier}, nil
 }
 
 // truncater is the optional capability of a file to change its size
@@ -130,6 +134,7 @@ func (f ioTruncFile) Truncate(size int64) error {
 // ioFile classifies the errors of one file.
 type ioFile struct {
 	vfs.File
+	barrier *dirBarrier
 }
 
 func (f ioFile) Close() error { return base.WrapIO(f.File.Close()) }
@@ -163,10 +168,24 @@ func (f ioFile) Stat() (vfs.FileInfo, error) {
 	return fi, base.WrapIO(err)
 }
 
-func (f ioFile) Sync() error     { return base.WrapIO(f.File.Sync()) }
-func (f ioFile) SyncData() error { return base.WrapIO(f.File.SyncData()) }
+func (f ioFile) Sync() error {
+	if err := f.barrier.wait(); err != nil {
+		return err
+	}
+	return base.WrapIO(f.File.Sync())
+}
+
+func (f ioFile) SyncData() error {
+	if err := f.barrier.wait(); err != nil {
+		return err
+	}
+	return base.WrapIO(f.File.SyncData())
+}
 
 func (f ioFile) SyncTo(length int64) (bool, error) {
+	if err := f.barrier.wait(); err != nil {
+		return false, err
+	}
 	full, err := f.File.SyncTo(length)
 	return full, base.WrapIO(err)
 }

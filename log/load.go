@@ -417,15 +417,16 @@ func (l *UnifiedLog) finishLoad(clean, recovered bool, ckpt offsetsCheckpoint) e
 		if err := l.fs.Remove(l.fs.PathJoin(l.dir, CleanShutdownFileName)); err != nil {
 			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
 		}
-		l.mu.dirDirty = true
-	}
-	if l.mu.dirDirty {
 		// Durable before the first write: a crash after this is unclean.
 		if err := atomicfile.SyncDir(l.fs, l.dir); err != nil {
 			return fmt.Errorf("log: %w", err)
 		}
 		l.mu.dirDirty = false
 	}
+	// Any other directory change of the load (a new log's first segment,
+	// an emptied log's) stays in dirDirty for the first flush: nothing
+	// beneath it is durable before that flush, and a crash before it
+	// leaves a directory this load turns into the same log again.
 	l.checkOffsetsLocked()
 	return nil
 }

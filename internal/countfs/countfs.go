@@ -16,7 +16,8 @@ type FS struct {
 	vfs.FS
 	// ReadAts, Writes, Syncs and Preallocates count the calls on every
 	// file opened through FS (Write and WriteAt count as writes, Sync,
-	// SyncData and SyncTo as syncs).
+	// SyncData and SyncTo as syncs; a directory opened with OpenDir is
+	// a file too).
 	ReadAts, Writes, Syncs, Preallocates atomic.Int64
 }
 
@@ -93,4 +94,7 @@ func (fs *FS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (v
 }
 
 // Unwrap implements vfs.FS.
+// OpenDir wraps the directory too: a directory fsync counts as a sync.
+func (fs *FS) OpenDir(name string) (vfs.File, error) { return fs.wrap(fs.FS.OpenDir(name)) }
+
 func (fs *FS) Unwrap() vfs.FS { return fs.FS }

@@ -175,7 +175,30 @@ func checkCrashClone(t *testing.T, clone vfs.FS, opts Options, m *crashModel) er
 			return fmt.Errorf("recovered %d bytes are not a prefix of the %d appended", len(data), len(m.model))
 		}
 	}
-	return checkReadable(ns, data)
+	if err := checkReadable(ns, data); err != nil {
+		return err
+	}
+	return checkIndexFilesAfterFlush(t, clone, ns)
+}
+
+// checkIndexFilesAfterFlush flushes a recovered segment and checks that
+// each index file then holds exactly the segment's entries, Kafka's
+// format: recovery leaves the files as it found them (see adoptFile), so
+// the first index write must append in place only to a file that holds a
+// prefix of the entries, and replace any other.
+func checkIndexFilesAfterFlush(t testing.TB, fs vfs.FS, s *Segment) error {
+	if err := s.Flush(); err != nil {
+		return fmt.Errorf("flush after recovery: %w", err)
+	}
+	for _, x := range []*index{&s.offsetIdx.index, &s.timeIdx.index} {
+		x.mu.RLock()
+		want := bytes.Clone(x.mu.entries)
+		x.mu.RUnlock()
+		if got := readFileBytes(t, fs, x.path); !bytes.Equal(got, want) {
+			return fmt.Errorf("%s after recovery and flush: %d bytes, want the %d of its entries", x.path, len(got), len(want))
+		}
+	}
+	return nil
 }
 
 // checkReadable reads every batch of data through the segment's indexes.

@@ -26,15 +26,19 @@ const maxResumeScanHeaders = 4096
 // boundary are trusted, not read: they were fsynced before the recovery
 // point was written (Kafka trusts the prefix below its recovery point the
 // same way).
-func (s *Segment) resumeBuilder(from, size int64) (*indexBuilder, int64, error) {
-	offEntries, _, err := s.offsetIdx.readFile(s.fs)
+//
+// It also returns the two files as read, for adoptFile.
+func (s *Segment) resumeBuilder(from, size int64) (*indexBuilder, int64, *[2]indexFile, error) {
+	offEntries, torn, err := s.offsetIdx.readFile(s.fs)
 	if err != nil && !errors.Is(err, errMissingIndex) && !errors.Is(err, errBadIndex) {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	timeEntries, _, err := s.timeIdx.readFile(s.fs)
+	files := &[2]indexFile{{entries: offEntries, exact: err == nil && !torn}}
+	timeEntries, torn, err := s.timeIdx.readFile(s.fs)
 	if err != nil && !errors.Is(err, errMissingIndex) && !errors.Is(err, errBadIndex) {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
+	files[1] = indexFile{entries: timeEntries, exact: err == nil && !torn}
 	rel := from - s.baseOffset
 	n, prevKey, prevPos := 0, int64(-1), int64(-1)
 	for ; n+offsetEntrySize <= len(offEntries); n += offsetEntrySize {
@@ -45,7 +49,9 @@ func (s *Segment) resumeBuilder(from, size int64) (*indexBuilder, int64, error) 
 		}
 		prevKey, prevPos = k, p
 	}
-	offEntries = offEntries[:n]
+	// Capacity clipped: the builder's appends must not overwrite the
+	// file image adoptFile compares with.
+	offEntries = offEntries[:n:n]
 	m, prevTs, prevOff := 0, int64(noTimestamp), int64(-1)
 	for ; m+timeEntrySize <= len(timeEntries); m += timeEntrySize {
 		e := timeEntries[m:]
@@ -55,7 +61,7 @@ func (s *Segment) resumeBuilder(from, size int64) (*indexBuilder, int64, error) 
 		}
 		prevTs, prevOff = ts, o
 	}
-	timeEntries = timeEntries[:m]
+	timeEntries = timeEntries[:m:m]
 
 	b := newIndexBuilder(s, s.opts.MaxIndexBytes)
 	b.offsetIdx.install(offEntries, len(offEntries), false)
@@ -72,7 +78,7 @@ func (s *Segment) resumeBuilder(from, size int64) (*indexBuilder, int64, error) 
 	defer headerPool.Put(buf)
 	first, ok, err := readHeader(s.logFile, s.logPath, 0, size, buf)
 	if err != nil || !ok {
-		return nil, 0, errors.Join(ErrCannotResume, err)
+		return nil, 0, nil, errors.Join(ErrCannotResume, err)
 	}
 	b.firstTimestamp, b.batches = first.maxTimestamp, 1
 	for i := 0; ; i++ {
@@ -81,7 +87,7 @@ func (s *Segment) resumeBuilder(from, size int64) (*indexBuilder, int64, error) 
 			// A torn or corrupt header below from, from inside a batch,
 			// or a scan too long: not the boundary a recovery point
 			// names.
-			return nil, 0, errors.Join(ErrCannotResume, err)
+			return nil, 0, nil, errors.Join(ErrCannotResume, err)
 		}
 		if h.maxTimestamp > b.maxTimestamp {
 			b.maxTimestamp, b.offsetOfMaxTimestamp = h.maxTimestamp, h.lastOffset
@@ -89,7 +95,7 @@ func (s *Segment) resumeBuilder(from, size int64) (*indexBuilder, int64, error) 
 		b.next = h.lastOffset + 1
 		pos = h.end()
 		if b.next == from {
-			return b, pos, nil
+			return b, pos, files, nil
 		}
 	}
 }

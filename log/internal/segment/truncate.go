@@ -90,8 +90,10 @@ type RecoveryResult struct {
 // onBatch for each valid one in order (the log assigns leader epochs and
 // replays producer state there; the batch aliases a buffer that is reused
 // after the call), rebuilds both indexes with Append's interval rule,
-// and stops at the first torn or corrupt batch. It then writes the
-// rebuilt index files with the final time-index entry.
+// and stops at the first torn or corrupt batch. The rebuilt entries,
+// with the final time-index entry, replace the in-memory indexes; the
+// index files are left to the next index write unless bytes were cut
+// (see index.adoptFile).
 //
 // If bytes were cut it returns a new *Segment, exactly as TruncateTo does
 // (same lifecycle for the receiver); otherwise it returns the receiver,
@@ -130,9 +132,12 @@ func (s *Segment) RecoverWith(o RecoverOptions) (*Segment, RecoveryResult, error
 	}
 	size := s.size.Load()
 	b, start := newIndexBuilder(s, s.opts.MaxIndexBytes), int64(0)
+	// files are the index files as found, read once (by resumeBuilder
+	// when resuming): the rebuilt entries are adopted against them.
+	var files *[2]indexFile
 	if o.From > s.baseOffset {
 		var err error
-		if b, start, err = s.resumeBuilder(o.From, size); err != nil {
+		if b, start, files, err = s.resumeBuilder(o.From, size); err != nil {
 			return nil, RecoveryResult{}, err
 		}
 	}
@@ -184,11 +189,16 @@ func (s *Segment) RecoverWith(o RecoverOptions) (*Segment, RecoveryResult, error
 		}
 		return ns, res, nil
 	}
-	if err := s.replaceIndexFiles(offsetEntries, timeEntries); err != nil {
-		return nil, RecoveryResult{}, err
+	if files == nil {
+		files = new([2]indexFile)
+		for i, x := range []*index{&s.offsetIdx.index, &s.timeIdx.index} {
+			if files[i], err = s.readIndexFile(x); err != nil {
+				return nil, RecoveryResult{}, err
+			}
+		}
 	}
-	s.offsetIdx.install(offsetEntries, len(offsetEntries), false)
-	s.timeIdx.install(timeEntries, len(timeEntries), false)
+	s.offsetIdx.adoptFile(offsetEntries, files[0])
+	s.timeIdx.adoptFile(timeEntries, files[1])
 	if res.ZeroTailBytes > 0 {
 		s.shedZeroTail(stop, size)
 	}
