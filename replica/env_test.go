@@ -188,8 +188,10 @@ func (f fakeCP) InitDisklessLog(_ context.Context, reqs []wal.InitDisklessLogReq
 
 type fakePruner struct{ rec *recorder }
 
-func (f fakePruner) Arm(_ remote.TopicIDPartition, seal int64) { _ = f.rec.call("pruner-arm", "seal=%d", seal) }
-func (f fakePruner) Disarm(remote.TopicIDPartition)            { _ = f.rec.call("pruner-disarm", "") }
+func (f fakePruner) Arm(_ remote.TopicIDPartition, seal int64) {
+	_ = f.rec.call("pruner-arm", "seal=%d", seal)
+}
+func (f fakePruner) Disarm(remote.TopicIDPartition) { _ = f.rec.call("pruner-disarm", "") }
 
 type fakeMove struct{ rec *recorder }
 
