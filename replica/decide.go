@@ -378,9 +378,6 @@ func DecideTransition(d Delta, l ViewLog) Plan {
 		plan = append(plan, act(BecomeLeader, -1, "leader epoch %d", d.LeaderEpoch))
 		switch {
 		case !s.Consolidating():
-			if l == nil {
-				plan = plan[1:] // no CreateLog: an offline replica gets no log
-			}
 			return append(plan, act(StopFetching, -1, "leader, not consolidating"))
 		case s.Phase() == tierstate.PhaseSealPending:
 			return append(plan, act(StopFetching, -1, "leader, seal pending: consolidation waits for the seal"))
