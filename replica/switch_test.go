@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -166,4 +167,54 @@ func TestRemovalForgetsThePartitionRemotely(t *testing.T) {
 	// Removing what the remote log manager never knew is not an error.
 	_, err = e.r.Apply(ctx, Delta{LeaderID: 2, LeaderEpoch: 2, Removal: ReassignedAway})
 	require.NoError(t, err)
+}
+
+// Deltas, switch steps, prune lookups and leader appends from several
+// goroutines (run under -race): the appends never take the delta lock,
+// the rest apply one at a time.
+func TestConcurrentSwitchHooks(t *testing.T) {
+	e := newEnvWith(t, true, true, false)
+	var mu sync.Mutex
+	e.r.opts.OnEvent = func(Event) { mu.Lock(); mu.Unlock() }
+	pending := mustState(t, tierstate.Tags{ClassicToDisklessStartOffset: tierstate.Some[int64](tierstate.SealPending)}, true)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				switch i {
+				case 0:
+					_, _ = e.r.Apply(ctx, Delta{Leader: j%3 != 0, LeaderID: 2, LeaderEpoch: int32(j), InIsr: true, State: pending})
+				case 1:
+					_, _ = e.r.StepSwitch(ctx)
+				case 2:
+					_, _ = e.r.AppendAsLeader(batch(t, 1), int32(j), log.OriginClient)
+				default:
+					_, _ = e.r.PrunePartition()
+					e.r.RetrySealProposal()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.False(t, e.r.Prior().Offline)
+}
+
+// Misused move calls are typed errors, not panics.
+func TestMoveMisuse(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, true)
+	require.ErrorIs(t, e.r.StartMove(ctx, openTestLog(t, e.fs, "future")), ErrInvalidArgument)
+	e.r.SetFutureLog(fakeFuture{leo: 0})
+	_, err := e.r.MaybePromoteFutureLog(ctx)
+	require.ErrorIs(t, err, ErrNoMove)
+	require.NoError(t, e.r.FutureLogDirFailure(ctx))
+	require.Nil(t, e.r.FutureLog())
+	require.NoError(t, e.r.CancelMove(ctx))
+
+	m := newEnvWith(t, false, false, true)
+	require.ErrorIs(t, m.r.StartMove(ctx, openTestLog(t, m.fs, "future")), ErrNoLog)
+	require.ErrorIs(t, m.r.StartMove(ctx, nil), ErrInvalidArgument)
 }
