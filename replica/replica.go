@@ -213,7 +213,9 @@ func New(opts Options) (*Replica, error) {
 	r := &Replica{opts: opts}
 	r.mu.prior.LeaderEpoch = base.UndefinedEpoch
 	r.mu.switchp = SwitchProgress{}.forgetSteps()
-	r.setLogLocked(opts.Log)
+	// No gate until the first delta: the switch state is unknown before
+	// it, so AppendAsLeader refuses (ErrNoLog).
+	r.mu.log = opts.Log
 	return r, nil
 }
 

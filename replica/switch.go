@@ -64,14 +64,21 @@ func (r *Replica) setGateStateLocked(s tierstate.State) {
 	r.app.RUnlock()
 	if g != nil {
 		g.SetState(s)
+		return
+	}
+	if r.mu.log != nil && !r.mu.prior.Offline {
+		// The first delta (or the first since the log was found):
+		// the gate opens in the delta's state.
+		r.setLogLocked(r.mu.log)
 	}
 }
 
 // AppendAsLeader is the leader's classic append path (produce and the
 // coordinator's markers): the current log behind a consolidate.ClassicGate
-// in the switch state of the delta last applied. A seal-pending partition
-// refuses client appends (consolidate.ErrSealPending, Kafka
-// REPLICA_NOT_AVAILABLE: the producer retries), a sealed one every append
+// in the switch state of the delta last applied (none before the first
+// delta: ErrNoLog). A seal-pending partition refuses client appends
+// (consolidate.ErrSealPending, Kafka REPLICA_NOT_AVAILABLE: the producer
+// retries), a sealed one every append
 // (consolidate.ErrClassicLogSealed: produce goes to the WAL). It holds
 // none of the driver's delta lock, but a promotion of the future log waits
 // for it and holds the next one until the new log is in place (Kafka

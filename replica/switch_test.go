@@ -218,3 +218,18 @@ func TestMoveMisuse(t *testing.T) {
 	require.ErrorIs(t, m.r.StartMove(ctx, openTestLog(t, m.fs, "future")), ErrNoLog)
 	require.ErrorIs(t, m.r.StartMove(ctx, nil), ErrInvalidArgument)
 }
+
+// A log found at startup takes no append before the first delta says
+// the switch state: a restarted seal-pending leader never appends past
+// the log end its seal will read.
+func TestNoAppendBeforeTheFirstDelta(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.r.AppendAsLeader(batch(t, 1), 0, log.OriginClient)
+	require.ErrorIs(t, err, ErrNoLog)
+	pending := mustState(t, tierstate.Tags{ClassicToDisklessStartOffset: tierstate.Some[int64](tierstate.SealPending)}, true)
+	_, err = e.r.Apply(context.Background(), Delta{Leader: true, LeaderEpoch: 1, InIsr: true, State: pending})
+	require.NoError(t, err)
+	_, err = e.r.AppendAsLeader(batch(t, 1), 1, log.OriginClient)
+	require.ErrorIs(t, err, consolidate.ErrSealPending)
+	require.Equal(t, int64(0), e.r.Log().LogEndOffset())
+}
