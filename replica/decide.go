@@ -24,6 +24,36 @@ type Delta struct {
 	InIsr bool
 	// State is the partition's switch state after the delta.
 	State tierstate.State
+	// Removal: the delta takes the partition off this broker (Kafka: the
+	// delta's local deletes); DecideRemoval then replaces the check and
+	// the transition.
+	Removal Removal
+}
+
+// Removal says why a delta takes the partition off this broker.
+type Removal int8
+
+const (
+	// NotRemoved: the broker keeps hosting the partition.
+	NotRemoved Removal = iota
+	// ReassignedAway: a reassignment removed this broker from the
+	// replicas; the remote log stays (the other replicas serve it).
+	ReassignedAway
+	// TopicDeleted: the topic was deleted; the broker that led the
+	// partition also deletes its remote log.
+	TopicDeleted
+)
+
+func (r Removal) String() string {
+	switch r {
+	case NotRemoved:
+		return "not removed"
+	case ReassignedAway:
+		return "reassigned away"
+	case TopicDeleted:
+		return "topic deleted"
+	}
+	return fmt.Sprintf("Removal(%d)", int8(r))
 }
 
 func (d Delta) String() string {
@@ -31,8 +61,12 @@ func (d Delta) String() string {
 	if d.Leader {
 		role = "leader"
 	}
-	return fmt.Sprintf("%s leader-epoch=%d partition-epoch=%d in-isr=%t %s",
+	s := fmt.Sprintf("%s leader-epoch=%d partition-epoch=%d in-isr=%t %s",
 		role, d.LeaderEpoch, d.PartitionEpoch, d.InIsr, d.State)
+	if d.Removal != NotRemoved {
+		s += " removed: " + d.Removal.String()
+	}
+	return s
 }
 
 // Prior is what the driver remembers of the partition between deltas.
@@ -100,6 +134,55 @@ const (
 	// Admit: the leader submits an ISR expansion for a follower at the
 	// seal (fetch hook, not a delta action).
 	Admit
+
+	// The leader's switch steps (DecideSwitch), after the transition and
+	// from the StepSwitch hook.
+
+	// Seal: a seal-pending leader aborts its undecided transactions,
+	// rolls and flushes its log (consolidate.SealLeader); once HW = LEO
+	// ProposeSeal follows.
+	Seal
+	// ProposeSeal: the leader sends InitDisklessLog with S = LEO and its
+	// producer states to the controller (SwitchController.ProposeSeal).
+	ProposeSeal
+	// InitDisklessLog: the seal is committed and the leader's log ends at
+	// it; the leader creates the WAL's row (consolidate.InitDisklessLog).
+	InitDisklessLog
+	// RequestPhaseTwo: remote storage holds S-1; the leader sends
+	// SetClassicPrefixInRemoteStorage with its recorded epoch.
+	RequestPhaseTwo
+	// ArmPruner: a consolidating leader at or past the seal arms the WAL
+	// pruner at S-1 (consolidate.Pruner.Arm).
+	ArmPruner
+	// DisarmPruner: the pruner forgets the partition (leadership lost, a
+	// recreate, a log below the seal awaiting its rebuild, a removal).
+	DisarmPruner
+
+	// A removal (DecideRemoval).
+
+	// StopRemote: the remote log manager stops the partition's tasks and
+	// forgets it, deleting its remote log for a deleted topic this broker
+	// led (remote.Manager.StopPartitions).
+	StopRemote
+	// DeleteLog: the log manager deletes the current log.
+	DeleteLog
+	// DeleteFutureLog: the log manager deletes the future log.
+	DeleteFutureLog
+
+	// A log directory move (StartMove, CancelMove, MaybePromoteFutureLog,
+	// FutureLogDirFailure).
+
+	// StartMove: the move fetcher copies the current log into the future
+	// log from the future log's end.
+	StartMove
+	// CancelMove: the move fetcher stops and the future log is deleted.
+	CancelMove
+	// PromoteFutureLog: the future log caught up; it replaces the current
+	// log (Kafka: Partition.maybeReplaceCurrentWithFutureReplica).
+	PromoteFutureLog
+	// DropFutureLog: the future log's directory failed; the future log is
+	// forgotten (not deleted) and the current log stays.
+	DropFutureLog
 )
 
 func (k Kind) String() string {
@@ -132,6 +215,32 @@ func (k Kind) String() string {
 		return "stop-fetching"
 	case Admit:
 		return "admit"
+	case Seal:
+		return "seal"
+	case ProposeSeal:
+		return "propose-seal"
+	case InitDisklessLog:
+		return "init-diskless-log"
+	case RequestPhaseTwo:
+		return "request-phase-two"
+	case ArmPruner:
+		return "arm-pruner"
+	case DisarmPruner:
+		return "disarm-pruner"
+	case StopRemote:
+		return "stop-remote"
+	case DeleteLog:
+		return "delete-log"
+	case DeleteFutureLog:
+		return "delete-future-log"
+	case StartMove:
+		return "start-move"
+	case CancelMove:
+		return "cancel-move"
+	case PromoteFutureLog:
+		return "promote-future-log"
+	case DropFutureLog:
+		return "drop-future-log"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
@@ -269,9 +378,6 @@ func DecideTransition(d Delta, l ViewLog) Plan {
 		plan = append(plan, act(BecomeLeader, -1, "leader epoch %d", d.LeaderEpoch))
 		switch {
 		case !s.Consolidating():
-			if l == nil {
-				plan = plan[1:] // no CreateLog: an offline replica gets no log
-			}
 			return append(plan, act(StopFetching, -1, "leader, not consolidating"))
 		case s.Phase() == tierstate.PhaseSealPending:
 			return append(plan, act(StopFetching, -1, "leader, seal pending: consolidation waits for the seal"))

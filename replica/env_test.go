@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,12 +13,14 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+	"github.com/tierlog/tierlog/consolidate"
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
 )
 
 const testNowMs = 1_000_000
@@ -127,20 +130,84 @@ type env struct {
 	r      *Replica
 	state  tierstate.State
 	events []Event
+	// futures counts the future logs created.
+	futures int
 }
 
 func newEnv(t *testing.T, withLog bool) *env {
+	return newEnvWith(t, withLog, false, false)
+}
+
+// newEnvWith is newEnv with the leader's switch (a controller, a control
+// plane and a pruner, broker id 1) and the log directory move (a move
+// fetcher and a future log manager) when asked.
+func newEnvWith(t *testing.T, withLog, withSwitch, withMove bool) *env {
 	e := &env{fs: vfs.NewMem(), rec: &recorder{fail: map[string]bool{}}}
-	opts := Options{Partition: testTP, Logs: &fakeLogs{rec: e.rec, fs: e.fs}, Classic: fakeClassic{e.rec},
+	logs := &fakeLogs{rec: e.rec, fs: e.fs}
+	opts := Options{Partition: testTP, Logs: logs, Classic: fakeClassic{e.rec},
 		Consolidation: fakeConsolidation{e.rec}, Remote: fakeRemote{e.rec},
 		OnEvent: func(ev Event) { e.events = append(e.events, ev) }}
 	if withLog {
 		opts.Log = openTestLog(t, e.fs, "log-0")
 	}
+	if withSwitch {
+		opts.Controller, opts.ControlPlane, opts.Pruner = fakeController{e.rec}, fakeCP{rec: e.rec}, fakePruner{e.rec}
+		opts.BrokerID, opts.NowMs = 1, func() int64 { return testNowMs }
+	}
+	if withMove {
+		opts.Move, opts.FutureLogs = fakeMove{e.rec}, logs
+	}
 	r, err := New(opts)
 	require.NoError(t, err)
 	e.r = r
 	return e
+}
+
+type fakeController struct{ rec *recorder }
+
+func (f fakeController) ProposeSeal(_ context.Context, _ remote.TopicIDPartition, epoch int32, p consolidate.SealProposal) error {
+	return f.rec.call("propose-seal", "seal=%d producers=%d leader-epoch=%d", p.Seal, len(p.Producers), epoch)
+}
+
+func (f fakeController) SetClassicPrefixInRemoteStorage(_ context.Context, _ remote.TopicIDPartition, req tierstate.ClassicPrefixRequest) error {
+	return f.rec.call("phase-two", "broker=%d leader-epoch=%d seal=%d recorded-epoch=%d", req.BrokerID, req.LeaderEpoch,
+		req.Seal, req.LastClassicLeaderEpoch)
+}
+
+// fakeCP is the control plane's InitDisklessLog; nothing else is called.
+type fakeCP struct {
+	wal.ControlPlane
+	rec *recorder
+}
+
+func (f fakeCP) InitDisklessLog(_ context.Context, reqs []wal.InitDisklessLogRequest) ([]wal.InitDisklessLogResult, error) {
+	r := reqs[0]
+	err := f.rec.call("init-diskless-log", "w=%d s=%d producers=%d", r.LogStartOffset, r.DisklessStartOffset, len(r.ProducerStates))
+	return []wal.InitDisklessLogResult{{Err: err}}, nil
+}
+
+type fakePruner struct{ rec *recorder }
+
+func (f fakePruner) Arm(_ remote.TopicIDPartition, seal int64) {
+	_ = f.rec.call("pruner-arm", "seal=%d", seal)
+}
+func (f fakePruner) Disarm(remote.TopicIDPartition) { _ = f.rec.call("pruner-disarm", "") }
+
+type fakeMove struct{ rec *recorder }
+
+func (f fakeMove) AddPartition(_ context.Context, _ remote.TopicIDPartition, current, future Log, offset int64) error {
+	return f.rec.call("move-add", "offset=%d current-leo=%d", offset, current.LogEndOffset())
+}
+
+func (f fakeMove) RemovePartition(context.Context, remote.TopicIDPartition) error {
+	return f.rec.call("move-remove", "")
+}
+
+func (f *fakeLogs) ReplaceCurrentWithFutureLog(_ context.Context, _ remote.TopicIDPartition, current, future Log) error {
+	if err := f.rec.call("replace-with-future", "current-leo=%d future-leo=%d", current.LogEndOffset(), future.LogEndOffset()); err != nil {
+		return err
+	}
+	return current.Delete()
 }
 
 func forEachFile(t *testing.T, pattern string, f func(t *testing.T, path string)) {
@@ -191,6 +258,11 @@ func (e *env) delta(t *testing.T, d *datadriven.TestData) Delta {
 	d.ScanArgs(t, "epoch", &dl.LeaderEpoch)
 	if d.HasArg("partition-epoch") {
 		d.ScanArgs(t, "partition-epoch", &dl.PartitionEpoch)
+	}
+	if d.HasArg("removed") {
+		var why string
+		d.ScanArgs(t, "removed", &why)
+		dl.Removal = map[string]Removal{"reassigned": ReassignedAway, "deleted": TopicDeleted}[why]
 	}
 	return dl
 }
@@ -328,6 +400,67 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 	case "log-dir-failure":
 		require.NoError(t, e.r.LogDirFailure(ctx))
 		return e.flush() + e.priorString()
+	case "produce":
+		var epoch int32
+		var count int
+		d.ScanArgs(t, "epoch", &epoch)
+		d.ScanArgs(t, "count", &count)
+		origin := log.OriginClient
+		if d.HasArg("coordinator") {
+			origin = log.OriginCoordinator
+		}
+		b := batch(t, count)
+		if d.HasArg("txn") {
+			b = txnBatch(t, count)
+		}
+		_, err := e.r.AppendAsLeader(b, epoch, origin)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return e.logString()
+	case "step-switch":
+		_, err := e.r.StepSwitch(ctx)
+		return e.flush() + e.logString() + e.errString(err)
+	case "retry-proposal":
+		e.r.RetrySealProposal()
+		return "ok"
+	case "prune-partition":
+		p, ok := e.r.PrunePartition()
+		if !ok {
+			return "not pruned here"
+		}
+		return fmt.Sprintf("prune partition: %s leo=%d remote=%d awaiting-rebuild=%t", p.State, p.Log.LogEndOffset(),
+			p.Log.HighestOffsetInRemoteStorage(), p.AwaitingRebuild)
+	case "start-move":
+		e.futures++
+		f := openTestLog(t, e.fs, fmt.Sprintf("future-%d", e.futures))
+		err := e.r.StartMove(ctx, f)
+		return e.flush() + e.futureString() + e.errString(err)
+	case "move-copy":
+		// The move fetcher: copy the current log into the future log.
+		f, ok := e.r.FutureLog().(*log.UnifiedLog)
+		if !ok || f == nil {
+			d.Fatalf(t, "no future log")
+		}
+		cur := e.log(t, d)
+		for f.LogEndOffset() < cur.LogEndOffset() {
+			fd, err := cur.Read(nil, f.LogEndOffset(), 1<<20, log.IsolationLogEnd, true)
+			require.NoError(t, err)
+			_, err = f.AppendAsFollower(fd.Records, math.MaxInt32)
+			require.NoError(t, err)
+		}
+		return e.futureString()
+	case "promote":
+		ok, err := e.r.MaybePromoteFutureLog(ctx)
+		return e.flush() + fmt.Sprintf("promoted=%t\n", ok) + e.logString() + "\n" + e.futureString() + e.errString(err)
+	case "cancel-move":
+		err := e.r.CancelMove(ctx)
+		return e.flush() + e.futureString() + e.errString(err)
+	case "future-dir-failure":
+		err := e.r.FutureLogDirFailure(ctx)
+		return e.flush() + e.futureString() + e.errString(err)
+	case "metrics":
+		return fmt.Sprintf("%+v", e.r.Metrics())
 	case "future-log":
 		if d.HasArg("none") {
 			e.r.SetFutureLog(nil)
@@ -342,6 +475,34 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""
+}
+
+func (e *env) errString(err error) string {
+	if err != nil {
+		return "\nerror: " + err.Error()
+	}
+	return ""
+}
+
+func (e *env) futureString() string {
+	f := e.r.FutureLog()
+	if f == nil {
+		return "future log: none"
+	}
+	return fmt.Sprintf("future log: leo=%d", f.LogEndOffset())
+}
+
+// txnBatch is producer 7's transactional batch of count records.
+func txnBatch(t testing.TB, count int) []byte {
+	opts := record.DefaultBuilderOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = 7, 0, 0, true
+	b := record.NewBuilder(opts)
+	for range count {
+		b.Add(testNowMs, nil, []byte("txn"))
+	}
+	buf, err := b.Build()
+	require.NoError(t, err)
+	return buf
 }
 
 // fakeFuture is a future log ending at leo with every record in epoch.
@@ -361,7 +522,9 @@ func (f fakeFuture) EpochForOffset(o int64) (int32, bool) {
 
 // TestReplicaDataDriven runs testdata/*. Commands:
 //
-//	new [log]                              a driver with an empty mem log or none; keeps the state
+//	new [log] [switch] [move]              a driver with an empty mem log or none; keeps the state;
+//	                                       switch: a controller, a control plane and a pruner;
+//	                                       move: a move fetcher and a future log manager
 //	state seal=S [diskless-epoch=E] [phase-2] [recorded-epoch=R] [consolidating]
 //	append epoch=E count=N | set-hw offset=O | set-remote offset=O | truncate offset=O
 //	future-log leo=F epoch=E | future-log none
@@ -370,6 +533,11 @@ func (f fakeFuture) EpochForOffset(o int64) (int32, bool) {
 //	apply (leader|follower=ID) epoch=L [isr]    Replica.Apply: calls, events, log, prior
 //	handoff | admit replica=ID recorded-end=O | log-dir-failure
 //	restart                                a new driver on the current log
+//	apply ... removed=(reassigned|deleted) a removal delta
+//	produce epoch=E count=N [txn] [coordinator]   Replica.AppendAsLeader
+//	step-switch | retry-proposal | prune-partition
+//	start-move | move-copy | promote | cancel-move | future-dir-failure
+//	metrics
 func TestReplicaDataDriven(t *testing.T) {
 	forEachFile(t, "testdata/*", func(t *testing.T, path string) {
 		var e *env
@@ -380,7 +548,7 @@ func TestReplicaDataDriven(t *testing.T) {
 				if e != nil {
 					s = e.state
 				}
-				e = newEnv(t, d.HasArg("log"))
+				e = newEnvWith(t, d.HasArg("log"), d.HasArg("switch"), d.HasArg("move"))
 				e.state = s
 				return e.logString()
 			}

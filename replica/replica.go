@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/tierlog/tierlog/consolidate"
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
 	"go.uber.org/zap"
 )
 
@@ -130,6 +133,33 @@ type Options struct {
 	// OnEvent, if set, is called with every action performed, on the
 	// caller's goroutine, with no lock of the driver held.
 	OnEvent func(Event)
+
+	// The leader's switch steps (DecideSwitch; optional). Without a
+	// Controller the driver runs none and the broker drives
+	// consolidate.LeaderSwitch itself.
+	//
+	// Controller carries the seal proposal and the phase-2 request to
+	// the controller. Its calls run under the driver's lock, so they must
+	// not call back into the driver: the controller's answer arrives as
+	// a later delta.
+	Controller consolidate.SwitchController
+	// ControlPlane is the WAL's control plane, where InitDisklessLog
+	// creates the partition's row. Required with Controller.
+	ControlPlane wal.ControlPlane
+	// BrokerID is this broker's id, sent with the phase-2 request.
+	BrokerID int32
+	// NowMs is the clock of the seal's abort markers. Default: the wall
+	// clock.
+	NowMs func() int64
+	// Pruner, if set, is armed for a consolidating leader at or past the
+	// seal and disarmed when that ends (*consolidate.Pruner).
+	Pruner PrunerArming
+
+	// Move is the broker's alter-log-dir fetcher, FutureLogs the log
+	// manager's promotion of a future log (both optional; StartMove and
+	// CancelMove need Move, MaybePromoteFutureLog needs FutureLogs).
+	Move       MoveFetcher
+	FutureLogs FutureLogManager
 }
 
 // Replica drives one partition of this broker through metadata deltas:
@@ -147,6 +177,20 @@ type Replica struct {
 		prior   Prior
 		delta   Delta
 		metrics Metrics
+		switchp SwitchProgress
+		// gateState is the switch state the gates are in (that of the
+		// delta being applied, from its check on).
+		gateState tierstate.State
+	}
+	// app is the leader's classic append path (AppendAsLeader). It is
+	// never held with mu waited for: Apply and the hooks take app
+	// exclusively while holding mu (a new log, a promotion), appends take
+	// it shared without mu.
+	app struct {
+		sync.RWMutex
+		// gate is the current log's ClassicGate, nil when there is no
+		// log or the replica is offline.
+		gate *consolidate.ClassicGate
 	}
 }
 
@@ -156,12 +200,22 @@ func New(opts Options) (*Replica, error) {
 		return nil, fmt.Errorf("replica: %s needs a log manager, both fetchers and a remote log manager: %w",
 			opts.Partition, ErrInvalidArgument)
 	}
+	if opts.Controller != nil && opts.ControlPlane == nil {
+		return nil, fmt.Errorf("replica: %s: a switch controller needs the WAL's control plane: %w",
+			opts.Partition, ErrInvalidArgument)
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.NowMs == nil {
+		opts.NowMs = func() int64 { return time.Now().UnixMilli() }
+	}
 	r := &Replica{opts: opts}
-	r.mu.log = opts.Log
 	r.mu.prior.LeaderEpoch = base.UndefinedEpoch
+	r.mu.switchp = SwitchProgress{}.forgetSteps()
+	// No gate until the first delta: the switch state is unknown before
+	// it, so AppendAsLeader refuses (ErrNoLog).
+	r.mu.log = opts.Log
 	return r, nil
 }
 
@@ -173,11 +227,21 @@ func (r *Replica) Log() Log {
 }
 
 // SetFutureLog records the future log of a log directory move (nil: the
-// move finished or was cancelled). The phase-2 check reads it.
+// move finished or was cancelled) for a broker that runs its move fetcher
+// itself; StartMove is the driver's own move. The phase-2 check reads it;
+// a future log that is also a Log can be promoted by
+// MaybePromoteFutureLog.
 func (r *Replica) SetFutureLog(f tierstate.FutureReplicaLog) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.future = f
+}
+
+// FutureLog returns the future log, nil when there is none.
+func (r *Replica) FutureLog() tierstate.FutureReplicaLog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.future
 }
 
 // Prior returns what the driver remembers of the partition.
@@ -191,6 +255,13 @@ func (r *Replica) Prior() Prior {
 // current flags.
 type Metrics struct {
 	Deltas, Checks, Recreates, Fences, Unfences, Offlines, HandOffs, Admissions int64
+	// SwitchSteps counts the leader's switch steps performed
+	// (Seal, ProposeSeal, InitDisklessLog, RequestPhaseTwo),
+	// SwitchFailures those that failed (retried by the next call).
+	SwitchSteps, SwitchFailures int64
+	// Removals counts the removal deltas applied, Promotions the future
+	// logs promoted.
+	Removals, Promotions int64
 	// Offline and Fenced are the replica's current state.
 	Offline, Fenced bool
 }
@@ -218,6 +289,8 @@ func (r *Replica) countLocked(k Kind) {
 		m.Offlines++
 	case Admit:
 		m.Admissions++
+	case PromoteFutureLog:
+		m.Promotions++
 	}
 }
 
@@ -274,7 +347,11 @@ func (r *Replica) Apply(ctx context.Context, d Delta) (Plan, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.metrics.Deltas++
+	if d.Removal != NotRemoved {
+		return r.removeLocked(ctx, d, ev)
+	}
 	var done Plan
+	checked := false
 	for _, a := range DecideCheck(r.mu.prior, d) {
 		switch a.Kind {
 		case SkipOffline:
@@ -289,9 +366,13 @@ func (r *Replica) Apply(ctx context.Context, d Delta) (Plan, error) {
 			if a, err = r.checkLocked(ctx, d, a, ev); err != nil {
 				return append(done, a), err
 			}
+			checked = true
 		}
 		done = append(done, a)
 	}
+	// The gate refuses what the new state refuses before anything reads
+	// the log end (the seal, the truncation to it).
+	r.setGateStateLocked(d.State)
 	var view ViewLog
 	if r.mu.log != nil {
 		view = r.mu.log
@@ -302,13 +383,27 @@ func (r *Replica) Apply(ctx context.Context, d Delta) (Plan, error) {
 		done = append(done, a)
 		if err != nil {
 			r.mu.metrics.Offlines++
-			r.goOfflineLocked(ctx)
+			r.goOfflineLocked(ctx, ev)
 			return done, err
 		}
+	}
+	if !d.Leader || d.LeaderEpoch != r.mu.prior.LeaderEpoch {
+		r.mu.switchp = r.mu.switchp.forgetSteps()
 	}
 	r.mu.prior.Hosted = true
 	r.mu.prior.LeaderEpoch = d.LeaderEpoch
 	r.mu.delta = d
+	// A failed switch step leaves the replica as it is: the event and the
+	// log carry it, StepSwitch retries it.
+	sw, _ := r.switchLocked(ctx, d, ev)
+	done = append(done, sw...)
+	if checked {
+		// The check stopped the move fetcher; a kept future log resumes
+		// (Kafka's applyDelta ends with maybeAddLogDirFetchers).
+		if a, ok := r.resumeMoveLocked(ctx, ev); ok {
+			done = append(done, a)
+		}
+	}
 	return done, nil
 }
 
@@ -334,12 +429,13 @@ func (r *Replica) checkLocked(ctx context.Context, d Delta, a Action, ev *events
 	switch res.Outcome {
 	case tierstate.Recreated:
 		r.mu.metrics.Recreates++
-		r.mu.log, r.mu.future = nil, nil
+		r.setLogLocked(nil)
+		r.mu.future = nil
 		a.Reason += "; recreated"
 	case tierstate.RecreateOffline:
 		r.mu.metrics.Offlines++
 		if res.CurrentLogDeleted {
-			r.mu.log = nil
+			r.setLogLocked(nil)
 		}
 		if res.FutureLogDeleted {
 			r.mu.future = nil
@@ -347,10 +443,15 @@ func (r *Replica) checkLocked(ctx context.Context, d Delta, a Action, ev *events
 		r.mu.prior.Offline = true
 		ev.add(a, res.Err)
 		ev.setCheck(dec, res)
+		r.closeGateLocked()
+		r.disarmEventLocked(ev, "offline after a failed recreate")
 		return a, res.Err
 	}
 	ev.add(a, nil)
 	ev.setCheck(dec, res)
+	if res.Outcome == tierstate.Recreated {
+		r.disarmEventLocked(ev, "recreated: no prune before the rebuild")
+	}
 	return a, nil
 }
 
@@ -364,7 +465,7 @@ func (r *Replica) performLocked(ctx context.Context, d Delta, a Action) error {
 		if err != nil {
 			return err
 		}
-		r.mu.log = l
+		r.setLogLocked(l)
 	case TruncateToSeal:
 		_, err := r.mu.log.TruncateTo(a.Offset)
 		return err
@@ -418,13 +519,37 @@ func (r *Replica) stopFetchersLocked(ctx context.Context) error {
 	return errors.Join(r.opts.Classic.RemovePartition(ctx, tp), r.opts.Consolidation.RemovePartition(ctx, tp))
 }
 
-// goOfflineLocked marks the replica offline after a failed effect and
-// stops its fetchers (best effort: the replica is offline either way).
-// REQUIRES: r.mu held.
-func (r *Replica) goOfflineLocked(ctx context.Context) {
+// stopAllFetchersLocked also stops the move fetcher, when the driver runs
+// it (the phase-2 check, a removal, going offline). Stopping it waits for
+// a copy into the future log in progress; a promotion runs under mu, so
+// none is in progress here. REQUIRES: r.mu held.
+func (r *Replica) stopAllFetchersLocked(ctx context.Context) error {
+	err := r.stopFetchersLocked(ctx)
+	if r.opts.Move != nil {
+		err = errors.Join(err, r.opts.Move.RemovePartition(ctx, r.opts.Partition))
+	}
+	return err
+}
+
+// goOfflineLocked marks the replica offline after a failed effect, stops
+// its fetchers (best effort: the replica is offline either way), refuses
+// appends and disarms the pruner. REQUIRES: r.mu held.
+func (r *Replica) goOfflineLocked(ctx context.Context, ev *events) {
 	r.mu.prior.Offline = true
 	r.mu.prior.Fenced = false
-	_ = r.stopFetchersLocked(ctx)
+	_ = r.stopAllFetchersLocked(ctx)
+	r.closeGateLocked()
+	r.disarmEventLocked(ev, "offline")
+}
+
+// disarmEventLocked disarms the pruner if the driver armed it, and
+// reports it. REQUIRES: r.mu held.
+func (r *Replica) disarmEventLocked(ev *events, why string) {
+	if !r.mu.switchp.PrunerArmed {
+		return
+	}
+	r.disarmLocked()
+	ev.add(act(DisarmPruner, -1, "%s", why), nil)
 }
 
 // LogDirFailure handles the failure of the log directory holding the
@@ -437,7 +562,7 @@ func (r *Replica) LogDirFailure(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	wasFenced := r.mu.prior.Fenced
-	r.goOfflineLocked(ctx)
+	r.goOfflineLocked(ctx, ev)
 	ev.add(act(GoOffline, -1, "log directory failure (fenced record cleared: %t)", wasFenced), nil)
 	return nil
 }
@@ -446,7 +571,7 @@ func (r *Replica) LogDirFailure(ctx context.Context) error {
 type fetcherStopper struct{ r *Replica }
 
 func (f fetcherStopper) StopFetchers(ctx context.Context, _ remote.TopicIDPartition) error {
-	return f.r.stopFetchersLocked(ctx)
+	return f.r.stopAllFetchersLocked(ctx)
 }
 
 // emptyReplicaLog is a replica with no log for the check: it passes.

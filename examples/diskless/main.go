@@ -14,19 +14,22 @@
 //  1. Broker A leads epochs 0 and 2 and writes [0, 99) classically, with
 //     a transaction left open at 98; broker B led epoch 1 in between and
 //     wrote [80, 100) that nobody replicated.
-//  2. The switch on A (consolidate.LeaderSwitch): classic appends are
-//     refused, the open transaction is aborted (the marker at 99), the
-//     active segment rolled, the seal S = 100 proposed and committed, the
-//     WAL row created with W = 0 and HW = S; A's remote-log manager copies
-//     [0, 99], and A asks for phase 2 with R = 2 (E_d = 3).
+//  2. The switch on A, driven by A's replica driver (replica.Replica) from
+//     the deltas the controller commits: classic appends are refused, the
+//     open transaction is aborted (the marker at 99), the active segment
+//     rolled, the seal S = 100 proposed once C caught up and committed,
+//     the WAL row created with W = 0 and HW = S, the pruner armed at
+//     S - 1; A's remote-log manager copies [0, 99], and A asks for phase 2
+//     with R = 2 (E_d = 3).
 //  3. Records are produced through the WAL from 100, A consolidates them
 //     into its log in E_d (consolidate.Fetcher), and the first prune at
 //     S - 1 = 99 moves W to the seal.
 //  4. The first example of github.com/aiven/inkless/pull/857: B comes back
-//     as leader in epoch 5, fails the replica check (its epoch at 99 is 1,
-//     not R = 2) and is recreated; its empty log's consolidation fetch at
-//     0 is redirected, the phase-2 rebuild starts the log at the seal with
-//     the epochs below it, and consolidation resumes there. B tiers
+//     as leader in epoch 5; its driver runs the replica check (its epoch
+//     at 99 is 1, not R = 2) and recreates it; its empty log's
+//     consolidation fetch at 0 is redirected, the phase-2 rebuild starts
+//     the log at the seal with the epochs below it, and consolidation
+//     resumes there; only then does the driver arm B's pruner. B tiers
 //     [100, 159] and prunes: W = 160.
 //  5. Every record from 0 to the end is read back through B: remote
 //     storage, then the WAL.

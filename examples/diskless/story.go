@@ -15,6 +15,7 @@ import (
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/replica"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/wal"
 	"github.com/tierlog/tierlog/wal/pebblecp"
@@ -129,69 +130,89 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 	c.Printf("1. A and C hold [0, %d) in epochs %s (producer %d's transaction open at 98); B (offline) holds [0, %d) in epochs %s",
 		a.LogEndOffset(), epochcache.FormatEntries(a.EpochEntries()), txnProducer, b.LogEndOffset(), epochcache.FormatEntries(b.EpochEntries()))
 
-	// 2. The switch on the leader.
+	// 2. The switch on the leader, driven by A's replica driver: its
+	// switch steps (seal, proposal, WAL row, phase-2 request) and its
+	// pruner's arming follow the deltas the controller commits.
 	ctrl := &controller{c: c, leader: tierstate.Leadership{Leader: 1, LeaderEpoch: 2}}
+	aMgr, err := c.NewManager(1)
+	if err != nil {
+		return o, err
+	}
+	defer aMgr.Close()
+	aPruner, err := consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: cp})
+	if err != nil {
+		return o, err
+	}
+	aDrv, err := replica.New(replica.Options{Partition: tp, Log: a, Logs: logManager{c, "broker-A"},
+		Classic: noClassicFetcher{}, Consolidation: noFetcher{}, Remote: aMgr, BrokerID: 1, Controller: ctrl,
+		ControlPlane: cp, Pruner: aPruner, NowMs: func() int64 { return c.NowMs }})
+	if err != nil {
+		return o, err
+	}
+	apply := func(drv *replica.Replica, d replica.Delta) (replica.Plan, error) {
+		plan, err := drv.Apply(ctx, d)
+		if err == nil {
+			err = failedStep(drv)
+		}
+		return plan, err
+	}
+	if _, err := apply(aDrv, replica.Delta{Leader: true, LeaderEpoch: 2, InIsr: true}); err != nil {
+		return o, err
+	}
 	if ctrl.state, err = (tierstate.State{}).WithConsolidating(true).ArmSwitch(); err != nil {
 		return o, err
 	}
-	gate := consolidate.NewClassicGate(a, tierstate.State{})
-	sw := &consolidate.LeaderSwitch{TP: tp, BrokerID: 1, LeaderEpoch: 2, Log: a, Gate: gate, Controller: ctrl,
-		ControlPlane: cp, NowMs: func() int64 { return c.NowMs }}
 	c.Printf("2. the controller arms the switch (seal pending); A seals its log:")
-	st, err := sw.Step(ctx, ctrl.state)
+	open := openTxns(a)
+	plan, err := apply(aDrv, replica.Delta{Leader: true, LeaderEpoch: 2, PartitionEpoch: 1, InIsr: true, State: ctrl.state})
 	if err != nil {
 		return o, err
+	}
+	if !plan.Has(replica.Seal) {
+		return o, fmt.Errorf("the arming did not seal:\n%s", plan)
 	}
 	late, err := txnBatch(c.NowMs)
 	if err != nil {
 		return o, err
 	}
-	_, err = gate.AppendAsLeader(late, 2, log.OriginClient)
+	_, err = aDrv.AppendAsLeader(late, 2, log.OriginClient)
 	if !errors.Is(err, consolidate.ErrSealPending) {
 		return o, fmt.Errorf("a classic append while sealing: %v", err)
 	}
 	c.Printf("   classic produce: %v (Kafka: REPLICA_NOT_AVAILABLE, the producer retries)", err)
-	for _, t := range st.Seal.Aborted {
-		c.Printf("   aborted producer %d's transaction from %d: the ABORT marker at %d", t.ProducerID, t.FirstOffset, a.LogEndOffset()-1)
-	}
-	if !st.Seal.Rolled {
-		return o, fmt.Errorf("the sealing did not roll")
+	for _, t := range open {
+		if len(openTxns(a)) == 0 {
+			c.Printf("   aborted producer %d's transaction from %d: the ABORT marker at %d", t.ProducerID, t.CurrentTxnFirstOffset, a.LogEndOffset()-1)
+		}
 	}
 	c.Printf("   rolled the active segment: the classic log is [0, %d) in closed segments; HW %d < log end %d: wait for C",
 		a.LogEndOffset(), a.HighWatermark(), a.LogEndOffset())
 	if err := catchUpC(); err != nil {
 		return o, err
 	}
-	if _, err := sw.Step(ctx, ctrl.state); err != nil {
+	// The high watermark reached the log end: the next step proposes.
+	if _, err := aDrv.StepSwitch(ctx); err != nil {
 		return o, err
 	}
 	o.sealed = ctrl.state.Seal()
-	if st, err = sw.Step(ctx, ctrl.state); err != nil {
+	if plan, err = apply(aDrv, replica.Delta{Leader: true, LeaderEpoch: 2, PartitionEpoch: 2, InIsr: true, State: ctrl.state}); err != nil {
 		return o, err
 	}
-	if st.Init == nil {
-		return o, fmt.Errorf("no InitDisklessLog after the seal commit")
+	if !plan.Has(replica.InitDisklessLog) || !plan.Has(replica.ArmPruner) {
+		return o, fmt.Errorf("no InitDisklessLog or pruner arming after the seal commit:\n%s", plan)
 	}
 	info, err := cp.LogInfo(ctx, walTP(tp))
 	if err != nil {
 		return o, err
 	}
 	c.Printf("   InitDisklessLog on the control plane: W = %d, HW = S = %d, %d producer state(s) carried over",
-		info.LogStartOffset, info.DisklessStartOffset, len(st.Init.ProducerStates))
-	_, err = gate.AppendAsLeader(late, 2, log.OriginClient)
+		info.LogStartOffset, info.DisklessStartOffset, len(a.ActiveProducers()))
+	_, err = aDrv.AppendAsLeader(late, 2, log.OriginClient)
 	if !errors.Is(err, consolidate.ErrClassicLogSealed) {
 		return o, fmt.Errorf("a classic append after the seal: %v", err)
 	}
 	c.Printf("   classic produce: %v", err)
 
-	aMgr, err := c.NewManager(1)
-	if err != nil {
-		return o, err
-	}
-	defer aMgr.Close()
-	if err := aMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: a}}, nil); err != nil {
-		return o, err
-	}
 	copied, err := aMgr.RunCopy(ctx, tp)
 	if err != nil {
 		return o, err
@@ -200,14 +221,19 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 		c.Printf("   A's remote-log manager copied [%d, %d] epochs %s: h = %d", s.StartOffset, s.EndOffset,
 			epochcache.FormatEntries(s.SegmentLeaderEpochs), a.HighestOffsetInRemoteStorage())
 	}
-	if st, err = sw.Step(ctx, ctrl.state); err != nil {
+	// The copy reached S-1: the next step asks for phase 2.
+	if _, err := aDrv.StepSwitch(ctx); err != nil {
 		return o, err
 	}
-	if st.PrefixSent == nil || ctrl.state.Phase() != tierstate.PhaseTwo {
+	if ctrl.state.Phase() != tierstate.PhaseTwo {
 		return o, fmt.Errorf("no phase-2 request at h = %d", a.HighestOffsetInRemoteStorage())
 	}
 	state := ctrl.state
 	o.recordedEpoch, o.disklessEpoch = state.LastClassicLeaderEpoch(), state.DisklessLeaderEpoch()
+	// The flag commit bumps the leader epoch; A's check keeps its log.
+	if _, err := apply(aDrv, replica.Delta{Leader: true, LeaderEpoch: state.DisklessLeaderEpoch(), InIsr: true, State: state}); err != nil {
+		return o, err
+	}
 
 	// 3. Produce through the WAL, consolidate into A, first prune.
 	for call := range 3 {
@@ -224,12 +250,13 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 	if err != nil {
 		return o, err
 	}
-	if err := e.consolidate(ctx, ep, consolidate.FetcherPartition{Partition: tp, Log: a, State: state, CurrentLeaderEpoch: 2}, "A"); err != nil {
+	if err := e.consolidate(ctx, ep, consolidate.FetcherPartition{Partition: tp, Log: a, State: state,
+		CurrentLeaderEpoch: state.DisklessLeaderEpoch()}, "A"); err != nil {
 		return o, err
 	}
 	o.aEpochs = epochcache.FormatEntries(a.EpochEntries())
 	c.Printf("   A's log: [%d, %d), epochs %s", a.LogStartOffset(), a.LogEndOffset(), o.aEpochs)
-	if o.firstPruneW, err = e.prune(ctx, tp, state, a, "A"); err != nil {
+	if o.firstPruneW, err = e.prune(ctx, aPruner, aDrv, "A"); err != nil {
 		return o, err
 	}
 
@@ -244,23 +271,32 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 	}
 	o.bBefore = epochcache.FormatEntries(b.EpochEntries())
 	c.Printf("4. B is back and leads epoch %d: its log [%d, %d), epochs %s", bLeaderEpoch, b.LogStartOffset(), b.LogEndOffset(), o.bBefore)
-	if run, why := tierstate.ShouldCheckReplica(state, tierstate.ReplicaDelta{NewToBroker: true, LeaderEpoch: bLeaderEpoch}); !run {
-		return o, fmt.Errorf("the replica check did not run: %s", why)
-	}
-	decision, res := tierstate.CheckAndRecreate(ctx, state, b, nil, tierstate.RecreateDeps{
-		Partition: tp, Fetchers: noFetchers{}, RemoteTasks: bMgr, DeleteCurrentLog: b.Delete})
-	c.Printf("   replica check: %s", decision)
-	if res.Outcome != tierstate.Recreated {
-		return o, fmt.Errorf("B was not recreated: %s", res)
-	}
-	b, err = c.OpenLog("broker-B")
+	// B's replica driver applies the delta: the check, the recreate, the
+	// new empty log and the leadership; no pruner arming below the seal.
+	bPruner, err := consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: cp})
 	if err != nil {
 		return o, err
 	}
-	defer b.Close()
-	if err := bMgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: b}}, nil); err != nil {
+	var recreate replica.Event
+	bDrv, err := replica.New(replica.Options{Partition: tp, Log: b, Logs: logManager{c, "broker-B"},
+		Classic: noClassicFetcher{}, Consolidation: noFetcher{}, Remote: bMgr, Pruner: bPruner,
+		OnEvent: func(ev replica.Event) {
+			if ev.Action.Kind == replica.CheckReplica {
+				recreate = ev
+			}
+		}})
+	if err != nil {
 		return o, err
 	}
+	if plan, err = apply(bDrv, replica.Delta{Leader: true, LeaderEpoch: bLeaderEpoch, InIsr: true, State: state}); err != nil {
+		return o, err
+	}
+	c.Printf("   replica check: %s", recreate.Check)
+	if recreate.Recreate.Outcome != tierstate.Recreated || plan.Has(replica.ArmPruner) {
+		return o, fmt.Errorf("B was not recreated, or armed below the seal:\n%s", plan)
+	}
+	b = bDrv.Log().(*log.UnifiedLog)
+	defer b.Close()
 	parts.set(tp, state, b)
 	ans, err := ep.Fetch(ctx, []consolidate.FetchPartition{{Partition: tp, Offset: b.LogEndOffset()}})
 	if err != nil {
@@ -300,7 +336,12 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 		c.Printf("   B's remote-log manager copied [%d, %d] epochs %s: h = %d", s.StartOffset, s.EndOffset,
 			epochcache.FormatEntries(s.SegmentLeaderEpochs), b.HighestOffsetInRemoteStorage())
 	}
-	if o.pruneW, err = e.prune(ctx, tp, state, b, "B"); err != nil {
+	// B's log reached the seal with the rebuild: the step after the copy
+	// arms its pruner.
+	if plan, err = bDrv.StepSwitch(ctx); err != nil || !plan.Has(replica.ArmPruner) {
+		return o, fmt.Errorf("B's pruner not armed after the rebuild: %v\n%s", err, plan)
+	}
+	if o.pruneW, err = e.prune(ctx, bPruner, bDrv, "B"); err != nil {
 		return o, err
 	}
 	c.NowMs += 10
@@ -416,14 +457,14 @@ func (e *env) consolidateWith(ctx context.Context, ep *consolidate.Endpoint, m *
 	return fmt.Errorf("%s's consolidation did not catch up", who)
 }
 
-// prune runs one pruner round for the leader's log, armed at the seal.
-func (e *env) prune(ctx context.Context, tp remote.TopicIDPartition, s tierstate.State, l *log.UnifiedLog, who string) (int64, error) {
-	p, err := consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: e.cp})
-	if err != nil {
-		return 0, err
+// prune runs one pruner round for the partition a leader's driver
+// hands over (the driver armed the pruner at S-1).
+func (e *env) prune(ctx context.Context, p *consolidate.Pruner, drv *replica.Replica, who string) (int64, error) {
+	part, ok := drv.PrunePartition()
+	if !ok {
+		return 0, fmt.Errorf("%s: the driver has no partition to prune", who)
 	}
-	p.Arm(tp, s.Seal())
-	out, err := p.Run(ctx, []consolidate.PrunePartition{{Partition: tp, State: s, Log: l}})
+	out, err := p.Run(ctx, []consolidate.PrunePartition{part})
 	if err != nil {
 		return 0, err
 	}
@@ -434,7 +475,7 @@ func (e *env) prune(ctx context.Context, tp remote.TopicIDPartition, s tierstate
 		return 0, fmt.Errorf("%s: no prune: %v", who, out[0].Decision)
 	}
 	e.Printf("   %s's pruner: prune at h = %d (floor %d, log end %d): W = %d", who,
-		out[0].Decision.HighestTieredOffset, consolidate.InitialFloor(s.Seal()), l.LogEndOffset(), out[0].LogStartOffset)
+		out[0].Decision.HighestTieredOffset, consolidate.InitialFloor(part.State.Seal()), part.Log.LogEndOffset(), out[0].LogStartOffset)
 	return out[0].LogStartOffset, nil
 }
 
@@ -675,11 +716,6 @@ func (p *partitions) Partition(tp remote.TopicIDPartition) (tierstate.State, con
 	e, ok := p.m[tp]
 	return e.s, e.l, ok
 }
-
-// noFetchers stands in for the broker's fetcher manager.
-type noFetchers struct{}
-
-func (noFetchers) StopFetchers(context.Context, remote.TopicIDPartition) error { return nil }
 
 // stillClock never moves: a caught-up partition waits for ever, which
 // ends a fetcher loop.
