@@ -269,9 +269,9 @@ func DecideTransition(d Delta, l ViewLog) Plan {
 		plan = append(plan, act(BecomeLeader, -1, "leader epoch %d", d.LeaderEpoch))
 		switch {
 		case !s.Consolidating():
-			if l == nil {
-				plan = plan[1:] // no CreateLog: an offline replica gets no log
-			}
+			// A classic leader without a log gets an empty one, as
+			// Kafka's makeLeader creates it (a new partition, a lost
+			// disk).
 			return append(plan, act(StopFetching, -1, "leader, not consolidating"))
 		case s.Phase() == tierstate.PhaseSealPending:
 			return append(plan, act(StopFetching, -1, "leader, seal pending: consolidation waits for the seal"))
