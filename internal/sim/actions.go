@@ -290,3 +290,41 @@ func (c *Cluster) SetFaults(rate float64) error {
 		return fmt.Sprintf("rate=%.2f", rate), nil
 	})
 }
+
+// ForceLeader elects broker id whether or not it is in the ISR, and
+// makes it the only ISR member: an unclean or last-known-leader
+// election, as an operator's election or KIP-966's recovery makes one.
+// The broker may be down; it then leads from its restart. Before phase
+// 2 this can lose committed records (the scheduler uses it only in phase
+// 2, where remote storage and the WAL hold everything); scripted runs
+// use it to give leadership to a replica that comes back.
+func (c *Cluster) ForceLeader(id int32) error {
+	return c.do("force-leader", id, func() (string, error) {
+		b := c.Broker(id)
+		if b == nil || c.ctrl.rec.Leader == id {
+			return "", notApplicable("broker %d leads already", id)
+		}
+		c.ctrl.newLeader(id)
+		c.ctrl.setISR([]int32{id})
+		err := c.publish("forced election")
+		return fmt.Sprintf("epoch %d isr=%v up=%t", c.ctrl.rec.LeaderEpoch, c.ctrl.rec.ISR, b.up), err
+	})
+}
+
+// CatchUp runs broker id's classic fetches until its log ends where the
+// leader's does (at most 100 fetches), one step each.
+func (c *Cluster) CatchUp(id int32) error {
+	for range 100 {
+		f, lb := c.Broker(id), c.leaderBroker()
+		if f == nil || lb == nil || f.Log() == nil {
+			return notApplicable("broker %d has no leader to catch up with", id)
+		}
+		if f.Log().LogEndOffset() == lb.Log().LogEndOffset() && f.Log().HighWatermark() == lb.Log().HighWatermark() {
+			return nil
+		}
+		if err := c.Replicate(id); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("sim: broker %d did not catch up", id)
+}

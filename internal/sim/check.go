@@ -250,4 +250,3 @@ func (c *Cluster) checkLineage() *Violation {
 	}
 	return nil
 }
-

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/tierlog/tierlog/tierstate"
 )
 
 // Result is one random run: the seed, the steps taken, the trace, and
@@ -78,6 +80,12 @@ var choices = []choice{
 		return c.ArmSwitch()
 	}},
 	{6, func(c *Cluster, rng *rand.Rand) error { return c.SwitchStep() }},
+	{1, func(c *Cluster, rng *rand.Rand) error {
+		if c.ctrl.rec.State.Phase() != tierstate.PhaseTwo {
+			return ErrNotApplicable
+		}
+		return c.ForceLeader(anyBroker(c, rng))
+	}},
 }
 
 var totalWeight = func() int {
