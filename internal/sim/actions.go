@@ -1,0 +1,330 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
+)
+
+// do runs one action as a numbered step: it moves the clock, runs f,
+// writes the step's trace line (f's summary) and checks every
+// invariant. An action whose precondition fails (ErrNotApplicable)
+// takes no step and writes nothing. A violation is returned as a
+// *Violation; other errors are the action's own.
+func (c *Cluster) do(action string, broker int32, f func() (string, error)) error {
+	c.step++
+	c.nowMs += 10
+	summary, err := f()
+	if errors.Is(err, ErrNotApplicable) {
+		c.step--
+		c.nowMs -= 10
+		c.trace.dropDetails()
+		return err
+	}
+	if err != nil {
+		summary += " error: " + err.Error()
+	}
+	c.trace.line(c.step, action, broker, summary)
+	if v := c.Check(); v != nil {
+		return v
+	}
+	return err
+}
+
+// leaderBroker is the running, unfenced leader with a log, or nil.
+func (c *Cluster) leaderBroker() *Broker {
+	b := c.Broker(c.ctrl.rec.Leader)
+	if b == nil || !b.up || b.Log() == nil || b.Prior().Fenced || b.Prior().Offline {
+		return nil
+	}
+	return b
+}
+
+func (c *Cluster) upBroker(id int32) (*Broker, error) {
+	b := c.Broker(id)
+	if b == nil || !b.up {
+		return nil, notApplicable("broker %d is not running", id)
+	}
+	return b, nil
+}
+
+// Produce writes n records as one batch, with values "v<step>-<i>":
+// classic, to the leader through its classic gate (refused while the
+// seal is pending, and committed once the ISR has them: acks=all), or,
+// once the seal is committed, through the WAL (committed when the
+// control plane answers).
+func (c *Cluster) Produce(n int) error {
+	return c.do("produce", c.ctrl.rec.Leader, func() (string, error) {
+		if st := c.ctrl.rec.State; st.Phase() == tierstate.PhaseTwo || st.SealCommitted() && c.opts.ProduceInPhaseOne {
+			return c.produceDiskless(n)
+		} else if st.SealCommitted() {
+			return "", notApplicable("diskless produce waits for phase 2")
+		}
+		b := c.leaderBroker()
+		if b == nil || b.gate == nil {
+			return "", notApplicable("no leader")
+		}
+		l := b.Log()
+		info, err := b.gate.AppendAsLeader(c.batch(n), c.ctrl.rec.LeaderEpoch, log.OriginClient)
+		if err != nil {
+			return fmt.Sprintf("refused: %v", err), nil
+		}
+		c.advanceHW()
+		return fmt.Sprintf("[%d, %d) epoch %d hw=%d", info.FirstOffset, info.LastOffset+1, c.ctrl.rec.LeaderEpoch, l.HighWatermark()), nil
+	})
+}
+
+func (c *Cluster) batch(n int) []byte {
+	b := record.NewBuilder(record.DefaultBuilderOptions())
+	for i := range n {
+		b.Add(c.nowMs, nil, fmt.Appendf(nil, "v%d-%d", c.step, i))
+	}
+	buf, err := b.Build()
+	if err != nil {
+		panic(err) // a batch of small records always builds
+	}
+	return buf
+}
+
+func (c *Cluster) produceDiskless(n int) (string, error) {
+	if _, _, ok := c.WAL(); !ok {
+		return "", notApplicable("the WAL has no row yet")
+	}
+	res, err := c.writer.Produce(c.ctx, []wal.ProduceRequest{{Partition: walPartition, Batches: c.batch(n)}})
+	if err != nil {
+		return "", err
+	}
+	if res[0].Err != nil {
+		return fmt.Sprintf("WAL refused: %v", res[0].Err), nil
+	}
+	if err := res[0].Batches[0].Err; err != nil {
+		return fmt.Sprintf("WAL rejected: %v", err), nil
+	}
+	base := res[0].Batches[0].BaseOffset
+	for i := range n {
+		c.model.commit(base+int64(i), fmt.Sprintf("v%d-%d", c.step, i))
+	}
+	_, hw, _ := c.WAL()
+	c.model.advance(hw)
+	return fmt.Sprintf("WAL [%d, %d) hw_d=%d", base, base+int64(n), hw), nil
+}
+
+// advanceHW is the classic leader's high watermark: the lowest log end
+// of the ISR as the leader knows it (its own, and each follower's last
+// fetch in this epoch). The records it passes are committed.
+func (c *Cluster) advanceHW() {
+	b := c.leaderBroker()
+	if b == nil || c.ctrl.rec.State.SealCommitted() {
+		return
+	}
+	l := b.Log()
+	hw := l.LogEndOffset()
+	for _, id := range c.ctrl.rec.ISR {
+		if id == b.ID {
+			continue
+		}
+		pos, ok := c.ctrl.fetched[id]
+		if !ok {
+			return
+		}
+		hw = min(hw, pos)
+	}
+	if hw <= l.HighWatermark() {
+		return
+	}
+	if _, err := l.MaybeIncrementHighWatermark(hw); err != nil {
+		c.trace.detail("hw %d: %v", hw, err)
+		return
+	}
+	if hw > c.model.end {
+		if err := c.model.commitFromLog(l, c.model.end, hw); err != nil {
+			c.trace.detail("commit [%d, %d): %v", c.model.end, hw, err)
+		}
+	}
+}
+
+// ElectLeader makes broker id the leader in a new leader epoch (a clean
+// election: id must be running and in the ISR).
+func (c *Cluster) ElectLeader(id int32) error {
+	return c.do("elect", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		if !c.ctrl.rec.inISR(id) || (c.ctrl.rec.Leader == id && c.leaderBroker() != nil) {
+			return "", notApplicable("broker %d is the leader or not in the ISR %v", id, c.ctrl.rec.ISR)
+		}
+		c.ctrl.newLeader(id)
+		err = c.publish("election")
+		_, _, leo, hw := b.Offsets()
+		return fmt.Sprintf("epoch %d leo=%d hw=%d", c.ctrl.rec.LeaderEpoch, leo, hw), err
+	})
+}
+
+// ShrinkISR removes a lagging follower from the ISR (Kafka's
+// replica.lag.time.max.ms).
+func (c *Cluster) ShrinkISR(id int32) error {
+	return c.do("shrink-isr", id, func() (string, error) {
+		k := &c.ctrl
+		if id == k.rec.Leader || !k.rec.inISR(id) || len(k.rec.ISR) < 2 {
+			return "", notApplicable("broker %d cannot leave the ISR %v", id, k.rec.ISR)
+		}
+		if lb := c.leaderBroker(); lb != nil && k.fetched[id] >= lb.Log().LogEndOffset() {
+			if _, ok := k.fetched[id]; ok {
+				return "", notApplicable("broker %d is caught up", id)
+			}
+		}
+		k.setISR(slices.DeleteFunc(slices.Clone(k.rec.ISR), func(x int32) bool { return x == id }))
+		err := c.publish("isr shrink")
+		c.advanceHW()
+		return fmt.Sprintf("isr=%v", k.rec.ISR), err
+	})
+}
+
+// fenceBroker is the controller's reaction to a broker that stopped
+// heartbeating: out of the ISR (unless it is the last member, which
+// Kafka keeps), and a new leader from the ISR if it led.
+func (c *Cluster) fenceBroker(id int32) error {
+	k := &c.ctrl
+	if k.rec.inISR(id) && len(k.rec.ISR) > 1 {
+		k.setISR(slices.DeleteFunc(slices.Clone(k.rec.ISR), func(x int32) bool { return x == id }))
+	}
+	if k.rec.Leader == id {
+		next := int32(-1)
+		for _, cand := range k.rec.ISR {
+			if b := c.Broker(cand); cand != id && b.up {
+				next = cand
+				break
+			}
+		}
+		k.newLeader(next)
+	}
+	return c.publish(fmt.Sprintf("broker %d fenced", id))
+}
+
+// Crash kills broker id: its disk becomes a crash image that keeps 0,
+// 50 or 100 % of the unsynced data (chosen by the cluster's seed).
+func (c *Cluster) Crash(id int32) error {
+	return c.do("crash", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		pct := []int{0, 50, 100}[c.rng.IntN(3)]
+		b.crash(pct, false)
+		err = c.fenceBroker(id)
+		return fmt.Sprintf("unsynced kept %d%%; leader=%d isr=%v", pct, c.ctrl.rec.Leader, c.ctrl.rec.ISR), err
+	})
+}
+
+// LoseDisk kills broker id and replaces its disk with an empty one. It
+// is refused for the last ISR member of a partition whose classic
+// prefix is not yet in remote storage (that is an unclean loss no
+// system survives).
+func (c *Cluster) LoseDisk(id int32) error {
+	return c.do("lose-disk", id, func() (string, error) {
+		b := c.Broker(id)
+		if b == nil {
+			return "", notApplicable("no broker %d", id)
+		}
+		rec := c.ctrl.rec
+		if rec.inISR(id) && c.upISR(id) == 0 && rec.State.Phase() != tierstate.PhaseTwo {
+			return "", notApplicable("broker %d holds the only in-sync copy", id)
+		}
+		if b.up {
+			b.crash(0, true)
+		} else {
+			b.fs = vfs.NewCrashableMem()
+		}
+		err := c.fenceBroker(id)
+		return fmt.Sprintf("leader=%d isr=%v", c.ctrl.rec.Leader, c.ctrl.rec.ISR), err
+	})
+}
+
+// upISR counts the running ISR members other than id.
+func (c *Cluster) upISR(id int32) int {
+	n := 0
+	for _, m := range c.ctrl.rec.ISR {
+		if m != id && c.Broker(m).up {
+			n++
+		}
+	}
+	return n
+}
+
+// Restart brings broker id back on its disk: log.Open recovers the log,
+// a new driver gets the controller's record as a replica new to the
+// broker. If the partition has no leader, the restarted broker is
+// elected when it is in the ISR (Kafka elects the last ISR member when
+// it returns).
+func (c *Cluster) Restart(id int32) error {
+	return c.do("restart", id, func() (string, error) {
+		b := c.Broker(id)
+		if b == nil || b.up {
+			return "", notApplicable("broker %d is running", id)
+		}
+		if err := b.start(); err != nil {
+			return "", err
+		}
+		if c.ctrl.rec.Leader < 0 && c.ctrl.rec.inISR(id) {
+			c.ctrl.newLeader(id)
+		}
+		err := c.publish(fmt.Sprintf("broker %d restarted", id))
+		_, _, leo, hw := b.Offsets()
+		return fmt.Sprintf("leo=%d hw=%d epochs=%s leader=%d", leo, hw, formatEpochs(b.Epochs()), c.ctrl.rec.Leader), err
+	})
+}
+
+// SetFaults sets the probability of an injected fault per object-store
+// Put and Delete (0 turns faults off).
+func (c *Cluster) SetFaults(rate float64) error {
+	return c.do("faults", -1, func() (string, error) {
+		c.store.setRate(rate)
+		return fmt.Sprintf("rate=%.2f", rate), nil
+	})
+}
+
+// ForceLeader elects broker id whether or not it is in the ISR, and
+// makes it the only ISR member: an unclean or last-known-leader
+// election, as an operator's election or KIP-966's recovery makes one.
+// The broker may be down; it then leads from its restart. Before phase
+// 2 this can lose committed records (the scheduler uses it only in phase
+// 2, where remote storage and the WAL hold everything); scripted runs
+// use it to give leadership to a replica that comes back.
+func (c *Cluster) ForceLeader(id int32) error {
+	return c.do("force-leader", id, func() (string, error) {
+		b := c.Broker(id)
+		if b == nil || c.ctrl.rec.Leader == id {
+			return "", notApplicable("broker %d leads already", id)
+		}
+		c.ctrl.newLeader(id)
+		c.ctrl.setISR([]int32{id})
+		err := c.publish("forced election")
+		return fmt.Sprintf("epoch %d isr=%v up=%t", c.ctrl.rec.LeaderEpoch, c.ctrl.rec.ISR, b.up), err
+	})
+}
+
+// CatchUp runs broker id's classic fetches until its log ends where the
+// leader's does (at most 100 fetches), one step each.
+func (c *Cluster) CatchUp(id int32) error {
+	for range 100 {
+		f, lb := c.Broker(id), c.leaderBroker()
+		if f == nil || lb == nil || f.Log() == nil {
+			return notApplicable("broker %d has no leader to catch up with", id)
+		}
+		if f.Log().LogEndOffset() == lb.Log().LogEndOffset() && f.Log().HighWatermark() == lb.Log().HighWatermark() {
+			return nil
+		}
+		if err := c.Replicate(id); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("sim: broker %d did not catch up", id)
+}

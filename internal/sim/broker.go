@@ -1,0 +1,257 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/tierlog/tierlog/consolidate"
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/replica"
+	"github.com/tierlog/tierlog/tierstate"
+)
+
+// logDir is the partition's directory on every broker's disk.
+const logDir = "orders-0"
+
+// Broker is one broker hosting the partition: its own crashable disk
+// with the partition's log, the replica driver, a remote-log manager,
+// the consolidation fetcher with its endpoint, and a WAL pruner. Its
+// background work (fetching, tiering, pruning) runs only when the
+// scheduler calls the Cluster's action for it.
+type Broker struct {
+	c  *Cluster
+	ID int32
+	fs *vfs.MemFS
+	up bool
+
+	driver   *replica.Replica
+	mgr      *remote.Manager
+	endpoint *consolidate.Endpoint
+	fetcher  *consolidate.Fetcher
+	pruner   *consolidate.Pruner
+	// classic is the classic fetcher's partition (nil: not fetching).
+	classic *classicFetch
+	// consolidating: the driver added the partition to the fetcher.
+	consolidating bool
+	// sw and gate are the leader's switch steps and classic produce gate,
+	// for the log and leader epoch they were made for.
+	sw      *consolidate.LeaderSwitch
+	gate    *consolidate.ClassicGate
+	gateFor *log.UnifiedLog
+	swEpoch int32
+}
+
+// classicFetch is where the classic fetcher fetches from.
+type classicFetch struct {
+	leader int32
+}
+
+// Up reports whether the broker is running.
+func (b *Broker) Up() bool { return b.up }
+
+// Log is the broker's current log, nil when it has none (or is down).
+func (b *Broker) Log() *log.UnifiedLog {
+	if !b.up {
+		return nil
+	}
+	l, _ := b.driver.Log().(*log.UnifiedLog)
+	return l
+}
+
+// Prior is what the driver remembers (offline, fenced, hosted).
+func (b *Broker) Prior() replica.Prior {
+	if !b.up {
+		return replica.Prior{}
+	}
+	return b.driver.Prior()
+}
+
+// Offsets returns the log's log start, local log start, log end and
+// high watermark (all -1 without a log).
+func (b *Broker) Offsets() (logStart, localStart, leo, hw int64) {
+	l := b.Log()
+	if l == nil {
+		return -1, -1, -1, -1
+	}
+	o := l.Offsets()
+	return o.LogStartOffset, o.LocalLogStartOffset, o.LogEndOffset, o.HighWatermark
+}
+
+// Epochs is the log's leader-epoch lineage (nil without a log).
+func (b *Broker) Epochs() []epochcache.Entry {
+	if l := b.Log(); l != nil {
+		return l.EpochEntries()
+	}
+	return nil
+}
+
+func (b *Broker) logOptions() log.Options {
+	return log.Options{
+		FS: b.fs, RemoteStorageEnabled: true, SegmentBytes: b.c.opts.SegmentBytes, SegmentIndexBytes: 4096,
+		// Every append is fsynced (flush.messages=1): an acknowledged
+		// record survives any crash image, and the background flush is
+		// off, so no goroutine of the log races the scheduler.
+		FlushMessages: 1, RecoveryPointIntervalBytes: -1,
+		LocalRetentionMs: 1,
+		Now:              b.c.now,
+	}
+}
+
+// openLog opens the partition's log if the disk holds its directory.
+func (b *Broker) openLog() (*log.UnifiedLog, error) {
+	if _, err := b.fs.Stat(logDir); err != nil {
+		return nil, nil
+	}
+	return log.Open(logDir, b.logOptions())
+}
+
+// start brings the broker up on its disk: the log as found (recovered
+// by log.Open), a new driver, remote-log manager, fetcher and pruner.
+// The controller's record reaches it with the next publish.
+func (b *Broker) start() error {
+	c := b.c
+	l, err := b.openLog()
+	if err != nil {
+		return err
+	}
+	if b.mgr, err = remote.NewManager(c.meta, c.storage, remote.ManagerOptions{BrokerID: b.ID, TaskInterval: -1,
+		Now: c.now}); err != nil {
+		return err
+	}
+	if b.endpoint, err = consolidate.NewEndpoint(consolidate.EndpointOptions{ControlPlane: c.cp, WAL: c.reader,
+		Remote: c.meta, Partitions: partitionSource{b}, SegmentBytes: c.opts.SegmentBytes}); err != nil {
+		return err
+	}
+	m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: b.endpoint, Metadata: c.meta, Data: c.storage})
+	if err != nil {
+		return err
+	}
+	if b.fetcher, err = consolidate.NewFetcher(consolidate.FetcherOptions{Endpoint: b.endpoint, Machine: m,
+		Backoff: time.Millisecond, IdleInterval: time.Millisecond, Clock: stepClock{c}}); err != nil {
+		return err
+	}
+	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.cp}); err != nil {
+		return err
+	}
+	opts := replica.Options{Partition: Partition, Logs: logManager{b}, Classic: classicFetcher{b},
+		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: b.mgr}
+	if l != nil {
+		opts.Log = l
+	}
+	if b.driver, err = replica.New(opts); err != nil {
+		return err
+	}
+	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+	b.up = true
+	return nil
+}
+
+// stop closes the broker cleanly (Cluster.Close).
+func (b *Broker) stop() error {
+	if !b.up {
+		return nil
+	}
+	b.up = false
+	var errs []error
+	if l, _ := b.driver.Log().(*log.UnifiedLog); l != nil {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(append(errs, b.mgr.Close())...)
+}
+
+// crash takes the broker down: its disk becomes a crash image keeping
+// unsyncedPercent of what was not synced (a lost disk: empty). Open
+// files of the old disk are abandoned, as a killed process leaves them.
+func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
+	var img *vfs.MemFS
+	if loseDisk {
+		img = vfs.NewCrashableMem()
+	} else {
+		img = b.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsyncedPercent,
+			RNG: rand.New(rand.NewPCG(b.c.rng.Uint64(), b.c.rng.Uint64()))})
+	}
+	_ = b.mgr.Close()
+	b.up, b.fs = false, img
+	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+}
+
+// partitionSource is the broker's view of the partition for its
+// consolidation endpoint: the committed switch state and its log.
+type partitionSource struct{ b *Broker }
+
+func (p partitionSource) Partition(tp remote.TopicIDPartition) (tierstate.State, consolidate.LocalLog, bool) {
+	if tp != Partition || !p.b.up {
+		return tierstate.State{}, nil, false
+	}
+	if l := p.b.Log(); l != nil {
+		return p.b.c.ctrl.rec.State, l, true
+	}
+	return p.b.c.ctrl.rec.State, nil, true
+}
+
+// logManager creates and deletes the partition's log on the broker's
+// disk (replica.LogManager).
+type logManager struct{ b *Broker }
+
+func (m logManager) CreateLog(context.Context, remote.TopicIDPartition) (replica.Log, error) {
+	if err := m.b.fs.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	// The new directory's entry is made durable before the log is used:
+	// a crash must not take away a log that acknowledged records.
+	d, err := m.b.fs.OpenDir("")
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(d.Sync(), d.Close()); err != nil {
+		return nil, err
+	}
+	return log.Open(logDir, m.b.logOptions())
+}
+
+func (logManager) DeleteLog(_ context.Context, _ remote.TopicIDPartition, l replica.Log) error {
+	return l.Delete()
+}
+
+func (logManager) DeleteFutureLog(context.Context, remote.TopicIDPartition) error { return nil }
+
+// classicFetcher records whether the classic fetcher runs and from whom;
+// Cluster.Replicate performs its fetches.
+type classicFetcher struct{ b *Broker }
+
+func (f classicFetcher) AddPartition(_ context.Context, _ remote.TopicIDPartition, leader int32, _ int64) error {
+	f.b.classic = &classicFetch{leader: leader}
+	return nil
+}
+
+func (f classicFetcher) RemovePartition(context.Context, remote.TopicIDPartition) error {
+	f.b.classic = nil
+	return nil
+}
+
+// consolidationFetcher is the driver's adapter over consolidate.Fetcher,
+// remembering whether the partition is added; Cluster.Consolidate runs
+// the fetcher's Step.
+type consolidationFetcher struct {
+	b     *Broker
+	inner replica.ConsolidationFetcher
+}
+
+func (f consolidationFetcher) AddPartition(ctx context.Context, s replica.ConsolidationStart) error {
+	if err := f.inner.AddPartition(ctx, s); err != nil {
+		return err
+	}
+	f.b.consolidating = true
+	return nil
+}
+
+func (f consolidationFetcher) RemovePartition(ctx context.Context, tp remote.TopicIDPartition) error {
+	f.b.consolidating = false
+	return f.inner.RemovePartition(ctx, tp)
+}

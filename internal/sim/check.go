@@ -1,0 +1,252 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tierlog/tierlog/remote"
+)
+
+// ErrViolation is what every *Violation unwraps to.
+var ErrViolation = errors.New("sim: invariant violated")
+
+// Kind names the invariant a Violation breaks.
+type Kind int8
+
+const (
+	// LostRecord: a committed offset is held by no tier the leader
+	// serves from (its local log, remote storage, the WAL), or a classic
+	// leader's log ends below the committed end.
+	LostRecord Kind = iota + 1
+	// Conflict: a replica's record below its high watermark (the
+	// leader's below the committed end), or a remote segment, holds
+	// another value than the one committed at that offset, or remote
+	// storage holds an offset never committed.
+	Conflict
+	// UncommittedRead: a consumer was served a record at or past the
+	// committed end, or with another value than the committed one.
+	UncommittedRead
+	// PrunedPastRemote: the WAL's start moved past the highest offset in
+	// remote storage + 1.
+	PrunedPastRemote
+	// LineageDiverged: an in-sync follower's leader epochs disagree with
+	// the leader's on the offsets both hold.
+	LineageDiverged
+)
+
+func (k Kind) String() string {
+	switch k {
+	case LostRecord:
+		return "lost-record"
+	case Conflict:
+		return "conflict"
+	case UncommittedRead:
+		return "uncommitted-read"
+	case PrunedPastRemote:
+		return "pruned-past-remote"
+	case LineageDiverged:
+		return "lineage-diverged"
+	}
+	return fmt.Sprintf("Kind(%d)", int8(k))
+}
+
+// Violation is a broken invariant: which, at which step, on which
+// broker (-1: the cluster) and offset (-1: none).
+type Violation struct {
+	Step   int
+	Kind   Kind
+	Broker int32
+	Offset int64
+	Detail string
+}
+
+func (v *Violation) Error() string {
+	return fmt.Sprintf("step %d: %s on broker %d at offset %d: %s", v.Step, v.Kind, v.Broker, v.Offset, v.Detail)
+}
+
+func (v *Violation) Unwrap() error { return ErrViolation }
+
+func (c *Cluster) violation(k Kind, broker int32, offset int64, format string, args ...any) *Violation {
+	return &Violation{Step: c.step, Kind: k, Broker: broker, Offset: offset, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Check runs every invariant on the cluster as it is now and returns
+// the first violation, nil if none. Actions call it after each step.
+func (c *Cluster) Check() *Violation {
+	if v := c.observeWAL(); v != nil {
+		return v
+	}
+	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage} {
+		if v := f(); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// observeWAL advances the committed end to the WAL's high watermark and
+// remembers the WAL's first start.
+func (c *Cluster) observeWAL() *Violation {
+	w, hw, ok := c.WAL()
+	if !ok {
+		return nil
+	}
+	if c.model.walStart0 < 0 {
+		c.model.walStart0 = w
+	}
+	c.model.advance(hw)
+	return nil
+}
+
+// checkReplicas compares every running replica's records with the
+// committed values: below its high watermark for a follower, below the
+// committed end for the leader. Offsets the WAL committed without the
+// simulation seeing the value (a lost answer) take the first value any
+// replica shows; every later one must agree.
+func (c *Cluster) checkReplicas() *Violation {
+	for _, b := range c.brokers {
+		l := b.Log()
+		if l == nil {
+			continue
+		}
+		bound := min(l.HighWatermark(), c.model.end)
+		if b.ID == c.ctrl.rec.Leader && !b.Prior().Fenced {
+			bound = min(l.LogEndOffset(), c.model.end)
+		}
+		var v *Violation
+		err := readLocal(l, l.LocalLogStartOffset(), bound, func(o int64, val string) error {
+			want, ok := c.model.values[o]
+			if !ok {
+				c.model.values[o] = val
+				return nil
+			}
+			if want != val {
+				v = c.violation(Conflict, b.ID, o, "holds %q, committed %q (hw %d, leo %d, committed end %d, epochs %s)",
+					val, want, l.HighWatermark(), l.LogEndOffset(), c.model.end, formatEpochs(l.EpochEntries()))
+				return v
+			}
+			return nil
+		})
+		if v != nil {
+			return v
+		}
+		if err != nil {
+			c.trace.detail("b%d scan: %v", b.ID, err)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) finishedSegments() []remote.SegmentMetadata {
+	segs, err := c.meta.ListSegments(Partition)
+	if err != nil {
+		return nil
+	}
+	segs = slices.DeleteFunc(segs, func(s remote.SegmentMetadata) bool { return s.State != remote.CopySegmentFinished })
+	slices.SortFunc(segs, func(a, b remote.SegmentMetadata) int { return int(a.StartOffset - b.StartOffset) })
+	return segs
+}
+
+// checkRemote: remote storage holds only committed offsets.
+func (c *Cluster) checkRemote() *Violation {
+	for _, s := range c.finishedSegments() {
+		if s.EndOffset >= c.model.end {
+			return c.violation(Conflict, s.BrokerID, s.EndOffset, "remote segment [%d, %d] ends past the committed end %d",
+				s.StartOffset, s.EndOffset, c.model.end)
+		}
+	}
+	return nil
+}
+
+// checkLost: while the partition has a running leader, every committed
+// offset is in a tier the leader serves from. Before the seal, the
+// leader's own log must reach the committed end (a clean election never
+// loses a committed record); after it, the prefix may be in remote
+// storage only (a recreated leader) and the diskless records in the WAL.
+func (c *Cluster) checkLost() *Violation {
+	b := c.leaderBroker()
+	if b == nil {
+		return nil
+	}
+	l := b.Log()
+	st := c.ctrl.rec.State
+	if !st.SealCommitted() {
+		if l.LogEndOffset() < c.model.end {
+			return c.violation(LostRecord, b.ID, l.LogEndOffset(), "classic leader's log ends at %d, committed end %d",
+				l.LogEndOffset(), c.model.end)
+		}
+		return nil
+	}
+	var spans [][2]int64 // [start, end)
+	spans = append(spans, [2]int64{l.LocalLogStartOffset(), l.LogEndOffset()})
+	for _, s := range c.finishedSegments() {
+		spans = append(spans, [2]int64{s.StartOffset, s.EndOffset + 1})
+	}
+	if w, hw, ok := c.WAL(); ok {
+		spans = append(spans, [2]int64{max(w, st.Seal()), hw})
+	}
+	slices.SortFunc(spans, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+	covered := int64(0)
+	for _, s := range spans {
+		if s[0] > covered {
+			break
+		}
+		covered = max(covered, s[1])
+	}
+	if covered < c.model.end {
+		return c.violation(LostRecord, b.ID, covered, "no tier holds offset %d (committed end %d): local [%d, %d), remote to %d",
+			covered, c.model.end, l.LocalLogStartOffset(), l.LogEndOffset(), c.HighestRemoteOffset())
+	}
+	return nil
+}
+
+// checkPrune: once a prune moved the WAL's start, it is at most the
+// highest offset in remote storage + 1.
+func (c *Cluster) checkPrune() *Violation {
+	w, _, ok := c.WAL()
+	if !ok || w <= c.model.walStart0 {
+		return nil
+	}
+	if h := c.HighestRemoteOffset(); w > h+1 {
+		return c.violation(PrunedPastRemote, c.ctrl.rec.Leader, w, "WAL start %d, highest offset in remote storage %d", w, h)
+	}
+	return nil
+}
+
+// checkLineage: each in-sync running follower's leader epochs agree
+// with the leader's on the offsets both logs hold (its lineage is a
+// prefix of the leader's there).
+func (c *Cluster) checkLineage() *Violation {
+	lb := c.leaderBroker()
+	if lb == nil {
+		return nil
+	}
+	ll := lb.Log()
+	for _, b := range c.brokers {
+		l := b.Log()
+		if b == lb || l == nil || !c.ctrl.rec.inISR(b.ID) || b.Prior().Fenced {
+			continue
+		}
+		from := max(l.LocalLogStartOffset(), ll.LocalLogStartOffset())
+		to := min(l.HighWatermark(), ll.LogEndOffset())
+		if from >= to {
+			continue
+		}
+		points := []int64{from}
+		for _, e := range append(l.EpochEntries(), ll.EpochEntries()...) {
+			if e.StartOffset > from && e.StartOffset < to {
+				points = append(points, e.StartOffset)
+			}
+		}
+		for _, o := range points {
+			fe, _ := l.EpochForOffset(o)
+			le, _ := ll.EpochForOffset(o)
+			if fe != le {
+				return c.violation(LineageDiverged, b.ID, o, "epoch %d at %d, the leader's is %d (follower %s, leader %s)",
+					fe, o, le, formatEpochs(l.EpochEntries()), formatEpochs(ll.EpochEntries()))
+			}
+		}
+	}
+	return nil
+}

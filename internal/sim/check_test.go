@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+	"testing/cryptotest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// TestDeterminism: the same seed gives the same trace, line for line.
+func TestDeterminism(t *testing.T) {
+	var traces [2][]string
+	for i := range traces {
+		cryptotest.SetGlobalRandom(t, 7)
+		res, err := Run(7, RunOptions{Steps: 300})
+		require.NoError(t, err)
+		require.False(t, res.Failed(), "%v\n%s", res.Violation, res.TraceTail(40))
+		traces[i] = res.Trace
+	}
+	require.Equal(t, traces[0], traces[1])
+	require.Len(t, traces[0], 300)
+}
+
+// scriptedPrefix: five records committed on brokers 1 and 2 (3 down).
+func scriptedPrefix(t *testing.T) *Cluster {
+	cryptotest.SetGlobalRandom(t, 1)
+	c, err := New(Options{Seed: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Crash(3))
+	require.NoError(t, c.Produce(5))
+	require.NoError(t, c.CatchUp(2))
+	require.Equal(t, int64(5), c.Committed())
+	return c
+}
+
+func requireKind(t *testing.T, v *Violation, k Kind) {
+	t.Helper()
+	require.NotNil(t, v, "no violation found")
+	require.True(t, errors.Is(v, ErrViolation))
+	require.Equal(t, k, v.Kind, "%v", v)
+}
+
+// TestCheckerCatches feeds the checker a corrupted cluster per
+// invariant and requires the matching violation.
+func TestCheckerCatches(t *testing.T) {
+	t.Run("conflict", func(t *testing.T) {
+		c := scriptedPrefix(t)
+		l := c.Broker(2).Log()
+		_, err := l.TruncateTo(2)
+		require.NoError(t, err)
+		b := record.NewBuilder(record.DefaultBuilderOptions())
+		for range 3 {
+			b.Add(startMs, nil, []byte("forged"))
+		}
+		buf, err := b.Build()
+		require.NoError(t, err)
+		batch, err := record.ReadBatch(buf)
+		require.NoError(t, err)
+		batch.SetBaseOffset(2)
+		batch.SetPartitionLeaderEpoch(0)
+		_, err = l.AppendAsFollower(buf, 0)
+		require.NoError(t, err)
+		l.UpdateHighWatermark(5)
+		requireKind(t, c.Check(), Conflict)
+	})
+	t.Run("lost", func(t *testing.T) {
+		c := scriptedPrefix(t)
+		_, err := c.Broker(1).Log().TruncateTo(3)
+		require.NoError(t, err)
+		requireKind(t, c.Check(), LostRecord)
+	})
+	t.Run("uncommitted-read", func(t *testing.T) {
+		c := scriptedPrefix(t)
+		require.NoError(t, c.Produce(3)) // broker 2 has not fetched: not committed
+		l := c.Broker(1).Log()
+		l.UpdateHighWatermark(l.LogEndOffset()) // a leader that ignores its ISR
+		var v *Violation
+		require.ErrorAs(t, c.Consume(5), &v)
+		requireKind(t, v, UncommittedRead)
+	})
+	t.Run("lineage", func(t *testing.T) {
+		c := scriptedPrefix(t)
+		fd, err := c.Broker(1).Log().Read(nil, 0, 1<<20, 0, true)
+		require.NoError(t, err)
+		buf := append([]byte(nil), fd.Records...)
+		batch, err := record.ReadBatch(buf)
+		require.NoError(t, err)
+		batch.SetPartitionLeaderEpoch(9) // the same records in an epoch nobody led
+		l := c.Broker(2).Log()
+		require.NoError(t, l.TruncateFullyAndStartAt(0, 0))
+		_, err = l.AppendAsFollower(buf, 9)
+		require.NoError(t, err)
+		l.UpdateHighWatermark(5)
+		requireKind(t, c.Check(), LineageDiverged)
+	})
+}
+
+// BenchmarkSimSteps measures simulated steps per second (one 500-step
+// random run per iteration).
+func BenchmarkSimSteps(b *testing.B) {
+	steps := 0
+	for i := range b.N {
+		res, err := Run(uint64(i+1), RunOptions{Steps: 500})
+		if err != nil {
+			b.Fatal(err)
+		}
+		steps += res.Steps
+	}
+	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+}

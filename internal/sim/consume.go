@@ -1,0 +1,70 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/wal"
+)
+
+// Consume is a consumer's fetch at offset from the leader, through the
+// tier that holds it: remote storage below the leader's local log
+// start, the local log (read committed: up to the high watermark), the
+// WAL past the local log end once the seal is committed. Every record
+// it is served must be committed, with the committed value
+// (UncommittedRead otherwise). A fetch that fails (the tier is not
+// ready, the leader is rebuilding) serves nothing and is no violation.
+func (c *Cluster) Consume(offset int64) error {
+	var bad *Violation
+	err := c.do("consume", c.ctrl.rec.Leader, func() (string, error) {
+		b := c.leaderBroker()
+		if b == nil {
+			return "", notApplicable("no leader")
+		}
+		tier, data, err := c.fetch(b, offset)
+		if err != nil {
+			return fmt.Sprintf("at %d from %s: %v", offset, tier, err), nil
+		}
+		n, last := 0, int64(-1)
+		_, err = forEachRecord(data, offset, 1<<62, func(o int64, v string) error {
+			n, last = n+1, o
+			want, ok := c.model.values[o]
+			if o >= c.model.end || ok && want != v {
+				bad = c.violation(UncommittedRead, b.ID, o, "%s served %q at %d, committed %q (committed end %d)",
+					tier, v, o, want, c.model.end)
+				return bad
+			}
+			return nil
+		})
+		if bad != nil {
+			return fmt.Sprintf("at %d from %s", offset, tier), nil
+		}
+		if err != nil {
+			return fmt.Sprintf("at %d from %s: %v", offset, tier, err), nil
+		}
+		return fmt.Sprintf("at %d from %s: %d record(s) to %d", offset, tier, n, last), nil
+	})
+	if bad != nil {
+		return bad
+	}
+	return err
+}
+
+// fetch reads at offset through the leader's tiers.
+func (c *Cluster) fetch(b *Broker, offset int64) (string, []byte, error) {
+	l := b.Log()
+	switch {
+	case offset < l.LocalLogStartOffset():
+		res, err := b.mgr.Read(c.ctx, Partition, offset, fetchBytes, log.IsolationHighWatermark, true)
+		return "remote", res.Records, err
+	case offset < l.LogEndOffset() || !c.ctrl.rec.State.SealCommitted():
+		fd, err := l.Read(nil, offset, fetchBytes, log.IsolationHighWatermark, true)
+		return "local", fd.Records, err
+	}
+	res, err := c.reader.Fetch(c.ctx, wal.FindBatchesRequest{MaxBytes: fetchBytes,
+		Partitions: []wal.FindPartition{{Partition: walPartition, Offset: offset, MaxPartitionBytes: fetchBytes}}})
+	if err != nil {
+		return "wal", nil, err
+	}
+	return "wal", res[0].Records, res[0].Err
+}

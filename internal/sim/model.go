@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
+)
+
+// controlValue stands for a control record (an ABORT marker of the
+// sealing): replicated like data, with no value of its own.
+const controlValue = "<control>"
+
+// model is what the partition acknowledged: the committed end and the
+// value committed at each offset. Values are unique per produce call
+// ("v<step>-<i>"), so a record at the wrong offset, or one replica
+// holding another's tail, shows as a different value.
+type model struct {
+	// end is the highest committed end ever reached: every offset below
+	// it was committed and must stay readable with its value.
+	end    int64
+	values map[int64]string
+	// walStart0 is the WAL's start when the sim first saw its row (W
+	// before any prune), -1 before.
+	walStart0 int64
+}
+
+func (m *model) init() {
+	m.values = map[int64]string{}
+	m.walStart0 = -1
+}
+
+func (m *model) advance(end int64) { m.end = max(m.end, end) }
+
+// commit records the committed value at offset (a WAL answer, or the
+// classic leader's record as its high watermark passes it).
+func (m *model) commit(offset int64, value string) { m.values[offset] = value }
+
+// commitFromLog commits the leader's records in [from, to).
+func (m *model) commitFromLog(l *log.UnifiedLog, from, to int64) error {
+	err := readLocal(l, from, to, func(o int64, v string) error {
+		if _, ok := m.values[o]; !ok {
+			m.values[o] = v
+		}
+		return nil
+	})
+	m.advance(to)
+	return err
+}
+
+// forEachRecord calls f with the offset and value of every record of
+// batches at or above from and below to.
+func forEachRecord(batches []byte, from, to int64, f func(int64, string) error) (next int64, err error) {
+	it := record.NewIter(record.IterOptions{})
+	next = from
+	for len(batches) > 0 {
+		b, err := record.ReadBatch(batches)
+		if err != nil {
+			return next, err
+		}
+		if b.IsControl() {
+			for o := max(b.BaseOffset(), from); o < min(b.NextOffset(), to); o++ {
+				if err := f(o, controlValue); err != nil {
+					return next, err
+				}
+			}
+		} else {
+			for it.Reset(b); it.Next(); {
+				r := it.Record()
+				if r.Offset >= from && r.Offset < to {
+					if err := f(r.Offset, string(r.Value)); err != nil {
+						return next, err
+					}
+				}
+			}
+			if err := it.Err(); err != nil {
+				return next, err
+			}
+		}
+		next = b.NextOffset()
+		batches = batches[b.Size():]
+	}
+	return next, nil
+}
+
+// readLocal calls f with every record of l's local log in [from, to).
+func readLocal(l *log.UnifiedLog, from, to int64, f func(int64, string) error) error {
+	from = max(from, l.LocalLogStartOffset())
+	to = min(to, l.LogEndOffset())
+	for off := from; off < to; {
+		fd, err := l.Read(nil, off, 64<<10, log.IsolationLogEnd, true)
+		if err != nil {
+			return fmt.Errorf("read at %d: %w", off, err)
+		}
+		if len(fd.Records) == 0 {
+			return fmt.Errorf("read at %d: no records below %d", off, to)
+		}
+		next, err := forEachRecord(fd.Records, off, to, f)
+		if err != nil {
+			return err
+		}
+		if next <= off {
+			return fmt.Errorf("read at %d made no progress", off)
+		}
+		off = next
+	}
+	return nil
+}

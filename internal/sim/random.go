@@ -1,0 +1,158 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/tierlog/tierlog/tierstate"
+)
+
+// Result is one random run: the seed, the steps taken, the trace, and
+// the first violation (nil if none).
+type Result struct {
+	Seed      uint64
+	Steps     int
+	Trace     []string
+	Violation *Violation
+	// Errors counts actions that returned an error other than a
+	// violation (each is in the trace).
+	Errors int
+}
+
+// Failed reports whether the run broke an invariant.
+func (r *Result) Failed() bool { return r.Violation != nil }
+
+// TraceTail is the last n trace lines, joined.
+func (r *Result) TraceTail(n int) string {
+	l := r.Trace
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	out := ""
+	for _, s := range l {
+		out += s + "\n"
+	}
+	return out
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Steps is the number of steps of the run. Default 500.
+	Steps int
+	// Cluster configures the cluster (its Seed is set to the run's).
+	Cluster Options
+}
+
+// choice is one weighted action of the scheduler.
+type choice struct {
+	weight int
+	run    func(c *Cluster, rng *rand.Rand) error
+}
+
+func anyBroker(c *Cluster, rng *rand.Rand) int32 { return int32(1 + rng.IntN(len(c.brokers))) }
+
+// choices is the scheduler's menu. Every entry calls one Cluster
+// method, the same ones a scripted run calls.
+var choices = []choice{
+	{20, func(c *Cluster, rng *rand.Rand) error { return c.Produce(1 + rng.IntN(5)) }},
+	{25, func(c *Cluster, rng *rand.Rand) error { return c.Replicate(anyBroker(c, rng)) }},
+	{12, func(c *Cluster, rng *rand.Rand) error { return c.Consolidate(anyBroker(c, rng)) }},
+	{8, func(c *Cluster, rng *rand.Rand) error { return c.Consume(rng.Int64N(c.model.end + 1)) }},
+	{8, func(c *Cluster, rng *rand.Rand) error { return c.Copy(anyBroker(c, rng)) }},
+	{4, func(c *Cluster, rng *rand.Rand) error { return c.Expire(anyBroker(c, rng)) }},
+	{4, func(c *Cluster, rng *rand.Rand) error { return c.Prune() }},
+	{3, func(c *Cluster, rng *rand.Rand) error { return c.ElectLeader(anyBroker(c, rng)) }},
+	{2, func(c *Cluster, rng *rand.Rand) error { return c.ShrinkISR(anyBroker(c, rng)) }},
+	{2, func(c *Cluster, rng *rand.Rand) error { return c.Crash(anyBroker(c, rng)) }},
+	{4, func(c *Cluster, rng *rand.Rand) error { return c.Restart(anyBroker(c, rng)) }},
+	{1, func(c *Cluster, rng *rand.Rand) error { return c.LoseDisk(anyBroker(c, rng)) }},
+	{2, func(c *Cluster, rng *rand.Rand) error {
+		if c.store.rate() > 0 {
+			return c.SetFaults(0)
+		}
+		return c.SetFaults(0.2)
+	}},
+	{1, func(c *Cluster, rng *rand.Rand) error {
+		if c.step < 60 {
+			return ErrNotApplicable
+		}
+		return c.ArmSwitch()
+	}},
+	{6, func(c *Cluster, rng *rand.Rand) error { return c.SwitchStep() }},
+	{1, func(c *Cluster, rng *rand.Rand) error {
+		if c.ctrl.rec.State.Phase() != tierstate.PhaseTwo {
+			return ErrNotApplicable
+		}
+		return c.ForceLeader(anyBroker(c, rng))
+	}},
+}
+
+var totalWeight = func() int {
+	n := 0
+	for _, ch := range choices {
+		n += ch.weight
+	}
+	return n
+}()
+
+// Run is one random schedule: a cluster seeded with seed and steps
+// actions chosen by a PCG source seeded with it. The same seed gives
+// the same trace. It stops at the first violation; the error is for
+// a cluster that could not be built or closed.
+func Run(seed uint64, opts RunOptions) (*Result, error) {
+	if opts.Steps == 0 {
+		opts.Steps = 500
+	}
+	opts.Cluster.Seed = seed
+	c, err := New(opts.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Seed: seed}
+	rng := rand.New(rand.NewPCG(seed, 0x7363686564)) // "sched"
+	for c.step < opts.Steps {
+		err := pick(rng).run(c, rng)
+		var v *Violation
+		switch {
+		case errors.As(err, &v):
+			res.Violation = v
+		case err != nil && !errors.Is(err, ErrNotApplicable):
+			res.Errors++
+		}
+		if res.Violation != nil {
+			break
+		}
+	}
+	res.Steps, res.Trace = c.step, c.Trace()
+	if err := c.Close(); err != nil && res.Violation == nil {
+		return res, fmt.Errorf("sim: close after seed %d: %w", seed, err)
+	}
+	return res, nil
+}
+
+func pick(rng *rand.Rand) choice {
+	n := rng.IntN(totalWeight)
+	for _, ch := range choices {
+		if n < ch.weight {
+			return ch
+		}
+		n -= ch.weight
+	}
+	return choices[len(choices)-1]
+}
+
+// RunSeeds runs each seed in turn and returns the first failing run
+// (nil when every seed passes) and how many ran.
+func RunSeeds(seeds []uint64, opts RunOptions) (*Result, int, error) {
+	for i, s := range seeds {
+		res, err := Run(s, opts)
+		if err != nil {
+			return res, i + 1, err
+		}
+		if res.Failed() {
+			return res, i + 1, nil
+		}
+	}
+	return nil, len(seeds), nil
+}

@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/truncation"
+)
+
+// fetchBytes bounds one classic fetch (a few batches).
+const fetchBytes = 1 << 10
+
+// Replicate runs one fetch of broker id's classic fetcher against the
+// leader, as a broker's replica fetcher thread does, synchronously: the
+// leader's check (tierstate.ValidateFetch), then the read and the
+// follower append, the truncation of a diverging tail
+// (truncation.PlanDivergence), the reset of an out-of-range fetch
+// (truncation.PlanOutOfRangeReset) or the rebuild from remote storage
+// (tierstate.Machine). The leader learns the follower's log end, may
+// add it to the ISR and advance its high watermark. At or past a
+// committed seal the fetch is the at-seal one: the leader's admission
+// (Replica.AdmitAtSeal) and the follower's hand-off (Replica.HandOff).
+func (c *Cluster) Replicate(id int32) error {
+	return c.do("replicate", id, func() (string, error) {
+		f, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		lb := c.leaderBroker()
+		fl := f.Log()
+		if lb == nil || lb == f || f.classic == nil || fl == nil || f.classic.leader != lb.ID {
+			return "", notApplicable("broker %d fetches from no running leader", id)
+		}
+		rec := c.ctrl.rec
+		offset := fl.LogEndOffset()
+		if rec.State.SealCommitted() && offset >= rec.State.Seal() {
+			return c.fetchAtSeal(lb, f)
+		}
+		return c.fetchClassic(lb, f)
+	})
+}
+
+func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
+	ll, fl := lb.Log(), f.Log()
+	epoch := c.ctrl.rec.LeaderEpoch
+	offset := fl.LogEndOffset()
+	last, ok := fl.LatestEpoch()
+	if !ok {
+		last = base.UndefinedEpoch
+	}
+	v := tierstate.ValidateFetch(ll, epoch, tierstate.FetchRequest{Fetcher: tierstate.FetcherFollower,
+		FetchOffset: offset, LastFetchedEpoch: last, CurrentLeaderEpoch: epoch})
+	switch v.Outcome {
+	case tierstate.FetchRead:
+		fd, err := ll.Read(nil, offset, fetchBytes, log.IsolationLogEnd, true)
+		if err != nil {
+			return "", err
+		}
+		if len(fd.Records) > 0 {
+			if _, err := fl.AppendAsFollower(fd.Records, epoch); err != nil {
+				return "", err
+			}
+		}
+		fl.UpdateHighWatermark(min(fd.HighWatermark, fl.LogEndOffset()))
+		c.ctrl.fetched[f.ID] = fl.LogEndOffset()
+		note := c.maybeExpandISR(lb, f)
+		c.advanceHW()
+		fl.UpdateHighWatermark(min(ll.HighWatermark(), fl.LogEndOffset()))
+		if c.ctrl.rec.State.SealCommitted() {
+			if h, err := f.driver.HandOff(c.ctx); err == nil && h.Evicts() {
+				note += " hand-off: " + h.Action.String()
+			}
+		}
+		return fmt.Sprintf("read [%d, %d) hw=%d leader-hw=%d%s", offset, fl.LogEndOffset(), fl.HighWatermark(), ll.HighWatermark(), note), nil
+	case tierstate.FetchDiverging:
+		plan := truncation.PlanDivergence(truncation.EpochEndOffset{Epoch: v.DivergingEpoch, EndOffset: v.DivergingEndOffset},
+			fl.EndOffsetForEpoch, fl.LogEndOffset(), fl.HighWatermark())
+		if _, err := fl.TruncateTo(plan.TruncateTo); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("diverging at %d (epoch %d ends at %d): truncate to %d", offset, v.DivergingEpoch,
+			v.DivergingEndOffset, plan.TruncateTo), nil
+	case tierstate.FetchOffsetOutOfRange:
+		plan := truncation.PlanOutOfRangeReset(v.LogEndOffset, v.LogStartOffset, offset)
+		var err error
+		switch plan.Action {
+		case truncation.TruncateToLeaderEnd:
+			_, err = fl.TruncateTo(plan.Offset)
+		case truncation.StartAtLeaderStart:
+			err = fl.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
+		}
+		return fmt.Sprintf("out of range at %d: %s", offset, plan), err
+	case tierstate.FetchOffsetMovedToTieredStorage:
+		m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: demo.Endpoint{Log: ll, Epoch: epoch},
+			Metadata: c.meta, Data: c.storage})
+		if err != nil {
+			return "", err
+		}
+		res, err := m.Rebuild(c.ctx, tierstate.RebuildRequest{Partition: Partition, Log: fl, State: c.ctrl.rec.State,
+			CurrentLeaderEpoch: epoch, LeaderLogStartOffset: v.LogStartOffset})
+		if err != nil {
+			return fmt.Sprintf("moved to tiered storage at %d: rebuild failed: %v", offset, err), nil
+		}
+		return fmt.Sprintf("moved to tiered storage at %d: rebuilt to %d epochs=%s", offset, res.NextOffset,
+			formatEpochs(fl.EpochEntries())), nil
+	}
+	return fmt.Sprintf("fetch at %d: %s", offset, v), nil
+}
+
+// maybeExpandISR adds a caught-up follower to the ISR (Kafka's
+// maybeExpandIsr: its log end reached the leader's high watermark and
+// the start of the leader's current epoch).
+func (c *Cluster) maybeExpandISR(lb, f *Broker) string {
+	k := &c.ctrl
+	if k.rec.inISR(f.ID) {
+		return ""
+	}
+	ll, leo := lb.Log(), f.Log().LogEndOffset()
+	start := ll.EndOffsetForEpoch(k.rec.LeaderEpoch - 1).EndOffset
+	if leo < ll.HighWatermark() || leo < start {
+		return ""
+	}
+	k.setISR(append(slices.Clone(k.rec.ISR), f.ID))
+	if err := c.publish("isr expand"); err != nil {
+		return " isr-expand: " + err.Error()
+	}
+	return fmt.Sprintf(" isr=%v", k.rec.ISR)
+}
+
+// fetchAtSeal is a classic follower's fetch at or past the seal: it
+// reads nothing; the leader may admit it to the ISR
+// (Replica.AdmitAtSeal) and the follower's hand-off hook moves it to
+// consolidation or stops its classic fetcher.
+func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
+	k := &c.ctrl
+	leo := f.Log().LogEndOffset()
+	note := ""
+	if !k.rec.inISR(f.ID) {
+		admitted, why, err := lb.driver.AdmitAtSeal(c.ctx, f.ID, tierstate.SealAdmission{RecordedEndOffset: leo,
+			RecordedBrokerEpoch: tierstate.NoBrokerEpoch,
+			Replica:             tierstate.SealReplica{Assigned: true, RegisteredBrokerEpoch: 1}}, isrExpander{})
+		if err != nil {
+			return "", err
+		}
+		note = fmt.Sprintf(" admit=%t (%s)", admitted, why)
+		if admitted {
+			// The expansion is published after the hook returns: the
+			// hook holds the leader driver's lock.
+			k.setISR(append(slices.Clone(k.rec.ISR), f.ID))
+			if err := c.publish("isr expand at the seal"); err != nil {
+				return "", err
+			}
+		}
+	}
+	h, err := f.driver.HandOff(c.ctx)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("at seal %d: leo=%d%s hand-off %s", k.rec.State.Seal(), leo, note, h.Action), nil
+}
+
+// isrExpander is the leader's AlterPartition adding a follower; the
+// simulation publishes the new ISR once the hook returns.
+type isrExpander struct{}
+
+func (isrExpander) ExpandIsr(context.Context, int32) error { return nil }
