@@ -43,7 +43,11 @@ func newWALEnv(t testing.TB) *walEnv { return newWALEnvOn(t, nil) }
 
 // newWALEnvOn is newWALEnv with the control plane on cpFS (nil: on the
 // environment's vfs.NewMem).
-func newWALEnvOn(t testing.TB, cpFS vfs.FS) *walEnv {
+func newWALEnvOn(t testing.TB, cpFS vfs.FS) *walEnv { return newWALEnvOnFS(t, cpFS, nil) }
+
+// newWALEnvOnFS is newWALEnv with the control plane on cpFS and the
+// remote metadata on metaFS (nil: on the environment's vfs.NewMem).
+func newWALEnvOnFS(t testing.TB, cpFS, metaFS vfs.FS) *walEnv {
 	t.Helper()
 	e := &walEnv{t: t, ctx: context.Background(), fs: vfs.NewMem(), store: mem.New(mem.Options{}),
 		tp:    remote.TopicIDPartition{TopicID: testTopic, Topic: "orders", Partition: 0},
@@ -55,7 +59,10 @@ func newWALEnvOn(t testing.TB, cpFS vfs.FS) *walEnv {
 	require.NoError(t, err)
 	e.cp = cp
 	t.Cleanup(func() { _ = cp.Close() })
-	meta, err := remote.Open(e.fs, "meta", remote.MetadataOptions{})
+	if metaFS == nil {
+		metaFS = e.fs
+	}
+	meta, err := remote.Open(metaFS, "meta", remote.MetadataOptions{})
 	require.NoError(t, err)
 	e.meta = meta
 	t.Cleanup(func() { _ = meta.Close() })

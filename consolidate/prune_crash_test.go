@@ -1,8 +1,10 @@
 package consolidate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -64,13 +66,48 @@ func walCoverage(ctx context.Context, cp *pebblecp.ControlPlane, tp wal.TopicIDP
 	return nil
 }
 
-// TestPruneCrash crashes the leader's disk (its local log and the Pebble
-// control plane, 0 % of unsynced data kept) before every file operation
-// of two rounds of consolidation, remote copy and prune, and restarts the
-// broker on each image: its remote progress h comes back from the remote
-// metadata (durable), its prune floor is armed again at S - 1, and it
-// prunes again. On every image, before and after that prune, W <= h + 1
-// and every offset of [S, HW) is in remote storage or in the WAL.
+// remoteCoverage returns h, the end of the highest finished segment of tp
+// in meta, and checks that the finished segments from the seal on cover
+// [seal, h] without a gap (what the WAL may drop must be there).
+func remoteCoverage(meta *remote.MetadataManager, tp remote.TopicIDPartition, seal int64) (int64, error) {
+	segs, err := meta.ListSegments(tp)
+	if err != nil {
+		return 0, err
+	}
+	var fin []remote.SegmentMetadata
+	h := int64(-1)
+	for _, s := range segs {
+		if s.State == remote.CopySegmentFinished {
+			fin = append(fin, s)
+			h = max(h, s.EndOffset)
+		}
+	}
+	slices.SortFunc(fin, func(a, b remote.SegmentMetadata) int { return cmp.Compare(a.StartOffset, b.StartOffset) })
+	next := seal
+	for _, s := range fin {
+		if s.EndOffset < seal {
+			continue
+		}
+		if s.StartOffset > next {
+			return h, fmt.Errorf("remote storage lacks [%d, %d)", next, s.StartOffset)
+		}
+		next = max(next, s.EndOffset+1)
+	}
+	return h, nil
+}
+
+// TestPruneCrash crashes the leader's disk (its local log, the Pebble
+// control plane and the Pebble remote metadata, 0 % of unsynced data
+// kept) before every file operation of the first prune and of two rounds
+// of consolidation, remote copy (remote.Manager.RunCopy) and prune, and
+// restarts the broker on each image: the control plane, the remote
+// metadata and the log all come from the same image, its remote progress
+// h from that metadata, its prune floor armed again at S - 1, and it
+// prunes again. On every image, before and after that prune, W <= h + 1,
+// the finished segments cover [S, h] without a gap, and every offset of
+// [S, HW) is in remote storage or in the WAL. The classic prefix [0, 99]
+// is in remote storage from the start, so the first prune (at S - 1,
+// moving W from 0 to S) is among the crashed operations.
 func TestPruneCrash(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	durableRoot(t, mem, "leader")
@@ -78,33 +115,28 @@ func TestPruneCrash(t *testing.T) {
 	var check func() error
 	rec = crashtest.New(1, func(int, string) error { return check() })
 	fs := rec.Wrap(mem)
-	e := newWALEnvOn(t, fs)
+	e := newWALEnvOnFS(t, fs, fs)
 	state := e.switchAt(0, 100, 2)
 	for i := range 4 {
 		e.produce(10, fmt.Sprintf("p%d", i)) // [100, 140)
 	}
+	e.addSegment(0, 99, epochcache.Entry{Epoch: 0, StartOffset: 0}, epochcache.Entry{Epoch: 2, StartOffset: 80})
 	opts := log.Options{FS: fs, RemoteStorageEnabled: true, RetentionMs: log.RetentionInfinite}
 	l, err := log.Open("leader", opts)
 	require.NoError(t, err)
 	defer l.Close()
 	require.NoError(t, l.TruncateFullyAndStartAt(100, 100))
 	require.NoError(t, l.Flush())
+	l.UpdateHighestOffsetInRemoteStorage(99, l.TruncationCount())
 	e.parts.set(e.tp, state, l)
 	ep := e.endpoint(EndpointOptions{SegmentBytes: 4096, MaxMessageBytes: 1 << 20}) // one batch per fetch
+	storage, err := remote.NewStorageManager(e.store, remote.StorageOptions{})
+	require.NoError(t, err)
+	mgr, err := remote.NewManager(e.meta, storage, remote.ManagerOptions{TaskInterval: -1})
+	require.NoError(t, err)
+	defer mgr.Close()
+	require.NoError(t, mgr.OnLeadershipChange([]remote.Partition{{TopicIDPartition: e.tp, Log: l}}, nil))
 
-	highest := func() int64 {
-		segs, err := e.meta.ListSegments(e.tp)
-		if err != nil {
-			panic(err) // the remote metadata is on a plain MemFS
-		}
-		h := int64(-1)
-		for _, s := range segs {
-			if s.State == remote.CopySegmentFinished {
-				h = max(h, s.EndOffset)
-			}
-		}
-		return h
-	}
 	images, pruned, stale := 0, 0, 0
 	ends := map[string]int{}
 	check = func() error {
@@ -115,7 +147,15 @@ func TestPruneCrash(t *testing.T) {
 			return err
 		}
 		defer cp.Close()
-		h := highest()
+		meta, err := remote.Open(clone, "meta", remote.MetadataOptions{})
+		if err != nil {
+			return err
+		}
+		defer meta.Close()
+		h, err := remoteCoverage(meta, e.tp, 100)
+		if err != nil {
+			return fmt.Errorf("image: %w", err)
+		}
 		if err := walCoverage(e.ctx, cp, walTP(e.tp), 100, h); err != nil {
 			return fmt.Errorf("image: %w", err)
 		}
@@ -157,7 +197,17 @@ func TestPruneCrash(t *testing.T) {
 	p, err := NewPruner(PrunerOptions{ControlPlane: e.cp})
 	require.NoError(t, err)
 	p.Arm(e.tp, 100)
+	prune := func(at int64) {
+		t.Helper()
+		out, err := p.Run(e.ctx, []PrunePartition{{Partition: e.tp, State: state, Log: l}})
+		require.NoError(t, err)
+		require.NoError(t, out[0].Err)
+		rec.Point(fmt.Sprintf("after the prune at %d", at)) // acknowledged: durable
+		require.NoError(t, rec.Err())
+		require.Equal(t, at+1, out[0].LogStartOffset)
+	}
 	rec.Arm(true)
+	prune(99) // the first prune: W from the classic log start to S
 	for _, end := range []int64{119, 139} {
 		for i := 0; l.LogEndOffset() <= end; i++ {
 			require.Less(t, i, 20, "consolidation stuck at %d", l.LogEndOffset())
@@ -165,15 +215,11 @@ func TestPruneCrash(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, l.Roll())
-		start := max(100, highest()+1)
-		e.addSegment(start, end, epochcache.Entry{Epoch: 5, StartOffset: start})
-		l.UpdateHighestOffsetInRemoteStorage(end, l.TruncationCount())
-		out, err := p.Run(e.ctx, []PrunePartition{{Partition: e.tp, State: state, Log: l}})
+		res, err := mgr.RunCopy(e.ctx, e.tp)
 		require.NoError(t, err)
-		require.NoError(t, out[0].Err)
-		rec.Point(fmt.Sprintf("after the prune at %d", end)) // acknowledged: durable
-		require.NoError(t, rec.Err())
-		require.Equal(t, end+1, out[0].LogStartOffset)
+		require.Len(t, res.Copied, 1)
+		require.Equal(t, end, l.HighestOffsetInRemoteStorage())
+		prune(end)
 	}
 	rec.Arm(false)
 	require.NoError(t, rec.Err())
