@@ -52,6 +52,7 @@ func entries() []entry {
 			makePartition: func() impl { return &raftwalImpl{segmentBytes: 1 << 20} },
 		},
 		{make: func() impl { return &pebbleImpl{} }},
+		{make: func() impl { return &natsImpl{} }},
 	}
 }
 
@@ -205,6 +206,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 
 	header(stdout, cfg, args, loadStart)
 	printTables(stdout, res, impls)
+	printPointReadPeers(stdout, res)
 	printProducer(stdout, res)
 	if rr != nil {
 		printRemote(stdout, rr, res)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -89,8 +91,16 @@ func median(xs []float64) float64 {
 // copyDir copies the regular files of the tree src to dst while the log
 // that owns them may still be open: what a machine crash (or kill -9)
 // leaves is what the kernel had, without the library's user-space buffers.
+//
+// A file that vanishes between the directory listing and its copy (a
+// checkpoint's temporary file renamed over the old one by a background
+// flush) is left out: the image is then the state before that file was
+// written, which a crash can also leave.
 func copyDir(src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path != src {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -105,7 +115,10 @@ func copyDir(src, dst string) error {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		return copyFile(path, target)
+		if err := copyFile(path, target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	})
 }
 

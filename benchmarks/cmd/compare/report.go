@@ -38,7 +38,8 @@ func sections() []section {
 		section{name: secSeqRead, kind: kindSeqRead, metrics: []metricSpec{
 			{"MB/s", true}, {"CPU s/GB", false}, {"allocs/record", false}}},
 		section{name: secPointRead, kind: kindPointRead, metrics: []metricSpec{
-			{"p50 µs", false}, {"p99 µs", false}, {"p99.9 µs", false}, {"ops/s", true}, {"allocs/op", false}}},
+			{"p50 µs", false}, {"p99 µs", false}, {"p99.9 µs", false}, {"ops/s", true}, {"allocs/op", false},
+			{"KiB returned/op", false}}},
 		section{name: secOpen, kind: kindOpen, metrics: []metricSpec{
 			{"open after clean close ms", false}, {"open after crash ms", false}}},
 		section{name: secPartitions, kind: kindPartitions, metrics: []metricSpec{

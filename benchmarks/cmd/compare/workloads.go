@@ -198,15 +198,18 @@ func pointReads(im impl, n int, limit time.Duration, logBytes int64, res *result
 		}
 	}
 	lat := make([]time.Duration, 0, n)
+	var got int64 // bytes returned
 	m0 := mallocs()
 	start := time.Now()
 	for len(lat) < n {
 		o := rng.Int64N(records)
 		t := time.Now()
-		if _, err := r.ReadRecord(o); err != nil {
+		k, err := r.ReadRecord(o)
+		if err != nil {
 			return fmt.Errorf("point read of record %d: %w", o, err)
 		}
 		lat = append(lat, time.Since(t))
+		got += int64(k)
 		if len(lat)%64 == 0 && time.Since(start) > limit*3/4 {
 			res.note(secPointRead, im.Name(), fmt.Sprintf("time-capped (flag -point-reads-max, %s): fewer reads than asked", limit))
 			break
@@ -221,6 +224,9 @@ func pointReads(im impl, n int, limit time.Duration, logBytes int64, res *result
 	res.add(secPointRead, im, "p99.9 µs", micros(percentile(lat, 0.999)))
 	res.add(secPointRead, im, "ops/s", float64(n)/elapsed.Seconds())
 	res.add(secPointRead, im, "allocs/op", float64(allocs)/float64(n))
+	// What one read returns differs: the whole 16 KiB batch (tierlog, as a
+	// Kafka fetch, and the raw file) or the one 1 KiB record (the peers).
+	res.add(secPointRead, im, "KiB returned/op", float64(got)/float64(n)/1024)
 	return nil
 }
 
