@@ -103,6 +103,8 @@ var layers = []layer{
 	{75, exact("promexport"), nil},
 	// The test-server harness shared by s3test and pgtest: below them.
 	{78, exact("internal/testserver"), nil},
+	// The cluster simulation builds on the demo cluster's pieces.
+	{85, exact("internal/sim"), nil},
 	// Test machinery: it may use any library package; only tests,
 	// examples and benchmarks may import it (checked below).
 	{80, under("internal"), nil},
