@@ -166,13 +166,24 @@ func (s *Segment) Mapped(pos, n int64) []byte {
 	return m[pos : pos+n : pos+n]
 }
 
+// mapCopyMaxBytes is the largest read readBytes copies from the mapping;
+// a larger one is a pread. A copy from the mapping saves the system call
+// (about a microsecond) but faults on every page not yet touched through
+// it (one fault per 64 KiB with the kernel's fault-around), and a large
+// read is mostly the copy, which pread does as fast: so the mapping
+// serves point reads and headers, pread the fetches of many batches,
+// which a fresh mapping would make fault their way through. A variable
+// for tests.
+var mapCopyMaxBytes = 128 << 10
+
 // readBytes fills p from the .log at pos, through the mapping when there
-// is one, else with one pread. The bytes must lie below the published
-// size; a range that does not (a bug) is read with pread, which reports
-// it, rather than from pages that may lie past the end of the file.
+// is one and p is at most mapCopyMaxBytes, else with one pread. The
+// bytes must lie below the published size; a range that does not (a
+// bug) is read with pread, which reports it, rather than from pages that
+// may lie past the end of the file.
 func (s *Segment) readBytes(p []byte, pos int64) error {
 	end := pos + int64(len(p))
-	if pos >= 0 && end <= s.size.Load() {
+	if pos >= 0 && end <= s.size.Load() && len(p) <= mapCopyMaxBytes {
 		if m := s.mapped(end); m != nil {
 			return s.copyMapped(p, m, pos)
 		}
