@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,8 +266,14 @@ func fillLog(b *testing.B, totalBytes int) (string, *UnifiedLog) {
 
 // fillLogFS is fillLog on fs (nil: vfs.Default).
 func fillLogFS(b *testing.B, fs vfs.FS, totalBytes int) (string, *UnifiedLog) {
+	return fillLogOpts(b, Options{FS: fs}, totalBytes)
+}
+
+// fillLogOpts is fillLog with options o.
+func fillLogOpts(b *testing.B, o Options, totalBytes int) (string, *UnifiedLog) {
 	dir := b.TempDir()
-	l := benchLog(b, dir, Options{FS: fs, RetentionBytes: RetentionInfinite})
+	o.RetentionBytes = RetentionInfinite
+	l := benchLog(b, dir, o)
 	batch := benchBatch(b, 16, 1024-21)
 	for written := 0; written < totalBytes; written += len(batch) {
 		if _, err := l.AppendAsLeader(batch, 0, OriginClient); err != nil {
@@ -283,28 +291,14 @@ func fillLogFS(b *testing.B, fs vfs.FS, totalBytes int) (string, *UnifiedLog) {
 func BenchmarkRead(b *testing.B) {
 	const total = 64 << 20
 	const fetchBytes = 1 << 20
-	b.Run("sequential/fetch-bytes=1MiB/impl=tierlog", func(b *testing.B) {
-		_, l := fillLog(b, total)
-		defer l.Close()
-		buf := make([]byte, 0, 2*fetchBytes)
-		offset := int64(0)
-		b.ReportAllocs()
-		b.ResetTimer()
-		var bytes int64
-		for i := 0; i < b.N; i++ {
-			info, err := l.Read(buf, offset, fetchBytes, IsolationHighWatermark, true)
-			if err != nil {
-				b.Fatal(err)
-			}
-			bytes += int64(len(info.Records))
-			buf = info.Records[:0]
-			offset = nextOffsetAfter(b, info.Records, offset)
-			if offset >= l.HighWatermark() {
-				offset = 0
-			}
-		}
-		b.SetBytes(bytes / int64(b.N))
-	})
+	for _, impl := range []struct {
+		name string
+		opts Options
+	}{{"tierlog", Options{}}, {"tierlog-pread", Options{DisableMmapReads: true}}} {
+		b.Run("sequential/fetch-bytes=1MiB/impl="+impl.name, func(b *testing.B) {
+			benchSequential(b, total, fetchBytes, impl.opts)
+		})
+	}
 	b.Run("sequential/fetch-bytes=1MiB/impl=raw-pread", func(b *testing.B) {
 		dir, l := fillLog(b, total)
 		_ = l.Close()
@@ -383,6 +377,32 @@ func BenchmarkRead(b *testing.B) {
 	})
 }
 
+// benchSequential reads a log of total bytes from its start in fetches
+// of fetchBytes, wrapping around, as a follower or a catching-up consumer
+// does.
+func benchSequential(b *testing.B, total, fetchBytes int, o Options) {
+	_, l := fillLogOpts(b, o, total)
+	defer l.Close()
+	buf := make([]byte, 0, 2*fetchBytes)
+	offset := int64(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var bytes int64
+	for i := 0; i < b.N; i++ {
+		info, err := l.Read(buf, offset, fetchBytes, IsolationHighWatermark, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += int64(len(info.Records))
+		buf = info.Records[:0]
+		offset = nextOffsetAfter(b, info.Records, offset)
+		if offset >= l.HighWatermark() {
+			offset = 0
+		}
+	}
+	b.SetBytes(bytes / int64(b.N))
+}
+
 // nextOffsetAfter returns the offset after the last whole batch in data.
 func nextOffsetAfter(b *testing.B, data []byte, offset int64) int64 {
 	for len(data) > 0 {
@@ -401,27 +421,34 @@ func nextOffsetAfter(b *testing.B, data []byte, offset int64) int64 {
 // minOneMessage, Kafka's answer to a point fetch), against a pread of the
 // same batch at a position computed from the fixed batch size (the
 // machine's limit: no lookup at all), in the same run. ReadSlice is the
-// positioning alone (a broker sending with sendfile). Reports the p50
-// and p99 latency of single lookups and the preads of the segment file
-// per lookup.
+// positioning alone (a broker sending with sendfile). impl=tierlog runs
+// on a counting FS, which turns the mappings off (the one-pread path);
+// impl=tierlog-mmap reopens the same log on vfs.Default, where reads copy
+// from the segment's mapping and ReadSlice returns the mapped bytes.
+// Reports the p50 and p99 latency of single lookups, the preads of the
+// segment file per lookup (counting FS only) and the read system calls of
+// the process per lookup (/proc/self/io, where readable).
 func BenchmarkOffsetLookup(b *testing.B) {
 	fs := countfs.Wrap(vfs.Default)
 	dir, l := fillLogFS(b, fs, 64<<20)
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	hw := l.HighWatermark()
 	buf := make([]byte, 0, 64<<10)
-	// Warm the indexes and the page cache.
-	for o := int64(0); o < hw; o += 1000 {
-		if _, err := l.Read(buf, o, 1, IsolationHighWatermark, true); err != nil {
-			b.Fatal(err)
+	warm := func(l *UnifiedLog) {
+		// Warm the indexes, the page cache and the mapping.
+		for o := int64(0); o < hw; o += 16 {
+			if _, err := l.Read(buf, o, 1, IsolationHighWatermark, true); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
+	warm(l)
 	batch := benchBatch(b, 16, 1024-21)
 	perBatch := int64(mustBatch(b, batch).LastOffset() + 1)
 	measure := func(b *testing.B, lookup func(o int64) error) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		lat := make([]time.Duration, 0, b.N)
-		preads := fs.ReadAts.Load()
+		preads, syscr := fs.ReadAts.Load(), readSyscalls()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -438,26 +465,31 @@ func BenchmarkOffsetLookup(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 		b.ReportMetric(float64(fs.ReadAts.Load()-preads)/float64(b.N), "preads/op")
+		if syscr >= 0 {
+			b.ReportMetric(float64(readSyscalls()-syscr)/float64(b.N), "syscr/op")
+		}
 	}
-	b.Run("impl=tierlog/read", func(b *testing.B) {
-		measure(b, func(o int64) error {
+	read := func(l *UnifiedLog) func(o int64) error {
+		return func(o int64) error {
 			info, err := l.Read(buf, o, 1, IsolationHighWatermark, true)
 			if err == nil && len(info.Records) != len(batch) {
 				err = fmt.Errorf("%d bytes, want %d", len(info.Records), len(batch))
 			}
 			return err
-		})
-	})
-	b.Run("impl=tierlog/slice", func(b *testing.B) {
-		measure(b, func(o int64) error {
+		}
+	}
+	slice := func(l *UnifiedLog, mapped bool) func(o int64) error {
+		return func(o int64) error {
 			sl, err := l.ReadSlice(o, 1, IsolationHighWatermark, true)
-			if err == nil && sl.Size != int64(len(batch)) {
-				err = fmt.Errorf("%d bytes, want %d", sl.Size, len(batch))
+			if err == nil && (sl.Size != int64(len(batch)) || (sl.Data != nil) != mapped) {
+				err = fmt.Errorf("%d bytes (mapped %t), want %d", sl.Size, sl.Data != nil, len(batch))
 			}
 			sl.Release()
 			return err
-		})
-	})
+		}
+	}
+	b.Run("impl=tierlog/read", func(b *testing.B) { measure(b, read(l)) })
+	b.Run("impl=tierlog/slice", func(b *testing.B) { measure(b, slice(l, false)) })
 	b.Run("impl=raw-pread", func(b *testing.B) {
 		f, err := fs.Open(filepath.Join(dir, "00000000000000000000.log"))
 		if err != nil {
@@ -470,6 +502,33 @@ func BenchmarkOffsetLookup(b *testing.B) {
 			return err
 		})
 	})
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	ml := benchLog(b, dir, Options{RetentionBytes: RetentionInfinite})
+	l = ml
+	ml.UpdateHighWatermark(ml.LogEndOffset())
+	warm(ml)
+	b.Run("impl=tierlog-mmap/read", func(b *testing.B) { measure(b, read(ml)) })
+	b.Run("impl=tierlog-mmap/slice", func(b *testing.B) { measure(b, slice(ml, true)) })
+}
+
+// readSyscalls returns the read system calls the process made so far
+// (syscr of /proc/self/io), or -1 where that is not readable.
+func readSyscalls() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err == nil {
+				return n - 1 // this read of the file itself
+			}
+		}
+	}
+	return -1
 }
 
 // BenchmarkOpenAfterCrash times Open of a crash image: a log filled with

@@ -53,6 +53,7 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 		MaxIndexBytes:      opts.SegmentIndexBytes,
 		MaxBatchBytes:      max(opts.MaxMessageBytes, record.HeaderSize) + record.LogOverhead,
 		PreallocateBytes:   segmentPreallocateBytes(opts),
+		MapReads:           opts.mapReads,
 	}
 	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
 	var ev events

@@ -130,6 +130,20 @@ type Options struct {
 	// producer.id.expiration.ms.
 	ProducerIDExpirationMs int64
 
+	// DisableMmapReads turns off reads through read-only memory mappings
+	// of the segment files. With vfs.Default as FS (and only then: the
+	// other file systems have no descriptors, or wrap the real one to
+	// count or inject faults), each segment's .log is mapped on its
+	// first read and reads copy from the mapping instead of issuing a
+	// pread, so a point read makes no system call, and ReadSlice returns
+	// the bytes (FileSlice.Data). A mapping lives until the last reader
+	// of its segment is done (DESIGN.md 5.2). The cost of leaving it on:
+	// a read of a page the disk cannot return is a fault, turned into an
+	// I/O error for Read but not for a caller reading FileSlice.Data.
+	// Default false (mapped). tierlog's own; Kafka maps its index files,
+	// not its segments.
+	DisableMmapReads bool
+
 	// FS is where the log's files live. Default vfs.Default.
 	FS vfs.FS
 	// Logger receives the log's events. Default zap.NewNop().
@@ -140,6 +154,9 @@ type Options struct {
 	// Listener receives notifications of roll, deletion, recovery and
 	// corruption. Optional: nil callbacks are skipped.
 	Listener Listener
+
+	// mapReads is set by withDefaults: segments read through mappings.
+	mapReads bool
 }
 
 // Defaults, as Kafka's.
@@ -201,6 +218,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
+	// Decided on the FS as given: the classifying wrapper below forwards
+	// the descriptors of vfs.Default's files.
+	o.mapReads = o.FS == vfs.Default && !o.DisableMmapReads
 	// Classify every file system error at the one place all I/O passes
 	// (errors_io.go).
 	o.FS = classifyingFS(o.FS)

@@ -13,6 +13,17 @@ type FileSlice struct {
 	// of it with ReadAt, or send it from File.Fd(). Never write to it or
 	// close it. Nil when Size is 0.
 	File vfs.File
+	// Data is [Position, Position+Size) of the file as a slice of the
+	// segment's read-only memory mapping, when the log reads through
+	// mappings (vfs.Default, Options.DisableMmapReads unset): a broker
+	// writes it to the socket without a pread or a copy. Nil otherwise
+	// (use File). Valid until Release, which the mapping outlives (it is
+	// unmapped only when the last view of the segment is released, after
+	// any deletion, truncation or close of the log); never write to it.
+	// Reading it bypasses the I/O error a pread would return for a page
+	// the disk cannot supply: that is a fault (see
+	// runtime/debug.SetPanicOnFault).
+	Data []byte
 	// Position and Size are the range of the file to send. It starts at
 	// the batch holding FetchOffset and ends before the first batch that
 	// does not end below the isolation bound; it may end inside a batch
@@ -41,7 +52,7 @@ func (f *FileSlice) Release() {
 		f.view.unref()
 		f.view = nil
 	}
-	f.File = nil
+	f.File, f.Data = nil, nil
 }
 
 // ReadSlice is Read without the copy: it returns where the batches Read
@@ -59,7 +70,7 @@ func (l *UnifiedLog) ReadSlice(offset int64, maxBytes int, isolation Isolation, 
 	fs, err := l.slicePinned(v, o, offset, maxBytes, isolation, minOneMessage)
 	if err != nil || fs.Size == 0 {
 		v.unref()
-		fs.File = nil
+		fs.File, fs.Data = nil, nil
 		return fs, err
 	}
 	fs.view = v
@@ -97,6 +108,9 @@ func (l *UnifiedLog) slicePinned(v *segmentView, o Offsets, offset int64, maxByt
 			continue // a gap: next segment
 		}
 		fs.File, fs.Position, fs.Size = s.File(), res.Position, res.Size
+		if res.Size > 0 {
+			fs.Data = s.Mapped(res.Position, res.Size)
+		}
 		fs.BatchBaseOffset, fs.SegmentBaseOffset = res.BatchBaseOffset, s.BaseOffset()
 		if isolation == IsolationCommitted && fs.Size > 0 {
 			// Without the bytes the last returned offset is unknown: the

@@ -107,8 +107,21 @@ func (t *tierlogImpl) ReadAll() (bytes, records int64, err error) {
 }
 
 // ReadRecord fetches offset i with maxBytes 1 and minOneMessage: Kafka's
-// answer is the whole batch holding the offset.
+// answer is the whole batch holding the offset. It asks ReadSlice, the
+// broker's zero-copy fetch path: on vfs.Default the segments are mapped,
+// so the batch comes back as a slice of the mapping (FileSlice.Data, no
+// system call, no copy), which a broker writes to its socket. Without a
+// mapping it falls back to Read, which copies the batch with one pread.
 func (t *tierlogImpl) ReadRecord(i int64) (int, error) {
+	sl, err := t.l.ReadSlice(i, 1, log.IsolationLogEnd, true)
+	if err != nil {
+		return 0, err
+	}
+	n := len(sl.Data)
+	sl.Release()
+	if n > 0 {
+		return n, nil
+	}
 	if cap(t.buf) < 2*fetchBytes {
 		t.buf = make([]byte, 0, 2*fetchBytes)
 	}

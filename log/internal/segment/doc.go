@@ -98,7 +98,9 @@
 // TranslateOffset, Size, ReadNextOffset, FindOffsetByTimestamp,
 // LargestTimestamp, MaxTimestampAndOffset and FirstBatchTimestamp may run
 // from any number of goroutines concurrently with the writer (but not
-// after Close: the log refcounts segments). Reads use ReadAt only. The
+// after Close: the log refcounts segments). Reads use ReadAt, or copy from
+// a read-only mapping of the .log (Options.MapReads; mmap.go says why it
+// never faults and when it is unmapped: at Close only). The
 // writer publishes the size atomically after the bytes are written, and
 // only then adds index entries, so every entry a reader sees points below
 // the size it loaded. Index entries are guarded by a per-index RWMutex

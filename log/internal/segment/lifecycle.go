@@ -201,7 +201,9 @@ func (s *Segment) Close() error {
 	if !s.w.superseded {
 		errs = append(errs, s.trimLog())
 	}
-	errs = append(errs, s.offsetIdx.closeFile(), s.timeIdx.closeFile())
+	// No reader holds the segment (the log closes it after its last
+	// view), so no slice of the mapping is in use.
+	errs = append(errs, s.offsetIdx.closeFile(), s.timeIdx.closeFile(), s.unmap())
 	if s.logFile != nil {
 		errs = append(errs, ioErr("close", s.logPath, s.logFile.Close()))
 	}

@@ -47,6 +47,13 @@ type Options struct {
 	// off (the log turns it on with an fsync policy); negative: off.
 	// Kafka: file.preallocate (which sizes the file to segment.bytes).
 	PreallocateBytes int64
+	// MapReads makes reads copy from a read-only shared memory mapping of
+	// the .log instead of issuing a pread, and lets Mapped return slices
+	// of it (mmap.go has the lifetime). Set it only for files of the
+	// operating system's file system (vfs.Default): a wrapper that
+	// forwards Fd would be bypassed by every read. A file without a
+	// descriptor, or a failed mmap, reads with pread. Default false.
+	MapReads bool
 }
 
 // withDefaults returns a copy of o with defaults filled in, or an error

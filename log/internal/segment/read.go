@@ -131,7 +131,7 @@ func (s *Segment) readIndexed(dst []byte, r readRequest) (res ReadResult, done b
 	}
 	readLen := min(r.end-sp.pos, max(want, record.HeaderSize))
 	buf := slices.Grow(dst[:0], int(readLen))[:readLen]
-	if err := s.readAt(buf, sp.pos); err != nil {
+	if err := s.readBytes(buf, sp.pos); err != nil {
 		return ReadResult{}, true, err
 	}
 	h, ok, err := parseHeader(buf, s.logPath, sp.pos, r.end)
@@ -167,7 +167,7 @@ func (s *Segment) readBetween(buf []byte, r readRequest, sp indexSpan, regionEnd
 		return ReadResult{Data: buf[:0]}, false, nil
 	}
 	buf = slices.Grow(buf[:0], int(n))[:n]
-	if err := s.readAt(buf, start); err != nil {
+	if err := s.readBytes(buf, start); err != nil {
 		return ReadResult{}, true, err
 	}
 	prevLast := sp.prevOffset
@@ -216,7 +216,7 @@ func (s *Segment) finishRead(buf []byte, have int64, h batchHeader, r readReques
 	}
 	if n > have {
 		buf = slices.Grow(buf[:have], int(n-have))[:n]
-		if err := s.readAt(buf[have:], h.pos+have); err != nil {
+		if err := s.readBytes(buf[have:], h.pos+have); err != nil {
 			return ReadResult{}, err
 		}
 	}
@@ -272,8 +272,9 @@ func (s *Segment) validPrefix(data []byte, atEnd bool) int {
 	return len(data)
 }
 
-// readAt fills p from the .log at pos; a short read is an error (the
-// bytes are below the published size, so they exist).
+// readAt fills p from the .log at pos with one pread; a short read is an
+// error (the bytes are below the published size, so they exist). Reads
+// go through readBytes, which uses the mapping when there is one.
 func (s *Segment) readAt(p []byte, pos int64) error {
 	if got, err := s.logFile.ReadAt(p, pos); got < len(p) {
 		if err == nil || err == io.EOF {
@@ -369,7 +370,7 @@ func (s *Segment) locate(target, end int64) (batchHeader, bool, error) {
 	}
 	if sp := s.offsetIdx.span(target); sp.ok && sp.pos+record.HeaderSize <= end {
 		buf := headerPool.Get().(*headerBuf)
-		h, ok, err := readHeader(s.logFile, s.logPath, sp.pos, end, buf)
+		h, ok, err := s.headerAt(sp.pos, end, buf)
 		headerPool.Put(buf)
 		if err != nil && !errors.Is(err, ErrCorruption) {
 			return batchHeader{}, false, err
@@ -442,7 +443,7 @@ func (s *Segment) scanHeaders(pos, end int64, lenient bool, match func(batchHead
 	defer headerPool.Put(buf)
 	prevLast := s.baseOffset - 1
 	for pos < end {
-		h, ok, err := readHeader(s.logFile, s.logPath, pos, end, buf)
+		h, ok, err := s.headerAt(pos, end, buf)
 		if err != nil {
 			return batchHeader{}, false, err
 		}
@@ -587,7 +588,7 @@ func (s *Segment) FindByTimestamp(ts int64, startingOffset int64) (TimestampOffs
 			return TimestampOffset{}, false, err
 		}
 		buf = slices.Grow(buf[:0], int(h.size))[:h.size]
-		if err := s.readAt(buf, h.pos); err != nil {
+		if err := s.readBytes(buf, h.pos); err != nil {
 			return TimestampOffset{}, false, err
 		}
 		b, err := record.ReadBatch(buf)
@@ -635,7 +636,7 @@ func (s *Segment) checkNextHeader(h batchHeader, end int64) error {
 	}
 	buf := headerPool.Get().(*headerBuf)
 	defer headerPool.Put(buf)
-	next, ok, err := readHeader(s.logFile, s.logPath, h.end(), end, buf)
+	next, ok, err := s.headerAt(h.end(), end, buf)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ type Segment struct {
 	// the bytes of a failed or partial write are overwritten by the next
 	// append instead of being left in the middle of the log.
 	logFile vfs.File
+	// mm is the read-only mapping of the .log that reads use instead of
+	// pread when Options.MapReads is set (mmap.go).
+	mm mapState
 
 	// size is the number of valid bytes in the .log file. Race-free
 	// because it is stored (by the writer) only after the bytes below it
