@@ -316,7 +316,24 @@ func removeAsync(f *Fetcher, tp remote.TopicIDPartition) <-chan struct{} {
 		defer close(done)
 		f.Remove(tp)
 	}()
-	return done
+	// Wait until Remove has marked the partition (or returned), so what
+	// the caller does next (an Add during the round, say) comes after
+	// it whatever the scheduler does.
+	for {
+		select {
+		case <-done:
+			return done
+		default:
+		}
+		f.mu.Lock()
+		s, ok := f.mu.parts[tp]
+		marked := !ok || s.removed
+		f.mu.Unlock()
+		if marked {
+			return done
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 // requireBlocked fails if done is closed after the goroutine had ample
