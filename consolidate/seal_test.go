@@ -270,28 +270,11 @@ func TestSealLeaderCrash(t *testing.T) {
 		if proposed >= 0 && (l.LogEndOffset() != proposed || len(l.OngoingTransactions()) != 0) {
 			return fmt.Errorf("%s after the proposal of %d", before, proposed)
 		}
-		res, err := seal(l)
+		s, err := checkResealed(l, before, seal)
 		if err != nil {
 			return err
-		}
-		s := res.Proposal.Seal
-		if !res.Ready || s != l.LogEndOffset() || s < 100 {
-			return fmt.Errorf("%s: sealed at %d (ready %v), log end %d", before, s, res.Ready, l.LogEndOffset())
 		}
 		seals[s]++
-		if got := epochcache.FormatEntries(l.EpochEntries()); got != "0@0 2@80" {
-			return fmt.Errorf("%s: epochs %s", before, got)
-		}
-		aborted, err := l.CollectAbortedTransactions(0, s)
-		if err != nil {
-			return err
-		}
-		if len(aborted) != 1 || aborted[0].ProducerID != 7 || aborted[0].FirstOffset != 90 || aborted[0].LastOffset != s-1 {
-			return fmt.Errorf("%s: aborted %v", before, aborted)
-		}
-		if len(l.OngoingTransactions()) != 0 {
-			return fmt.Errorf("%s: open transactions %v", before, l.OngoingTransactions())
-		}
 		if got := classicValues(t, l, 99); fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Errorf("%s: records %v", before, got)
 		}
@@ -400,4 +383,34 @@ func TestClassicGateDrainsAdmittedAppends(t *testing.T) {
 	require.Equal(t, []string{"classic append written", "seal pending in place"}, b.events)
 	_, err = g.AppendAsLeader(nil, 2, log.OriginClient)
 	require.ErrorIs(t, err, ErrSealPending)
+}
+
+// checkResealed seals l again (the sealing test's log: [0, 99) acked in
+// epochs 0@0 2@80, producer 7's transaction open from 90) and checks the
+// outcome: ready at the log end, at least 100, the epochs unchanged, one
+// abort marker ending producer 7's transaction at S-1, nothing left open.
+// It returns S; at names the crash image in errors.
+func checkResealed(l *log.UnifiedLog, at string, seal func(*log.UnifiedLog) (SealResult, error)) (int64, error) {
+	res, err := seal(l)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", at, err)
+	}
+	s := res.Proposal.Seal
+	if !res.Ready || s != l.LogEndOffset() || s < 100 {
+		return 0, fmt.Errorf("%s: sealed at %d (ready %v), log end %d", at, s, res.Ready, l.LogEndOffset())
+	}
+	if e := epochcache.FormatEntries(l.EpochEntries()); e != "0@0 2@80" {
+		return 0, fmt.Errorf("%s: epochs %s", at, e)
+	}
+	aborted, err := l.CollectAbortedTransactions(0, s)
+	if err != nil {
+		return 0, err
+	}
+	if len(aborted) != 1 || aborted[0].ProducerID != 7 || aborted[0].FirstOffset != 90 || aborted[0].LastOffset != s-1 {
+		return 0, fmt.Errorf("%s: sealed at %d, aborted %v", at, s, aborted)
+	}
+	if len(l.OngoingTransactions()) != 0 {
+		return 0, fmt.Errorf("%s: open transactions %v", at, l.OngoingTransactions())
+	}
+	return s, nil
 }
