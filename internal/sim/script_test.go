@@ -27,6 +27,7 @@ import (
 //	lose-disk broker=N   restart broker=N       arm-switch
 //	switch-step          copy broker=N          expire broker=N
 //	prune                consolidate broker=N   faults rate=F
+//	unclean-elect broker=N                      roll broker=N
 //	state                broker id=N            check
 //
 // Without `new`, the first command builds a default cluster (three
@@ -184,16 +185,18 @@ func init() {
 		return e.result(e.c.SetFaults(rate))
 	})
 	for name, f := range map[string]func(*Cluster, int32) error{
-		"replicate":    (*Cluster).Replicate,
-		"catch-up":     (*Cluster).CatchUp,
-		"elect":        (*Cluster).ElectLeader,
-		"force-leader": (*Cluster).ForceLeader,
-		"shrink-isr":   (*Cluster).ShrinkISR,
-		"lose-disk":    (*Cluster).LoseDisk,
-		"restart":      (*Cluster).Restart,
-		"copy":         (*Cluster).Copy,
-		"expire":       (*Cluster).Expire,
-		"consolidate":  (*Cluster).Consolidate,
+		"replicate":     (*Cluster).Replicate,
+		"catch-up":      (*Cluster).CatchUp,
+		"elect":         (*Cluster).ElectLeader,
+		"force-leader":  (*Cluster).ForceLeader,
+		"unclean-elect": (*Cluster).UncleanElection,
+		"roll":          (*Cluster).Roll,
+		"shrink-isr":    (*Cluster).ShrinkISR,
+		"lose-disk":     (*Cluster).LoseDisk,
+		"restart":       (*Cluster).Restart,
+		"copy":          (*Cluster).Copy,
+		"expire":        (*Cluster).Expire,
+		"consolidate":   (*Cluster).Consolidate,
 	} {
 		registerScriptCommand(name, brokerAction(f))
 	}
