@@ -45,6 +45,9 @@ type Broker struct {
 	gate    *consolidate.ClassicGate
 	gateFor *log.UnifiedLog
 	swEpoch int32
+	// task is a remote log task's lookup awaiting its install (scripted
+	// runs: Cluster.RemoteTaskLookup).
+	task *remoteTaskLookup
 }
 
 // classicFetch is where the classic fetcher fetches from.
@@ -128,7 +131,8 @@ func (b *Broker) start() error {
 		Remote: c.meta, Partitions: partitionSource{b}, SegmentBytes: c.opts.SegmentBytes}); err != nil {
 		return err
 	}
-	m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: b.endpoint, Metadata: c.meta, Data: c.storage})
+	m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: b.endpoint, Metadata: c.meta, Data: c.storage,
+		Listener: b.rebuildListener()})
 	if err != nil {
 		return err
 	}
@@ -140,7 +144,8 @@ func (b *Broker) start() error {
 		return err
 	}
 	opts := replica.Options{Partition: Partition, Logs: logManager{b}, Classic: classicFetcher{b},
-		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: b.mgr}
+		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: b.mgr,
+		OnEvent: b.onDriverEvent}
 	if l != nil {
 		opts.Log = l
 	}

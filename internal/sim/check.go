@@ -47,6 +47,8 @@ func (k Kind) String() string {
 		return "pruned-past-remote"
 	case LineageDiverged:
 		return "lineage-diverged"
+	case ConsolidatingOutsideISR:
+		return "consolidating-outside-isr"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
@@ -77,7 +79,8 @@ func (c *Cluster) Check() *Violation {
 	if v := c.observeWAL(); v != nil {
 		return v
 	}
-	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage} {
+	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage,
+		c.checkConsolidatingInISR} {
 		if v := f(); v != nil {
 			return v
 		}
@@ -150,7 +153,7 @@ func (c *Cluster) finishedSegments() []remote.SegmentMetadata {
 
 // checkRemote: remote storage holds only committed offsets.
 func (c *Cluster) checkRemote() *Violation {
-	for _, s := range c.finishedSegments() {
+	for _, s := range c.validSegments() {
 		if s.EndOffset >= c.model.end {
 			return c.violation(Conflict, s.BrokerID, s.EndOffset, "remote segment [%d, %d] ends past the committed end %d",
 				s.StartOffset, s.EndOffset, c.model.end)
@@ -180,7 +183,7 @@ func (c *Cluster) checkLost() *Violation {
 	}
 	var spans [][2]int64 // [start, end)
 	spans = append(spans, [2]int64{l.LocalLogStartOffset(), l.LogEndOffset()})
-	for _, s := range c.finishedSegments() {
+	for _, s := range c.validSegments() {
 		spans = append(spans, [2]int64{s.StartOffset, s.EndOffset + 1})
 	}
 	if w, hw, ok := c.WAL(); ok {

@@ -118,8 +118,12 @@ func (c *Cluster) Expire(id int32) error {
 		}
 		note := ""
 		if c.ctrl.rec.Leader == id && !b.Prior().Fenced {
-			if _, err := b.mgr.RunExpiration(c.ctx, Partition); err != nil {
+			res, err := b.mgr.RunExpiration(c.ctx, Partition)
+			if err != nil {
 				note = "expiration failed: " + err.Error() + "; "
+			}
+			for _, d := range res.Deleted {
+				note += fmt.Sprintf("remote [%d, %d] deleted (%s); ", d.Segment.StartOffset, d.Segment.EndOffset, d.Reason)
 			}
 		}
 		n, err := l.DeleteOldSegments()
@@ -170,11 +174,13 @@ func (c *Cluster) Consolidate(id int32) error {
 		}
 		from := l.LogEndOffset()
 		c.nowMs += 10 // past any back-off of the last round
+		m0 := b.endpoint.Metrics()
 		if _, err := b.fetcher.Step(c.ctx); err != nil {
 			return "", err
 		}
 		note := fmt.Sprintf("%d -> %d local start %d hw=%d epochs=%s", from, l.LogEndOffset(), l.LocalLogStartOffset(),
 			l.HighWatermark(), formatEpochs(l.EpochEntries()))
+		note += endpointAnswers(m0, b.endpoint.Metrics())
 		if err := b.fetcher.Failed(Partition); err != nil {
 			note += " failed: " + err.Error()
 		}
