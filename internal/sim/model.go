@@ -23,6 +23,29 @@ type model struct {
 	// walStart0 is the WAL's start when the sim first saw its row (W
 	// before any prune), -1 before.
 	walStart0 int64
+	// lost holds the committed ranges [start, end) an operator or an
+	// election accepted to lose (start-phase-2 below the seal, a lowered
+	// seal, a last-known-leader or unclean election): no tier must hold
+	// them any more. Values stay: a replica still holding one must hold
+	// the committed value.
+	lost [][2]int64
+}
+
+// given reports whether the accepted losses cover [from, to).
+func (m *model) given(from, to int64) bool {
+	for _, r := range m.lost {
+		if r[0] <= from && from < r[1] {
+			from = r[1]
+		}
+	}
+	return from >= to
+}
+
+// acceptLoss records [from, to) as given up (nothing when empty).
+func (m *model) acceptLoss(from, to int64) {
+	if from < to {
+		m.lost = append(m.lost, [2]int64{from, to})
+	}
 }
 
 func (m *model) init() {
