@@ -201,12 +201,22 @@ func (c *Cluster) fenceBroker(id int32) error {
 // Crash kills broker id: its disk becomes a crash image that keeps 0,
 // 50 or 100 % of the unsynced data (chosen by the cluster's seed).
 func (c *Cluster) Crash(id int32) error {
+	return c.crashKeeping(id, func() int { return []int{0, 50, 100}[c.rng.IntN(3)] })
+}
+
+// CrashKeeping is Crash with the share of unsynced data the crash image
+// keeps given (0 to 100), for scripted runs.
+func (c *Cluster) CrashKeeping(id int32, unsyncedPercent int) error {
+	return c.crashKeeping(id, func() int { return unsyncedPercent })
+}
+
+func (c *Cluster) crashKeeping(id int32, unsynced func() int) error {
 	return c.do("crash", id, func() (string, error) {
 		b, err := c.upBroker(id)
 		if err != nil {
 			return "", err
 		}
-		pct := []int{0, 50, 100}[c.rng.IntN(3)]
+		pct := unsynced()
 		b.crash(pct, false)
 		err = c.fenceBroker(id)
 		return fmt.Sprintf("unsynced kept %d%%; leader=%d isr=%v", pct, c.ctrl.rec.Leader, c.ctrl.rec.ISR), err

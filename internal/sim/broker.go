@@ -133,7 +133,8 @@ func (b *Broker) start() error {
 		Remote: c.meta, Partitions: partitionSource{b}, SegmentBytes: c.opts.SegmentBytes}); err != nil {
 		return err
 	}
-	m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: b.endpoint, Metadata: c.meta, Data: c.storage})
+	m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: b.endpoint, Metadata: c.meta, Data: c.storage,
+		Listener: b.rebuildListener()})
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,8 @@ func (b *Broker) start() error {
 		return err
 	}
 	opts := replica.Options{Partition: Partition, Logs: logManager{b}, Classic: classicFetcher{b},
-		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: b.mgr}
+		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: b.mgr,
+		OnEvent: b.onDriverEvent}
 	if l != nil {
 		opts.Log = l
 	}

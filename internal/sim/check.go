@@ -150,7 +150,7 @@ func (c *Cluster) finishedSegments() []remote.SegmentMetadata {
 
 // checkRemote: remote storage holds only committed offsets.
 func (c *Cluster) checkRemote() *Violation {
-	for _, s := range c.finishedSegments() {
+	for _, s := range c.validSegments() {
 		if s.EndOffset >= c.model.end {
 			return c.violation(Conflict, s.BrokerID, s.EndOffset, "remote segment [%d, %d] ends past the committed end %d",
 				s.StartOffset, s.EndOffset, c.model.end)
@@ -180,7 +180,7 @@ func (c *Cluster) checkLost() *Violation {
 	}
 	var spans [][2]int64 // [start, end)
 	spans = append(spans, [2]int64{l.LocalLogStartOffset(), l.LogEndOffset()})
-	for _, s := range c.finishedSegments() {
+	for _, s := range c.validSegments() {
 		spans = append(spans, [2]int64{s.StartOffset, s.EndOffset + 1})
 	}
 	if w, hw, ok := c.WAL(); ok {

@@ -229,9 +229,10 @@ func (c *Cluster) WAL() (start, hw int64, ok bool) {
 
 // HighestRemoteOffset is the end of the gap-free run of finished remote
 // segments from the lowest one (-1 when none): the highest offset remote
-// storage holds.
+// storage holds of the partition's records (a segment an unclean
+// election discarded the end of counts below the discarded offsets).
 func (c *Cluster) HighestRemoteOffset() int64 {
-	segs := c.finishedSegments()
+	segs := c.validSegments()
 	h := int64(-1)
 	for _, s := range segs {
 		if h >= 0 && s.StartOffset > h+1 {

@@ -13,7 +13,7 @@ import (
 // The actions below are the brokers' side of the controller's elections
 // (KIP-966 and github.com/aiven/inkless/pull/871): a controlled
 // shutdown, a restart reported as unclean, a leader's log losing its
-// tail, a lost disk with no other in-sync copy, and a segment roll. The
+// tail, and a lost disk with no other in-sync copy. The
 // random scheduler does not use them; scripted runs do.
 
 // Stop shuts broker id down cleanly (a controlled shutdown: the log is
@@ -79,26 +79,6 @@ func (c *Cluster) WipeDisk(id int32) error {
 		}
 		err := c.fenceBroker(id)
 		return c.ctrl.rec.electionView(), err
-	})
-}
-
-// Roll rolls broker id's active segment (Kafka: a segment.ms roll, or
-// the leader's roll at the seal), so that the remote copy can take the
-// records below the roll.
-func (c *Cluster) Roll(id int32) error {
-	return c.do("roll", id, func() (string, error) {
-		b, err := c.upBroker(id)
-		if err != nil {
-			return "", err
-		}
-		l := b.Log()
-		if l == nil {
-			return "", notApplicable("broker %d has no log", id)
-		}
-		if err := errors.Join(l.Roll(), l.Flush()); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("active segment from %d", l.LogEndOffset()), nil
 	})
 }
 

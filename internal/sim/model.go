@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote"
 )
 
 // controlValue stands for a control record (an ABORT marker of the
@@ -23,6 +24,10 @@ type model struct {
 	// walStart0 is the WAL's start when the sim first saw its row (W
 	// before any prune), -1 before.
 	walStart0 int64
+	// discarded maps each remote segment finished before an unclean
+	// election to the offset that election discarded from (its records
+	// from there on are not the partition's); nil without one.
+	discarded map[remote.SegmentID]int64
 	// lost holds the committed ranges [start, end) an operator or an
 	// election accepted to lose (start-phase-2 below the seal, a lowered
 	// seal, a last-known-leader or unclean election): no tier must hold

@@ -170,11 +170,13 @@ func (c *Cluster) Consolidate(id int32) error {
 		}
 		from := l.LogEndOffset()
 		c.nowMs += 10 // past any back-off of the last round
+		m0 := b.endpoint.Metrics()
 		if _, err := b.fetcher.Step(c.ctx); err != nil {
 			return "", err
 		}
 		note := fmt.Sprintf("%d -> %d local start %d hw=%d epochs=%s", from, l.LogEndOffset(), l.LocalLogStartOffset(),
 			l.HighWatermark(), formatEpochs(l.EpochEntries()))
+		note += endpointAnswers(m0, b.endpoint.Metrics())
 		if err := b.fetcher.Failed(Partition); err != nil {
 			note += " failed: " + err.Error()
 		}

@@ -1,0 +1,95 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/tierlog/tierlog/remote"
+)
+
+// Actions for scripted runs: steps a worked example names that the
+// random scheduler does not take.
+
+// UncleanElection makes running broker id the leader in a new leader
+// epoch and the only ISR member, and declares the committed records past
+// its log end lost: an unclean leader election before the switch
+// (unclean.leader.election.enable, or an ElectLeaders request of type
+// UNCLEAN). The model forgets the discarded offsets, so the invariants
+// hold the partition to what it kept, and remote segments uploaded
+// before the election count only below the new leader's log end
+// (github.com/aiven/inkless/pull/857: "an unclean leader election
+// before the switch ... can still discard uploaded records").
+func (c *Cluster) UncleanElection(id int32) error {
+	return c.do("unclean-elect", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		if c.ctrl.rec.Leader == id || b.Log() == nil || c.ctrl.rec.State.SealCommitted() {
+			return "", notApplicable("broker %d leads already, has no log, or the seal is committed", id)
+		}
+		leo, end := b.Log().LogEndOffset(), c.model.end
+		c.model.discardFrom(leo, c.finishedSegments())
+		c.ctrl.newLeader(id)
+		c.ctrl.setISR([]int32{id})
+		err = c.publish("unclean election")
+		return fmt.Sprintf("epoch %d isr=%v; [%d, %d) discarded", c.ctrl.rec.LeaderEpoch, c.ctrl.rec.ISR, leo, max(leo, end)), err
+	})
+}
+
+// Roll rolls broker id's active segment (a segment boundary a worked
+// example names; the copy task uploads only rolled segments).
+func (c *Cluster) Roll(id int32) error {
+	return c.do("roll", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		l := b.Log()
+		if l == nil {
+			return "", notApplicable("broker %d has no log", id)
+		}
+		if err := l.Roll(); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("new segment at %d", l.LogEndOffset()), nil
+	})
+}
+
+// discardFrom forgets the committed records at and past offset (an
+// unclean election's loss) and remembers the finished remote segments of
+// the time, which may hold the discarded records.
+func (m *model) discardFrom(offset int64, segs []remote.SegmentMetadata) {
+	for o := range m.values {
+		if o >= offset {
+			delete(m.values, o)
+		}
+	}
+	m.end = min(m.end, offset)
+	if m.discarded == nil {
+		m.discarded = map[remote.SegmentID]int64{}
+	}
+	for _, s := range segs {
+		if _, ok := m.discarded[s.SegmentID]; !ok {
+			m.discarded[s.SegmentID] = offset
+		}
+	}
+}
+
+// validSegments are the finished remote segments as far as they hold
+// records the partition kept: a segment uploaded before an unclean
+// election is cut at the offset the election discarded from (dropped if
+// it starts there or past it).
+func (c *Cluster) validSegments() []remote.SegmentMetadata {
+	segs := c.finishedSegments()
+	out := segs[:0]
+	for _, s := range segs {
+		if cut, ok := c.model.discarded[s.SegmentID]; ok {
+			if s.StartOffset >= cut {
+				continue
+			}
+			s.EndOffset = min(s.EndOffset, cut-1)
+		}
+		out = append(out, s)
+	}
+	return out
+}
