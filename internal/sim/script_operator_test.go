@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/tierlog/tierlog/tierstate"
 )
 
 // Script commands for the controller's elections (KIP-966) and the
@@ -76,4 +78,28 @@ func (e *scriptEnv) kip966String() string {
 		state = "RECOVERING"
 	}
 	return fmt.Sprintf("isr=%v elr=%v last-known-elr=%v leader=%s %s\n", r.ISR, r.ELR, r.LastKnownELR, leader, state)
+}
+
+func init() {
+	// rebuild runs broker N's rebuild from remote storage once, as its
+	// consolidation fetcher does on OFFSET_MOVED_TO_TIERED_STORAGE
+	// (tierstate.Machine through the broker's consolidation endpoint),
+	// and prints the result or the error the fetcher would only log.
+	registerScriptCommand("rebuild", func(e *scriptEnv, d *datadriven.TestData) string {
+		b := e.c.Broker(scriptBroker(e.t, d))
+		l := b.Log()
+		if l == nil {
+			return "no log\n"
+		}
+		m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: b.endpoint, Metadata: e.c.meta, Data: e.c.storage})
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		res, err := m.Rebuild(e.c.ctx, tierstate.RebuildRequest{Partition: Partition, Log: l, State: e.c.ctrl.rec.State,
+			CurrentLeaderEpoch: e.c.ctrl.rec.LeaderEpoch, LeaderLogStartOffset: l.LogStartOffset()})
+		if err != nil {
+			return fmt.Sprintf("%s\nerror: %v\n", res, err)
+		}
+		return res.String() + "\n"
+	})
 }
