@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
@@ -38,7 +40,9 @@ type model struct {
 
 // given reports whether the accepted losses cover [from, to).
 func (m *model) given(from, to int64) bool {
-	for _, r := range m.lost {
+	lost := slices.Clone(m.lost)
+	slices.SortFunc(lost, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for _, r := range lost {
 		if r[0] <= from && from < r[1] {
 			from = r[1]
 		}
