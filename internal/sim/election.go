@@ -138,3 +138,24 @@ func (b *Broker) restoreHighWatermark(l interface{ UpdateHighWatermark(int64) in
 	l.UpdateHighWatermark(hw)
 	return b.fs.Remove(hwCheckpoint)
 }
+
+// LogDirFailure fails broker id's log directory for the partition
+// (replica.Replica.LogDirFailure): the replica goes offline and a fenced
+// record is cleared, so later deltas skip it
+// (github.com/aiven/inkless/pull/855: a partition in a failed directory
+// stays offline). The controller is not told.
+func (c *Cluster) LogDirFailure(id int32) error {
+	return c.do("log-dir-failure", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		fenced := b.Prior().Fenced
+		if err := b.driver.LogDirFailure(c.ctx); err != nil {
+			return "", err
+		}
+		b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+		p := b.Prior()
+		return fmt.Sprintf("was fenced=%t; offline=%t fenced=%t", fenced, p.Offline, p.Fenced), nil
+	})
+}

@@ -15,6 +15,7 @@ import (
 //	new-kraft [elr] [min-isr=N] [unclean] [brokers=N] [seed=N] [segment-bytes=N]
 //	stop broker=N [lose-tail-from=N]     restart-unclean broker=N
 //	wipe-disk broker=N                   kip966
+//	log-dir-failure broker=N             rebuild broker=N
 //	describe [broker=N]                  elect-replica broker=N
 //	start-phase-2 [accept-data-loss]     reseal seal=N
 //	repair
@@ -44,6 +45,7 @@ func init() {
 	})
 	registerScriptCommand("restart-unclean", brokerAction((*Cluster).RestartUnclean))
 	registerScriptCommand("wipe-disk", brokerAction((*Cluster).WipeDisk))
+	registerScriptCommand("log-dir-failure", brokerAction((*Cluster).LogDirFailure))
 	registerScriptCommand("elect-replica", brokerAction((*Cluster).ElectReplica))
 	registerScriptCommand("describe", func(e *scriptEnv, d *datadriven.TestData) string {
 		if d.HasArg("broker") || d.HasArg("b") {
