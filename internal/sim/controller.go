@@ -400,7 +400,11 @@ func (c *Cluster) maybeRecovered() error {
 // acceptLossAtElection records, after an election from outside the ISR
 // and ELR, the committed records the new leader does not hold: KIP-966
 // and unclean elections accept that loss, so the invariants stop asking
-// for them.
+// for them. Before the seal the partition goes on from the leader's log
+// end (the records past it are discarded, and new ones take their
+// offsets); in phase 1 the prefix [leader's log end, seal) is lost (the
+// leader is fenced until the seal comes down to its log end); in phase 2
+// remote storage and the WAL still hold everything.
 func (c *Cluster) acceptLossAtElection(kind election) {
 	if kind != lastKnownLeader && kind != uncleanElection {
 		return
@@ -409,10 +413,12 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 	if b := c.Broker(c.ctrl.rec.Leader); b != nil && b.Log() != nil {
 		end = b.Log().LogEndOffset()
 	}
-	if st := c.ctrl.rec.State; st.SealCommitted() {
-		end = min(end, st.Seal())
-		c.model.acceptLoss(end, st.Seal())
-	} else {
-		c.model.acceptLoss(end, c.model.end)
+	switch st := c.ctrl.rec.State; {
+	case !st.SealCommitted():
+		if end < c.model.end {
+			c.model.discardFrom(end, c.finishedSegments())
+		}
+	case st.Phase() == tierstate.PhaseOne:
+		c.model.acceptLoss(min(end, st.Seal()), st.Seal())
 	}
 }
