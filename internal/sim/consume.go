@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tierlog/tierlog/log"
@@ -12,7 +13,9 @@ import (
 // start, the local log (read committed: up to the high watermark), the
 // WAL past the local log end once the seal is committed. Every record
 // it is served must be committed, with the committed value
-// (UncommittedRead otherwise). A fetch that fails (the tier is not
+// (UncommittedRead otherwise), and the first one must be at offset when
+// offset is committed (LostRecord otherwise: the tier skipped records).
+// A fetch that fails (the tier is not
 // ready, the leader is rebuilding) serves nothing and is no violation.
 func (c *Cluster) Consume(offset int64) error {
 	var bad *Violation
@@ -27,6 +30,14 @@ func (c *Cluster) Consume(offset int64) error {
 		}
 		n, last := 0, int64(-1)
 		_, err = forEachRecord(data, offset, 1<<62, func(o int64, v string) error {
+			if n == 0 && o > offset && offset < c.model.end {
+				// Offsets are dense here (no compaction, transactions
+				// or gaps): a fetch served past its offset skipped
+				// committed records.
+				bad = c.violation(LostRecord, b.ID, offset, "%s served from %d a fetch at %d (committed end %d)",
+					tier, o, offset, c.model.end)
+				return bad
+			}
 			n, last = n+1, o
 			want, ok := c.model.values[o]
 			if o >= c.model.end || ok && want != v {
@@ -50,6 +61,9 @@ func (c *Cluster) Consume(offset int64) error {
 	return err
 }
 
+// errPrefixNotLocal: a fetch below the seal past the leader's log end.
+var errPrefixNotLocal = errors.New("sim: the classic prefix is not in the leader's log yet")
+
 // fetch reads at offset through the leader's tiers.
 func (c *Cluster) fetch(b *Broker, offset int64) (string, []byte, error) {
 	l := b.Log()
@@ -60,6 +74,11 @@ func (c *Cluster) fetch(b *Broker, offset int64) (string, []byte, error) {
 	case offset < l.LogEndOffset() || !c.ctrl.rec.State.SealCommitted():
 		fd, err := l.Read(nil, offset, fetchBytes, log.IsolationHighWatermark, true)
 		return "local", fd.Records, err
+	case offset < c.ctrl.rec.State.Seal():
+		// The classic prefix is neither local nor tiered on this leader
+		// (its log ends below the seal: it is rebuilding); the WAL holds
+		// nothing below the seal.
+		return "local", nil, errPrefixNotLocal
 	}
 	res, err := c.reader.Fetch(c.ctx, wal.FindBatchesRequest{MaxBytes: fetchBytes,
 		Partitions: []wal.FindPartition{{Partition: walPartition, Offset: offset, MaxPartitionBytes: fetchBytes}}})

@@ -34,10 +34,7 @@ func (b *Broker) rebuildListener() tierstate.MachineListener {
 				b.c.trace.detail("b%d rebuild failed: %v", b.ID, err)
 				return
 			}
-			s := res.Segment
-			b.c.trace.detail("b%d rebuild (%s): segment [%d, %d] epochs %s holds %d@%d; log starts at %d, epochs %s",
-				b.ID, res.Mode, s.StartOffset, s.EndOffset, formatEpochs(s.SegmentLeaderEpochs), res.Target.Offset,
-				res.Target.Epoch, res.NextOffset, formatEpochs(res.Epochs))
+			b.c.trace.detail("%s", rebuildNote(b.ID, res))
 		},
 	}
 }
@@ -56,4 +53,18 @@ func endpointAnswers(before, after consolidate.EndpointMetrics) string {
 		s += " (NOT_LEADER_OR_FOLLOWER: remote prefix unknown)"
 	}
 	return s
+}
+
+// rebuildNote is one rebuild's result: the segment it read, the record
+// it looked that segment up for, where the log now starts and the epochs
+// it restored and dropped.
+func rebuildNote(id int32, res tierstate.RebuildResult) string {
+	s := res.Segment
+	note := fmt.Sprintf("b%d rebuild (%s): segment [%d, %d] epochs %s holds %d@%d; log starts at %d, epochs %s",
+		id, res.Mode, s.StartOffset, s.EndOffset, formatEpochs(s.SegmentLeaderEpochs), res.Target.Offset,
+		res.Target.Epoch, res.NextOffset, formatEpochs(res.Epochs))
+	if len(res.Dropped) > 0 {
+		note += ", dropped " + formatEpochs(res.Dropped)
+	}
+	return note
 }
