@@ -45,6 +45,9 @@ type Broker struct {
 	gate    *consolidate.ClassicGate
 	gateFor *log.UnifiedLog
 	swEpoch int32
+	// task is a remote log task's lookup awaiting its install (scripted
+	// runs: Cluster.RemoteTaskLookup).
+	task *remoteTaskLookup
 }
 
 // classicFetch is where the classic fetcher fetches from.

@@ -47,6 +47,8 @@ func (k Kind) String() string {
 		return "pruned-past-remote"
 	case LineageDiverged:
 		return "lineage-diverged"
+	case ConsolidatingOutsideISR:
+		return "consolidating-outside-isr"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
@@ -77,7 +79,8 @@ func (c *Cluster) Check() *Violation {
 	if v := c.observeWAL(); v != nil {
 		return v
 	}
-	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage} {
+	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage,
+		c.checkConsolidatingInISR} {
 		if v := f(); v != nil {
 			return v
 		}

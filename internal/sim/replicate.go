@@ -97,7 +97,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		return fmt.Sprintf("out of range at %d: %s", offset, plan), err
 	case tierstate.FetchOffsetMovedToTieredStorage:
 		m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: demo.Endpoint{Log: ll, Epoch: epoch},
-			Metadata: c.meta, Data: c.storage})
+			Metadata: c.meta, Data: c.storage, Listener: f.rebuildListener()})
 		if err != nil {
 			return "", err
 		}

@@ -28,6 +28,7 @@ import (
 //	switch-step          copy broker=N          expire broker=N
 //	prune                consolidate broker=N   faults rate=F
 //	unclean-elect broker=N                      roll broker=N
+//	task-lookup broker=N offset=N               task-install broker=N
 //	state                broker id=N            check
 //
 // Without `new`, the first command builds a default cluster (three
@@ -179,6 +180,11 @@ func init() {
 		}
 		return e.result(e.c.Crash(id))
 	})
+	registerScriptCommand("task-lookup", func(e *scriptEnv, d *datadriven.TestData) string {
+		var off int64
+		d.ScanArgs(e.t, "offset", &off)
+		return e.result(e.c.RemoteTaskLookup(scriptBroker(e.t, d), off))
+	})
 	registerScriptCommand("faults", func(e *scriptEnv, d *datadriven.TestData) string {
 		var rate float64
 		d.ScanArgs(e.t, "rate", &rate)
@@ -191,6 +197,7 @@ func init() {
 		"force-leader":  (*Cluster).ForceLeader,
 		"unclean-elect": (*Cluster).UncleanElection,
 		"roll":          (*Cluster).Roll,
+		"task-install":  (*Cluster).RemoteTaskInstall,
 		"shrink-isr":    (*Cluster).ShrinkISR,
 		"lose-disk":     (*Cluster).LoseDisk,
 		"restart":       (*Cluster).Restart,

@@ -3,7 +3,9 @@ package sim
 import (
 	"fmt"
 
+	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/truncation"
 )
 
 // Actions for scripted runs: steps a worked example names that the
@@ -92,4 +94,56 @@ func (c *Cluster) validSegments() []remote.SegmentMetadata {
 		out = append(out, s)
 	}
 	return out
+}
+
+// remoteTaskLookup is a remote log task's lookup held between the two
+// halves of RemoteTaskLookup and RemoteTaskInstall: the offset it found
+// and the log's truncation count it read first.
+type remoteTaskLookup struct {
+	l      *log.UnifiedLog
+	offset int64
+	count  truncation.Count
+}
+
+// RemoteTaskLookup is the first half of a remote log task on broker id
+// (the follower or copy task computing the highest offset in remote
+// storage without the log lock): it reads the log's truncation count
+// and finds offset. RemoteTaskInstall is the second half; other actions
+// may run between them, as the task runs concurrently with the broker.
+func (c *Cluster) RemoteTaskLookup(id int32, offset int64) error {
+	return c.do("task-lookup", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		l := b.Log()
+		if l == nil {
+			return "", notApplicable("broker %d has no log", id)
+		}
+		b.task = &remoteTaskLookup{l: l, offset: offset, count: l.TruncationCount()}
+		return fmt.Sprintf("found %d at truncation count %d", offset, b.task.count), nil
+	})
+}
+
+// RemoteTaskInstall is the task's second half: it installs the offset it
+// found with the count it read (log.UnifiedLog.UpdateHighestOffsetInRemoteStorage),
+// on the log it read them from.
+func (c *Cluster) RemoteTaskInstall(id int32) error {
+	return c.do("task-install", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		t := b.task
+		if t == nil {
+			return "", notApplicable("broker %d has no task lookup", id)
+		}
+		b.task = nil
+		ok := t.l.UpdateHighestOffsetInRemoteStorage(t.offset, t.count)
+		note := fmt.Sprintf("installed %d: %t; h=%d", t.offset, ok, t.l.HighestOffsetInRemoteStorage())
+		if t.l != b.Log() {
+			note += " (on a log the broker no longer has)"
+		}
+		return note, nil
+	})
 }

@@ -118,8 +118,12 @@ func (c *Cluster) Expire(id int32) error {
 		}
 		note := ""
 		if c.ctrl.rec.Leader == id && !b.Prior().Fenced {
-			if _, err := b.mgr.RunExpiration(c.ctx, Partition); err != nil {
+			res, err := b.mgr.RunExpiration(c.ctx, Partition)
+			if err != nil {
 				note = "expiration failed: " + err.Error() + "; "
+			}
+			for _, d := range res.Deleted {
+				note += fmt.Sprintf("remote [%d, %d] deleted (%s); ", d.Segment.StartOffset, d.Segment.EndOffset, d.Reason)
 			}
 		}
 		n, err := l.DeleteOldSegments()
