@@ -394,6 +394,18 @@ func (e *Endpoint) FetchEpochEndOffset(ctx context.Context, tp remote.TopicIDPar
 		return epochcache.UndefinedEpochEndOffset, err
 	}
 	q := PlanEpochEnd(epoch, s.Seal(), s.DisklessLeaderEpoch())
+	if q == EpochEndAtSeal && s.LastClassicLeaderEpoch() == base.UndefinedEpoch {
+		// No recorded epoch (an operator's start-phase-2): the epochs
+		// between the last classic record and E_d may have no records
+		// (the fence's elections), and Kafka answers the largest epoch
+		// <= epoch the lineage has. Remote storage holds the prefix up
+		// to the seal, so its epoch at seal - 1 is that epoch.
+		if e, ok, err := e.remoteEpochBelowSeal(tp, s.Seal(), epoch); err != nil {
+			return epochcache.UndefinedEpochEndOffset, err
+		} else if ok {
+			return epochcache.EpochEndOffset{Epoch: e, EndOffset: s.Seal()}, nil
+		}
+	}
 	var latest int64
 	if q == EpochEndLatest {
 		if latest, err = e.listOffset(ctx, tp, wal.LatestTimestamp); err != nil {
@@ -404,6 +416,35 @@ func (e *Endpoint) FetchEpochEndOffset(ctx context.Context, tp remote.TopicIDPar
 		}
 	}
 	return EpochEnd(q, epoch, s.Seal(), latest), nil
+}
+
+// remoteEpochBelowSeal returns the leader epoch of offset seal-1 in the
+// finished remote segments that hold it (the highest one at or below
+// epoch, when overlapping copies disagree), ok false when none does.
+func (e *Endpoint) remoteEpochBelowSeal(tp remote.TopicIDPartition, seal int64, epoch int32) (int32, bool, error) {
+	if seal <= 0 {
+		return 0, false, nil
+	}
+	segs, err := e.opts.Remote.ListSegments(tp)
+	if err != nil {
+		return 0, false, err
+	}
+	found, ok := int32(0), false
+	for _, m := range segs {
+		if m.State != remote.CopySegmentFinished || m.StartOffset > seal-1 || m.EndOffset < seal-1 {
+			continue
+		}
+		at := base.UndefinedEpoch
+		for _, le := range m.SegmentLeaderEpochs {
+			if le.StartOffset <= seal-1 {
+				at = le.Epoch
+			}
+		}
+		if at != base.UndefinedEpoch && at <= epoch && (!ok || at > found) {
+			found, ok = at, true
+		}
+	}
+	return found, ok, nil
 }
 
 // EndpointMetrics is a snapshot of an Endpoint's counters.

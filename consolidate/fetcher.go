@@ -331,6 +331,12 @@ func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionRes
 		if err := stampEpoch(r.Records, epoch); err != nil {
 			return f.opts.Backoff, nil
 		}
+		if err := maybeStartEpochAtSeal(p, r.Records, epoch); err != nil {
+			if errors.Is(err, log.ErrIO) || errors.Is(err, log.ErrClosed) {
+				return 0, err
+			}
+			return f.opts.Backoff, nil
+		}
 		info, err := p.Log.AppendAsFollower(r.Records, epoch)
 		if err != nil {
 			if errors.Is(err, log.ErrIO) || errors.Is(err, log.ErrClosed) {
@@ -390,6 +396,36 @@ func (f *Fetcher) reset(ctx context.Context, p FetcherPartition) error {
 		err = p.Log.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
 	}
 	return err
+}
+
+// epochAssigner is the optional capability of a ConsolidationLog to
+// start a leader epoch at an offset. *log.UnifiedLog has it.
+type epochAssigner interface {
+	AssignEpochStartOffset(epoch int32, startOffset int64) error
+}
+
+// maybeStartEpochAtSeal starts E_d at the seal when the first diskless
+// batch lands past it on a log that ends at it: a seal lowered below the
+// WAL's first batch (start-phase-2 or a downward re-seal,
+// github.com/aiven/inkless/pull/855 and /pull/871) leaves [seal, first
+// batch) without records. Without the entry the epoch cache gives the
+// seal the last classic epoch, and
+// tierstate.HasConsolidatedDisklessSuffixFromSeal, which reads the epoch
+// at the seal, would take the diskless records for a classic tail.
+func maybeStartEpochAtSeal(p FetcherPartition, batches []byte, epoch int32) error {
+	s := p.State
+	if !s.SealCommitted() || p.Log.LogEndOffset() != s.Seal() || epoch != s.DisklessLeaderEpoch() {
+		return nil
+	}
+	b, err := record.ReadBatch(batches)
+	if err != nil || b.BaseOffset() <= s.Seal() {
+		return nil // the append reports a bad batch
+	}
+	a, ok := p.Log.(epochAssigner)
+	if !ok {
+		return nil
+	}
+	return a.AssignEpochStartOffset(epoch, s.Seal())
 }
 
 // StampEpoch is the leader epoch consolidation writes into every batch:

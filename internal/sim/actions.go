@@ -192,21 +192,10 @@ func (c *Cluster) ShrinkISR(id int32) error {
 // heartbeating: out of the ISR (unless it is the last member, which
 // Kafka keeps), and a new leader from the ISR if it led.
 func (c *Cluster) fenceBroker(id int32) error {
-	k := &c.ctrl
-	if k.rec.inISR(id) && len(k.rec.ISR) > 1 {
-		k.setISR(slices.DeleteFunc(slices.Clone(k.rec.ISR), func(x int32) bool { return x == id }))
-	}
-	if k.rec.Leader == id {
-		next := int32(-1)
-		for _, cand := range k.rec.ISR {
-			if b := c.Broker(cand); cand != id && b.up {
-				next = cand
-				break
-			}
-		}
-		k.newLeader(next)
-	}
-	return c.publish(fmt.Sprintf("broker %d fenced", id))
+	kind := c.ctrl.brokerFenced(id, c.running)
+	err := c.publish(fmt.Sprintf("broker %d fenced%s", id, kind.note()))
+	c.acceptLossAtElection(kind)
+	return errors.Join(err, c.maybeRecovered())
 }
 
 // Crash kills broker id: its disk becomes a crash image that keeps 0,
@@ -283,10 +272,10 @@ func (c *Cluster) Restart(id int32) error {
 		if err := b.start(); err != nil {
 			return "", err
 		}
-		if c.ctrl.rec.Leader < 0 && c.ctrl.rec.inISR(id) {
-			c.ctrl.newLeader(id)
-		}
-		err := c.publish(fmt.Sprintf("broker %d restarted", id))
+		kind := c.ctrl.brokerRegistered(id, c.running)
+		err := c.publish(fmt.Sprintf("broker %d restarted%s", id, kind.note()))
+		c.acceptLossAtElection(kind)
+		err = errors.Join(err, c.maybeRecovered())
 		_, _, leo, hw := b.Offsets()
 		return fmt.Sprintf("leo=%d hw=%d epochs=%s leader=%d", leo, hw, formatEpochs(b.Epochs()), c.ctrl.rec.Leader), err
 	})

@@ -123,6 +123,11 @@ func (b *Broker) start() error {
 	if err != nil {
 		return err
 	}
+	if l != nil {
+		if err := b.restoreHighWatermark(l); err != nil {
+			return errors.Join(err, l.Close())
+		}
+	}
 	if b.mgr, err = remote.NewManager(c.meta, c.storage, remote.ManagerOptions{BrokerID: b.ID, TaskInterval: -1,
 		Now: c.now}); err != nil {
 		return err

@@ -175,7 +175,7 @@ func (c *Cluster) checkLost() *Violation {
 	l := b.Log()
 	st := c.ctrl.rec.State
 	if !st.SealCommitted() {
-		if l.LogEndOffset() < c.model.end {
+		if l.LogEndOffset() < c.model.end && !c.model.given(l.LogEndOffset(), c.model.end) {
 			return c.violation(LostRecord, b.ID, l.LogEndOffset(), "classic leader's log ends at %d, committed end %d",
 				l.LogEndOffset(), c.model.end)
 		}
@@ -189,6 +189,7 @@ func (c *Cluster) checkLost() *Violation {
 	if w, hw, ok := c.WAL(); ok {
 		spans = append(spans, [2]int64{max(w, st.Seal()), hw})
 	}
+	spans = append(spans, c.model.lost...)
 	slices.SortFunc(spans, func(a, b [2]int64) int { return int(a[0] - b[0]) })
 	covered := int64(0)
 	for _, s := range spans {

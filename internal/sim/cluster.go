@@ -49,6 +49,23 @@ type Options struct {
 	// cache then loses its classic epochs (LineageDiverged; seed 2 shows
 	// it in 91 steps).
 	ProduceInPhaseOne bool
+	// EligibleLeaderReplicas turns on KIP-966 in the controller model:
+	// the ISR may become empty, replicas that leave an ISR below
+	// MinInsyncReplicas become eligible leaders (ELR), and a partition
+	// whose ISR and ELR are empty elects its last known leader when it
+	// returns, even in phase 1. Off by default (Kafka before 4.1): the
+	// last ISR member stays in the ISR and leads again when it returns.
+	// Kafka: eligible.leader.replicas.version.
+	EligibleLeaderReplicas bool
+	// MinInsyncReplicas bounds the ISR below which leaving replicas join
+	// the ELR. Default 1. Kafka: min.insync.replicas.
+	MinInsyncReplicas int
+	// UncleanLeaderElection lets the controller elect a running replica
+	// outside the ISR (and ELR) when none inside can lead, except in
+	// phase 1 of the switch, which blocks it
+	// (github.com/aiven/inkless/pull/855). Default false. Kafka:
+	// unclean.leader.election.enable.
+	UncleanLeaderElection bool
 	// Trace, if set, receives every trace line as it is written.
 	Trace func(line string)
 }
@@ -109,7 +126,7 @@ func New(opts Options) (*Cluster, error) {
 			return nil, errors.Join(err, c.Close())
 		}
 	}
-	c.ctrl.init(opts.Brokers)
+	c.ctrl.init(opts)
 	if err := c.publish("initial record"); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}

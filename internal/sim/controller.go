@@ -19,11 +19,30 @@ type partRecord struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []int32 // sorted
-	State          tierstate.State
+	// ELR is KIP-966's eligible leader replicas (sorted): replicas that
+	// left the ISR while it was below min.insync.replicas, so they hold
+	// every record committed up to then, and did not shut down
+	// uncleanly since. Empty unless Options.EligibleLeaderReplicas.
+	ELR []int32
+	// LastKnownELR is KIP-966's last known leader: the leader when the
+	// ISR became empty, cleared once the partition has a leader again.
+	LastKnownELR []int32
+	// Recovering is LeaderRecoveryState RECOVERING: the leader was
+	// elected from outside the ISR and ELR (unclean or last-known-leader
+	// election) and has not told the controller it recovered.
+	Recovering bool
+	State      tierstate.State
 }
 
 func (r partRecord) String() string {
-	return fmt.Sprintf("leader=%d epoch=%d pe=%d isr=%v %s", r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR, r.State)
+	s := fmt.Sprintf("leader=%d epoch=%d pe=%d isr=%v", r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR)
+	if len(r.ELR) > 0 || len(r.LastKnownELR) > 0 {
+		s += fmt.Sprintf(" elr=%v last-known-elr=%v", r.ELR, r.LastKnownELR)
+	}
+	if r.Recovering {
+		s += " RECOVERING"
+	}
+	return s + " " + r.State.String()
 }
 
 func (r partRecord) inISR(id int32) bool { return slices.Contains(r.ISR, id) }
@@ -38,14 +57,31 @@ type controller struct {
 	// fetched is the leader's view of each follower's log end (from its
 	// last fetch in this leader epoch).
 	fetched map[int32]int64
+	// replicas is the assignment: every broker, by id.
+	replicas []int32
+	// elr, minISR and unclean are Options.EligibleLeaderReplicas,
+	// MinInsyncReplicas and UncleanLeaderElection.
+	elr     bool
+	minISR  int
+	unclean bool
+	// cleanStop records the brokers whose last stop was a controlled
+	// shutdown (Cluster.Stop); any other stop is unclean. A broker
+	// registering after an unclean shutdown leaves the ELR.
+	cleanStop map[int32]bool
 }
 
-func (k *controller) init(brokers int) {
+func (k *controller) init(opts Options) {
 	k.rec = partRecord{Leader: 1}
-	for id := 1; id <= brokers; id++ {
+	for id := 1; id <= opts.Brokers; id++ {
 		k.rec.ISR = append(k.rec.ISR, int32(id))
 	}
+	k.replicas = slices.Clone(k.rec.ISR)
 	k.fetched = map[int32]int64{}
+	k.elr, k.minISR, k.unclean = opts.EligibleLeaderReplicas, opts.MinInsyncReplicas, opts.UncleanLeaderElection
+	if k.minISR == 0 {
+		k.minISR = 1
+	}
+	k.cleanStop = map[int32]bool{}
 }
 
 // newLeader moves leadership to id (-1: none) in a new leader epoch.
@@ -170,4 +206,219 @@ func (s switchController) SetClassicPrefixInRemoteStorage(_ context.Context, _ r
 	k.rec.PartitionEpoch++
 	s.c.trace.detail("controller commits phase 2: R=%d E_d=%d", st.LastClassicLeaderEpoch(), st.DisklessLeaderEpoch())
 	return s.c.publish("phase 2 committed")
+}
+
+// election is how the controller chose a leader, for the trace.
+type election int8
+
+const (
+	noElection       election = iota // the leader stays
+	cleanElection                    // from the ISR
+	elrElection                      // from the ELR (KIP-966), ISR empty
+	lastKnownLeader                  // KIP-966's last-known-leader election
+	uncleanElection                  // unclean.leader.election.enable
+	noLeaderElection                 // nobody can lead
+)
+
+func (e election) String() string {
+	return [...]string{"none", "clean", "elr", "last-known-leader", "unclean", "no-leader"}[e]
+}
+
+// note is the election for a delta's reason: "" for none or a clean
+// one (the trace of a run without KIP-966 stays as it was).
+func (e election) note() string {
+	if e == noElection || e == cleanElection {
+		return ""
+	}
+	return "; " + e.String() + " election"
+}
+
+// without returns ids without x, sorted.
+func without(ids []int32, x ...int32) []int32 {
+	return slices.DeleteFunc(slices.Clone(ids), func(id int32) bool { return slices.Contains(x, id) })
+}
+
+func union(a, b []int32) []int32 {
+	u := append(slices.Clone(a), b...)
+	slices.Sort(u)
+	return slices.Compact(u)
+}
+
+// changeISR is KRaft's PartitionChangeBuilder for a new ISR: with ELR
+// on, an ISR at or above min.insync.replicas empties the ELR, and one
+// below it puts every replica that leaves (ISR and ELR minus the new
+// ISR) into the ELR (maybePopulateTargetElr); an ISR that becomes empty
+// records the leader as the last known one (maybeUpdateLastKnownLeader,
+// only the first time the partition becomes leaderless).
+func (k *controller) changeISR(isr []int32) {
+	isr = union(nil, isr)
+	if k.elr {
+		if len(isr) >= k.minISR {
+			k.rec.ELR = nil
+		} else {
+			k.rec.ELR = without(union(k.rec.ISR, k.rec.ELR), isr...)
+		}
+		if len(isr) == 0 && k.rec.Leader >= 0 && !slices.Equal(k.rec.LastKnownELR, []int32{k.rec.Leader}) {
+			k.rec.LastKnownELR = []int32{k.rec.Leader}
+		}
+	}
+	k.rec.ISR = isr
+	k.rec.PartitionEpoch++
+}
+
+// electLeader is PartitionChangeBuilder.electAnyLeader on the current
+// record: the leader stays if it is in the ISR and running; else the
+// first running ISR member; with ELR on and an empty ISR, the first
+// running ELR member (clean: it holds every committed record) or, with
+// ISR and ELR empty, the last known leader (canElectLastKnownLeader,
+// checked before the election type, so phase 1 does not block it:
+// github.com/aiven/inkless/pull/871); then, if unclean elections are
+// on and the partition is not in phase 1, any running replica. An
+// election from outside the ISR and ELR makes the ISR the leader alone
+// and the leader RECOVERING; one from the ELR moves the leader to the
+// ISR. A new leader gets a new leader epoch; one that stays does not.
+func (k *controller) electLeader(running func(int32) bool) election {
+	r := &k.rec
+	if r.Leader >= 0 && r.inISR(r.Leader) && running(r.Leader) {
+		return noElection
+	}
+	pick := func(ids []int32) int32 {
+		for _, id := range ids {
+			if running(id) {
+				return id
+			}
+		}
+		return -1
+	}
+	kind, next := cleanElection, pick(r.ISR)
+	if next < 0 && k.elr && len(r.ISR) == 0 {
+		kind, next = elrElection, pick(r.ELR)
+		if next < 0 && len(r.ELR) == 0 && len(r.LastKnownELR) == 1 && running(r.LastKnownELR[0]) {
+			kind, next = lastKnownLeader, r.LastKnownELR[0]
+		}
+	}
+	if next < 0 && k.unclean && r.State.Phase() != tierstate.PhaseOne {
+		kind, next = uncleanElection, pick(k.replicas)
+	}
+	if next < 0 {
+		if r.Leader >= 0 {
+			k.newLeader(-1)
+		}
+		return noLeaderElection
+	}
+	k.newLeader(next)
+	switch kind {
+	case elrElection:
+		r.ELR = without(r.ELR, next)
+		r.ISR = []int32{next}
+	case lastKnownLeader, uncleanElection:
+		r.ISR = []int32{next}
+		r.Recovering = true
+	}
+	if k.elr {
+		r.LastKnownELR = nil // the partition has a leader again
+	}
+	return kind
+}
+
+// brokerFenced is the controller's reaction to a broker that stopped
+// heartbeating or shut down: out of the ISR (without ELR Kafka keeps
+// the last member; with ELR the ISR may empty, the leaver joining the
+// ELR), and a new leader if it led.
+func (k *controller) brokerFenced(id int32, running func(int32) bool) election {
+	if k.rec.inISR(id) && (k.elr || len(k.rec.ISR) > 1) {
+		k.changeISR(without(k.rec.ISR, id))
+	}
+	if k.rec.Leader != id {
+		return noElection
+	}
+	alive := func(x int32) bool { return x != id && running(x) }
+	if !k.elr && !k.unclean {
+		// Kafka before KIP-966: the first running ISR member, or none.
+		next := int32(-1)
+		for _, cand := range k.rec.ISR {
+			if alive(cand) {
+				next = cand
+				break
+			}
+		}
+		k.newLeader(next)
+		if next < 0 {
+			return noLeaderElection
+		}
+		return cleanElection
+	}
+	// The fenced broker cannot stay leader; electLeader keeps a leader
+	// that is running and in the ISR.
+	return k.electLeader(alive)
+}
+
+// brokerRegistered is the controller's reaction to a broker that
+// registers again (a restart): after an unclean shutdown it leaves the
+// ELR (KIP-966: it may have lost records), then a leaderless partition
+// elects. Without ELR the restarted broker leads if it is in the ISR
+// (Kafka elects the last ISR member when it returns).
+func (k *controller) brokerRegistered(id int32, running func(int32) bool) election {
+	clean := k.cleanStop[id]
+	delete(k.cleanStop, id)
+	if !k.elr && !k.unclean {
+		if k.rec.Leader < 0 && k.rec.inISR(id) {
+			k.newLeader(id)
+			return cleanElection
+		}
+		return noElection
+	}
+	if k.elr && !clean && slices.Contains(k.rec.ELR, id) {
+		k.rec.ELR = without(k.rec.ELR, id)
+		k.rec.PartitionEpoch++
+	}
+	if k.rec.Leader >= 0 {
+		return noElection
+	}
+	return k.electLeader(running)
+}
+
+// running reports whether broker id is up (registered and unfenced).
+func (c *Cluster) running(id int32) bool {
+	b := c.Broker(id)
+	return b != nil && b.up
+}
+
+// maybeRecovered is the leader's AlterPartition that ends a RECOVERING
+// state (Kafka: the leader of an unclean election reports RECOVERED once
+// it leads on its log): a running leader that took up leadership (not
+// fenced, not offline) reports it, and the controller publishes it.
+func (c *Cluster) maybeRecovered() error {
+	if !c.ctrl.rec.Recovering || c.leaderBroker() == nil {
+		return nil
+	}
+	c.ctrl.rec.Recovering = false
+	c.ctrl.rec.PartitionEpoch++
+	return c.publish("leader recovered")
+}
+
+// acceptLossAtElection records, after an election from outside the ISR
+// and ELR, the committed records the new leader does not hold: KIP-966
+// and unclean elections accept that loss, so the invariants stop asking
+// for them. Before the seal the partition goes on from the leader's log
+// end (the records past it are discarded, and new ones take their
+// offsets); in phase 1 the prefix [leader's log end, seal) is lost (the
+// leader is fenced until the seal comes down to its log end); in phase 2
+// remote storage and the WAL still hold everything.
+func (c *Cluster) acceptLossAtElection(kind election) {
+	if kind != lastKnownLeader && kind != uncleanElection {
+		return
+	}
+	end := int64(0)
+	if b := c.Broker(c.ctrl.rec.Leader); b != nil && b.Log() != nil {
+		end = b.Log().LogEndOffset()
+	}
+	switch st := c.ctrl.rec.State; {
+	case !st.SealCommitted():
+		if end < c.model.end {
+			c.model.discardFrom(end, c.finishedSegments())
+		}
+	case st.Phase() == tierstate.PhaseOne:
+		c.model.acceptLoss(min(end, st.Seal()), st.Seal())
+	}
 }

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
@@ -28,6 +30,31 @@ type model struct {
 	// election to the offset that election discarded from (its records
 	// from there on are not the partition's); nil without one.
 	discarded map[remote.SegmentID]int64
+	// lost holds the committed ranges [start, end) an operator or an
+	// election accepted to lose (start-phase-2 below the seal, a lowered
+	// seal, a last-known-leader or unclean election): no tier must hold
+	// them any more. Values stay: a replica still holding one must hold
+	// the committed value.
+	lost [][2]int64
+}
+
+// given reports whether the accepted losses cover [from, to).
+func (m *model) given(from, to int64) bool {
+	lost := slices.Clone(m.lost)
+	slices.SortFunc(lost, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for _, r := range lost {
+		if r[0] <= from && from < r[1] {
+			from = r[1]
+		}
+	}
+	return from >= to
+}
+
+// acceptLoss records [from, to) as given up (nothing when empty).
+func (m *model) acceptLoss(from, to int64) {
+	if from < to {
+		m.lost = append(m.lost, [2]int64{from, to})
+	}
 }
 
 func (m *model) init() {
