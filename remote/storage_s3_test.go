@@ -45,7 +45,7 @@ func TestStorageS3(t *testing.T) {
 		t.Run(fmt.Sprintf("compression=%t", compression), func(t *testing.T) {
 			ctx := context.Background()
 			store, o := openS3ForStorage(t, srv)
-			opts := StorageOptions{KeyPrefix: "cluster-1/", ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression}
+			opts := StorageOptions{KeyPrefix: "cluster-1/", ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression, ChecksumsInManifest: true}
 			s := newTestStorage(t, store, opts)
 			c := newTestCopy(storageTopic, 21, 1200, 10_500, true)
 			_, err := s.CopySegment(ctx, &c.m, c.data)
