@@ -30,6 +30,7 @@ import (
 //	                                               custom metadata's length (the locator, kept for
 //	                                               fetch and index with locator)
 //	locator seg=A                                  the locator, decoded
+//	swap-blocks seg=A a=I b=J frame=N              swap the frames (N bytes each) I and J of data-000000
 //	damage-locator seg=A at=N | size=N             flip a byte of the kept locator, or cut it
 //	manifest seg=A                                 the stored manifest, decoded
 //	keys                                           every key in the store
@@ -114,7 +115,7 @@ func (e *storageEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		"new": e.cmdNew, "copy": e.cmdCopy, "manifest": e.cmdManifest, "keys": e.cmdKeys,
 		"fetch": e.cmdFetch, "index": e.cmdIndex, "epochs": e.cmdEpochs, "corrupt": e.cmdCorrupt,
 		"truncate": e.cmdTruncate, "put": e.cmdPut, "delete": e.cmdDelete, "orphans": e.cmdOrphans,
-		"locator": e.cmdLocator, "damage-locator": e.cmdDamageLocator,
+		"locator": e.cmdLocator, "damage-locator": e.cmdDamageLocator, "swap-blocks": e.cmdSwapBlocks,
 	}
 	h, ok := handlers[d.Cmd]
 	if !ok {
@@ -193,6 +194,23 @@ func (e *storageEnv) cmdLocator(t *testing.T, d *datadriven.TestData) string {
 		return e.result(err)
 	}
 	return describeManifest(man, false)
+}
+
+func (e *storageEnv) cmdSwapBlocks(t *testing.T, d *datadriven.TestData) string {
+	ctx := context.Background()
+	c := e.seg(d)
+	dir, err := e.s.SegmentPrefix(&c.m)
+	require.NoError(t, err)
+	key := dir + "data-000000"
+	b, err := objstore.ReadAll(ctx, e.store, key)
+	if err != nil {
+		return e.result(err)
+	}
+	i, j, n := intArg(t, d, "a", 0), intArg(t, d, "b", 0), intArg(t, d, "frame", 0)
+	tmp := bytes.Clone(b[i*n : (i+1)*n])
+	copy(b[i*n:], b[j*n:(j+1)*n])
+	copy(b[j*n:], tmp)
+	return e.result(e.store.Put(ctx, key, bytes.NewReader(b), int64(len(b)), objstore.PutOptions{}))
 }
 
 func (e *storageEnv) cmdDamageLocator(t *testing.T, d *datadriven.TestData) string {
