@@ -115,11 +115,14 @@ type StorageOptions struct {
 	// partition (max.partition.fetch.bytes), so it touches one or two
 	// chunks. Kafka (Aiven's RSM): chunk.size.
 	ChunkSize int
-	// BlockSize is the bytes per checksum inside each chunk of an
-	// uncompressed segment: its manifest (version 2) also holds a CRC-32C
-	// per block, so a read fetches and verifies only the blocks its range
-	// touches (a 16 KiB read fetches at most 32 KiB rather than one or two
-	// whole chunks), for 4 manifest bytes per block (16 KiB per 64 MiB at
+	// BlockSize is the bytes per checksum of an uncompressed segment. In
+	// layout version 3 (the default; 1 to MaxChunkBytes, else version 1)
+	// each block of the data object is followed by its CRC-32C, so a
+	// 16 KiB read fetches at most 32 KiB and 8 bytes, in one Get. With
+	// ChecksumsInManifest, the bytes per checksum inside each chunk: its
+	// manifest (version 2) also holds a CRC-32C per block, so a read
+	// fetches and verifies only the blocks its range touches (rather than
+	// one or two whole chunks), for 4 manifest bytes per block (16 KiB per 64 MiB at
 	// the default). At least 1; a BlockSize at or above ChunkSize, or a
 	// segment that would have more than 2^20 blocks, writes no blocks
 	// (version 1). Negative writes no blocks. Compressed chunks have none:
@@ -220,13 +223,17 @@ type storageCounters struct {
 // storage_keys.go and DESIGN.md 5.6):
 //
 //	<prefix><topic>-<topic id>/<partition>/<start offset>-<segment id>/
-//	    data-000000 ...   the .log in chunks (raw or zstd per chunk)
+//	    data-000000 ...   the .log: blocks each followed by its CRC-32C
+//	                      (version 3), or chunks (raw or zstd per chunk)
 //	    indexes           offset, time, producer snapshot, [txn,] epochs
-//	    manifest          chunk table and index table with CRC-32Cs
+//	    manifest          the layout: the locator (version 3), or chunk
+//	                      and index tables with CRC-32Cs
 //
 // The manifest is written last: its presence means the copy is complete.
-// Every chunk and index carries a CRC-32C of its stored bytes, so ranged
-// reads, which no store can checksum, are verified end to end.
+// Every block, chunk and index carries a CRC-32C of its stored bytes, so
+// ranged reads, which no store can checksum, are verified end to end. In
+// version 3 the locator, returned as custom metadata, lets a read skip the
+// manifest (storage_locator.go).
 //
 // # Concurrency
 //
