@@ -315,7 +315,7 @@ func (r *segmentReader) openRun() error {
 // the manifest puts it.
 func (r *segmentReader) sizeMismatch(c *manifestChunk, format string, args ...any) error {
 	return r.s.corruption(&CorruptionError{SegmentID: r.id, Key: r.bodyKey, Offset: c.storedOffset,
-		Reason: fmt.Sprintf("object of %d bytes in the manifest ", r.man.objectSizes[c.object]) + fmt.Sprintf(format, args...)})
+		Reason: fmt.Sprintf("object of %d bytes in the %s ", r.man.objectSizes[c.object], r.man.source()) + fmt.Sprintf(format, args...)})
 }
 
 // loadChunk reads, verifies and decompresses chunk r.next and points

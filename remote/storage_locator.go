@@ -71,6 +71,14 @@ const (
 var locatorIndexTypes = [numIndexTypes]IndexType{IndexOffset, IndexTimestamp, IndexProducerSnapshot,
 	IndexTransaction, IndexLeaderEpoch}
 
+// source names where a layout's sizes come from, in errors.
+func (m *manifest) source() string {
+	if m.framed {
+		return "layout (locator or manifest)"
+	}
+	return "manifest"
+}
+
 // numBlocks is the block count of a framed segment.
 func (m *manifest) numBlocks() int64 { return (m.logSize + m.blockSize - 1) / m.blockSize }
 
