@@ -115,16 +115,28 @@ type StorageOptions struct {
 	// partition (max.partition.fetch.bytes), so it touches one or two
 	// chunks. Kafka (Aiven's RSM): chunk.size.
 	ChunkSize int
-	// BlockSize is the bytes per checksum inside each chunk of an
-	// uncompressed segment: its manifest (version 2) also holds a CRC-32C
-	// per block, so a read fetches and verifies only the blocks its range
-	// touches (a 16 KiB read fetches at most 32 KiB rather than one or two
-	// whole chunks), for 4 manifest bytes per block (16 KiB per 64 MiB at
+	// BlockSize is the bytes per checksum of an uncompressed segment. In
+	// layout version 3 (the default; 1 to MaxChunkBytes, else version 1)
+	// each block of the data object is followed by its CRC-32C, so a
+	// 16 KiB read fetches at most 32 KiB and 8 bytes, in one Get. With
+	// ChecksumsInManifest, the bytes per checksum inside each chunk: its
+	// manifest (version 2) also holds a CRC-32C per block, so a read
+	// fetches and verifies only the blocks its range touches (rather than
+	// one or two whole chunks), for 4 manifest bytes per block (16 KiB per 64 MiB at
 	// the default). At least 1; a BlockSize at or above ChunkSize, or a
 	// segment that would have more than 2^20 blocks, writes no blocks
 	// (version 1). Negative writes no blocks. Compressed chunks have none:
 	// a zstd frame is verified and decoded whole. Default 16 KiB.
 	BlockSize int
+	// ChecksumsInManifest writes an uncompressed segment in manifest
+	// version 2 (or 1): the data object is the .log byte for byte and the
+	// checksums are in the manifest, which a read must fetch first. By
+	// default (false) it is written in layout version 3: a CRC-32C
+	// trailer after every BlockSize block of the data object, and a
+	// locator of 58 bytes returned as the segment's custom metadata, so a
+	// read with the metadata needs no manifest (storage_locator.go). For
+	// readers that predate version 3.
+	ChecksumsInManifest bool
 	// Compression compresses each chunk with zstd; a chunk that does not
 	// shrink is stored raw. Default false: Kafka batches are usually
 	// compressed by producers already. Kafka (Aiven's RSM):
@@ -176,6 +188,7 @@ type StorageMetrics struct {
 	ChunksFetched   int64 // data chunks read and verified
 	ManifestHits    int64 // manifests served from the cache
 	ManifestMisses  int64 // manifests read from the store
+	LocatorReads    int64 // layouts taken from the segment's custom metadata (no manifest Get)
 	// ChecksumRereadBytes are bytes of uncompressed copies read a second
 	// time to checksum them, because the upload did not read them in
 	// order within their chunk (0 for a store that reads each part front
@@ -195,7 +208,7 @@ type StorageMetrics struct {
 type storageCounters struct {
 	segmentsCopied, segmentsDeleted, objectsPut, bytesPut, objectsDeleted  atomic.Int64
 	getRequests, bytesFetched, chunksFetched, manifestHits, manifestMisses atomic.Int64
-	corruptions, errors, checksumRereadBytes                               atomic.Int64
+	corruptions, errors, checksumRereadBytes, locatorReads                 atomic.Int64
 	speculativeReads, speculativeServed                                    atomic.Int64
 }
 
@@ -210,13 +223,17 @@ type storageCounters struct {
 // storage_keys.go and DESIGN.md 5.6):
 //
 //	<prefix><topic>-<topic id>/<partition>/<start offset>-<segment id>/
-//	    data-000000 ...   the .log in chunks (raw or zstd per chunk)
+//	    data-000000 ...   the .log: blocks each followed by its CRC-32C
+//	                      (version 3), or chunks (raw or zstd per chunk)
 //	    indexes           offset, time, producer snapshot, [txn,] epochs
-//	    manifest          chunk table and index table with CRC-32Cs
+//	    manifest          the layout: the locator (version 3), or chunk
+//	                      and index tables with CRC-32Cs
 //
 // The manifest is written last: its presence means the copy is complete.
-// Every chunk and index carries a CRC-32C of its stored bytes, so ranged
-// reads, which no store can checksum, are verified end to end.
+// Every block, chunk and index carries a CRC-32C of its stored bytes, so
+// ranged reads, which no store can checksum, are verified end to end. In
+// version 3 the locator, returned as custom metadata, lets a read skip the
+// manifest (storage_locator.go).
 //
 // # Concurrency
 //
@@ -299,7 +316,7 @@ func (s *StorageManager) Metrics() StorageMetrics {
 		SegmentsCopied: c.segmentsCopied.Load(), SegmentsDeleted: c.segmentsDeleted.Load(),
 		ObjectsPut: c.objectsPut.Load(), BytesPut: c.bytesPut.Load(), ObjectsDeleted: c.objectsDeleted.Load(),
 		GetRequests: c.getRequests.Load(), BytesFetched: c.bytesFetched.Load(), ChunksFetched: c.chunksFetched.Load(),
-		ManifestHits: c.manifestHits.Load(), ManifestMisses: c.manifestMisses.Load(),
+		ManifestHits: c.manifestHits.Load(), ManifestMisses: c.manifestMisses.Load(), LocatorReads: c.locatorReads.Load(),
 		ChecksumRereadBytes: c.checksumRereadBytes.Load(),
 		SpeculativeReads:    c.speculativeReads.Load(), SpeculativeServed: c.speculativeServed.Load(),
 		Corruptions: c.corruptions.Load(), Errors: c.errors.Load(),
@@ -323,8 +340,14 @@ func (s *StorageManager) count(err error) error {
 // manifest reads as ErrSegmentDataNotFound). m.SegmentID must be fresh for
 // the attempt (the Manager commits m as COPY_SEGMENT_STARTED before calling
 // this, so a crash leaves objects the metadata can name); a retry of the
-// same m overwrites the same keys, so CopySegment is idempotent. It returns
-// no custom metadata (nil): everything a read needs is in the manifest.
+// same m overwrites the same keys, so CopySegment is idempotent.
+//
+// An uncompressed segment in layout version 3 (the default; see
+// StorageOptions.ChecksumsInManifest) returns its locator, 58 bytes, as
+// custom metadata: stored in the segment's metadata (the Manager does, as
+// Kafka stores RemoteLogSegmentMetadata.customMetadata), it lets a read
+// find and verify the bytes without the manifest. Other layouts return
+// nil: everything a read needs is in the manifest.
 //
 // The copy checks that data agrees with m (LogSize == m.SizeBytes, a
 // transaction index iff !m.TxnIndexEmpty, the leader epochs well formed)
@@ -366,9 +389,12 @@ func (s *StorageManager) CopySegment(ctx context.Context, m *SegmentMetadata, da
 		}
 		indexesDone <- err
 	}()
-	if s.opts.Compression {
+	switch {
+	case s.opts.Compression:
 		err = s.putCompressed(uctx, keys, data, man)
-	} else {
+	case s.writesFramed(data.LogSize):
+		err = s.putFramed(uctx, keys, data, man)
+	default:
 		err = s.putPlain(uctx, keys, data, man)
 	}
 	if err != nil {
@@ -385,6 +411,9 @@ func (s *StorageManager) CopySegment(ctx context.Context, m *SegmentMetadata, da
 		b := encodeManifest(make([]byte, 0, man.encodedLen()), man)
 		err = s.put(ctx, keys.manifest(), b)
 	}
+	if err == nil && man.framed {
+		customMetadata = encodeLocator(make([]byte, 0, locatorLen), man)
+	}
 	if err != nil {
 		s.logger.Warn("remote segment copy failed", zap.Stringer("segment", m.SegmentID), zap.Error(err))
 		return nil, s.count(fmt.Errorf("remote: copy segment %s: %w", m.SegmentID, err))
@@ -397,7 +426,7 @@ func (s *StorageManager) CopySegment(ctx context.Context, m *SegmentMetadata, da
 		zap.Int64("start-offset", m.StartOffset), zap.Int64("log-bytes", data.LogSize),
 		zap.Int("data-objects", len(man.objectSizes)), zap.Int("chunks", len(man.chunks)),
 		zap.Duration("took", time.Since(begin)))
-	return nil, nil
+	return customMetadata, nil
 }
 
 // checkCopy validates a copy's arguments and returns its keys.

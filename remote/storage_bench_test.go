@@ -124,3 +124,79 @@ func BenchmarkStorageCopyFS(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStorageRead16KiB reads 16 KiB at random positions of a 64 MiB
+// segment copied with the default options (layout version 3), beside one
+// ranged Get of the same bytes from a plain object in the same store:
+//
+//   - raw-get: the plain object, one ranged Get;
+//   - located-cold: a new StorageManager per read, the locator in the
+//     metadata (what a broker's copy task stores): one Get, no manifest;
+//   - manifest-cold: a new StorageManager per read, metadata without the
+//     locator: the manifest's Get and the data's beside it;
+//   - warm: one StorageManager, the layout cached.
+//
+// gets/op and fetched-B/op count what each read cost; fetched÷requested
+// is fetched-B/op over 16 KiB.
+func BenchmarkStorageRead16KiB(b *testing.B) {
+	const size, batch = 64 << 20, 16 << 10
+	c := newTestCopy(storageTopic, 2, 0, size, false)
+	for _, storeName := range []string{"mem", "fs"} {
+		ctx := context.Background()
+		var store objstore.Store = newMemStore()
+		if storeName == "fs" {
+			st, err := fs.Open(b.TempDir(), fs.Options{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			store = st
+		}
+		counted := &countingStore{Store: store}
+		custom, err := newTestStorage(b, store, StorageOptions{}).CopySegment(ctx, &c.m, c.data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		located := c.m
+		located.CustomMetadata = custom
+		if err := objstore.PutLarge(ctx, store, "raw/segment", bytes.NewReader(c.src), size, objstore.MultipartOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		warm := newTestStorage(b, counted, StorageOptions{})
+		for _, mode := range []string{"raw-get", "located-cold", "manifest-cold", "warm"} {
+			b.Run(fmt.Sprintf("store=%s/%s", storeName, mode), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				buf := make([]byte, batch)
+				gets0, bytes0 := counted.gets.Load(), counted.bytes.Load()
+				b.SetBytes(batch)
+				b.ReportAllocs()
+				for b.Loop() {
+					pos := rng.Int64N(size - batch)
+					var body io.ReadCloser
+					var err error
+					switch mode {
+					case "raw-get":
+						body, err = counted.Get(ctx, "raw/segment", pos, batch)
+					case "located-cold":
+						body, err = newTestStorage(b, counted, StorageOptions{}).FetchSegment(ctx, &located, pos, batch)
+					case "manifest-cold":
+						body, err = newTestStorage(b, counted, StorageOptions{}).FetchSegment(ctx, &c.m, pos, batch)
+					default:
+						body, err = warm.FetchSegment(ctx, &located, pos, batch)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.ReadFull(body, buf); err != nil {
+						b.Fatal(err)
+					}
+					_ = body.Close()
+				}
+				n := float64(b.N)
+				fetched := float64(counted.bytes.Load()-bytes0) / n
+				b.ReportMetric(float64(counted.gets.Load()-gets0)/n, "gets/op")
+				b.ReportMetric(fetched, "fetched-B/op")
+				b.ReportMetric(fetched/batch, "fetched÷requested")
+			})
+		}
+	}
+}

@@ -24,12 +24,19 @@ import (
 //
 // Commands (errors are printed as output, never fatal):
 //
-//	new [chunk=N] [object-bytes=N] [compression] [prefix=P] [cache=N] [readahead=N]   a new manager (same store)
-//	copy seg=A start=S size=N [txn] [seed=K]       CopySegment; prints the objects written
+//	new [chunk=N] [block=N] [object-bytes=N] [compression] [prefix=P] [cache=N] [readahead=N] [manifest-checksums]
+//	                                               a new manager (same store)
+//	copy seg=A start=S size=N [txn] [seed=K]       CopySegment; prints the objects written and the
+//	                                               custom metadata's length (the locator, kept for
+//	                                               fetch and index with locator)
+//	locator seg=A                                  the locator, decoded
+//	swap-blocks seg=A a=I b=J frame=N              swap the frames (N bytes each) I and J of data-000000
+//	damage-locator seg=A at=N | size=N             flip a byte of the kept locator, or cut it
 //	manifest seg=A                                 the stored manifest, decoded
 //	keys                                           every key in the store
-//	fetch seg=A start=S length=L                   FetchSegment; checks the bytes, prints Gets and chunks
-//	index seg=A type=OFFSET                        FetchIndex; checks the bytes
+//	fetch seg=A start=S length=L [locator]         FetchSegment; checks the bytes, prints Gets and chunks;
+//	                                               with locator, the metadata carries the locator
+//	index seg=A type=OFFSET [locator]              FetchIndex; checks the bytes
 //	epochs seg=A                                   FetchLeaderEpochs
 //	corrupt seg=A object=O at=N                    flip a byte of an object
 //	truncate seg=A object=O size=N                 cut an object
@@ -108,6 +115,7 @@ func (e *storageEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		"new": e.cmdNew, "copy": e.cmdCopy, "manifest": e.cmdManifest, "keys": e.cmdKeys,
 		"fetch": e.cmdFetch, "index": e.cmdIndex, "epochs": e.cmdEpochs, "corrupt": e.cmdCorrupt,
 		"truncate": e.cmdTruncate, "put": e.cmdPut, "delete": e.cmdDelete, "orphans": e.cmdOrphans,
+		"locator": e.cmdLocator, "damage-locator": e.cmdDamageLocator, "swap-blocks": e.cmdSwapBlocks,
 	}
 	h, ok := handlers[d.Cmd]
 	if !ok {
@@ -127,7 +135,8 @@ func (e *storageEnv) result(err error) string {
 func (e *storageEnv) cmdNew(t *testing.T, d *datadriven.TestData) string {
 	opts := StorageOptions{ChunkSize: int(intArg(t, d, "chunk", 0)), DataObjectBytes: int(intArg(t, d, "object-bytes", 0)),
 		Compression: d.HasArg("compression"), ManifestCacheEntries: int(intArg(t, d, "cache", 0)),
-		ReadAheadBytes: int(intArg(t, d, "readahead", 0))}
+		ReadAheadBytes: int(intArg(t, d, "readahead", 0)), ChecksumsInManifest: d.HasArg("manifest-checksums"),
+		BlockSize: int(intArg(t, d, "block", 0))}
 	if d.HasArg("prefix") {
 		d.ScanArgs(t, "prefix", &opts.KeyPrefix)
 	}
@@ -145,9 +154,11 @@ func (e *storageEnv) cmdCopy(t *testing.T, d *datadriven.TestData) string {
 	c.m.SegmentID.ID = ddSegID(name)
 	e.segs[name] = c
 	before := objectSet(e.store)
-	if _, err := e.s.CopySegment(context.Background(), &c.m, c.data); err != nil {
+	custom, err := e.s.CopySegment(context.Background(), &c.m, c.data)
+	if err != nil {
 		return e.result(err)
 	}
+	c.locator = custom
 	var b strings.Builder
 	for _, o := range listObjects(t, e.store) {
 		if before[o.Key] {
@@ -159,7 +170,58 @@ func (e *storageEnv) cmdCopy(t *testing.T, d *datadriven.TestData) string {
 		}
 		fmt.Fprintf(&b, "%s %s\n", e.printable(o.Key), size)
 	}
+	if custom != nil {
+		fmt.Fprintf(&b, "custom metadata %d bytes\n", len(custom))
+	}
 	return b.String()
+}
+
+// meta returns the metadata of c a command reads with: with the locator
+// as custom metadata when the command has the locator argument.
+func (e *storageEnv) meta(d *datadriven.TestData, c *testCopy) *SegmentMetadata {
+	m := c.m
+	if d.HasArg("locator") {
+		require.NotNil(e.t, c.locator, "the copy returned no locator")
+		m.CustomMetadata = c.locator
+	}
+	return &m
+}
+
+func (e *storageEnv) cmdLocator(t *testing.T, d *datadriven.TestData) string {
+	c := e.seg(d)
+	man, err := manifestFromLocator(e.meta(d, c))
+	if err != nil {
+		return e.result(err)
+	}
+	return describeManifest(man, false)
+}
+
+func (e *storageEnv) cmdSwapBlocks(t *testing.T, d *datadriven.TestData) string {
+	ctx := context.Background()
+	c := e.seg(d)
+	dir, err := e.s.SegmentPrefix(&c.m)
+	require.NoError(t, err)
+	key := dir + "data-000000"
+	b, err := objstore.ReadAll(ctx, e.store, key)
+	if err != nil {
+		return e.result(err)
+	}
+	i, j, n := intArg(t, d, "a", 0), intArg(t, d, "b", 0), intArg(t, d, "frame", 0)
+	tmp := bytes.Clone(b[i*n : (i+1)*n])
+	copy(b[i*n:], b[j*n:(j+1)*n])
+	copy(b[j*n:], tmp)
+	return e.result(e.store.Put(ctx, key, bytes.NewReader(b), int64(len(b)), objstore.PutOptions{}))
+}
+
+func (e *storageEnv) cmdDamageLocator(t *testing.T, d *datadriven.TestData) string {
+	c := e.seg(d)
+	c.locator = bytes.Clone(c.locator)
+	if d.HasArg("size") {
+		c.locator = c.locator[:intArg(t, d, "size", 0)]
+	} else {
+		c.locator[intArg(t, d, "at", 0)] ^= 0x20
+	}
+	return "ok\n"
 }
 
 func (e *storageEnv) cmdManifest(t *testing.T, d *datadriven.TestData) string {
@@ -189,7 +251,7 @@ func (e *storageEnv) cmdFetch(t *testing.T, d *datadriven.TestData) string {
 	c := e.seg(d)
 	start, length := intArg(t, d, "start", 0), intArg(t, d, "length", -1)
 	gets0, bytes0, chunks0 := e.store.gets.Load(), e.store.bytes.Load(), e.s.Metrics().ChunksFetched
-	got, err := fetchAll(context.Background(), e.s, &c.m, start, length)
+	got, err := fetchAll(context.Background(), e.s, e.meta(d, c), start, length)
 	stats := fmt.Sprintf("gets=%d chunks=%d", e.store.gets.Load()-gets0, e.s.Metrics().ChunksFetched-chunks0)
 	if !e.s.opts.Compression {
 		stats += fmt.Sprintf(" bytes-fetched=%d", e.store.bytes.Load()-bytes0)
@@ -213,7 +275,7 @@ func (e *storageEnv) cmdIndex(t *testing.T, d *datadriven.TestData) string {
 	d.ScanArgs(t, "type", &typ)
 	it := map[string]IndexType{"OFFSET": IndexOffset, "TIMESTAMP": IndexTimestamp, "PRODUCER_SNAPSHOT": IndexProducerSnapshot,
 		"TRANSACTION": IndexTransaction, "LEADER_EPOCH": IndexLeaderEpoch}[typ]
-	got, err := e.s.FetchIndex(context.Background(), &c.m, it)
+	got, err := e.s.FetchIndex(context.Background(), e.meta(d, c), it)
 	if err != nil {
 		return e.result(err)
 	}
@@ -320,8 +382,13 @@ func objectSet(s *countingStore) map[string]bool {
 // with sizes (they depend on the zstd version).
 func describeManifest(m *manifest, sizes bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "start=%d log=%d chunk=%d objects=%d chunks=%d\n", m.startOffset, m.logSize, m.chunkSize,
-		len(m.objectSizes), len(m.chunks))
+	if m.framed {
+		fmt.Fprintf(&b, "version 3: start=%d log=%d block=%d blocks=%d object=%v\n", m.startOffset, m.logSize,
+			m.blockSize, m.numBlocks(), m.objectSizes)
+	} else {
+		fmt.Fprintf(&b, "start=%d log=%d chunk=%d objects=%d chunks=%d\n", m.startOffset, m.logSize, m.chunkSize,
+			len(m.objectSizes), len(m.chunks))
+	}
 	for k, c := range m.chunks {
 		codec := "raw"
 		stored := fmt.Sprintf("[%d, %d)", c.storedOffset, c.storedEnd())

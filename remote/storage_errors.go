@@ -38,7 +38,8 @@ var (
 // errors.Is matches ErrCorrupt and ErrCorruption.
 type CorruptionError struct {
 	SegmentID SegmentID
-	// Key is the object holding the bad bytes.
+	// Key is the object holding the bad bytes; empty when they are the
+	// locator in the segment's custom metadata.
 	Key string
 	// Offset is the byte position of the bad data inside the object (the
 	// chunk's or index's stored offset), -1 when the object as a whole is
@@ -50,6 +51,9 @@ type CorruptionError struct {
 
 func (e *CorruptionError) Error() string {
 	where := e.Key
+	if where == "" {
+		where = "custom metadata"
+	}
 	if e.Offset >= 0 {
 		where += "@" + strconv.FormatInt(e.Offset, 10)
 	}

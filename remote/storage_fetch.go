@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/list"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -36,8 +37,11 @@ const maxManifestBytes = manifestFixedLen + (8+manifestChunkLen)*maxChunksPerSeg
 // chunk) is read whole even for one byte of it. Each unit is checked
 // against its CRC-32C before any of its bytes are returned, and a
 // compressed chunk decompressed into a buffer of exactly its raw length.
-// When the manifest is not cached, a short range's data Get is issued
-// beside the manifest's, guessing this manager's own layout
+// With the locator of layout version 3 in m.CustomMetadata (what
+// CopySegment returned), no manifest is read: a range of at most
+// ReadAheadBytes is one Get of the blocks it touches and their trailers.
+// Otherwise, when the manifest is not cached, a short range's data Get is
+// issued beside the manifest's, guessing this manager's own layout
 // (speculativeRange), so a cold read waits for one round trip; the bytes
 // are served only if the manifest confirms the guess.
 //
@@ -85,13 +89,14 @@ func (s *StorageManager) FetchSegment(ctx context.Context, m *SegmentMetadata, s
 }
 
 // speculativeRange is the ranged Get of a fetch whose manifest is not
-// cached, issued beside the manifest's Get so that a cold read waits for
-// one round trip instead of two. It guesses the layout this manager writes
-// (uncompressed, one data object, blocks of BlockSize aligned to the
-// chunks): the blocks the range touches are at the same offsets in the
-// data object. The bytes are served only if the manifest confirms that
-// layout, and are verified against its block checksums like any others;
-// otherwise they are dropped and the fetch reads as usual.
+// cached and whose metadata carries no locator, issued beside the
+// manifest's Get so that a cold read waits for one round trip instead of
+// two. It guesses the layout this manager writes (uncompressed, one data
+// object; version 3 blocks with their trailers, or version 2 blocks of
+// BlockSize aligned to the chunks): the blocks the range touches are at
+// offsets the block size gives. The bytes are served only if the manifest
+// confirms that layout, and are verified against its block checksums like
+// any others; otherwise they are dropped and the fetch reads as usual.
 type speculativeRange struct {
 	s      *StorageManager
 	key    string
@@ -110,12 +115,20 @@ type speculativeRange struct {
 // the object's end, to check the object's size).
 func (s *StorageManager) speculate(ctx context.Context, m *SegmentMetadata, start, length int64) *speculativeRange {
 	bs, cs := int64(s.opts.BlockSize), int64(s.opts.ChunkSize)
-	if s.opts.Compression || bs <= 0 || bs >= cs || cs%bs != 0 || length <= 0 || start < 0 ||
-		start+length > m.SizeBytes || (s.cache != nil && s.cache.contains(m.SegmentID)) {
+	if len(m.CustomMetadata) > 0 || length <= 0 || start < 0 || start+length > m.SizeBytes ||
+		(s.cache != nil && s.cache.contains(m.SegmentID)) {
 		return nil
 	}
-	lo, hi := start/bs*bs, (start+length+bs-1)/bs*bs
-	if hi >= m.SizeBytes || hi-lo > int64(s.opts.ReadAheadBytes) {
+	frame := bs // the stored bytes per block
+	switch {
+	case s.writesFramed(m.SizeBytes):
+		frame += trailerLen
+	case s.opts.Compression || bs <= 0 || bs >= cs || cs%bs != 0:
+		return nil
+	}
+	first, end := start/bs, (start+length+bs-1)/bs // blocks [first, end)
+	lo, hi := first*frame, end*frame
+	if end*bs >= m.SizeBytes || hi-lo > int64(s.opts.ReadAheadBytes) {
 		return nil
 	}
 	keys, err := s.keysFor(m)
@@ -302,7 +315,7 @@ func (r *segmentReader) openRun() error {
 // the manifest puts it.
 func (r *segmentReader) sizeMismatch(c *manifestChunk, format string, args ...any) error {
 	return r.s.corruption(&CorruptionError{SegmentID: r.id, Key: r.bodyKey, Offset: c.storedOffset,
-		Reason: fmt.Sprintf("object of %d bytes in the manifest ", r.man.objectSizes[c.object]) + fmt.Sprintf(format, args...)})
+		Reason: fmt.Sprintf("object of %d bytes in the %s ", r.man.objectSizes[c.object], r.man.source()) + fmt.Sprintf(format, args...)})
 }
 
 // loadChunk reads, verifies and decompresses chunk r.next and points
@@ -357,10 +370,16 @@ func (r *segmentReader) loadChunk() error {
 		return &CorruptionError{SegmentID: r.id, Key: r.bodyKey, Offset: c.storedOffset,
 			Reason: fmt.Sprintf("%s %d (raw [%d, %d)): ", r.man.unitNoun(), k, c.rawOffset, c.rawOffset+c.rawLen) + fmt.Sprintf(format, args...)}
 	}
-	if got := crc32.Checksum(stored, castagnoli); got != c.crc {
+	raw := stored
+	if r.man.framed {
+		raw = stored[:c.rawLen]
+		want := binary.BigEndian.Uint32(stored[c.rawLen:])
+		if got := crc32.Update(blockSeed(r.man.segmentID, int64(k)), castagnoli, raw); got != want {
+			return r.s.corruption(corrupt("checksum %08x, trailer says %08x", got, want))
+		}
+	} else if got := crc32.Checksum(stored, castagnoli); got != c.crc {
 		return r.s.corruption(corrupt("checksum %08x, manifest says %08x", got, c.crc))
 	}
-	raw := stored
 	if c.codec == codecZstd {
 		if r.raw == nil || int64(cap(*r.raw)) < c.rawLen {
 			putBuffer(r.raw)
@@ -524,6 +543,17 @@ func (s *StorageManager) loadManifest(ctx context.Context, m *SegmentMetadata) (
 			return man, keys, nil
 		}
 	}
+	if len(m.CustomMetadata) > 0 {
+		man, err := manifestFromLocator(m)
+		if err != nil {
+			return nil, keys, s.corruption(&CorruptionError{SegmentID: m.SegmentID, Offset: -1, Reason: err.Error()})
+		}
+		s.metrics.locatorReads.Add(1)
+		if s.cache != nil {
+			s.cache.add(m.SegmentID, man)
+		}
+		return man, keys, nil
+	}
 	s.metrics.manifestMisses.Add(1)
 	key := keys.manifest()
 	b, err := s.readManifest(ctx, key)
@@ -556,6 +586,24 @@ func (s *StorageManager) loadManifest(ctx context.Context, m *SegmentMetadata) (
 		s.cache.add(m.SegmentID, man)
 	}
 	return man, keys, nil
+}
+
+// manifestFromLocator builds the layout of m's segment from the locator
+// in its custom metadata, checked against the metadata: the log size, and
+// a transaction index iff the metadata says the segment has one.
+func manifestFromLocator(m *SegmentMetadata) (*manifest, error) {
+	tp := m.SegmentID.TopicIDPartition
+	man := &manifest{topicID: tp.TopicID, partition: tp.Partition, segmentID: m.SegmentID.ID, startOffset: m.StartOffset}
+	if err := decodeLocator(man, m.CustomMetadata, m.SegmentID.ID); err != nil {
+		return nil, err
+	}
+	if man.logSize != m.SizeBytes {
+		return nil, badLocator("log size %d, metadata says %d", man.logSize, m.SizeBytes)
+	}
+	if _, ok := man.index(IndexTransaction); ok == m.TxnIndexEmpty {
+		return nil, badLocator("transaction index present %t, metadata says empty %t", ok, m.TxnIndexEmpty)
+	}
+	return man, nil
 }
 
 // readManifest reads the manifest object, at most maxManifestBytes of it:

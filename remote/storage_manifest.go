@@ -106,6 +106,10 @@ type manifest struct {
 	// chunk (blocksPerChunk of each but the last); blockSize 0 without.
 	blockSize int64
 	blocks    []uint32
+	// framed is layout version 3 (storage_locator.go): no chunks, the
+	// blocks' checksums are trailers in the data object; chunkSize is
+	// blockSize.
+	framed bool
 }
 
 // blocksPerChunk is the number of blocks of a full chunk.
@@ -123,6 +127,9 @@ func blockCount(logSize, chunkSize, blockSize int64) int64 {
 
 // numUnits returns the number of read units.
 func (m *manifest) numUnits() int {
+	if m.framed {
+		return int(m.numBlocks())
+	}
 	if m.blockSize == 0 {
 		return len(m.chunks)
 	}
@@ -131,6 +138,9 @@ func (m *manifest) numUnits() int {
 
 // unitBytes is the largest raw and stored length of a unit.
 func (m *manifest) unitBytes() int64 {
+	if m.framed {
+		return m.blockSize + trailerLen
+	}
 	if m.blockSize == 0 {
 		return m.chunkSize
 	}
@@ -147,6 +157,9 @@ func (m *manifest) unitNoun() string {
 
 // unitAt returns the unit holding raw byte pos (0 <= pos < logSize).
 func (m *manifest) unitAt(pos int64) int {
+	if m.framed {
+		return int(pos / m.blockSize)
+	}
 	k := pos / m.chunkSize
 	if m.blockSize == 0 {
 		return int(k)
@@ -156,6 +169,9 @@ func (m *manifest) unitAt(pos int64) int {
 
 // unit returns read unit i: a chunk, or a block as a raw chunk of its own.
 func (m *manifest) unit(i int) manifestChunk {
+	if m.framed {
+		return m.framedUnit(i)
+	}
 	if m.blockSize == 0 {
 		return m.chunks[i]
 	}
@@ -196,8 +212,15 @@ func (m *manifest) index(t IndexType) (manifestIndex, bool) {
 	return manifestIndex{}, false
 }
 
+// manifestHeaderLen is the part every version starts with: magic,
+// version, flags, topic id, partition, segment id, start offset.
+const manifestHeaderLen = 50
+
 // encodedLen returns the size of the manifest's encoding.
 func (m *manifest) encodedLen() int {
+	if m.framed {
+		return manifestHeaderLen + locatorLen + crcLen
+	}
 	n := manifestFixedLen + 8*len(m.objectSizes) + manifestChunkLen*len(m.chunks) +
 		manifestIndexLen*len(m.indexes) + crcLen
 	if m.blockSize > 0 {
@@ -213,7 +236,10 @@ func encodeManifest(dst []byte, m *manifest) []byte {
 	start := len(dst)
 	dst = append(dst, manifestMagic...)
 	version := uint8(manifestV1)
-	if m.blockSize > 0 {
+	switch {
+	case m.framed:
+		version = layoutFramed
+	case m.blockSize > 0:
 		version = manifestV2
 	}
 	dst = append(dst, version, 0)
@@ -221,6 +247,10 @@ func encodeManifest(dst []byte, m *manifest) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(m.partition))
 	dst = append(dst, m.segmentID[:]...)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(m.startOffset))
+	if m.framed {
+		dst = encodeLocator(dst, m)
+		return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	}
 	dst = binary.BigEndian.AppendUint64(dst, uint64(m.logSize))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(m.chunkSize))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m.objectSizes)))
@@ -280,8 +310,8 @@ func decodeManifest(b []byte) (*manifest, error) {
 		return nil, badManifest("bad magic")
 	}
 	version := d.u8()
-	if version != manifestV1 && version != manifestV2 {
-		return nil, badManifest("version %d, want %d or %d", version, manifestV1, manifestV2)
+	if version != manifestV1 && version != manifestV2 && version != layoutFramed {
+		return nil, badManifest("version %d, want %d, %d or %d", version, manifestV1, manifestV2, layoutFramed)
 	}
 	if f := d.u8(); f != 0 {
 		return nil, badManifest("flags %#x", f)
@@ -290,6 +320,9 @@ func decodeManifest(b []byte) (*manifest, error) {
 	copy(m.topicID[:], d.take(16))
 	m.partition = int32(d.u32())
 	copy(m.segmentID[:], d.take(16))
+	if version == layoutFramed {
+		return decodeFramedManifest(m, &d)
+	}
 	start, logSize := d.u64(), d.u64()
 	chunkSize := d.u32()
 	nObjects, nChunks, nIndexes := d.u32(), d.u32(), d.u8()
@@ -344,6 +377,27 @@ func decodeManifest(b []byte) (*manifest, error) {
 	}
 	if d.bad || len(d.b) != 0 {
 		return nil, badManifest("tables do not fill the manifest") // unreachable: lengths checked up front
+	}
+	return m, nil
+}
+
+// decodeFramedManifest reads the rest of a version 3 manifest: the start
+// offset and the locator; d holds exactly those bytes.
+func decodeFramedManifest(m *manifest, d *decoder) (*manifest, error) {
+	if len(d.b) != 8+locatorLen {
+		return nil, badManifest("version %d of %d bytes, want %d", layoutFramed,
+			manifestHeaderLen-8+len(d.b)+crcLen, manifestHeaderLen+locatorLen+crcLen)
+	}
+	start := d.u64()
+	switch {
+	case m.partition < 0:
+		return nil, badManifest("partition %d", m.partition)
+	case start > math.MaxInt64:
+		return nil, badManifest("start offset %d out of range", start)
+	}
+	m.startOffset = int64(start)
+	if err := decodeLocator(m, d.take(locatorLen), m.segmentID); err != nil {
+		return nil, badManifest("%v", err)
 	}
 	return m, nil
 }

@@ -22,14 +22,19 @@ func manifestsForTest(t testing.TB) [][]byte {
 		size int
 		txn  bool
 	}{
-		{StorageOptions{ChunkSize: 1000}, 10_500, false},
+		{StorageOptions{ChunkSize: 1000, ChecksumsInManifest: true}, 10_500, false},
 		{StorageOptions{ChunkSize: 1000, Compression: true, DataObjectBytes: 2500}, 10_500, true},
 		{StorageOptions{ChunkSize: 64, Compression: true, DataObjectBytes: 64}, 700, false},
-		{StorageOptions{ChunkSize: 1000}, 0, true},
-		{StorageOptions{ChunkSize: 1}, 3, false},
+		{StorageOptions{ChunkSize: 1000, ChecksumsInManifest: true}, 0, true},
+		{StorageOptions{ChunkSize: 1, ChecksumsInManifest: true}, 3, false},
 		// Version 2: block checksums, the last chunk and its last block short.
-		{StorageOptions{ChunkSize: 1000, BlockSize: 300}, 10_500, false},
-		{StorageOptions{ChunkSize: 2, BlockSize: 1}, 5, true},
+		{StorageOptions{ChunkSize: 1000, BlockSize: 300, ChecksumsInManifest: true}, 10_500, false},
+		{StorageOptions{ChunkSize: 2, BlockSize: 1, ChecksumsInManifest: true}, 5, true},
+		// Version 3: the locator after the header; the last block short,
+		// one block, an empty segment.
+		{StorageOptions{BlockSize: 300}, 10_500, true},
+		{StorageOptions{}, 700, false},
+		{StorageOptions{BlockSize: 1}, 0, false},
 	} {
 		store := newMemStore()
 		s := newTestStorage(t, store, cfg.opts)
@@ -165,18 +170,48 @@ func FuzzDecodeManifest(f *testing.F) {
 		if again := encodeManifest(nil, m); !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", b, again)
 		}
-		var raw int64
-		for k, c := range m.chunks {
-			if c.rawOffset != raw || c.rawLen <= 0 || c.rawLen > m.chunkSize || m.unitAt(c.rawOffset) != k && m.blockSize == 0 {
-				t.Fatalf("chunk %d does not tile the log: %+v", k, c)
-			}
-			if c.storedEnd() > m.objectSizes[c.object] || c.storedLen > c.rawLen {
-				t.Fatalf("chunk %d outside object %d: %+v", k, c.object, c)
-			}
-			raw += c.rawLen
-		}
-		if raw != m.logSize {
-			t.Fatalf("chunks cover %d of %d bytes", raw, m.logSize)
-		}
+		checkUnitsTile(t, m)
 	})
+}
+
+// checkUnitsTile fails t unless the chunks of m tile the log and its
+// objects as the reader assumes, and so do the read units (chunks, or
+// blocks, with their trailers in version 3).
+func checkUnitsTile(t *testing.T, m *manifest) {
+	t.Helper()
+	var raw int64
+	for k, c := range m.chunks {
+		if c.rawOffset != raw || c.rawLen <= 0 || c.rawLen > m.chunkSize || m.unitAt(c.rawOffset) != k && m.blockSize == 0 {
+			t.Fatalf("chunk %d does not tile the log: %+v", k, c)
+		}
+		if c.storedEnd() > m.objectSizes[c.object] || c.storedLen > c.rawLen {
+			t.Fatalf("chunk %d outside object %d: %+v", k, c.object, c)
+		}
+		raw += c.rawLen
+	}
+	if !m.framed && raw != m.logSize {
+		t.Fatalf("chunks cover %d of %d bytes", raw, m.logSize)
+	}
+	if m.numUnits() > 1<<16 {
+		return // a fuzzed log size too large to walk
+	}
+	raw = 0
+	stored := int64(0)
+	for i := range m.numUnits() {
+		u := m.unit(i)
+		if u.rawOffset != raw || u.rawLen <= 0 || u.storedLen > m.unitBytes() || m.unitAt(u.rawOffset) != i ||
+			u.storedEnd() > m.objectSizes[u.object] {
+			t.Fatalf("unit %d does not tile the log and its objects: %+v", i, u)
+		}
+		if m.framed && (u.storedOffset != stored || u.storedLen != u.rawLen+trailerLen) {
+			t.Fatalf("block %d at stored [%d, +%d), want %d", i, u.storedOffset, u.storedLen, stored)
+		}
+		raw, stored = raw+u.rawLen, u.storedEnd()
+	}
+	if raw != m.logSize {
+		t.Fatalf("units cover %d of %d bytes", raw, m.logSize)
+	}
+	if m.framed && m.logSize > 0 && stored != m.objectSizes[0] {
+		t.Fatalf("blocks end at %d, object of %d bytes", stored, m.objectSizes[0])
+	}
 }

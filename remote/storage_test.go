@@ -55,6 +55,9 @@ type testCopy struct {
 	m    SegmentMetadata
 	data SegmentData
 	src  []byte
+	// locator is what the copy returned as custom metadata (the
+	// datadriven locator argument reads with it).
+	locator []byte
 }
 
 // newTestCopy builds a segment of size bytes at start with a fresh id;
@@ -191,16 +194,20 @@ func TestStorageRoundTrip(t *testing.T) {
 		{"fs", func(t *testing.T) objstore.Store { return newFSStore(t) }},
 	}
 	for _, st := range stores {
-		for _, compression := range []bool{false, true} {
+		// zstd: compressed chunks (version 1); manifest: raw chunks with
+		// their checksums in the manifest (version 1); framed: blocks with
+		// CRC trailers and a locator (version 3).
+		for _, layout := range []string{"zstd", "manifest", "framed"} {
+			compression := layout == "zstd"
 			for _, txn := range []bool{false, true} {
-				t.Run(fmt.Sprintf("store=%s/compression=%t/txn=%t", st.name, compression, txn), func(t *testing.T) {
+				t.Run(fmt.Sprintf("store=%s/layout=%s/txn=%t", st.name, layout, txn), func(t *testing.T) {
 					store := st.open(t)
-					opts := StorageOptions{KeyPrefix: "cluster-1/", ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression}
+					opts := StorageOptions{KeyPrefix: "cluster-1/", ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression,
+						ChecksumsInManifest: layout == "manifest", BlockSize: 1000}
 					s := newTestStorage(t, store, opts)
 					c := newTestCopy(storageTopic, 7, 1200, 10_500, txn)
 					custom, err := s.CopySegment(context.Background(), &c.m, c.data)
 					require.NoError(t, err)
-					require.Nil(t, custom)
 					checkFetches(t, s, &c.m, c.src)
 					checkIndexes(t, s, c)
 
@@ -210,17 +217,40 @@ func TestStorageRoundTrip(t *testing.T) {
 					checkIndexes(t, cold, c)
 					require.Positive(t, cold.Metrics().ManifestMisses)
 
+					if layout != "framed" {
+						require.Nil(t, custom)
+					} else {
+						// With the locator in the metadata, a cold manager
+						// never reads the manifest.
+						require.Len(t, custom, locatorLen)
+						require.LessOrEqual(t, len(custom), 128, "Kafka's default remote.log.metadata.custom.metadata.max.bytes")
+						located := c.m
+						located.CustomMetadata = custom
+						lc := &testCopy{m: located, data: c.data, src: c.src}
+						cold := newTestStorage(t, store, StorageOptions{KeyPrefix: "cluster-1/", ManifestCacheEntries: -1})
+						checkFetches(t, cold, &lc.m, c.src)
+						checkIndexes(t, cold, lc)
+						mt := cold.Metrics()
+						require.Zero(t, mt.ManifestMisses)
+						require.Positive(t, mt.LocatorReads)
+						require.Zero(t, mt.SpeculativeReads)
+					}
+
 					man := s.cache.get(c.m.SegmentID)
 					require.NotNil(t, man)
 					codecs := map[uint8]int{}
 					for _, ch := range man.chunks {
 						codecs[ch.codec]++
 					}
-					if compression {
+					switch {
+					case layout == "framed":
+						require.True(t, man.framed)
+						require.Equal(t, []int64{10_500 + 11*trailerLen}, man.objectSizes)
+					case compression:
 						require.Positive(t, codecs[codecZstd], "some chunks compress")
 						require.Positive(t, codecs[codecNone], "random chunks are stored raw")
 						require.Greater(t, len(man.objectSizes), 1, "data objects of at most 2500 bytes")
-					} else {
+					default:
 						require.Equal(t, map[uint8]int{codecNone: 11}, codecs)
 						require.Equal(t, []int64{10_500}, man.objectSizes)
 					}
@@ -362,7 +392,7 @@ func TestStorageFetchReadsOnlyNeededChunks(t *testing.T) {
 			store := &countingStore{Store: newMemStore()}
 			// A read-ahead window larger than the segment: a Get per object.
 			opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 2500, Compression: compression, ReadAheadBytes: 1 << 20,
-				BlockSize: tc.blockSize}
+				BlockSize: tc.blockSize, ChecksumsInManifest: true}
 			writer := newTestStorage(t, store, opts)
 			c := newTestCopy(storageTopic, 3, 0, 10_500, false)
 			_, err := writer.CopySegment(ctx, &c.m, c.data)
@@ -704,7 +734,7 @@ func testStorageCorruption(t *testing.T, storeName string, compression bool) {
 	case "s3":
 		store, _ = openS3ForStorage(t, s3test.Start(t))
 	}
-	opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 100_000, Compression: compression, ManifestCacheEntries: -1}
+	opts := StorageOptions{ChunkSize: 1000, DataObjectBytes: 100_000, Compression: compression, ManifestCacheEntries: -1, ChecksumsInManifest: true}
 	fx := &corruptionFixture{store: store, s: newTestStorage(t, store, opts), c: newTestCopy(storageTopic, 11, 0, 5500, true)}
 	_, err := fx.s.CopySegment(ctx, &fx.c.m, fx.c.data)
 	require.NoError(t, err)
@@ -1032,9 +1062,11 @@ func TestChecksumReaderAtAnyOrder(t *testing.T) {
 }
 
 // TestStorageFetchSmallReadDefaults: with the default options, a 16 KiB
-// read at any position of an uncompressed segment fetches its blocks
-// only: one ranged Get once the manifest is cached (two when cold, the
-// manifest first), and at most twice the requested bytes of data.
+// read at any position of an uncompressed segment fetches its blocks and
+// their trailers only, at most twice the requested bytes plus two
+// trailers: one ranged Get with the locator in the metadata, cold or warm;
+// without it, one once the manifest is cached and two when cold (the
+// manifest's, and the data's beside it).
 func TestStorageFetchSmallReadDefaults(t *testing.T) {
 	const size, batch = 4 << 20, 16 << 10
 	ctx := context.Background()
@@ -1042,34 +1074,41 @@ func TestStorageFetchSmallReadDefaults(t *testing.T) {
 	store := &countingStore{Store: newMemStore()}
 	c := newTestCopy(storageTopic, 4, 0, size, false)
 	writer := newTestStorage(t, store, StorageOptions{})
-	_, err := writer.CopySegment(ctx, &c.m, c.data)
+	custom, err := writer.CopySegment(ctx, &c.m, c.data)
 	require.NoError(t, err)
+	require.Len(t, custom, locatorLen)
+	located := c.m
+	located.CustomMetadata = custom
 	manifestSize := int64(writer.cache.get(c.m.SegmentID).encodedLen())
 	warm := newTestStorage(t, store, StorageOptions{})
 	_, err = fetchAll(ctx, warm, &c.m, 0, 1) // caches the manifest
 	require.NoError(t, err)
 	for range 50 {
 		start := rng.Int64N(size - batch + 1)
-		for _, cold := range []bool{true, false} {
-			s := warm
-			if cold {
+		for _, mode := range []string{"located", "cold", "warm"} {
+			s, m := warm, &c.m
+			switch mode {
+			case "located":
+				s, m = newTestStorage(t, store, StorageOptions{}), &located
+			case "cold":
 				s = newTestStorage(t, store, StorageOptions{})
 			}
 			gets0, bytes0 := store.gets.Load(), store.bytes.Load()
-			got, err := fetchAll(ctx, s, &c.m, start, batch)
+			got, err := fetchAll(ctx, s, m, start, batch)
 			require.NoError(t, err)
 			require.Equal(t, c.src[start:start+batch], got)
 			gets, data := store.gets.Load()-gets0, store.bytes.Load()-bytes0
-			if cold {
+			switch mode {
+			case "cold":
 				require.EqualValues(t, 2, gets, "cold read at %d: the manifest and one ranged Get", start)
 				data -= manifestSize
 				if mt := s.Metrics(); start/(16<<10) < (size-1)/(16<<10)-1 { // not the last blocks
 					require.EqualValues(t, 1, mt.SpeculativeServed, "cold read at %d: the data Get went beside the manifest's", start)
 				}
-			} else {
-				require.EqualValues(t, 1, gets, "warm read at %d: one ranged Get", start)
+			default:
+				require.EqualValues(t, 1, gets, "%s read at %d: one ranged Get", mode, start)
 			}
-			require.LessOrEqual(t, data, int64(2*batch), "read at %d (cold %t) fetched %d data bytes", start, cold, data)
+			require.LessOrEqual(t, data, int64(2*(batch+trailerLen)), "read at %d (%s) fetched %d data bytes", start, mode, data)
 		}
 	}
 }

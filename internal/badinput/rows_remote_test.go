@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,8 +50,13 @@ type remoteFixture struct {
 	batches [][]byte
 }
 
+// newRemoteFixture copies with the checksums in the manifest (layout
+// version 2), which most rows damage; a storeKind ending in "/v3" copies in
+// layout version 3 (CRC trailers in the data object, the locator in the
+// segment's custom metadata, so reads skip the manifest).
 func newRemoteFixture(t *testing.T, storeKind string) *remoteFixture {
 	t.Helper()
+	storeKind, framed := strings.CutSuffix(storeKind, "/v3")
 	f := &remoteFixture{t: t, fs: vfs.NewMem(),
 		tp: remote.TopicIDPartition{TopicID: remote.UUID{1, 2, 3}, Topic: "orders", Partition: 0}}
 	now := func() time.Time { return time.UnixMilli(1_700_000_000_000) }
@@ -89,7 +95,7 @@ func newRemoteFixture(t *testing.T, storeKind string) *remoteFixture {
 	}
 	f.meta, err = remote.Open(f.fs, "meta", remote.MetadataOptions{})
 	must(t, err)
-	f.storage, err = remote.NewStorageManager(f.store, remote.StorageOptions{ManifestCacheEntries: -1})
+	f.storage, err = remote.NewStorageManager(f.store, remote.StorageOptions{ManifestCacheEntries: -1, ChecksumsInManifest: !framed})
 	must(t, err)
 	f.mgr, err = remote.NewManager(f.meta, f.storage, remote.ManagerOptions{BrokerID: 1, TaskInterval: -1, Now: now})
 	must(t, err)
@@ -390,6 +396,40 @@ func remoteRows() []row {
 					t.Errorf("remote read at %d: %v, want out of range", to, rerr)
 				}
 				return outcome{err: cerr, readableTo: to}
+			}},
+
+		// Layout version 3: the checksums are trailers of the data
+		// object's blocks (the segment is one block), the reads find
+		// the bytes through the locator in the metadata.
+		objectRow(areaRemote, "v3 data byte flipped", corrupt, "mem/v3", data,
+			flip(func(fx *remoteFixture, _ []byte) int { return fx.batchPos(7) + record.HeaderSize })),
+		objectRow(areaRemote, "v3 data block trailer flipped (fs store)", corrupt, "fs/v3", data,
+			flip(func(_ *remoteFixture, b []byte) int { return len(b) - 2 })),
+		objectRow(areaRemote, "v3 data object cut by one byte", corrupt, "mem/v3", data,
+			fixed(func(b []byte) []byte { return b[:len(b)-1] })),
+		objectRow(areaRemote, "v3 data object extended by one byte", corrupt, "mem/v3", data,
+			fixed(func(b []byte) []byte { return append(b, 0) })),
+		objectRow(areaRemote, "v3 data object replaced by the next segment's", corrupt, "mem/v3", data,
+			func(fx *remoteFixture) func([]byte) []byte {
+				next, err := objstore.ReadAll(context.Background(), fx.store, fx.key(10, data))
+				must(fx.t, err)
+				return func([]byte) []byte { return next }
+			}),
+		objectRow(areaRemote, "v3 offset index byte flipped", corrupt, "mem/v3", indexes,
+			flip(func(*remoteFixture, []byte) int { return 2 })),
+		{area: areaRemote, damage: "v3 data object deleted", want: outcome{err: remote.ErrSegmentDataNotFound, readableTo: 5},
+			run: func(t *testing.T) outcome {
+				fx := newRemoteFixture(t, "mem/v3")
+				fx.copyAll()
+				must(t, fx.store.Delete(context.Background(), fx.key(5, data)))
+				return fx.readOutcome()
+			}},
+		{area: areaManifest, damage: "v3 manifest deleted: reads with the locator do not need it", want: outcome{readableTo: remoteRecords},
+			run: func(t *testing.T) outcome {
+				fx := newRemoteFixture(t, "mem/v3")
+				fx.copyAll()
+				must(t, fx.store.Delete(context.Background(), fx.key(5, manifest)))
+				return fx.readOutcome()
 			}},
 
 		// Manifests.

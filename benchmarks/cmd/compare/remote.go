@@ -41,8 +41,12 @@ const (
 	rowCopyZstd  = "tierlog CopySegment, Compression (zstd per chunk)"
 
 	rowRawGet   = "raw store: ranged Get of the .log bytes"
-	rowReadCold = "tierlog FetchSegment, cold (new StorageManager per read)"
-	rowReadWarm = "tierlog FetchSegment, warm (one StorageManager, manifest cached)"
+	rowReadCold = "tierlog FetchSegment, cold (new StorageManager per read, locator in the metadata)"
+	// rowReadColdManifest reads with metadata that lacks the locator (as
+	// a segment copied in layout version 1 or 2 has): the manifest is
+	// read, with the data Get issued beside it.
+	rowReadColdManifest = "tierlog FetchSegment, cold, metadata without the locator (manifest GET beside the data's)"
+	rowReadWarm         = "tierlog FetchSegment, warm (one StorageManager, manifest cached)"
 
 	// remoteRatioMetric is a copy row's MB/s divided by the raw row's MB/s
 	// of the same repetition.
@@ -56,7 +60,7 @@ const (
 
 var (
 	copyRows = []string{rowRawPut, rowCopyPlain, rowCopyZstd}
-	readRows = []string{rowRawGet, rowReadCold, rowReadWarm}
+	readRows = []string{rowRawGet, rowReadCold, rowReadColdManifest, rowReadWarm}
 
 	copyMetrics = []metricSpec{
 		{"MB/s", true}, {"CPU s/GB", false}, {"ms/copy", false},
@@ -296,9 +300,12 @@ func (t *remoteTarget) setup(ctx context.Context, seg *remoteSegment) error {
 		return err
 	}
 	t.readMeta = seg.fresh()
-	if _, err := t.plain.CopySegment(ctx, &t.readMeta, seg.data); err != nil {
+	custom, err := t.plain.CopySegment(ctx, &t.readMeta, seg.data)
+	if err != nil {
 		return err
 	}
+	// The locator, as the copy task stores it in the segment's metadata.
+	t.readMeta.CustomMetadata = custom
 	warm := seg.fresh()
 	if _, err := t.zstd.CopySegment(ctx, &warm, seg.data); err != nil {
 		return err
@@ -481,12 +488,16 @@ func (t *remoteTarget) readRow(ctx context.Context, seg *remoteSegment, row stri
 		switch row {
 		case rowRawGet:
 			d, err = timed(func() error { return rawGetInto(ctx, t.store, pos, buf) })
-		case rowReadCold:
+		case rowReadCold, rowReadColdManifest:
 			var sm *remote.StorageManager
 			if sm, err = remote.NewStorageManager(t.store, remote.StorageOptions{}); err != nil {
 				return err
 			}
-			d, err = timed(func() error { return fetchInto(ctx, sm, &t.readMeta, pos, buf) })
+			meta := t.readMeta
+			if row == rowReadColdManifest {
+				meta.CustomMetadata = nil
+			}
+			d, err = timed(func() error { return fetchInto(ctx, sm, &meta, pos, buf) })
 			m := sm.Metrics()
 			gets, fetched = gets+m.GetRequests, fetched+m.BytesFetched
 		default:
