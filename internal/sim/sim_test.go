@@ -19,7 +19,7 @@ var (
 
 // fixedSeeds are the seeds TestRandom runs by default.
 func fixedSeeds(t *testing.T) []uint64 {
-	n := 98 // seed 99 finds a conflict still open (see the notes)
+	n := 300
 	if testing.Short() {
 		n = 50
 	}
