@@ -3,6 +3,7 @@
 package sim
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"testing"
@@ -90,4 +91,74 @@ func TestSimSearchGuard(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d seeds caught", found, n)
+}
+
+// resetAtSealScript is the shape the random runs reach only rarely: a
+// replica whose log starts at the seal with only the diskless epoch
+// cached (an out-of-range answer at the seal truncated it below its
+// local log start, which is a full truncation) leads the partition
+// while remote storage holds the classic prefix, and runs retention.
+// diskless picks the epoch the replica caches from the seal: the diskless
+// epoch E_d (the out-of-range reset, then consolidation), or the
+// recorded last classic epoch R (a replica restored at the seal with the
+// epoch in force there). It returns the first violation (nil if none).
+func resetAtSealScript(t *testing.T, diskless bool) *Violation {
+	cryptotest.SetGlobalRandom(t, 1)
+	c, err := New(Options{Seed: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	var v *Violation
+	step := func(err error) {
+		t.Helper()
+		if v != nil || errors.As(err, &v) {
+			return // the first violation is the answer; later steps only follow it
+		}
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.Crash(3))
+	for range 20 {
+		step(c.Produce(5))
+		step(c.CatchUp(2))
+	}
+	step(c.ArmSwitch())
+	step(c.SwitchStep()) // sealed at the log end, committed
+	step(c.SwitchStep()) // InitDisklessLog
+	seal := c.Seal()
+	step(c.Copy(1))      // the classic prefix [0, S-1] into remote storage
+	step(c.SwitchStep()) // phase 2
+	require.Equal(t, seal-1, c.HighestRemoteOffset())
+	epoch := c.State().LastClassicLeaderEpoch()
+	if diskless {
+		epoch = c.State().DisklessLeaderEpoch()
+	}
+	l := c.Broker(2).Log()
+	require.NoError(t, l.TruncateFullyAndStartAt(seal, seal))
+	require.NoError(t, l.AssignEpochStartOffset(epoch, seal))
+	step(c.ElectLeader(2))
+	step(c.Expire(2))
+	step(c.Consume(0))
+	return v
+}
+
+// The guards of a consolidating partition's retention, which the
+// random runs do not reach reliably, caught by resetAtSealScript: with
+// either guard disabled the new leader's expiration deletes the classic
+// prefix (LostRecord).
+func TestSimScriptedRetentionGuards(t *testing.T) {
+	rows := []struct {
+		guard    mutation.Guard
+		diskless bool
+	}{{mutation.RetentionLogStart, false}, {mutation.EpochCleanupGuard, true}}
+	for _, r := range rows {
+		require.Nil(t, resetAtSealScript(t, r.diskless), "with every guard on")
+	}
+	for _, r := range rows {
+		g := r.guard
+		t.Run(g.String(), func(t *testing.T) {
+			mutation.Disable(t, g)
+			v := resetAtSealScript(t, r.diskless)
+			require.NotNil(t, v, "%v disabled: no violation", g)
+			require.Equal(t, LostRecord, v.Kind, "%v", v)
+		})
+	}
 }
