@@ -188,8 +188,9 @@ type CrossTierCacheOptions struct {
 	Now func() time.Time
 }
 
-// CrossTierCache serves X from the control plane (ListOffsets EARLIEST)
-// through a short-lived cache. It satisfies remote.ConsolidationState, so
+// CrossTierCache serves X from the control plane (the log row's reported
+// cross-tier log start; unknown until one is reported) through a
+// short-lived cache. It satisfies remote.ConsolidationState, so
 // the expiration task's retention guard and the Endpoint read the same X.
 // A failed refresh keeps serving the old value: X only advances, so an old
 // value is stale only on the low side (the guard keeps more, the endpoint
@@ -260,11 +261,15 @@ func (c *CrossTierCache) CrossTierLogStart(tp remote.TopicIDPartition) (consolid
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.LookupTimeout)
 	defer cancel()
-	res, err := c.opts.ControlPlane.ListOffsets(ctx, []wal.ListOffsetsRequest{{Partition: walTP(tp), Timestamp: wal.EarliestTimestamp}})
-	if err != nil || len(res) != 1 || res[0].Err != nil || res[0].Offset < 0 {
+	// The row's reported X, not ListOffsets EARLIEST: EARLIEST answers W
+	// while no X was ever reported, and once a prune moved W to the seal
+	// that would make the classic prefix in remote storage look expired
+	// (retention would delete it). Never reported is unknown.
+	info, err := c.opts.ControlPlane.LogInfo(ctx, walTP(tp))
+	if err != nil || info.CrossTierLogStartOffset < 0 {
 		return true, e.x, cached
 	}
-	x := res[0].Offset
+	x := info.CrossTierLogStartOffset
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur, ok := c.mu.entries[tp]; ok && cur.x > x {

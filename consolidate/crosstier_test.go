@@ -57,19 +57,19 @@ func TestReporterCoalescesAndFlushesForwardOnly(t *testing.T) {
 	require.Equal(t, int64(100), e.storedX())
 }
 
-// flakyControlPlane fails ListOffsets while down.
+// flakyControlPlane fails LogInfo while down.
 type flakyControlPlane struct {
 	wal.ControlPlane
 	down  bool
 	calls int
 }
 
-func (f *flakyControlPlane) ListOffsets(ctx context.Context, reqs []wal.ListOffsetsRequest) ([]wal.ListOffsetsResult, error) {
+func (f *flakyControlPlane) LogInfo(ctx context.Context, tp wal.TopicIDPartition) (wal.LogInfo, error) {
 	f.calls++
 	if f.down {
-		return nil, errors.New("control plane unreachable")
+		return wal.LogInfo{}, errors.New("control plane unreachable")
 	}
-	return f.ControlPlane.ListOffsets(ctx, reqs)
+	return f.ControlPlane.LogInfo(ctx, tp)
 }
 
 // The cache asks the control plane at most once per TTL, serves the old
@@ -89,14 +89,19 @@ func TestCrossTierCache(t *testing.T) {
 	require.False(t, known, "no answer yet")
 
 	cp.down = false
+	_, _, known = c.CrossTierLogStart(e.tp)
+	require.False(t, known, "never reported: unknown, not W (EARLIEST's fallback)")
+	_, err = e.cp.AdvanceCrossTierLogStart(e.ctx, []wal.AdvanceCrossTierLogStartRequest{{Partition: walTP(e.tp), CrossTierLogStart: 20}})
+	require.NoError(t, err)
+	now = now.Add(time.Second)
 	_, x, known := c.CrossTierLogStart(e.tp)
 	require.True(t, known)
-	require.Equal(t, int64(0), x, "X defaults to W")
+	require.Equal(t, int64(20), x)
 	_, err = e.cp.AdvanceCrossTierLogStart(e.ctx, []wal.AdvanceCrossTierLogStartRequest{{Partition: walTP(e.tp), CrossTierLogStart: 70}})
 	require.NoError(t, err)
 	calls := cp.calls
 	_, x, _ = c.CrossTierLogStart(e.tp)
-	require.Equal(t, int64(0), x, "within the TTL")
+	require.Equal(t, int64(20), x, "within the TTL")
 	require.Equal(t, calls, cp.calls)
 
 	now = now.Add(time.Second)

@@ -216,10 +216,29 @@ func (m *Manager) findHighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (
 // (Kafka: findLogStartOffset, reported once per copy task): for the
 // earliest cached epoch upward, the start of the first segment listed for
 // that epoch; the local log start when none is.
+//
+// A consolidating partition's report is the first finished segment of
+// any epoch when that is lower: the report reaches the cross-tier log
+// start X (consolidate.ReportingLog), which only advances, and a leader
+// whose epoch cache begins at the seal (recreated, or reset there by an
+// out-of-range fetch) while remote storage still holds the classic
+// prefix in older epochs would otherwise move X past that prefix, and
+// retention would then delete it.
 func (m *Manager) reportLogStart(tp TopicIDPartition, l PartitionLog) (int64, error) {
 	start, err := m.findLogStartOffset(tp, l)
 	if err != nil {
 		return -1, err
+	}
+	if m.crossTier(tp).Consolidating {
+		segs, err := m.meta.ListSegments(tp)
+		if err != nil {
+			return -1, err
+		}
+		for _, s := range segs {
+			if s.State == CopySegmentFinished && s.StartOffset < start {
+				start = s.StartOffset
+			}
+		}
 	}
 	if _, err = l.UpdateLogStartOffsetFromRemoteTier(start); err != nil {
 		return -1, err

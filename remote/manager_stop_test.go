@@ -216,3 +216,34 @@ func (c crossTierStart) CrossTierLogStart(tp TopicIDPartition) (bool, int64, boo
 	}
 	return true, c.start, !c.unknown
 }
+
+// A consolidating leader whose epoch cache begins at the seal (epoch 5
+// from 100, the classic prefix [0, 99] in remote storage in epochs 0 and
+// 2) reports the first remote segment as its log start on its first copy
+// run, not the first segment of its own lineage: the report becomes the
+// cross-tier log start, which only advances, and 100 would let retention
+// delete the whole classic prefix. A classic partition keeps Kafka's
+// lineage rule.
+func TestConsolidatingCopyReportsFirstRemoteSegment(t *testing.T) {
+	for _, consolidating := range []bool{true, false} {
+		t.Run(map[bool]string{true: "consolidating", false: "classic"}[consolidating], func(t *testing.T) {
+			e := newMgrEnv(t, nil)
+			tp := testPartition(0)
+			e.mgr.opts.Consolidation = crossTierStart{tp: tp, consolidating: consolidating, start: 0}
+			e.addFinished(tp, 0, 59, []epochcache.Entry{{Epoch: 0, StartOffset: 0}})
+			e.addFinished(tp, 60, 99, []epochcache.Entry{{Epoch: 2, StartOffset: 60}})
+			e.addFinished(tp, 100, 119, []epochcache.Entry{{Epoch: 5, StartOffset: 100}})
+			l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite})
+			require.NoError(t, l.TruncateFullyAndStartAt(100, 100))
+			require.NoError(t, l.AssignEpochStartOffset(5, 100))
+			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+			res, err := e.mgr.RunCopy(context.Background(), tp)
+			require.NoError(t, err)
+			want := int64(100)
+			if consolidating {
+				want = 0
+			}
+			require.Equal(t, want, res.LogStartReported)
+		})
+	}
+}

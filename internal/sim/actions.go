@@ -31,6 +31,13 @@ func (c *Cluster) do(action string, broker int32, f func() (string, error)) erro
 	if err != nil {
 		summary += " error: " + err.Error()
 	}
+	for _, b := range c.brokers {
+		if b.up {
+			if ferr := b.reporter.Flush(c.ctx); ferr != nil {
+				c.trace.detail("b%d cross-tier flush: %v", b.ID, ferr)
+			}
+		}
+	}
 	c.trace.line(c.step, action, broker, summary)
 	if v := c.Check(); v != nil {
 		return v

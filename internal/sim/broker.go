@@ -35,6 +35,7 @@ type Broker struct {
 	endpoint *consolidate.Endpoint
 	fetcher  *consolidate.Fetcher
 	pruner   *consolidate.Pruner
+	reporter *consolidate.Reporter
 	// classic is the classic fetcher's partition (nil: not fetching).
 	classic *classicFetch
 	// consolidating: the driver added the partition to the fetcher.
@@ -128,12 +129,25 @@ func (b *Broker) start() error {
 			return errors.Join(err, l.Close())
 		}
 	}
+	// The cross-tier log start X, read from the control plane on every
+	// question (the cache's TTL is below one step): the expiration
+	// task's retention guard and the endpoint read the same X.
+	crossTier, err := consolidate.NewCrossTierCache(consolidate.CrossTierCacheOptions{ControlPlane: c.cp,
+		Partitions: partitionSource{b}, TTL: time.Nanosecond, Now: c.now})
+	if err != nil {
+		return err
+	}
+	// The leader's remote log start reports reach the control plane
+	// through a Reporter, flushed after every step (Cluster.do).
+	if b.reporter, err = consolidate.NewReporter(consolidate.ReporterOptions{ControlPlane: c.cp, Cache: crossTier}); err != nil {
+		return err
+	}
 	if b.mgr, err = remote.NewManager(c.meta, c.storage, remote.ManagerOptions{BrokerID: b.ID, TaskInterval: -1,
-		Now: c.now}); err != nil {
+		Consolidation: crossTier, Now: c.now}); err != nil {
 		return err
 	}
 	if b.endpoint, err = consolidate.NewEndpoint(consolidate.EndpointOptions{ControlPlane: c.cp, WAL: c.reader,
-		Remote: c.meta, Partitions: partitionSource{b}, SegmentBytes: c.opts.SegmentBytes}); err != nil {
+		Remote: c.meta, Partitions: partitionSource{b}, CrossTier: crossTier, SegmentBytes: c.opts.SegmentBytes}); err != nil {
 		return err
 	}
 	m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: b.endpoint, Metadata: c.meta, Data: c.storage,
@@ -149,7 +163,7 @@ func (b *Broker) start() error {
 		return err
 	}
 	opts := replica.Options{Partition: Partition, Logs: logManager{b}, Classic: classicFetcher{b},
-		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: b.mgr,
+		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: reportingRemote{b.mgr, b.reporter},
 		OnEvent: b.onDriverEvent}
 	if l != nil {
 		opts.Log = l
@@ -264,4 +278,25 @@ func (f consolidationFetcher) AddPartition(ctx context.Context, s replica.Consol
 func (f consolidationFetcher) RemovePartition(ctx context.Context, tp remote.TopicIDPartition) error {
 	f.b.consolidating = false
 	return f.inner.RemovePartition(ctx, tp)
+}
+
+// reportingRemote is the remote-log manager as the driver sees it: the
+// logs it registers are wrapped in consolidate.ReportingLog, so the log
+// start reports of the copy and expiration tasks reach the broker's
+// cross-tier Reporter.
+type reportingRemote struct {
+	*remote.Manager
+	reporter *consolidate.Reporter
+}
+
+func (r reportingRemote) OnLeadershipChange(leaders, followers []remote.Partition) error {
+	wrap := func(ps []remote.Partition) []remote.Partition {
+		out := make([]remote.Partition, len(ps))
+		for i, p := range ps {
+			out[i] = remote.Partition{TopicIDPartition: p.TopicIDPartition,
+				Log: consolidate.ReportingLog{PartitionLog: p.Log, Partition: p.TopicIDPartition, Reporter: r.reporter}}
+		}
+		return out
+	}
+	return r.Manager.OnLeadershipChange(wrap(leaders), wrap(followers))
 }

@@ -1,13 +1,17 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/cryptotest"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/wal"
 )
 
 // TestDeterminism: the same seed gives the same trace, line for line.
@@ -34,6 +38,20 @@ func scriptedPrefix(t *testing.T) *Cluster {
 	require.NoError(t, c.Produce(5))
 	require.NoError(t, c.CatchUp(2))
 	require.Equal(t, int64(5), c.Committed())
+	return c
+}
+
+// switchedPrefix: scriptedPrefix sealed at 5 and the WAL's row made
+// (W = 0, S = 5); nothing is in remote storage yet.
+func switchedPrefix(t *testing.T) *Cluster {
+	c := scriptedPrefix(t)
+	require.NoError(t, c.ArmSwitch())
+	require.NoError(t, c.SwitchStep()) // the seal, proposed and committed
+	require.NoError(t, c.SwitchStep()) // InitDisklessLog
+	w, hw, ok := c.WAL()
+	require.True(t, ok)
+	require.Equal(t, [3]int64{0, 5, 5}, [3]int64{w, hw, c.Seal()})
+	require.Nil(t, c.Check())
 	return c
 }
 
@@ -81,6 +99,32 @@ func TestCheckerCatches(t *testing.T) {
 		var v *Violation
 		require.ErrorAs(t, c.Consume(5), &v)
 		requireKind(t, v, UncommittedRead)
+	})
+	t.Run("remote-past-committed", func(t *testing.T) {
+		c := scriptedPrefix(t)
+		tp := Partition
+		require.NoError(t, c.meta.RegisterCopiedSegment(context.Background(), remote.SegmentMetadata{
+			SegmentID: remote.NewSegmentID(tp), StartOffset: 0, EndOffset: 7, SizeBytes: 8, TxnIndexEmpty: true,
+			SegmentLeaderEpochs: []epochcache.Entry{{Epoch: 0, StartOffset: 0}}, State: remote.CopySegmentFinished,
+		})) // offsets 5 to 7 were never produced
+		requireKind(t, c.Check(), Conflict)
+	})
+	t.Run("lost-after-seal", func(t *testing.T) {
+		c := switchedPrefix(t)
+		// The leader drops its records and nothing else holds them.
+		require.NoError(t, c.Broker(1).Log().TruncateFullyAndStartAt(5, 5))
+		requireKind(t, c.Check(), LostRecord)
+	})
+	t.Run("pruned-past-remote", func(t *testing.T) {
+		c := switchedPrefix(t)
+		// A prune that trusts an h remote storage does not have (it holds
+		// nothing): W moves to the seal.
+		res, err := c.cp.PruneDisklessLogs(context.Background(), []wal.PruneRequest{{Partition: walPartition,
+			HighestOffsetInRemoteStorage: 4}})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+		require.EqualValues(t, 5, res[0].LogStartOffset)
+		requireKind(t, c.Check(), PrunedPastRemote)
 	})
 	t.Run("lineage", func(t *testing.T) {
 		c := scriptedPrefix(t)

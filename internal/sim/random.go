@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/tierlog/tierlog/tierstate"
 )
@@ -42,10 +43,15 @@ type RunOptions struct {
 	Steps int
 	// Cluster configures the cluster (its Seed is set to the run's).
 	Cluster Options
+	// Weights replaces the weight of the scheduler's actions by name
+	// ("produce", "lose-disk", ...; 0 removes one). Nil: the default
+	// menu.
+	Weights map[string]int
 }
 
 // choice is one weighted action of the scheduler.
 type choice struct {
+	name   string
 	weight int
 	run    func(c *Cluster, rng *rand.Rand) error
 }
@@ -55,32 +61,32 @@ func anyBroker(c *Cluster, rng *rand.Rand) int32 { return int32(1 + rng.IntN(len
 // choices is the scheduler's menu. Every entry calls one Cluster
 // method, the same ones a scripted run calls.
 var choices = []choice{
-	{20, func(c *Cluster, rng *rand.Rand) error { return c.Produce(1 + rng.IntN(5)) }},
-	{25, func(c *Cluster, rng *rand.Rand) error { return c.Replicate(anyBroker(c, rng)) }},
-	{12, func(c *Cluster, rng *rand.Rand) error { return c.Consolidate(anyBroker(c, rng)) }},
-	{8, func(c *Cluster, rng *rand.Rand) error { return c.Consume(rng.Int64N(c.model.end + 1)) }},
-	{8, func(c *Cluster, rng *rand.Rand) error { return c.Copy(anyBroker(c, rng)) }},
-	{4, func(c *Cluster, rng *rand.Rand) error { return c.Expire(anyBroker(c, rng)) }},
-	{4, func(c *Cluster, rng *rand.Rand) error { return c.Prune() }},
-	{3, func(c *Cluster, rng *rand.Rand) error { return c.ElectLeader(anyBroker(c, rng)) }},
-	{2, func(c *Cluster, rng *rand.Rand) error { return c.ShrinkISR(anyBroker(c, rng)) }},
-	{2, func(c *Cluster, rng *rand.Rand) error { return c.Crash(anyBroker(c, rng)) }},
-	{4, func(c *Cluster, rng *rand.Rand) error { return c.Restart(anyBroker(c, rng)) }},
-	{1, func(c *Cluster, rng *rand.Rand) error { return c.LoseDisk(anyBroker(c, rng)) }},
-	{2, func(c *Cluster, rng *rand.Rand) error {
+	{"produce", 20, func(c *Cluster, rng *rand.Rand) error { return c.Produce(1 + rng.IntN(5)) }},
+	{"replicate", 25, func(c *Cluster, rng *rand.Rand) error { return c.Replicate(anyBroker(c, rng)) }},
+	{"consolidate", 12, func(c *Cluster, rng *rand.Rand) error { return c.Consolidate(anyBroker(c, rng)) }},
+	{"consume", 8, func(c *Cluster, rng *rand.Rand) error { return c.Consume(rng.Int64N(c.model.end + 1)) }},
+	{"copy", 8, func(c *Cluster, rng *rand.Rand) error { return c.Copy(anyBroker(c, rng)) }},
+	{"expire", 4, func(c *Cluster, rng *rand.Rand) error { return c.Expire(anyBroker(c, rng)) }},
+	{"prune", 4, func(c *Cluster, rng *rand.Rand) error { return c.Prune() }},
+	{"elect", 3, func(c *Cluster, rng *rand.Rand) error { return c.ElectLeader(anyBroker(c, rng)) }},
+	{"shrink-isr", 2, func(c *Cluster, rng *rand.Rand) error { return c.ShrinkISR(anyBroker(c, rng)) }},
+	{"crash", 2, func(c *Cluster, rng *rand.Rand) error { return c.Crash(anyBroker(c, rng)) }},
+	{"restart", 4, func(c *Cluster, rng *rand.Rand) error { return c.Restart(anyBroker(c, rng)) }},
+	{"lose-disk", 1, func(c *Cluster, rng *rand.Rand) error { return c.LoseDisk(anyBroker(c, rng)) }},
+	{"faults", 2, func(c *Cluster, rng *rand.Rand) error {
 		if c.store.rate() > 0 {
 			return c.SetFaults(0)
 		}
 		return c.SetFaults(0.2)
 	}},
-	{1, func(c *Cluster, rng *rand.Rand) error {
+	{"arm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.step < 60 {
 			return ErrNotApplicable
 		}
 		return c.ArmSwitch()
 	}},
-	{6, func(c *Cluster, rng *rand.Rand) error { return c.SwitchStep() }},
-	{1, func(c *Cluster, rng *rand.Rand) error {
+	{"switch-step", 6, func(c *Cluster, rng *rand.Rand) error { return c.SwitchStep() }},
+	{"force-leader", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.ctrl.rec.State.Phase() != tierstate.PhaseTwo {
 			return ErrNotApplicable
 		}
@@ -88,13 +94,25 @@ var choices = []choice{
 	}},
 }
 
-var totalWeight = func() int {
-	n := 0
-	for _, ch := range choices {
-		n += ch.weight
+// menu is the scheduler's choices with w's weights.
+func menu(w map[string]int) ([]choice, int, error) {
+	out := slices.Clone(choices)
+	for name, weight := range w {
+		i := slices.IndexFunc(out, func(ch choice) bool { return ch.name == name })
+		if i < 0 || weight < 0 {
+			return nil, 0, fmt.Errorf("sim: weight %d for action %q", weight, name)
+		}
+		out[i].weight = weight
 	}
-	return n
-}()
+	total := 0
+	for _, ch := range out {
+		total += ch.weight
+	}
+	if total == 0 {
+		return nil, 0, errors.New("sim: every action weighs 0")
+	}
+	return out, total, nil
+}
 
 // Run is one random schedule: a cluster seeded with seed and steps
 // actions chosen by a PCG source seeded with it. The same seed gives
@@ -105,6 +123,10 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 		opts.Steps = 500
 	}
 	opts.Cluster.Seed = seed
+	menu, total, err := menu(opts.Weights)
+	if err != nil {
+		return nil, err
+	}
 	c, err := New(opts.Cluster)
 	if err != nil {
 		return nil, err
@@ -112,7 +134,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 	res := &Result{Seed: seed}
 	rng := rand.New(rand.NewPCG(seed, 0x7363686564)) // "sched"
 	for c.step < opts.Steps {
-		err := pick(rng).run(c, rng)
+		err := pick(rng, menu, total).run(c, rng)
 		var v *Violation
 		switch {
 		case errors.As(err, &v):
@@ -131,15 +153,15 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 	return res, nil
 }
 
-func pick(rng *rand.Rand) choice {
-	n := rng.IntN(totalWeight)
-	for _, ch := range choices {
+func pick(rng *rand.Rand, menu []choice, total int) choice {
+	n := rng.IntN(total)
+	for _, ch := range menu {
 		if n < ch.weight {
 			return ch
 		}
 		n -= ch.weight
 	}
-	return choices[len(choices)-1]
+	return menu[len(menu)-1]
 }
 
 // RunSeeds runs each seed in turn and returns the first failing run

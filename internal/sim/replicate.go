@@ -23,8 +23,7 @@ const fetchBytes = 1 << 10
 // (truncation.PlanOutOfRangeReset) or the rebuild from remote storage
 // (tierstate.Machine). The leader learns the follower's log end, may
 // add it to the ISR and advance its high watermark. At or past a
-// committed seal the fetch is the at-seal one: the leader's admission
-// (Replica.AdmitAtSeal) and the follower's hand-off (Replica.HandOff).
+// committed seal the fetch is the at-seal one (fetchAtSeal).
 func (c *Cluster) Replicate(id int32) error {
 	return c.do("replicate", id, func() (string, error) {
 		f, err := c.upBroker(id)
@@ -38,7 +37,7 @@ func (c *Cluster) Replicate(id int32) error {
 		}
 		rec := c.ctrl.rec
 		offset := fl.LogEndOffset()
-		if rec.State.SealCommitted() && offset >= rec.State.Seal() {
+		if tierstate.IsFetchAtSeal(rec.State, tierstate.FetchRequest{Fetcher: tierstate.FetcherFollower, FetchOffset: offset}) {
 			return c.fetchAtSeal(lb, f)
 		}
 		return c.fetchClassic(lb, f)
@@ -132,28 +131,79 @@ func (c *Cluster) maybeExpandISR(lb, f *Broker) string {
 	return fmt.Sprintf(" isr=%v", k.rec.ISR)
 }
 
-// fetchAtSeal is a classic follower's fetch at or past the seal: it
-// reads nothing; the leader may admit it to the ISR
-// (Replica.AdmitAtSeal) and the follower's hand-off hook moves it to
-// consolidation or stops its classic fetcher.
+// fetchAtSeal is a classic follower's fetch at or past the seal, as
+// the leader's at-seal branch answers it (tierstate.ValidateFetchAtSeal)
+// and the follower's fetcher handles the answer: it reads no records; a
+// diverging epoch truncates the follower (truncation.PlanDivergence, the
+// next fetch is below the seal again), OFFSET_OUT_OF_RANGE resets it
+// (truncation.PlanOutOfRangeReset against the leader's offsets), and a
+// validated answer raises the follower's high watermark to the seal,
+// records its position, may admit it to the ISR (Replica.AdmitAtSeal)
+// and runs the follower's hand-off hook (Replica.HandOff).
 func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 	k := &c.ctrl
-	leo := f.Log().LogEndOffset()
-	note := ""
-	if !k.rec.inISR(f.ID) {
-		admitted, why, err := lb.driver.AdmitAtSeal(c.ctx, f.ID, tierstate.SealAdmission{RecordedEndOffset: leo,
-			RecordedBrokerEpoch: tierstate.NoBrokerEpoch,
-			Replica:             tierstate.SealReplica{Assigned: true, RegisteredBrokerEpoch: 1}}, isrExpander{})
-		if err != nil {
+	ll, fl := lb.Log(), f.Log()
+	epoch, seal := k.rec.LeaderEpoch, k.rec.State.Seal()
+	leo := fl.LogEndOffset()
+	last, ok := fl.LatestEpoch()
+	if !ok {
+		last = base.UndefinedEpoch
+	}
+	inISR := k.rec.inISR(f.ID)
+	d, err := tierstate.ValidateFetchAtSeal(
+		tierstate.SealLeader{Log: ll, State: k.rec.State, LeaderEpoch: epoch, IsLeader: true},
+		tierstate.SealReplica{Assigned: true, InIsr: inISR, RegisteredBrokerEpoch: 1},
+		tierstate.SealFetchRequest{FetchRequest: tierstate.FetchRequest{Fetcher: tierstate.FetcherFollower,
+			FetchOffset: leo, LastFetchedEpoch: last, CurrentLeaderEpoch: epoch},
+			ReplicaID: f.ID, BrokerEpoch: tierstate.NoBrokerEpoch})
+	if err != nil {
+		return "", err
+	}
+	head := fmt.Sprintf("at seal %d: leo=%d %s", seal, leo, d.Step)
+	switch {
+	case d.Diverging():
+		plan := truncation.PlanDivergence(truncation.EpochEndOffset{Epoch: d.DivergingEpoch, EndOffset: d.DivergingEndOffset},
+			fl.EndOffsetForEpoch, leo, fl.HighWatermark())
+		if _, err := fl.TruncateTo(plan.TruncateTo); err != nil {
 			return "", err
 		}
-		note = fmt.Sprintf(" admit=%t (%s)", admitted, why)
-		if admitted {
-			// The expansion is published after the hook returns: the
-			// hook holds the leader driver's lock.
-			k.setISR(append(slices.Clone(k.rec.ISR), f.ID))
-			if err := c.publish("isr expand at the seal"); err != nil {
+		return fmt.Sprintf("%s diverging (epoch %d ends at %d): truncate to %d", head, d.DivergingEpoch,
+			d.DivergingEndOffset, plan.TruncateTo), nil
+	case d.Error == tierstate.SealErrorOffsetOutOfRange:
+		plan := truncation.PlanOutOfRangeReset(ll.LogEndOffset(), ll.LogStartOffset(), leo)
+		switch plan.Action {
+		case truncation.TruncateToLeaderEnd:
+			_, err = fl.TruncateTo(plan.Offset)
+		case truncation.StartAtLeaderStart:
+			err = fl.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
+		}
+		return fmt.Sprintf("%s %s: %s", head, d.Error, plan), err
+	case d.Error != tierstate.SealErrorNone:
+		return fmt.Sprintf("%s %s (%s)", head, d.Error, d.Reason), nil
+	}
+	// The follower's high watermark only moves forward (Kafka's
+	// maybeUpdateHighWatermark); the answer's is the seal.
+	if hw := min(d.HighWatermark, leo); hw > fl.HighWatermark() {
+		fl.UpdateHighWatermark(hw)
+	}
+	note := ""
+	if d.TryAdmission {
+		k.fetched[f.ID] = d.RecordOffset
+		if !inISR {
+			admitted, why, err := lb.driver.AdmitAtSeal(c.ctx, f.ID, tierstate.SealAdmission{RecordedEndOffset: d.RecordOffset,
+				RecordedBrokerEpoch: tierstate.NoBrokerEpoch,
+				Replica:             tierstate.SealReplica{Assigned: true, RegisteredBrokerEpoch: 1}}, isrExpander{})
+			if err != nil {
 				return "", err
+			}
+			note = fmt.Sprintf(" admit=%t (%s)", admitted, why)
+			if admitted {
+				// The expansion is published after the hook returns: the
+				// hook holds the leader driver's lock.
+				k.setISR(append(slices.Clone(k.rec.ISR), f.ID))
+				if err := c.publish("isr expand at the seal"); err != nil {
+					return "", err
+				}
 			}
 		}
 	}
@@ -161,7 +211,7 @@ func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("at seal %d: leo=%d%s hand-off %s", k.rec.State.Seal(), leo, note, h.Action), nil
+	return fmt.Sprintf("%s hw=%d%s hand-off %s", head, fl.HighWatermark(), note, h.Action), nil
 }
 
 // isrExpander is the leader's AlterPartition adding a follower; the
