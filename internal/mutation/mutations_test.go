@@ -26,35 +26,46 @@ type catch struct {
 }
 
 // catches is the mutation table (DESIGN.md section 9, "Mutation check").
-// A guard without a row fails TestMutations.
+// A guard without a row fails TestMutations. The internal/sim rows are
+// the cluster simulation's scripted runs of the seeds' worked examples
+// (and, for the two retention guards, a scripted Go test): each guard
+// is caught by the whole system, not only by its unit's test.
 var catches = []catch{
 	{mutation.TruncationFence, "truncation", "TestFence"},
 	{mutation.TruncationFence, "log", "TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation"},
 	{mutation.TruncationFence, "remote", "TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup"},
 	{mutation.TruncationFence, "remote", "TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload"},
+	{mutation.TruncationFence, "internal/sim", "TestScripts/pull857_truncation_task"},
 
 	{mutation.RetentionLogStart, "remote", "TestConsolidatingExpirationTakesCrossTierLogStart"},
+	{mutation.RetentionLogStart, "internal/sim", "TestSimScriptedRetentionGuards"},
 
 	{mutation.EpochCleanupGuard, "remote", "TestTaskDecisionsDataDriven/cleanup_inkless857"},
 	{mutation.EpochCleanupGuard, "remote", "TestRecreatedLeaderKeepsRemotePrefix"},
 	{mutation.EpochCleanupGuard, "consolidate", "TestRetentionGuardOnRealCrossTierStart"},
+	{mutation.EpochCleanupGuard, "internal/sim", "TestSimScriptedRetentionGuards"},
 
 	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestRebuildDataDriven/replica_recreate_instead_of_truncate"},
 	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestRebuildDataDriven/replica_consolidated_replica_kept"},
 	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestHasConsolidatedDisklessSuffixFromSeal"},
 	{mutation.ReplicaSuffixPastSeal, "replica", "TestReplicaDataDriven/classic_tail"},
+	{mutation.ReplicaSuffixPastSeal, "internal/sim", "TestScripts/pull857_truncation"},
 
 	{mutation.ReplicaRemoteProgress, "tierstate", "TestRebuildDataDriven/replica_recreate_instead_of_truncate"},
 	{mutation.ReplicaRemoteProgress, "replica", "TestReplicaDataDriven/classic_tail"},
+	{mutation.ReplicaRemoteProgress, "internal/sim", "TestScripts/pull857_truncation_online"},
 
 	{mutation.PrunerCap, "wal", "TestRules/prune"},
 	{mutation.PrunerCap, "consolidate", "TestPruneDataDriven/prune_seal_lowered"},
+	{mutation.PrunerCap, "internal/sim", "TestScripts/pull855_start_phase_2"},
 
 	{mutation.FirstPruneBound, "consolidate", "TestDecideDataDriven/decide_first_prune_bound"},
 	{mutation.FirstPruneBound, "consolidate", "TestEndpointRecreatedLeaderBeforeFirstPrune"},
 	{mutation.FirstPruneBound, "consolidate", "TestFetcherRecreatedLeaderConsolidatesFromSeal"},
+	{mutation.FirstPruneBound, "internal/sim", "TestScripts/pull857_example"},
 
 	{mutation.PruneFloor, "consolidate", "TestPruneDataDriven/prune_first_prune"},
+	{mutation.PruneFloor, "internal/sim", "TestScripts/pull857_truncation_online"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
