@@ -240,9 +240,13 @@ func (l *UnifiedLog) appendLocked(buf []byte, a *appendAnalysis, leader bool, le
 	ev, err := l.writeLocked(buf, a.batches(), &info, leader, leaderEpoch, a.origin)
 	flushNow := err == nil && l.shouldFlushLocked(info.Records)
 	background := err == nil && !flushNow && l.backgroundFlushDueLocked()
+	writeback := err == nil && l.backgroundWritebackDueLocked()
 	l.mu.Unlock()
 	if background {
 		l.startBackgroundFlush()
+	}
+	if writeback {
+		go l.writebackFn()
 	}
 	l.fire(ev)
 	if err != nil {
@@ -420,4 +424,63 @@ func (l *UnifiedLog) startBackgroundFlush() {
 			}
 		}
 	}()
+}
+
+// writebackStepBytes is how much an active segment's appends write
+// before a goroutine asks the kernel to start writing them back
+// (segment.Segment.StartWriteback). Without it the page cache holds up
+// to RecoveryPointIntervalBytes of dirty pages, all written at once by
+// the background flush's fdatasync, a burst of writeback and journal
+// work the appends wait behind on a small machine; started every MiB, the
+// writeback runs beside the appends and the fdatasync finds little left.
+// It moves no commit point: only the fdatasync makes bytes durable.
+const writebackStepBytes = 1 << 20
+
+// backgroundWritebackDueLocked reports whether an append should start
+// the writeback of the active segment's recent bytes in the background:
+// the segment does it (segment.Options.StartWriteback), writebackStepBytes
+// were appended since the last start and none runs. It marks one as
+// running.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) backgroundWritebackDueLocked() bool {
+	if !l.segOpts.StartWriteback || l.mu.backgroundWriteback || l.mu.closing {
+		return false
+	}
+	if l.mu.segments[len(l.mu.segments)-1].WritebackLag() < writebackStepBytes {
+		return false
+	}
+	l.mu.backgroundWriteback = true
+	l.background.Add(1)
+	return true
+}
+
+// runBackgroundWriteback is the goroutine an append starts when
+// backgroundWritebackDueLocked returned true (Open stores it as
+// l.writebackFn, so the go statement allocates no closure): it starts
+// the writeback of the active segment up to its size, with the segment
+// held by a view reference and mu released (the system call queues
+// writes and can wait for the device queue), and goes on while appends
+// keep up. Close waits for it.
+func (l *UnifiedLog) runBackgroundWriteback() {
+	defer l.background.Done()
+	for {
+		l.mu.Lock()
+		v, err := l.acquireView()
+		l.mu.Unlock()
+		if err == nil {
+			v.segments[len(v.segments)-1].StartWriteback()
+			v.unref()
+		}
+		l.mu.Lock()
+		again := err == nil && !l.mu.closing &&
+			l.mu.segments[len(l.mu.segments)-1].WritebackLag() >= writebackStepBytes
+		if !again {
+			l.mu.backgroundWriteback = false
+		}
+		l.mu.Unlock()
+		if !again {
+			return
+		}
+	}
 }

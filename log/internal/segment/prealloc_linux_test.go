@@ -126,3 +126,91 @@ func TestPreallocateSteps(t *testing.T) {
 		t.Fatalf("%d writes for one append to a file without Truncate, want 1 (no zeros)", n)
 	}
 }
+
+// TestAllocateOnly on the real file system: with AllocateOnly the blocks
+// ahead of the appends are reserved by fallocate while the file's size
+// stays the segment's (no zero tail: the .log is Kafka's format byte for
+// byte at every moment), and OnBecomeInactive and Close release the
+// blocks past the data.
+func TestAllocateOnly(t *testing.T) {
+	dir := t.TempDir()
+	for _, end := range []string{"roll", "close"} {
+		t.Run(end, func(t *testing.T) {
+			base := int64(0)
+			if end == "close" {
+				base = 1000
+			}
+			s, err := Create(vfs.Default, dir, base, 0, Options{PreallocateBytes: 1 << 20, AllocateOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var size int64
+			for i := range 8 {
+				b := buildBatch(t, batchSpec{base: base + int64(i), last: base + int64(i), valueSize: 4000})
+				size += int64(len(b))
+				if err := s.Append(base+int64(i), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := os.Stat(s.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Size() != size || st.Size() != size {
+				t.Fatalf("segment size %d, file size %d; want both %d", s.Size(), st.Size(), size)
+			}
+			if got := allocatedBytes(t, s.Path()); got < size+16<<10 {
+				t.Fatalf("%d bytes allocated for %d of data: nothing reserved ahead", got, size)
+			}
+			if end == "roll" {
+				err = s.OnBecomeInactive()
+			} else {
+				err = s.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err := os.Stat(s.Path()); err != nil || st.Size() != size {
+				t.Fatalf("after %s: file size %d (%v), want %d", end, st.Size(), err, size)
+			}
+			if got := allocatedBytes(t, s.Path()); got > size+8<<10 {
+				t.Fatalf("after %s: %d bytes allocated, want about the data's %d", end, got, size)
+			}
+			_ = s.Close()
+		})
+	}
+}
+
+// TestStartWriteback: StartWriteback hands the kernel the range appended
+// since its last call, at least writebackMinBytes at a time, and changes
+// neither the data nor the sizes.
+func TestStartWriteback(t *testing.T) {
+	s, err := Create(vfs.Default, t.TempDir(), 0, 0, Options{StartWriteback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var want []byte
+	for i := range 100 {
+		b := buildBatch(t, batchSpec{base: int64(i), last: int64(i), valueSize: 4000})
+		want = append(want, b...)
+		if err := s.Append(int64(i), bytes.Clone(b)); err != nil {
+			t.Fatal(err)
+		}
+		s.StartWriteback()
+		lag := s.WritebackLag()
+		if lag < 0 || lag >= writebackMinBytes {
+			t.Fatalf("after batch %d: lag %d, want within [0, %d)", i, lag, writebackMinBytes)
+		}
+	}
+	if s.WritebackLag() == s.Size() {
+		t.Fatalf("no writeback started for %d bytes", s.Size())
+	}
+	got := make([]byte, len(want))
+	if _, err := s.File().ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("data changed by the writeback (%v)", err)
+	}
+	if st, err := os.Stat(s.Path()); err != nil || st.Size() != int64(len(want)) {
+		t.Fatalf("file size %d (%v), want %d", st.Size(), err, len(want))
+	}
+}

@@ -41,6 +41,10 @@ type Segment struct {
 	// the writer after each append, after size; a lazy computation stores
 	// it only with CompareAndSwap(-1, ...).
 	nextOffset atomic.Int64
+	// writebackPos is the .log position up to which StartWriteback has
+	// asked the kernel to write; stored by StartWriteback only, whose
+	// caller runs one at a time.
+	writebackPos atomic.Int64
 	// createdMs is the injected creation time (Kafka: file mtime).
 	createdMs atomic.Int64
 	// closed is set by Close; every method then returns ErrClosed.
@@ -407,6 +411,9 @@ var zeroChunks = sync.Pool{New: func() any { b := make([]byte, zeroChunkBytes); 
 // of the segment's size by the zero tail, which holds no record (see
 // zeroTail) and which trimLog cuts at roll and close.
 //
+// With AllocateOnly the blocks are reserved by fallocate and the size
+// stays; trimLog's truncate then frees the blocks past the size.
+//
 // Only a file that trimLog can trim is reserved. A failed write of zeros
 // stops the reservation there (zeros written so far are a zero tail); the
 // append's own write reports a real lack of space. REQUIRES: the
@@ -422,6 +429,16 @@ func (s *Segment) reserveLog(end int64) {
 		return
 	}
 	limit := min(end+min(step, max(minPreallocateBytes, end)), math.MaxInt32)
+	if s.opts.AllocateOnly {
+		// Blocks only, the size unchanged: nothing past the size to read
+		// as a zero tail. A failure (no space, a file system without
+		// fallocate) leaves the appends to allocate as they go.
+		s.w.reserved = end
+		if err := s.logFile.Preallocate(end, limit-end); err == nil {
+			s.w.reserved = limit
+		}
+		return
+	}
 	buf := zeroChunks.Get().(*[]byte)
 	defer zeroChunks.Put(buf)
 	s.w.reserved = end
@@ -475,4 +492,43 @@ func (s *Segment) trimLog() error {
 		}
 	}
 	return nil
+}
+
+// writebackMinBytes is the least StartWriteback hands to the kernel at a
+// time: smaller ranges cost a system call for little writeback.
+const writebackMinBytes = 256 << 10
+
+// StartWriteback asks the kernel to start writing the .log's pages from
+// where the last call stopped to the segment's size, without waiting for
+// the writes and without making anything durable: the fsync of Flush
+// stays the only commit point. It spreads the writeback of a large
+// unflushed tail over the appends, so the next fsync finds little left
+// to write. A no-op without Options.StartWriteback, on a closed segment
+// or for less than 256 KiB. Errors are ignored: a failed writeback
+// leaves the pages dirty, and a failed write is reported by the next
+// fsync. REQUIRES: no concurrent StartWriteback on the segment; the
+// caller holds the segment open (a reference of the log's view).
+func (s *Segment) StartWriteback() {
+	if !s.opts.StartWriteback || s.closed.Load() {
+		return
+	}
+	from, to := s.writebackPos.Load(), s.size.Load()
+	if to-from < writebackMinBytes {
+		return
+	}
+	fd := s.logFile.Fd()
+	if fd == vfs.InvalidFd {
+		return
+	}
+	startWriteback(fd, from, to-from)
+	s.writebackPos.Store(to)
+}
+
+// WritebackLag is the number of bytes appended since the last
+// StartWriteback: what the kernel has not been asked to write yet.
+func (s *Segment) WritebackLag() int64 {
+	if !s.opts.StartWriteback {
+		return 0
+	}
+	return s.size.Load() - s.writebackPos.Load()
 }
