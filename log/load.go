@@ -54,10 +54,9 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 		MaxBatchBytes:      max(opts.MaxMessageBytes, record.HeaderSize) + record.LogOverhead,
 		PreallocateBytes:   segmentPreallocateBytes(opts),
 		AllocateOnly:       allocateOnly(opts),
-		StartWriteback:     startsWriteback(opts),
 		MapReads:           opts.mapReads,
 	}
-	l.writebackFn = l.runBackgroundWriteback
+
 	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
 	var ev events
 	if err := l.load(&ev); err != nil {
@@ -496,12 +495,4 @@ func segmentPreallocateBytes(o Options) int64 {
 // every byte, which pays only when an fsync follows each append.
 func allocateOnly(o Options) bool {
 	return o.SegmentPreallocateBytes == 0 && o.FlushMessages <= 0 && o.osFS
-}
-
-// startsWriteback reports whether appends start the kernel's writeback
-// of what they wrote (writebackStepBytes): on the operating system's
-// file system, when the log fsyncs in large steps, that is without a
-// flush policy by message count.
-func startsWriteback(o Options) bool {
-	return o.FlushMessages <= 0 && o.osFS
 }

@@ -84,13 +84,9 @@ type UnifiedLog struct {
 	// flushMu serializes flushes. It is held across the fsyncs, with mu
 	// released, so appends continue while a flush runs.
 	flushMu sync.Mutex
-	// background counts the flushes and writeback starts appends
-	// started in the background (startBackgroundFlush,
-	// startBackgroundWriteback); Close waits for them.
+	// background counts the flushes appends started in the background
+	// (startBackgroundFlush); Close waits for them.
 	background sync.WaitGroup
-	// writebackFn is the body of the background writeback goroutine,
-	// made once by Open so that starting it allocates nothing.
-	writebackFn func()
 
 	mu struct {
 		sync.Mutex
@@ -111,9 +107,6 @@ type UnifiedLog struct {
 		// started by an append runs.
 		unflushedBytes  int64
 		backgroundFlush bool
-		// backgroundWriteback is set while a writeback start begun by an
-		// append runs (startBackgroundWriteback).
-		backgroundWriteback bool
 		// closing is set by Close before it waits for the background
 		// flush: no new one starts (UnifiedLog.background's Add happens
 		// under mu, never from zero during the Wait).

@@ -57,12 +57,6 @@ type Options struct {
 	// without an fsync per append and the zeros pay with one. Default
 	// false.
 	AllocateOnly bool
-	// StartWriteback makes StartWriteback ask the kernel to begin writing
-	// the .log's dirty pages (sync_file_range(2) with
-	// SYNC_FILE_RANGE_WRITE on Linux, a no-op elsewhere). Set it only for
-	// files of the operating system's file system (vfs.Default): the call
-	// goes to the descriptor, past any wrapper. Default false.
-	StartWriteback bool
 	// MapReads makes reads copy from a read-only shared memory mapping of
 	// the .log instead of issuing a pread, and lets Mapped return slices
 	// of it (mmap.go has the lifetime). Set it only for files of the

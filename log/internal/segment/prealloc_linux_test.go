@@ -180,37 +180,3 @@ func TestAllocateOnly(t *testing.T) {
 		})
 	}
 }
-
-// TestStartWriteback: StartWriteback hands the kernel the range appended
-// since its last call, at least writebackMinBytes at a time, and changes
-// neither the data nor the sizes.
-func TestStartWriteback(t *testing.T) {
-	s, err := Create(vfs.Default, t.TempDir(), 0, 0, Options{StartWriteback: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var want []byte
-	for i := range 100 {
-		b := buildBatch(t, batchSpec{base: int64(i), last: int64(i), valueSize: 4000})
-		want = append(want, b...)
-		if err := s.Append(int64(i), bytes.Clone(b)); err != nil {
-			t.Fatal(err)
-		}
-		s.StartWriteback()
-		lag := s.WritebackLag()
-		if lag < 0 || lag >= writebackMinBytes {
-			t.Fatalf("after batch %d: lag %d, want within [0, %d)", i, lag, writebackMinBytes)
-		}
-	}
-	if s.WritebackLag() == s.Size() {
-		t.Fatalf("no writeback started for %d bytes", s.Size())
-	}
-	got := make([]byte, len(want))
-	if _, err := s.File().ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("data changed by the writeback (%v)", err)
-	}
-	if st, err := os.Stat(s.Path()); err != nil || st.Size() != int64(len(want)) {
-		t.Fatalf("file size %d (%v), want %d", st.Size(), err, len(want))
-	}
-}

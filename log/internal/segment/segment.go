@@ -41,10 +41,6 @@ type Segment struct {
 	// the writer after each append, after size; a lazy computation stores
 	// it only with CompareAndSwap(-1, ...).
 	nextOffset atomic.Int64
-	// writebackPos is the .log position up to which StartWriteback has
-	// asked the kernel to write; stored by StartWriteback only, whose
-	// caller runs one at a time.
-	writebackPos atomic.Int64
 	// createdMs is the injected creation time (Kafka: file mtime).
 	createdMs atomic.Int64
 	// closed is set by Close; every method then returns ErrClosed.
@@ -492,43 +488,4 @@ func (s *Segment) trimLog() error {
 		}
 	}
 	return nil
-}
-
-// writebackMinBytes is the least StartWriteback hands to the kernel at a
-// time: smaller ranges cost a system call for little writeback.
-const writebackMinBytes = 256 << 10
-
-// StartWriteback asks the kernel to start writing the .log's pages from
-// where the last call stopped to the segment's size, without waiting for
-// the writes and without making anything durable: the fsync of Flush
-// stays the only commit point. It spreads the writeback of a large
-// unflushed tail over the appends, so the next fsync finds little left
-// to write. A no-op without Options.StartWriteback, on a closed segment
-// or for less than 256 KiB. Errors are ignored: a failed writeback
-// leaves the pages dirty, and a failed write is reported by the next
-// fsync. REQUIRES: no concurrent StartWriteback on the segment; the
-// caller holds the segment open (a reference of the log's view).
-func (s *Segment) StartWriteback() {
-	if !s.opts.StartWriteback || s.closed.Load() {
-		return
-	}
-	from, to := s.writebackPos.Load(), s.size.Load()
-	if to-from < writebackMinBytes {
-		return
-	}
-	fd := s.logFile.Fd()
-	if fd == vfs.InvalidFd {
-		return
-	}
-	startWriteback(fd, from, to-from)
-	s.writebackPos.Store(to)
-}
-
-// WritebackLag is the number of bytes appended since the last
-// StartWriteback: what the kernel has not been asked to write yet.
-func (s *Segment) WritebackLag() int64 {
-	if !s.opts.StartWriteback {
-		return 0
-	}
-	return s.size.Load() - s.writebackPos.Load()
 }
