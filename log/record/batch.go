@@ -242,7 +242,10 @@ func (b Batch) Validate() error {
 	return nil
 }
 
-func (b Batch) validate() *CorruptBatchError {
+func (b Batch) validate() *CorruptBatchError { return b.validateCRC(true) }
+
+// validateCRC is validate, comparing the CRC only if crc is set.
+func (b Batch) validateCRC(crc bool) *CorruptBatchError {
 	if len(b.b) < HeaderSize {
 		baseOffset := base.UndefinedOffset
 		if len(b.b) >= 8 {
@@ -255,6 +258,9 @@ func (b Batch) validate() *CorruptBatchError {
 	}
 	if m := b.Magic(); m != Magic {
 		return corruptf(b.BaseOffset(), "magic %d, want %d", m, Magic)
+	}
+	if !crc {
+		return b.checkHeader()
 	}
 	if stored, computed := b.CRC(), b.ComputeCRC(); stored != computed {
 		return corruptf(b.BaseOffset(), "crc %#08x, computed %#08x", stored, computed)

@@ -73,8 +73,12 @@ func DefaultBuilderOptions() BuilderOptions {
 type Builder struct {
 	opts BuilderOptions
 
-	// records holds the encoded, uncompressed records.
-	records        []byte
+	// buf is HeaderSize bytes of room for the header followed by the
+	// encoded, uncompressed records (records()), so that Finish returns an
+	// uncompressed batch where its records were encoded, without a copy.
+	buf []byte
+	// out holds Finish's compressed batches.
+	out            []byte
 	count          int32
 	firstTimestamp int64
 	maxTimestamp   int64
@@ -95,7 +99,10 @@ func NewBuilder(opts BuilderOptions) *Builder {
 // buffers and codec state.
 func (b *Builder) Reset(opts BuilderOptions) {
 	b.opts = opts
-	b.records = b.records[:0]
+	if cap(b.buf) < HeaderSize {
+		b.buf = make([]byte, HeaderSize, 64<<10)
+	}
+	b.buf = b.buf[:HeaderSize]
 	b.count = 0
 	b.firstTimestamp, b.maxTimestamp = 0, 0
 	b.err = nil
@@ -106,7 +113,10 @@ func (b *Builder) Len() int { return int(b.count) }
 
 // UncompressedBytes returns the encoded size of the records added so far,
 // before compression and without the header.
-func (b *Builder) UncompressedBytes() int { return len(b.records) }
+func (b *Builder) UncompressedBytes() int { return len(b.buf) - HeaderSize }
+
+// records returns the encoded records added so far.
+func (b *Builder) records() []byte { return b.buf[HeaderSize:] }
 
 // Add appends a record. A nil key or value is null; an empty non-nil one
 // is empty. Headers with a nil Value have a null value.
@@ -117,6 +127,9 @@ func (b *Builder) Add(timestamp int64, key, value []byte, headers ...Header) {
 	if b.count == math.MaxInt32 {
 		b.err = invalidArgf("builder: more than %d records", math.MaxInt32)
 		return
+	}
+	if len(b.buf) < HeaderSize { // a zero Builder
+		b.buf = make([]byte, HeaderSize, 64<<10)
 	}
 	if b.count == 0 {
 		b.firstTimestamp, b.maxTimestamp = timestamp, timestamp
@@ -130,7 +143,7 @@ func (b *Builder) Add(timestamp int64, key, value []byte, headers ...Header) {
 		b.err = invalidArgf("builder: record %d larger than %d bytes", b.count, math.MaxInt32)
 		return
 	}
-	r := slices.Grow(b.records, maxVarintLen+size)
+	r := slices.Grow(b.buf, maxVarintLen+size)
 	start := len(r)
 	r = AppendVarint(r, int32(size))
 	r = append(r, 0) // attributes
@@ -146,7 +159,7 @@ func (b *Builder) Add(timestamp int64, key, value []byte, headers ...Header) {
 	}
 	invariants.Assertf(len(r)-start == VarintLen(int32(size))+size,
 		"record encoded to %d bytes, sized %d", len(r)-start, size)
-	b.records = r
+	b.buf = r
 	b.count++
 }
 
@@ -201,8 +214,8 @@ func (b *Builder) AppendTo(dst []byte) ([]byte, error) {
 		return dst, err
 	}
 	start := len(dst)
-	dst = slices.Grow(dst, HeaderSize+len(b.records))[:start+HeaderSize]
-	out, err := b.enc.compress(dst, b.opts.Compression, b.opts.CompressionLevel, b.records)
+	dst = slices.Grow(dst, len(b.buf))[:start+HeaderSize]
+	out, err := b.enc.compress(dst, b.opts.Compression, b.opts.CompressionLevel, b.records())
 	if err != nil {
 		return dst[:start], err
 	}
@@ -215,6 +228,42 @@ func (b *Builder) AppendTo(dst []byte) ([]byte, error) {
 		batch, err := ReadBatch(out[start:])
 		invariants.Assertf(err == nil, "built batch does not frame: %v", err)
 		invariants.Assertf(batch.Validate() == nil, "built batch invalid: %v", batch.Validate())
+	}
+	return out, nil
+}
+
+// Finish returns the batch in the Builder's own memory, valid until the
+// next Add, Reset or Finish: the batch AppendTo would append, without its
+// copy. An uncompressed batch is finished where Add encoded its records
+// (the header written in the room kept before them, the CRC computed
+// once, over [21, end)), so building it copies each key and value once;
+// a compressed one is compressed into a buffer the Builder reuses. The
+// caller may modify the returned bytes (a log stamps offsets and the
+// leader epoch in place, outside the CRC). Errors are AppendTo's.
+func (b *Builder) Finish() ([]byte, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	var out []byte
+	if b.opts.Compression == CompressionNone {
+		out = b.buf
+	} else {
+		var err error
+		out, err = b.enc.compress(slices.Grow(b.out[:0], HeaderSize)[:HeaderSize], b.opts.Compression,
+			b.opts.CompressionLevel, b.records())
+		if err != nil {
+			return nil, err
+		}
+		b.out = out
+	}
+	if len(out) > MaxBatchSize {
+		return nil, invalidArgf("builder: batch of %d bytes exceeds %d", len(out), MaxBatchSize)
+	}
+	b.putHeader(out)
+	if invariants.Enabled {
+		batch, err := ReadBatch(out)
+		invariants.Assertf(err == nil, "finished batch does not frame: %v", err)
+		invariants.Assertf(batch.Validate() == nil, "finished batch invalid: %v", batch.Validate())
 	}
 	return out, nil
 }

@@ -47,6 +47,16 @@ type Options struct {
 	// off (the log turns it on with an fsync policy); negative: off.
 	// Kafka: file.preallocate (which sizes the file to segment.bytes).
 	PreallocateBytes int64
+	// AllocateOnly makes reserveLog ask the file system for the blocks
+	// (vfs.File.Preallocate: fallocate(2) with FALLOC_FL_KEEP_SIZE on
+	// Linux) instead of writing zeros. The file's size does not change,
+	// so there is no zero tail and the .log stays Kafka's format byte for
+	// byte; an append into the reserved blocks skips the file system's
+	// block reservation of a delayed-allocation write. The fsync of such a
+	// write still converts extents and records the new size, so this pays
+	// without an fsync per append and the zeros pay with one. Default
+	// false.
+	AllocateOnly bool
 	// MapReads makes reads copy from a read-only shared memory mapping of
 	// the .log instead of issuing a pread, and lets Mapped return slices
 	// of it (mmap.go has the lifetime). Set it only for files of the

@@ -126,3 +126,57 @@ func TestPreallocateSteps(t *testing.T) {
 		t.Fatalf("%d writes for one append to a file without Truncate, want 1 (no zeros)", n)
 	}
 }
+
+// TestAllocateOnly on the real file system: with AllocateOnly the blocks
+// ahead of the appends are reserved by fallocate while the file's size
+// stays the segment's (no zero tail: the .log is Kafka's format byte for
+// byte at every moment), and OnBecomeInactive and Close release the
+// blocks past the data.
+func TestAllocateOnly(t *testing.T) {
+	dir := t.TempDir()
+	for _, end := range []string{"roll", "close"} {
+		t.Run(end, func(t *testing.T) {
+			base := int64(0)
+			if end == "close" {
+				base = 1000
+			}
+			s, err := Create(vfs.Default, dir, base, 0, Options{PreallocateBytes: 1 << 20, AllocateOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var size int64
+			for i := range 8 {
+				b := buildBatch(t, batchSpec{base: base + int64(i), last: base + int64(i), valueSize: 4000})
+				size += int64(len(b))
+				if err := s.Append(base+int64(i), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := os.Stat(s.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Size() != size || st.Size() != size {
+				t.Fatalf("segment size %d, file size %d; want both %d", s.Size(), st.Size(), size)
+			}
+			if got := allocatedBytes(t, s.Path()); got < size+16<<10 {
+				t.Fatalf("%d bytes allocated for %d of data: nothing reserved ahead", got, size)
+			}
+			if end == "roll" {
+				err = s.OnBecomeInactive()
+			} else {
+				err = s.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err := os.Stat(s.Path()); err != nil || st.Size() != size {
+				t.Fatalf("after %s: file size %d (%v), want %d", end, st.Size(), err, size)
+			}
+			if got := allocatedBytes(t, s.Path()); got > size+8<<10 {
+				t.Fatalf("after %s: %d bytes allocated, want about the data's %d", end, got, size)
+			}
+			_ = s.Close()
+		})
+	}
+}

@@ -407,6 +407,9 @@ var zeroChunks = sync.Pool{New: func() any { b := make([]byte, zeroChunkBytes); 
 // of the segment's size by the zero tail, which holds no record (see
 // zeroTail) and which trimLog cuts at roll and close.
 //
+// With AllocateOnly the blocks are reserved by fallocate and the size
+// stays; trimLog's truncate then frees the blocks past the size.
+//
 // Only a file that trimLog can trim is reserved. A failed write of zeros
 // stops the reservation there (zeros written so far are a zero tail); the
 // append's own write reports a real lack of space. REQUIRES: the
@@ -422,6 +425,16 @@ func (s *Segment) reserveLog(end int64) {
 		return
 	}
 	limit := min(end+min(step, max(minPreallocateBytes, end)), math.MaxInt32)
+	if s.opts.AllocateOnly {
+		// Blocks only, the size unchanged: nothing past the size to read
+		// as a zero tail. A failure (no space, a file system without
+		// fallocate) leaves the appends to allocate as they go.
+		s.w.reserved = end
+		if err := s.logFile.Preallocate(end, limit-end); err == nil {
+			s.w.reserved = limit
+		}
+		return
+	}
 	buf := zeroChunks.Get().(*[]byte)
 	defer zeroChunks.Put(buf)
 	s.w.reserved = end
