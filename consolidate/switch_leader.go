@@ -2,6 +2,7 @@ package consolidate
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log"
@@ -94,6 +95,7 @@ type LeaderSwitch struct {
 	proposed    bool       // a seal proposal was sent in this leader epoch
 	initialised sealMemory // the seal whose WAL row exists
 	asked       sealMemory // the seal the phase-2 request was sent for
+	rolled      sealMemory // the seal the log was rolled at (RollAtSeal or the seal's own roll)
 }
 
 // sealMemory remembers one seal a step was done for.
@@ -106,9 +108,11 @@ func (m sealMemory) is(seal int64) bool { return m.done && m.seal == seal }
 
 // SwitchStep says what one LeaderSwitch.Step did.
 type SwitchStep struct {
-	Seal       SealResult
-	Proposed   bool
-	Init       *wal.InitDisklessLogRequest
+	Seal     SealResult
+	Proposed bool
+	Init     *wal.InitDisklessLogRequest
+	// Rolled: RollAtSeal rolled the active segment.
+	Rolled     bool
 	PrefixSent *tierstate.ClassicPrefixRequest
 }
 
@@ -134,6 +138,7 @@ func (d *LeaderSwitch) Step(ctx context.Context, s tierstate.State) (SwitchStep,
 			return st, err
 		}
 		d.proposed, st.Proposed = true, true
+		d.rolled = sealMemory{true, res.Proposal.Seal} // proposed only once rolled
 	case s.SealCommitted():
 		if !d.initialised.is(s.Seal()) {
 			req, err := InitDisklessLog(ctx, d.ControlPlane, s, d.TP, d.Log)
@@ -141,6 +146,13 @@ func (d *LeaderSwitch) Step(ctx context.Context, s tierstate.State) (SwitchStep,
 				return st, err
 			}
 			d.initialised, st.Init = sealMemory{true, s.Seal()}, &req
+		}
+		if !d.rolled.is(s.Seal()) {
+			rolled, err := RollAtSeal(s, d.Log)
+			if err != nil {
+				return st, err
+			}
+			d.rolled, st.Rolled = sealMemory{true, s.Seal()}, rolled
 		}
 		if plan := PlanClassicPrefixRequest(s, d.Log); plan.Send && !d.asked.is(s.Seal()) {
 			req := tierstate.ClassicPrefixRequest{BrokerID: d.BrokerID, LeaderEpoch: d.LeaderEpoch,
@@ -159,3 +171,36 @@ func (d *LeaderSwitch) Step(ctx context.Context, s tierstate.State) (SwitchStep,
 // unanswered (a timeout). The controller's CommitSeal refuses a second
 // commit, so a duplicate proposal changes nothing.
 func (d *LeaderSwitch) ForgetProposal() { d.proposed = false }
+
+// NeedsRollAtSeal reports whether a phase-1 leader must roll its log at
+// the seal: the log ends at the seal and remote storage does not hold
+// S-1 yet. The remote-log manager copies rolled segments only, and a
+// log that takes no classic append past the seal rolls by size or age
+// never, so a leader elected in phase 1 (its predecessor, which rolled
+// when it sealed, failed) would hold S-1 in its active segment for good
+// and never ask for phase 2.
+func NeedsRollAtSeal(s tierstate.State, l PrefixLog, logEnd int64) bool {
+	return s.Phase() == tierstate.PhaseOne && logEnd == s.Seal() && l.HighestOffsetInRemoteStorage() < s.Seal()-1
+}
+
+// RollAtSeal rolls the leader's active segment when NeedsRollAtSeal
+// holds and the segment holds records (all below the seal: the log ends
+// there). It reports whether it rolled; rolling an empty active segment
+// would change nothing.
+func RollAtSeal(s tierstate.State, l SwitchLog) (bool, error) {
+	o := l.Offsets()
+	if !NeedsRollAtSeal(s, l, o.LogEndOffset) {
+		return false, nil
+	}
+	segs, err := l.Segments(o.LogEndOffset)
+	if err != nil {
+		return false, err
+	}
+	if n := len(segs); n == 0 || segs[n-1].BaseOffset >= o.LogEndOffset {
+		return false, nil
+	}
+	if err := l.Roll(); err != nil {
+		return false, fmt.Errorf("consolidate: roll at seal %d: %w", s.Seal(), err)
+	}
+	return true, nil
+}

@@ -183,6 +183,13 @@ const (
 	// DropFutureLog: the future log's directory failed; the future log is
 	// forgotten (not deleted) and the current log stays.
 	DropFutureLog
+
+	// RollAtSeal (a leader's switch step, listed last so that the kinds
+	// above keep their values): a phase-1 leader whose log ends at the
+	// seal rolls its active segment, so the segment holding S-1 is a
+	// finished segment the remote-log manager copies (it copies rolled
+	// segments only) and phase 2 can be asked for.
+	RollAtSeal
 )
 
 func (k Kind) String() string {
@@ -241,6 +248,8 @@ func (k Kind) String() string {
 		return "promote-future-log"
 	case DropFutureLog:
 		return "drop-future-log"
+	case RollAtSeal:
+		return "roll-at-seal"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }

@@ -214,7 +214,9 @@ func (r *Replica) switchEffectLocked(ctx context.Context, d Delta, a Action) (Pl
 		if err := r.opts.Controller.ProposeSeal(ctx, tp, d.LeaderEpoch, res.Proposal); err != nil {
 			return Plan{a, p}, err
 		}
-		r.mu.switchp.Proposed = true
+		// SealLeader proposes only once the active segment is rolled
+		// (S = LEO with nothing past the last roll): S-1 is copyable.
+		r.mu.switchp.Proposed, r.mu.switchp.Rolled = true, res.Proposal.Seal
 		return Plan{a, p}, nil
 	case InitDisklessLog:
 		req, err := consolidate.InitDisklessLog(ctx, r.opts.ControlPlane, s, tp, sl)
@@ -224,6 +226,18 @@ func (r *Replica) switchEffectLocked(ctx context.Context, d Delta, a Action) (Pl
 				req.DisklessStartOffset, len(req.ProducerStates))
 		}
 		return Plan{a}, err
+	case RollAtSeal:
+		sw, ok := r.mu.log.(consolidate.SwitchLog)
+		if !ok {
+			return Plan{a}, fmt.Errorf("replica: log of %s is not a consolidate.SwitchLog: %w", tp, ErrInvalidArgument)
+		}
+		rolled, err := consolidate.RollAtSeal(s, sw)
+		if err != nil {
+			return Plan{a}, err
+		}
+		a.Reason += fmt.Sprintf("; rolled %t", rolled)
+		r.mu.switchp.Rolled = s.Seal()
+		return Plan{a}, nil
 	case RequestPhaseTwo:
 		plan := consolidate.PlanClassicPrefixRequest(s, r.mu.log)
 		req := tierstate.ClassicPrefixRequest{BrokerID: r.opts.BrokerID, LeaderEpoch: d.LeaderEpoch, Seal: s.Seal(),

@@ -19,14 +19,16 @@ type SwitchProgress struct {
 	// Proposed: the seal proposal was sent in this leader epoch.
 	Proposed bool
 	// Initialised is the seal whose WAL row this leader created, Asked
-	// the seal its phase-2 request was sent for; -1 for none.
-	Initialised, Asked int64
+	// the seal its phase-2 request was sent for, Rolled the seal its log
+	// was rolled at (by the seal itself or by RollAtSeal); -1 for none.
+	Initialised, Asked, Rolled int64
 	// PrunerArmed: the driver armed the pruner and has not disarmed it.
 	PrunerArmed bool
 }
 
 func (p SwitchProgress) forgetSteps() SwitchProgress {
-	return SwitchProgress{Initialised: base.UndefinedOffset, Asked: base.UndefinedOffset, PrunerArmed: p.PrunerArmed}
+	return SwitchProgress{Initialised: base.UndefinedOffset, Asked: base.UndefinedOffset, Rolled: base.UndefinedOffset,
+		PrunerArmed: p.PrunerArmed}
 }
 
 // SwitchLog is what the leader's switch decision reads of the log.
@@ -48,11 +50,17 @@ func Leads(p Prior, d Delta) bool {
 //
 //	seal pending, no proposal yet      Seal (then ProposeSeal once HW = LEO)
 //	phase 1, LEO = S, no row yet       InitDisklessLog
+//	phase 1, LEO = S, S-1 not remote   RollAtSeal (once per seal and leader epoch)
 //	phase 1, remote storage holds S-1  RequestPhaseTwo with R = the epoch at S-1
 //	consolidating, seal committed      ArmPruner at S-1 once LEO >= S; below the
 //	                                   seal (a recreated or log-less leader
 //	                                   awaiting its rebuild) DisarmPruner
 //	not leading, or not consolidating  DisarmPruner
+//
+// A leader elected in phase 1 (after the sealing leader failed) holds
+// S-1 in the active segment it replicated into; without RollAtSeal that
+// segment would roll only by size or age, never reached since the log
+// takes no classic append, and the partition would stay in phase 1.
 //
 // The row is created only in phase 1 from a log that ends at the seal: a
 // leader elected after the commit with a consolidated suffix past S, or
@@ -85,6 +93,10 @@ func DecideSwitch(p Prior, d Delta, sp SwitchProgress, l SwitchLog) Plan {
 		if s.Phase() == tierstate.PhaseOne && leo == seal && sp.Initialised != seal {
 			plan = append(plan, act(InitDisklessLog, seal, "seal %d committed, log end %d at the seal: W = log start %d, HW = S",
 				seal, leo, l.LogStartOffset()))
+		}
+		if sp.Rolled != seal && consolidate.NeedsRollAtSeal(s, l, leo) {
+			plan = append(plan, act(RollAtSeal, seal, "phase 1, log end %d at the seal, remote storage holds up to %d < S-1 = %d: the segment holding S-1 must be rolled to be copied",
+				leo, l.HighestOffsetInRemoteStorage(), seal-1))
 		}
 		if req := consolidate.PlanClassicPrefixRequest(s, l); req.Send && sp.Asked != seal {
 			plan = append(plan, act(RequestPhaseTwo, seal, "phase 1, remote storage holds up to %d >= S-1 = %d: recorded epoch %d",

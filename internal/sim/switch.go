@@ -50,6 +50,9 @@ func (c *Cluster) SwitchStep() error {
 		if res.Init != nil {
 			parts = append(parts, fmt.Sprintf("InitDisklessLog W=%d S=%d", res.Init.LogStartOffset, res.Init.DisklessStartOffset))
 		}
+		if res.Rolled {
+			parts = append(parts, fmt.Sprintf("rolled at seal %d", c.Seal()))
+		}
 		if res.PrefixSent != nil {
 			parts = append(parts, fmt.Sprintf("phase 2: R=%d E_d=%d", c.ctrl.rec.State.LastClassicLeaderEpoch(), c.ctrl.rec.State.DisklessLeaderEpoch()))
 		}
