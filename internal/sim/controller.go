@@ -202,7 +202,11 @@ func (s switchController) SetClassicPrefixInRemoteStorage(_ context.Context, _ r
 	if err != nil {
 		return err
 	}
+	// The flag goes through Kafka's PartitionChangeBuilder, which bumps
+	// the leader epoch; E_d (tag 102) is the epoch the record produces
+	// (github.com/aiven/inkless/pull/827).
 	k.rec.State = st
+	k.rec.LeaderEpoch = st.DisklessLeaderEpoch()
 	k.rec.PartitionEpoch++
 	s.c.trace.detail("controller commits phase 2: R=%d E_d=%d", st.LastClassicLeaderEpoch(), st.DisklessLeaderEpoch())
 	return s.c.publish("phase 2 committed")
