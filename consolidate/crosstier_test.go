@@ -31,7 +31,7 @@ func TestReporterCoalescesAndFlushesForwardOnly(t *testing.T) {
 	require.NoError(t, err)
 	r, err := NewReporter(ReporterOptions{ControlPlane: e.cp, Cache: cache})
 	require.NoError(t, err)
-	require.Equal(t, int64(-1), e.storedX())
+	require.Equal(t, int64(0), e.storedX(), "X starts at the classic log start W")
 
 	r.Report(e.tp, 40)
 	r.Report(e.tp, 20) // lower: dropped
@@ -89,8 +89,9 @@ func TestCrossTierCache(t *testing.T) {
 	require.False(t, known, "no answer yet")
 
 	cp.down = false
-	_, _, known = c.CrossTierLogStart(e.tp)
-	require.False(t, known, "never reported: unknown, not W (EARLIEST's fallback)")
+	_, x0, known := c.CrossTierLogStart(e.tp)
+	require.True(t, known, "the control plane records X = W when it creates a switched log")
+	require.Equal(t, int64(0), x0)
 	_, err = e.cp.AdvanceCrossTierLogStart(e.ctx, []wal.AdvanceCrossTierLogStartRequest{{Partition: walTP(e.tp), CrossTierLogStart: 20}})
 	require.NoError(t, err)
 	now = now.Add(time.Second)

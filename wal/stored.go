@@ -105,6 +105,20 @@ func (q *InitDisklessLogRequest) Validate() error {
 	return &PartitionError{Partition: q.Partition, Err: ErrInvalidArgument, Detail: problem}
 }
 
+// InitialCrossTierLogStart is the cross-tier log start X the control
+// plane records when it creates the log: a switched partition's (S > 0)
+// is its classic log start W, which the leader's log start is, so that X
+// is known from the first moment. Otherwise the first prune, which moves
+// W to S, would leave ListOffsets EARLIEST answering S (it falls back to
+// W while no X was reported) above a classic prefix remote storage
+// holds. A born-diskless partition's is -1: nothing reported yet.
+func (q *InitDisklessLogRequest) InitialCrossTierLogStart() int64 {
+	if q.DisklessStartOffset > 0 {
+		return q.LogStartOffset
+	}
+	return -1
+}
+
 // FixedListOffset answers the ListOffsets queries whose answer the log's
 // row alone decides (earliest, earliest local, latest, latest tiered, and
 // an unsupported negative timestamp); ok is false for MaxTimestamp and a

@@ -78,7 +78,9 @@ type LogInfo struct {
 	HighWatermark int64
 	// DisklessStartOffset is S.
 	DisklessStartOffset int64
-	// CrossTierLogStartOffset is X as last reported, -1 if never.
+	// CrossTierLogStartOffset is X as last reported; a switched log
+	// starts with its classic log start W (InitialCrossTierLogStart), a
+	// born-diskless one with -1 (never reported).
 	CrossTierLogStartOffset int64
 	// ByteSize is the sum of the sizes of the live batches.
 	ByteSize int64

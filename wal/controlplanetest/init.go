@@ -41,6 +41,16 @@ func testInitNew(e *env) {
 	require.NoError(e.t, res[1].Err)
 	e.requireLog(switched1, 50, 100, 100, 0)
 	e.requireLog(wal.TopicIDPartition{TopicID: switched, Partition: 2}, 0, 7, 7, 0)
+	// X starts at W for a switched partition: EARLIEST answers the
+	// classic log start whatever W becomes (the first prune moves it to
+	// S), until the leader reports a higher X.
+	require.Equal(e.t, int64(50), e.info(switched1).CrossTierLogStartOffset)
+	off, _ = e.listOffset(switched1, wal.EarliestTimestamp)
+	require.Equal(e.t, int64(50), off)
+	// A born-diskless log (S = 0) has none reported yet.
+	res = e.init(initReq(wal.TopicIDPartition{TopicID: switched, Partition: 3}, 0, 0))
+	require.NoError(e.t, res[0].Err)
+	require.Equal(e.t, int64(-1), e.info(wal.TopicIDPartition{TopicID: switched, Partition: 3}).CrossTierLogStartOffset)
 }
 
 func testInitAlready(e *env) {

@@ -213,7 +213,7 @@ func initLog(tx *txn, q wal.InitDisklessLogRequest) (wal.InitDisklessLogResult, 
 	}
 	l.found, l.dirty = true, true
 	l.row = logRow{Topic: topic, LogStartOffset: q.LogStartOffset, HighWatermark: q.DisklessStartOffset,
-		DisklessStartOffset: q.DisklessStartOffset, CrossTierLogStartOffset: -1}
+		DisklessStartOffset: q.DisklessStartOffset, CrossTierLogStartOffset: q.InitialCrossTierLogStart()}
 	for _, st := range q.ProducerStates {
 		tx.setProducer(q.Partition, st)
 	}

@@ -299,13 +299,15 @@ func initLog(lk *locked, q *wal.InitDisklessLogRequest) (wal.InitDisklessLogResu
 			return wal.InitDisklessLogResult{}, err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE logs SET topic_name = CASE WHEN $3 = '' THEN topic_name ELSE $3 END,
-				log_start_offset = $4, high_watermark = $5, diskless_start_offset = $5, cross_tier_log_start_offset = -1, byte_size = 0
-			WHERE topic_id = $1 AND partition = $2`, id, part, q.Topic, q.LogStartOffset, q.DisklessStartOffset); err != nil {
+				log_start_offset = $4, high_watermark = $5, diskless_start_offset = $5, cross_tier_log_start_offset = $6, byte_size = 0
+			WHERE topic_id = $1 AND partition = $2`, id, part, q.Topic, q.LogStartOffset, q.DisklessStartOffset, q.InitialCrossTierLogStart()); err != nil {
 			return wal.InitDisklessLogResult{}, err
 		}
 	} else {
-		tag, err := tx.Exec(ctx, `INSERT INTO logs (topic_id, partition, topic_name, log_start_offset, high_watermark, diskless_start_offset)
-			VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING`, id, part, q.Topic, q.LogStartOffset, q.DisklessStartOffset)
+		tag, err := tx.Exec(ctx, `INSERT INTO logs (topic_id, partition, topic_name, log_start_offset, high_watermark, diskless_start_offset,
+				cross_tier_log_start_offset)
+			VALUES ($1, $2, $3, $4, $5, $5, $6) ON CONFLICT DO NOTHING`, id, part, q.Topic, q.LogStartOffset, q.DisklessStartOffset,
+			q.InitialCrossTierLogStart())
 		if err != nil {
 			return wal.InitDisklessLogResult{}, err
 		}
