@@ -49,6 +49,13 @@ type Broker struct {
 	// task is a remote log task's lookup awaiting its install (scripted
 	// runs: Cluster.RemoteTaskLookup).
 	task *remoteTaskLookup
+	// future is the future log of a log directory move (nil: none), in
+	// the disk's other directory; moving: the move fetcher holds the
+	// partition; promoted: the current log is in futureLogDir (a
+	// promotion swapped the directories). Scripted runs only (move.go).
+	future   *log.UnifiedLog
+	moving   bool
+	promoted bool
 }
 
 // classicFetch is where the classic fetcher fetches from.
@@ -109,10 +116,10 @@ func (b *Broker) logOptions() log.Options {
 
 // openLog opens the partition's log if the disk holds its directory.
 func (b *Broker) openLog() (*log.UnifiedLog, error) {
-	if _, err := b.fs.Stat(logDir); err != nil {
+	if _, err := b.fs.Stat(b.currentDir()); err != nil {
 		return nil, nil
 	}
-	return log.Open(logDir, b.logOptions())
+	return log.Open(b.currentDir(), b.logOptions())
 }
 
 // start brings the broker up on its disk: the log as found (recovered
@@ -128,6 +135,9 @@ func (b *Broker) start() error {
 		if err := b.restoreHighWatermark(l); err != nil {
 			return errors.Join(err, l.Close())
 		}
+	}
+	if b.future, err = b.openFutureLog(); err != nil {
+		return err
 	}
 	// The cross-tier log start X, read from the control plane on every
 	// question (the cache's TTL is below one step): the expiration
@@ -164,12 +174,15 @@ func (b *Broker) start() error {
 	}
 	opts := replica.Options{Partition: Partition, Logs: logManager{b}, Classic: classicFetcher{b},
 		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: reportingRemote{b.mgr, b.reporter},
-		OnEvent: b.onDriverEvent}
+		Move: moveFetcher{b}, FutureLogs: futureLogManager{b}, OnEvent: b.onDriverEvent}
 	if l != nil {
 		opts.Log = l
 	}
 	if b.driver, err = replica.New(opts); err != nil {
 		return err
+	}
+	if b.future != nil {
+		b.driver.SetFutureLog(b.future)
 	}
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
 	b.up = true
@@ -186,6 +199,9 @@ func (b *Broker) stop() error {
 	if l, _ := b.driver.Log().(*log.UnifiedLog); l != nil {
 		errs = append(errs, l.Close())
 	}
+	if b.future != nil {
+		errs = append(errs, b.future.Close())
+	}
 	return errors.Join(append(errs, b.mgr.Close())...)
 }
 
@@ -201,7 +217,7 @@ func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 			RNG: rand.New(rand.NewPCG(b.c.rng.Uint64(), b.c.rng.Uint64()))})
 	}
 	_ = b.mgr.Close()
-	b.up, b.fs = false, img
+	b.up, b.fs, b.future, b.moving = false, img, nil, false
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
 }
 
@@ -224,26 +240,40 @@ func (p partitionSource) Partition(tp remote.TopicIDPartition) (tierstate.State,
 type logManager struct{ b *Broker }
 
 func (m logManager) CreateLog(context.Context, remote.TopicIDPartition) (replica.Log, error) {
-	if err := m.b.fs.MkdirAll(logDir, 0o755); err != nil {
+	return m.b.createLog(m.b.currentDir())
+}
+
+// createLog creates an empty log in directory dir of the broker's disk.
+func (b *Broker) createLog(dir string) (*log.UnifiedLog, error) {
+	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	// The new directory's entry is made durable before the log is used:
 	// a crash must not take away a log that acknowledged records.
-	d, err := m.b.fs.OpenDir("")
+	d, err := b.fs.OpenDir("")
 	if err != nil {
 		return nil, err
 	}
 	if err := errors.Join(d.Sync(), d.Close()); err != nil {
 		return nil, err
 	}
-	return log.Open(logDir, m.b.logOptions())
+	return log.Open(dir, b.logOptions())
 }
 
 func (logManager) DeleteLog(_ context.Context, _ remote.TopicIDPartition, l replica.Log) error {
 	return l.Delete()
 }
 
-func (logManager) DeleteFutureLog(context.Context, remote.TopicIDPartition) error { return nil }
+func (m logManager) DeleteFutureLog(context.Context, remote.TopicIDPartition) error {
+	if m.b.future == nil {
+		return nil
+	}
+	if err := m.b.future.Delete(); err != nil {
+		return err
+	}
+	m.b.future = nil
+	return nil
+}
 
 // classicFetcher records whether the classic fetcher runs and from whom;
 // Cluster.Replicate performs its fetches.
