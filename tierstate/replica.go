@@ -199,7 +199,7 @@ func CheckReplica(s State, current ReplicaLog, future FutureReplicaLog) ReplicaD
 		fail(ConditionRemoteProgress, "highest offset in remote storage %d not below the log end %d", h, leo)
 	}
 	// 4. The future log.
-	if !isNilLog(future) {
+	if !isNilLog(future) && !mutation.Disabled(mutation.ReplicaFutureLog) {
 		checkFutureLog(current, future, fail)
 	}
 	d.Recreate = len(d.Failures) > 0

@@ -77,6 +77,11 @@ const (
 	// waits until remote storage holds S - 1, later ones follow the WAL
 	// start the last prune returned.
 	PruneFloor
+	// ReplicaFutureLog: the phase-2 replica check recreates a replica
+	// whose log-directory move's future log ends past the current log or
+	// in another epoch (tierstate.CheckReplica, condition future-log): a
+	// promotion would bring back records the partition does not hold.
+	ReplicaFutureLog
 
 	numGuards = iota + 1
 )
@@ -90,6 +95,7 @@ var names = [numGuards]string{
 	PrunerCap:             "pruner-cap",
 	FirstPruneBound:       "first-prune-bound",
 	PruneFloor:            "prune-floor",
+	ReplicaFutureLog:      "replica-future-log",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

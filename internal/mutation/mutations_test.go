@@ -66,6 +66,10 @@ var catches = []catch{
 
 	{mutation.PruneFloor, "consolidate", "TestPruneDataDriven/prune_first_prune"},
 	{mutation.PruneFloor, "internal/sim", "TestScripts/pull857_truncation_online"},
+
+	{mutation.ReplicaFutureLog, "tierstate", "TestRebuildDataDriven/replica_future_log"},
+	{mutation.ReplicaFutureLog, "replica", "TestReplicaDataDriven/keep"},
+	{mutation.ReplicaFutureLog, "internal/sim", "TestScripts/pull857_truncation_move_online"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
