@@ -42,13 +42,9 @@ func (c *Cluster) UncleanElection(id int32) error {
 // example names; the copy task uploads only rolled segments).
 func (c *Cluster) Roll(id int32) error {
 	return c.do("roll", id, func() (string, error) {
-		b, err := c.upBroker(id)
+		_, l, err := c.upLog(id)
 		if err != nil {
 			return "", err
-		}
-		l := b.Log()
-		if l == nil {
-			return "", notApplicable("broker %d has no log", id)
 		}
 		if err := l.Roll(); err != nil {
 			return "", err
@@ -112,13 +108,9 @@ type remoteTaskLookup struct {
 // may run between them, as the task runs concurrently with the broker.
 func (c *Cluster) RemoteTaskLookup(id int32, offset int64) error {
 	return c.do("task-lookup", id, func() (string, error) {
-		b, err := c.upBroker(id)
+		b, l, err := c.upLog(id)
 		if err != nil {
 			return "", err
-		}
-		l := b.Log()
-		if l == nil {
-			return "", notApplicable("broker %d has no log", id)
 		}
 		b.task = &remoteTaskLookup{l: l, offset: offset, count: l.TruncationCount()}
 		return fmt.Sprintf("found %d at truncation count %d", offset, b.task.count), nil
@@ -146,4 +138,18 @@ func (c *Cluster) RemoteTaskInstall(id int32) error {
 		}
 		return note, nil
 	})
+}
+
+// upLog is broker id, running, and its current log; ErrNotApplicable
+// when either is missing.
+func (c *Cluster) upLog(id int32) (*Broker, *log.UnifiedLog, error) {
+	b, err := c.upBroker(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := b.Log()
+	if l == nil {
+		return nil, nil, notApplicable("broker %d has no log", id)
+	}
+	return b, l, nil
 }

@@ -59,21 +59,7 @@ func TestPreallocateAndTrim(t *testing.T) {
 			if res, err := s.Read(nil, base+7, 1<<20, -1, true); err != nil || !bytes.Equal(res.Data, last) {
 				t.Fatalf("read of the last batch: %d bytes, %v", len(res.Data), err)
 			}
-			if end == "roll" {
-				err = s.OnBecomeInactive()
-			} else {
-				err = s.Close()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st, err := os.Stat(s.Path()); err != nil || st.Size() != size {
-				t.Fatalf("after %s: file size %d (%v), want the data's %d", end, st.Size(), err, size)
-			}
-			if got := allocatedBytes(t, s.Path()); got > size+8<<10 {
-				t.Fatalf("after %s: %d bytes allocated, want about the data's %d", end, got, size)
-			}
-			_ = s.Close()
+			endAndCheckTrimmed(t, s, end, size)
 		})
 	}
 }
@@ -162,21 +148,30 @@ func TestAllocateOnly(t *testing.T) {
 			if got := allocatedBytes(t, s.Path()); got < size+16<<10 {
 				t.Fatalf("%d bytes allocated for %d of data: nothing reserved ahead", got, size)
 			}
-			if end == "roll" {
-				err = s.OnBecomeInactive()
-			} else {
-				err = s.Close()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st, err := os.Stat(s.Path()); err != nil || st.Size() != size {
-				t.Fatalf("after %s: file size %d (%v), want %d", end, st.Size(), err, size)
-			}
-			if got := allocatedBytes(t, s.Path()); got > size+8<<10 {
-				t.Fatalf("after %s: %d bytes allocated, want about the data's %d", end, got, size)
-			}
-			_ = s.Close()
+			endAndCheckTrimmed(t, s, end, size)
 		})
 	}
+}
+
+// endAndCheckTrimmed ends the active segment s by a roll or a close (end)
+// and checks that what was reserved or written ahead is gone: the file
+// is the data's size and holds about that many blocks.
+func endAndCheckTrimmed(t *testing.T, s *Segment, end string, size int64) {
+	t.Helper()
+	var err error
+	if end == "roll" {
+		err = s.OnBecomeInactive()
+	} else {
+		err = s.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(s.Path()); err != nil || st.Size() != size {
+		t.Fatalf("after %s: file size %d (%v), want the data's %d", end, st.Size(), err, size)
+	}
+	if got := allocatedBytes(t, s.Path()); got > size+8<<10 {
+		t.Fatalf("after %s: %d bytes allocated, want about the data's %d", end, got, size)
+	}
+	_ = s.Close()
 }
