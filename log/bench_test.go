@@ -27,13 +27,19 @@ import (
 
 const rotateBytes = 256 << 20
 
-// benchBatch builds one client batch of n records of recordBytes each.
-func benchBatch(b *testing.B, n, recordBytes int) []byte {
-	b.Helper()
-	value := make([]byte, recordBytes)
+// benchValue is a record value of n bytes (a fixed, non-zero pattern).
+func benchValue(n int) []byte {
+	value := make([]byte, n)
 	for i := range value {
 		value[i] = byte(i * 7)
 	}
+	return value
+}
+
+// benchBatch builds one client batch of n records of recordBytes each.
+func benchBatch(b *testing.B, n, recordBytes int) []byte {
+	b.Helper()
+	value := benchValue(recordBytes)
 	bl := record.NewBuilder(record.DefaultBuilderOptions())
 	for i := 0; i < n; i++ {
 		bl.Add(1_700_000_000_000, nil, value)
@@ -154,10 +160,7 @@ func benchAppendLogOpts(b *testing.B, batch []byte, o Options) {
 func benchAppendBuilder(b *testing.B, n int, mode string) {
 	l := benchLog(b, b.TempDir(), Options{})
 	defer l.Close()
-	value := make([]byte, 1024-21)
-	for i := range value {
-		value[i] = byte(i * 7)
-	}
+	value := benchValue(1024 - 21)
 	bl := record.NewBuilder(record.DefaultBuilderOptions())
 	var buf []byte
 	b.ReportAllocs()
@@ -200,10 +203,7 @@ func benchAppendRawBuilder(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	value := make([]byte, 1024-21)
-	for i := range value {
-		value[i] = byte(i * 7)
-	}
+	value := benchValue(1024 - 21)
 	bl := record.NewBuilder(record.DefaultBuilderOptions())
 	written := int64(0)
 	b.ReportAllocs()
@@ -236,10 +236,7 @@ func benchAppendRawBuilder(b *testing.B, n int) {
 // (plain), an idempotent producer, or a transactional one.
 func benchProducerBatch(b *testing.B, n, recordBytes int, mode string) []byte {
 	b.Helper()
-	value := make([]byte, recordBytes)
-	for i := range value {
-		value[i] = byte(i * 7)
-	}
+	value := benchValue(recordBytes)
 	opts := record.DefaultBuilderOptions()
 	if mode != "plain" {
 		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = 42, 0, 0
