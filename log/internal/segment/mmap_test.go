@@ -4,6 +4,7 @@ package segment
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -379,4 +380,43 @@ func TestMappedConcurrentReadersAndWriter(t *testing.T) {
 	if cur := s.mm.cur.Load(); cur == nil || len(cur.data) < 4<<20 || len(s.mm.mu.old) < 2 {
 		t.Fatal("the mapping did not grow")
 	}
+}
+
+// TestRecoverWalksTheMapping: a mapped segment's recovery reads its
+// batches from the mapping (no pread) and finds what a pread recovery
+// of the same bytes finds; a file shortened under the mapping by
+// someone else makes the recovery fail with an I/O error, not a crash.
+func TestRecoverWalksTheMapping(t *testing.T) {
+	tw := newTwins(t, Options{})
+	rng := rand.New(rand.NewPCG(testseed.Seed(t, 1), 3))
+	for range 200 {
+		tw.appendRandom(t, rng)
+	}
+	before := tw.fs.ReadAts.Load()
+	mr, mres, err := tw.mapped.Recover(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tw.fs.ReadAts.Load() - before; n != 0 {
+		t.Fatalf("recovery of a mapped segment issued %d preads, want 0", n)
+	}
+	pr, pres, err := tw.pread.Recover(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mres != pres || mres.ValidBytes != tw.mapped.Size() || mres.TruncatedBytes != 0 {
+		t.Fatalf("mapped recovery %+v, pread recovery %+v, size %d", mres, pres, tw.mapped.Size())
+	}
+	t.Cleanup(func() { _ = mr.Close(); _ = pr.Close() })
+
+	if err := os.Truncate(mr.Path(), 4096); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := mr.Recover(nil)
+	if err == nil || errors.Is(err, ErrCorruption) {
+		// Corruption would make the log cut the segment: a fault is an
+		// I/O error, which stops the open and changes nothing.
+		t.Fatalf("recovery over a shortened file: %+v, error %v, want an I/O error", res, err)
+	}
+	t.Logf("error: %v", err)
 }

@@ -3,7 +3,9 @@ package segment
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -104,6 +106,11 @@ type walkOptions struct {
 	// onChunk, if set, is called with the bytes of whole batches read,
 	// in order, after their onBatch calls; it may modify them.
 	onChunk func(pos int64, chunk []byte) error
+	// mapped, if set, is the segment's read-only mapping covering
+	// [0, end): the walk reads its chunks there instead of copying them
+	// with pread (a recovery's CRC pass then reads the page cache once,
+	// not twice). Not with onChunk, which may modify the chunk.
+	mapped []byte
 }
 
 // walkBatches reads [from, end) of f in bounded chunks and calls back for
@@ -113,18 +120,23 @@ type walkOptions struct {
 // *stopWalk, all with file positions. err is an I/O error or a callback's
 // error.
 func walkBatches(f vfs.File, path string, buf *[]byte, o walkOptions) (stop int64, tail error, err error) {
+	if o.mapped != nil {
+		if o.onChunk != nil || int64(len(o.mapped)) < o.end {
+			panic("segment: walkBatches: mapping shorter than the walk, or with onChunk")
+		}
+		return walkMapped(path, o)
+	}
+	return walkLoop(f, path, buf, o)
+}
+
+// walkLoop is walkBatches' loop, reading through readChunk.
+func walkLoop(f vfs.File, path string, buf *[]byte, o walkOptions) (stop int64, tail error, err error) {
 	pos, want := o.from, walkChunkBytes
 	for pos < o.end {
 		n := int(min(int64(want), o.end-pos))
-		if cap(*buf) < n {
-			*buf = make([]byte, n)
-		}
-		chunk := (*buf)[:n]
-		if got, err := f.ReadAt(chunk, pos); got < n {
-			if err == nil || err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return pos, nil, ioErr("read", path, err)
+		chunk, err := readChunk(f, path, buf, pos, n, o.mapped)
+		if err != nil {
+			return pos, nil, err
 		}
 		off := 0
 		for off < len(chunk) {
@@ -155,6 +167,43 @@ func walkBatches(f vfs.File, path string, buf *[]byte, o walkOptions) (stop int6
 		pos += int64(off)
 	}
 	return pos, nil, nil
+}
+
+// readChunk returns the n bytes of the .log at pos: a slice of mapped
+// when set, else read with one pread into buf (grown as needed).
+func readChunk(f vfs.File, path string, buf *[]byte, pos int64, n int, mapped []byte) ([]byte, error) {
+	if mapped != nil {
+		return mapped[pos : pos+int64(n) : pos+int64(n)], nil
+	}
+	if cap(*buf) < n {
+		*buf = make([]byte, n)
+	}
+	chunk := (*buf)[:n]
+	if got, err := f.ReadAt(chunk, pos); got < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, ioErr("read", path, err)
+	}
+	return chunk, nil
+}
+
+// walkMapped is walkBatches over o.mapped with faults turned into errors:
+// a page the file no longer has (shortened by someone else) or the disk
+// cannot return is an I/O error, as a pread's EIO would be, not a crash.
+// Panics that are not faults (a callback's) pass through.
+func walkMapped(path string, o walkOptions) (stop int64, tail error, err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			stop, tail, err = o.from, nil, ioErr("read", path, fmt.Errorf("fault reading the mapping: %v", r))
+		}
+	}()
+	return walkLoop(nil, path, nil, o)
 }
 
 // frameBatch frames the batch at the start of rest, found at file
