@@ -20,6 +20,9 @@ import (
 const (
 	tierlogName = "tierlog"
 	rawName     = "raw file"
+	// rawPointsName is the raw file with tierlog's background fsyncs
+	// (impl_rawpoints.go), a baseline rather than a peer.
+	rawPointsName = "raw file, background fdatasync"
 )
 
 // entry describes one implementation: how to make it for the main
@@ -36,6 +39,7 @@ func entries() []entry {
 	return []entry{
 		{make: func() impl { return &tierlogImpl{} }},
 		{make: func() impl { return &rawImpl{} }},
+		{make: func() impl { return &rawPointsImpl{} }},
 		{make: func() impl { return &tidwallImpl{} }},
 		{
 			make: func() impl { return &etcdImpl{} },

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -92,13 +93,63 @@ func median(xs []float64) float64 {
 // that owns them may still be open: what a machine crash (or kill -9)
 // leaves is what the kernel had, without the library's user-space buffers.
 //
-// A file that vanishes between the directory listing and its copy (a
-// checkpoint's temporary file renamed over the old one by a background
-// flush) is left out: the image is then the state before that file was
-// written, which a crash can also leave.
+// A crash leaves the files of one instant; a copy takes time, and a
+// background flush of the log may rename, create or delete files during
+// it (a checkpoint naming a producer snapshot that the listing came too
+// early to see, a snapshot deleted before its turn). Such a mix is an
+// image no crash leaves (it can cost a log a full replay it would never
+// need), so the copy is taken again, into a fresh dst, until the tree's
+// names are the same before and after it and none vanished: the appends
+// have stopped, so the flushes they started settle within a few tries.
 func copyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+	for try := 0; ; try++ {
+		before, err := treeNames(src)
+		if err != nil {
+			return err
+		}
+		if err := os.RemoveAll(dst); err != nil {
+			return err
+		}
+		vanished, err := copyTree(src, dst)
+		if err != nil {
+			return err
+		}
+		after, err := treeNames(src)
+		if err != nil {
+			return err
+		}
+		if !vanished && slices.Equal(before, after) {
+			return nil
+		}
+		if try == 50 {
+			return fmt.Errorf("copy of %s: the files kept changing", src)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// treeNames lists the paths under root, sorted.
+func treeNames(root string) ([]string, error) {
+	var names []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path != root {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		names = append(names, path)
+		return nil
+	})
+	return names, err
+}
+
+// copyTree copies the regular files of src to dst and reports whether a
+// file listed vanished before its copy.
+func copyTree(src, dst string) (vanished bool, err error) {
+	err = filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && path != src {
+			vanished = true
 			return nil
 		}
 		if err != nil {
@@ -115,11 +166,14 @@ func copyDir(src, dst string) error {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		if err := copyFile(path, target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := copyFile(path, target); errors.Is(err, fs.ErrNotExist) {
+			vanished = true
+		} else if err != nil {
 			return err
 		}
 		return nil
 	})
+	return vanished, err
 }
 
 func copyFile(src, dst string) error {

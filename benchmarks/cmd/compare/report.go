@@ -168,7 +168,7 @@ func ratio(v, ref float64, ok bool) string {
 func bestPeer(res *results, s section, m metricSpec, impls []impl) (float64, bool) {
 	best, found := 0.0, false
 	for _, p := range impls {
-		if p.Name() == tierlogName || p.Name() == rawName || p.Unsupported(s.kind) != "" {
+		if p.Name() == tierlogName || p.Name() == rawName || p.Name() == rawPointsName || p.Unsupported(s.kind) != "" {
 			continue
 		}
 		v, ok := res.median(s.name, p.Name(), m.name)
