@@ -191,10 +191,20 @@ func (s *Segment) readBytes(p []byte, pos int64) error {
 	return s.readAt(p, pos)
 }
 
-// copyMapped copies m[pos:] into p with faults turned into panics, so a
-// page the file no longer has (or the disk cannot return) is an I/O error
-// instead of a crash of the process.
-func (s *Segment) copyMapped(p, m []byte, pos int64) (err error) {
+// copyMapped copies m[pos:] into p under faultGuard.
+func (s *Segment) copyMapped(p, m []byte, pos int64) error {
+	return faultGuard(s.logPath, pos, func() error {
+		copy(p, m[pos:])
+		return nil
+	})
+}
+
+// faultGuard runs f, which reads a mapping of the file at path from
+// position pos on, with faults turned into panics, and returns such a
+// fault as an I/O error: a page the file no longer has (or the disk
+// cannot return) is then an error, as a pread's EIO would be, instead of
+// a crash of the process. Panics that are not faults pass through.
+func faultGuard(path string, pos int64, f func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
@@ -202,11 +212,10 @@ func (s *Segment) copyMapped(p, m []byte, pos int64) (err error) {
 			if _, ok := r.(interface{ Addr() uintptr }); !ok {
 				panic(r)
 			}
-			err = ioErr("read", s.logPath, fmt.Errorf("fault reading the mapping at %d: %v", pos, r))
+			err = ioErr("read", path, fmt.Errorf("fault reading the mapping at or after %d: %v", pos, r))
 		}
 	}()
-	copy(p, m[pos:])
-	return nil
+	return f()
 }
 
 // headerAt reads the header of the batch at pos (see readHeader) through

@@ -3,9 +3,7 @@ package segment
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
-	"runtime/debug"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -188,22 +186,20 @@ func readChunk(f vfs.File, path string, buf *[]byte, pos int64, n int, mapped []
 	return chunk, nil
 }
 
-// walkMapped is walkBatches over o.mapped with faults turned into errors:
-// a page the file no longer has (shortened by someone else) or the disk
-// cannot return is an I/O error, as a pread's EIO would be, not a crash.
-// Panics that are not faults (a callback's) pass through.
+// walkMapped is walkBatches over o.mapped under faultGuard: a fault is an
+// I/O error that stops the walk, never a torn tail or corruption (which
+// would make recovery cut the file).
 func walkMapped(path string, o walkOptions) (stop int64, tail error, err error) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
-				panic(r)
-			}
-			stop, tail, err = o.from, nil, ioErr("read", path, fmt.Errorf("fault reading the mapping: %v", r))
-		}
-	}()
-	return walkLoop(nil, path, nil, o)
+	stop = o.from
+	err = faultGuard(path, o.from, func() error {
+		var werr error
+		stop, tail, werr = walkLoop(nil, path, nil, o)
+		return werr
+	})
+	if err != nil {
+		tail = nil
+	}
+	return stop, tail, err
 }
 
 // frameBatch frames the batch at the start of rest, found at file
