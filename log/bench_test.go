@@ -94,7 +94,7 @@ func BenchmarkAppend(b *testing.B) {
 				// (at most one at a time), as the log's background flush
 				// does. The plain raw row leaves every byte in the page
 				// cache until after the run.
-				b.Run(name+"/impl=raw-file/points=32MiB", func(b *testing.B) {
+				b.Run(name+"/impl=raw-file/points=default", func(b *testing.B) {
 					benchAppendRawPoints(b, batch, DefaultRecoveryPointIntervalBytes)
 				})
 				// The batch built by record.Builder inside the timed
