@@ -33,7 +33,7 @@ const maxManifestBytes = manifestFixedLen + (8+manifestChunkLen)*maxChunksPerSeg
 // ReadAheadBytes of stored bytes. The first Get is issued before
 // FetchSegment returns, so that a missing object is reported here; later
 // ones as the body reaches them. Ask for the bytes you need: a unit (a
-// 16 KiB block of an uncompressed segment with block checksums, else a
+// block of an uncompressed segment with block checksums, else a
 // chunk) is read whole even for one byte of it. Each unit is checked
 // against its CRC-32C before any of its bytes are returned, and a
 // compressed chunk decompressed into a buffer of exactly its raw length.
@@ -76,7 +76,7 @@ func (s *StorageManager) FetchSegment(ctx context.Context, m *SegmentMetadata, s
 		spec.discard()
 		return io.NopCloser(strings.NewReader("")), nil
 	}
-	r := &segmentReader{ctx: ctx, s: s, man: man, keys: keys, id: m.SegmentID,
+	r := &segmentReader{ctx: ctx, s: s, man: man, keys: keys, id: m.SegmentID, idState: idCRCState(man.segmentID),
 		start: start, end: end, next: man.unitAt(start), last: man.unitAt(end - 1)}
 	if spec.serve(r) {
 		return r, nil
@@ -207,8 +207,9 @@ type segmentReader struct {
 	keys segmentKeys
 	id   SegmentID
 
-	start, end int64 // the raw range requested
-	next, last int   // next chunk to load; last chunk of the range
+	idState    uint32 // idCRCState of the segment id, for the trailers' seeds
+	start, end int64  // the raw range requested
+	next, last int    // next chunk to load; last chunk of the range
 
 	body    io.ReadCloser // the current run's Get body; nil between runs
 	bodyKey string
@@ -219,7 +220,8 @@ type segmentReader struct {
 	bodyToEnd bool
 
 	cur    []byte  // unread bytes of the current chunk inside the range
-	stored *[]byte // pooled buffer of the current chunk's stored bytes
+	stored *[]byte // pooled buffer of the current read group
+	group  []byte  // stored bytes of units from next on, read and not yet checked
 	raw    *[]byte // pooled buffer of its decompressed bytes
 	err    error   // sticky: io.EOF, the first failure, or errReaderClosed
 }
@@ -255,7 +257,7 @@ func (r *segmentReader) Close() error {
 	r.closeBody()
 	putBuffer(r.stored)
 	putBuffer(r.raw)
-	r.stored, r.raw, r.cur = nil, nil, nil
+	r.stored, r.raw, r.cur, r.group = nil, nil, nil, nil
 	if r.err == nil || r.err == io.EOF {
 		r.err = errReaderClosed
 	}
@@ -318,54 +320,27 @@ func (r *segmentReader) sizeMismatch(c *manifestChunk, format string, args ...an
 		Reason: fmt.Sprintf("object of %d bytes in the %s ", r.man.objectSizes[c.object], r.man.source()) + fmt.Sprintf(format, args...)})
 }
 
-// loadChunk reads, verifies and decompresses chunk r.next and points
-// r.cur at its bytes inside the range.
+// loadChunk verifies and decompresses unit r.next (reading its group
+// first when none is left) and points r.cur at its bytes inside the range.
 func (r *segmentReader) loadChunk() error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	if r.body == nil {
-		if err := r.openRun(); err != nil {
+	if len(r.group) == 0 {
+		if r.body == nil {
+			if err := r.openRun(); err != nil {
+				return err
+			}
+		}
+		if err := r.readGroup(); err != nil {
 			return err
 		}
 	}
 	k := r.next
 	unit := r.man.unit(k)
 	c := &unit
-	if r.stored == nil || int64(cap(*r.stored)) < c.storedLen {
-		putBuffer(r.stored)
-		r.stored = getBuffer(int(r.man.unitBytes()))
-	}
-	stored := (*r.stored)[:c.storedLen]
-	n, err := io.ReadFull(r.body, stored)
-	r.s.metrics.bytesFetched.Add(int64(n))
-	if err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			// A clean early end of a read to the object's end is a
-			// shorter object, or a store that lies about a cut body:
-			// the object's size tells.
-			if size, differs := r.s.sizeDiffers(r.ctx, r.bodyKey, r.man.objectSizes[c.object]); r.bodyToEnd && differs {
-				return r.sizeMismatch(c, "has %d: it ends %d bytes into %s %d", size, n, r.man.unitNoun(), k)
-			}
-			err = fmt.Errorf("%w: %s %d: got %d of %d bytes", objstore.ErrShortRead, r.man.unitNoun(), k, n, c.storedLen)
-		}
-		return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
-	}
-	if k == r.bodyEnd {
-		// The run is complete. More bytes to the object's end mean an
-		// object longer than its manifest; more in a bounded range, a
-		// store returning another range than asked for.
-		var one [1]byte
-		if m, err := r.body.Read(one[:]); m > 0 && r.bodyToEnd {
-			return r.sizeMismatch(c, "goes on after its last %s %d", r.man.unitNoun(), k)
-		} else if m > 0 {
-			return objstore.NewOpError(objstore.OpGet, r.bodyKey,
-				fmt.Errorf("%w: body longer than the range ending with %s %d", objstore.ErrSizeMismatch, r.man.unitNoun(), k))
-		} else if err != nil && err != io.EOF {
-			return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
-		}
-		r.closeBody()
-	}
+	stored := r.group[:c.storedLen]
+	r.group = r.group[c.storedLen:]
 	corrupt := func(format string, args ...any) *CorruptionError {
 		return &CorruptionError{SegmentID: r.id, Key: r.bodyKey, Offset: c.storedOffset,
 			Reason: fmt.Sprintf("%s %d (raw [%d, %d)): ", r.man.unitNoun(), k, c.rawOffset, c.rawOffset+c.rawLen) + fmt.Sprintf(format, args...)}
@@ -374,7 +349,7 @@ func (r *segmentReader) loadChunk() error {
 	if r.man.framed {
 		raw = stored[:c.rawLen]
 		want := binary.BigEndian.Uint32(stored[c.rawLen:])
-		if got := crc32.Update(blockSeed(r.man.segmentID, int64(k)), castagnoli, raw); got != want {
+		if got := crc32.Update(blockSeedAfter(r.idState, int64(k)), castagnoli, raw); got != want {
 			return r.s.corruption(corrupt("checksum %08x, trailer says %08x", got, want))
 		}
 	} else if got := crc32.Checksum(stored, castagnoli); got != c.crc {
@@ -400,6 +375,75 @@ func (r *segmentReader) loadChunk() error {
 	lo, hi := max(r.start-c.rawOffset, 0), min(r.end-c.rawOffset, c.rawLen)
 	r.cur = raw[lo:hi]
 	r.next++
+	return nil
+}
+
+// readGroupBytes bounds the stored bytes readGroup takes from a body in
+// one read. Units smaller than this (4 KiB blocks) are read together, so
+// a 16 KiB fetch, which touches five blocks, costs one read of the store's
+// body (one pread under the fs store) rather than one per block; a larger
+// unit (a 1 MiB chunk) is read alone.
+const readGroupBytes = 128 << 10
+
+// readGroup reads the stored bytes of the units from r.next on that the
+// current run holds, up to r.last and readGroupBytes (at least one unit),
+// into r.group with one ReadFull. Nothing is served before loadChunk has
+// checked each unit's checksum. When the group ends the run, the body is
+// checked for its end (an object longer than its manifest, or a store
+// returning more than the range) and closed.
+func (r *segmentReader) readGroup() error {
+	k := r.next
+	c := r.man.unit(k)
+	end, n := k, c.storedLen
+	for end < r.bodyEnd {
+		u := r.man.unit(end + 1)
+		if n+u.storedLen > readGroupBytes {
+			break
+		}
+		end, n = end+1, n+u.storedLen
+	}
+	if r.stored == nil || int64(cap(*r.stored)) < n {
+		putBuffer(r.stored)
+		r.stored = getBuffer(int(max(n, r.man.unitBytes(), readGroupBytes)))
+	}
+	buf := (*r.stored)[:n]
+	got, err := io.ReadFull(r.body, buf)
+	r.s.metrics.bytesFetched.Add(int64(got))
+	if err != nil {
+		// Name the unit the body ended in, and how far into it.
+		at, into := k, int64(got)
+		for u := r.man.unit(at); at < end && into >= u.storedLen; u = r.man.unit(at) {
+			at, into = at+1, into-u.storedLen
+		}
+		u := r.man.unit(at)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			// A clean early end of a read to the object's end is a
+			// shorter object, or a store that lies about a cut body:
+			// the object's size tells.
+			if size, differs := r.s.sizeDiffers(r.ctx, r.bodyKey, r.man.objectSizes[u.object]); r.bodyToEnd && differs {
+				return r.sizeMismatch(&u, "has %d: it ends %d bytes into %s %d", size, into, r.man.unitNoun(), at)
+			}
+			err = fmt.Errorf("%w: %s %d: got %d of %d bytes", objstore.ErrShortRead, r.man.unitNoun(), at, into, u.storedLen)
+		}
+		return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
+	}
+	if end == r.bodyEnd {
+		// The run is complete. More bytes to the object's end mean an
+		// object longer than its manifest; more in a bounded range, a
+		// store returning another range than asked for.
+		last := r.man.unit(end)
+		var one [1]byte
+		if m, err := r.body.Read(one[:]); m > 0 && r.bodyToEnd {
+			return r.sizeMismatch(&last, "goes on after its last %s %d", r.man.unitNoun(), end)
+		} else if m > 0 {
+			return objstore.NewOpError(objstore.OpGet, r.bodyKey,
+				fmt.Errorf("%w: body longer than the range ending with %s %d", objstore.ErrSizeMismatch, r.man.unitNoun(), end))
+		} else if err != nil && err != io.EOF {
+			return objstore.NewOpError(objstore.OpGet, r.bodyKey, err)
+		}
+		r.closeBody()
+	}
+	r.group = buf
 	return nil
 }
 
@@ -533,15 +577,17 @@ func (s *StorageManager) sizeDiffers(ctx context.Context, key string, want int64
 // loadManifest returns the segment's manifest, from the cache or the
 // store, checked against m (ids, start offset, size).
 func (s *StorageManager) loadManifest(ctx context.Context, m *SegmentMetadata) (*manifest, segmentKeys, error) {
-	keys, err := s.keysFor(m)
-	if err != nil {
-		return nil, keys, err
-	}
-	if s.cache != nil {
-		if man := s.cache.get(m.SegmentID); man != nil {
+	if m != nil && s.cache != nil {
+		// The cached keys are those of the same segment id and start
+		// offset, so m would make the same ones.
+		if man, keys := s.cache.lookup(m.SegmentID); man != nil && man.startOffset == m.StartOffset {
 			s.metrics.manifestHits.Add(1)
 			return man, keys, nil
 		}
+	}
+	keys, err := s.keysFor(m)
+	if err != nil {
+		return nil, keys, err
 	}
 	if len(m.CustomMetadata) > 0 {
 		man, err := manifestFromLocator(m)
@@ -550,7 +596,7 @@ func (s *StorageManager) loadManifest(ctx context.Context, m *SegmentMetadata) (
 		}
 		s.metrics.locatorReads.Add(1)
 		if s.cache != nil {
-			s.cache.add(m.SegmentID, man)
+			s.cache.add(m.SegmentID, man, keys)
 		}
 		return man, keys, nil
 	}
@@ -583,7 +629,7 @@ func (s *StorageManager) loadManifest(ctx context.Context, m *SegmentMetadata) (
 		return nil, keys, corrupt(fmt.Sprintf("manifest log size %d, metadata says %d", man.logSize, m.SizeBytes))
 	}
 	if s.cache != nil {
-		s.cache.add(m.SegmentID, man)
+		s.cache.add(m.SegmentID, man, keys)
 	}
 	return man, keys, nil
 }
@@ -639,8 +685,9 @@ type manifestCache struct {
 }
 
 type manifestCacheEntry struct {
-	id  SegmentID
-	man *manifest
+	id   SegmentID
+	man  *manifest
+	keys segmentKeys // of man's segment id and start offset
 }
 
 func newManifestCache(capacity int) *manifestCache {
@@ -658,26 +705,35 @@ func (c *manifestCache) contains(id SegmentID) bool {
 	return ok
 }
 
+// get returns the manifest of id (nil when not cached).
 func (c *manifestCache) get(id SegmentID) *manifest {
+	man, _ := c.lookup(id)
+	return man
+}
+
+// lookup returns the manifest of id and its keys (nil when not cached).
+func (c *manifestCache) lookup(id SegmentID) (*manifest, segmentKeys) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.mu.byID[id]
 	if !ok {
-		return nil
+		return nil, segmentKeys{}
 	}
 	c.mu.order.MoveToFront(e)
-	return e.Value.(*manifestCacheEntry).man
+	ent := e.Value.(*manifestCacheEntry)
+	return ent.man, ent.keys
 }
 
-func (c *manifestCache) add(id SegmentID, man *manifest) {
+func (c *manifestCache) add(id SegmentID, man *manifest, keys segmentKeys) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.mu.byID[id]; ok {
-		e.Value.(*manifestCacheEntry).man = man
+		ent := e.Value.(*manifestCacheEntry)
+		ent.man, ent.keys = man, keys
 		c.mu.order.MoveToFront(e)
 		return
 	}
-	c.mu.byID[id] = c.mu.order.PushFront(&manifestCacheEntry{id: id, man: man})
+	c.mu.byID[id] = c.mu.order.PushFront(&manifestCacheEntry{id: id, man: man, keys: keys})
 	for c.mu.order.Len() > c.capacity {
 		oldest := c.mu.order.Back()
 		c.mu.order.Remove(oldest)

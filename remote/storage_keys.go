@@ -39,7 +39,8 @@ const (
 
 // segmentKeys names the objects of one copy attempt.
 type segmentKeys struct {
-	dir string // ends in '/'
+	dir   string // ends in '/'
+	data0 string // data(0), made once: every fetch of a segment reads it
 }
 
 func (k segmentKeys) manifest() string { return k.dir + manifestObject }
@@ -47,7 +48,16 @@ func (k segmentKeys) indexes() string  { return k.dir + indexesObject }
 
 // data returns the key of the i-th data object.
 func (k segmentKeys) data(i int) string {
-	return fmt.Sprintf("%s%s%0*d", k.dir, dataObjectPrefix, dataIndexDigits, i)
+	if i == 0 && k.data0 != "" {
+		return k.data0
+	}
+	return k.dataKey(i)
+}
+
+func (k segmentKeys) dataKey(i int) string {
+	b := make([]byte, 0, len(k.dir)+len(dataObjectPrefix)+dataIndexDigits)
+	b = append(append(b, k.dir...), dataObjectPrefix...)
+	return string(appendPadded(b, int64(i), dataIndexDigits))
 }
 
 // validateTopicName applies Kafka's topic name rule (Topic.validate):
@@ -111,9 +121,23 @@ func (s *StorageManager) keysFor(m *SegmentMetadata) (segmentKeys, error) {
 		return segmentKeys{}, fmt.Errorf("%w: remote: segment %s: start offset %d < 0",
 			ErrInvalidArgument, m.SegmentID, m.StartOffset)
 	}
-	dir := fmt.Sprintf("%s%0*d-%s/", s.partitionPrefix(m.SegmentID.TopicIDPartition),
-		offsetDigits, m.StartOffset, m.SegmentID.ID)
-	return segmentKeys{dir: dir}, nil
+	b := []byte(s.partitionPrefix(m.SegmentID.TopicIDPartition))
+	b = append(appendPadded(b, m.StartOffset, offsetDigits), '-')
+	b = append(append(b, m.SegmentID.ID.String()...), '/')
+	k := segmentKeys{dir: string(b)}
+	k.data0 = k.dataKey(0)
+	return k, nil
+}
+
+// appendPadded appends v >= 0 in decimal, left-padded with zeros to
+// digits (what %0*d prints; a longer number is not cut).
+func appendPadded(b []byte, v int64, digits int) []byte {
+	var tmp [20]byte
+	d := strconv.AppendInt(tmp[:0], v, 10)
+	for range digits - len(d) {
+		b = append(b, '0')
+	}
+	return append(b, d...)
 }
 
 // SegmentPrefix returns the key prefix (ending in '/') under which every

@@ -98,11 +98,31 @@ func framedObjectSize(logSize, blockSize int64) int64 {
 
 // blockSeed returns the CRC-32C state a trailer starts from: the segment
 // id and the block number.
+//
+// It is crc32.Update(0, castagnoli, id || big-endian block) computed
+// byte by byte from the table, because a buffer handed to crc32.Update
+// escapes to the heap: one allocation per block read otherwise.
 func blockSeed(segmentID UUID, block int64) uint32 {
-	var b [24]byte
-	copy(b[:], segmentID[:])
-	binary.BigEndian.PutUint64(b[16:], uint64(block))
-	return crc32.Update(0, castagnoli, b[:])
+	return blockSeedAfter(idCRCState(segmentID), block)
+}
+
+// idCRCState is the CRC-32C register (not yet inverted) after the 16 id
+// bytes: the part of every block's seed that one segment shares.
+func idCRCState(segmentID UUID) uint32 {
+	crc := ^uint32(0)
+	for _, b := range segmentID {
+		crc = castagnoli[byte(crc)^b] ^ crc>>8
+	}
+	return crc
+}
+
+// blockSeedAfter finishes blockSeed from idCRCState's register.
+func blockSeedAfter(idState uint32, block int64) uint32 {
+	crc := idState
+	for shift := 56; shift >= 0; shift -= 8 {
+		crc = castagnoli[byte(crc)^byte(uint64(block)>>shift)] ^ crc>>8
+	}
+	return ^crc
 }
 
 // encodeLocator appends the locator of framed manifest m to dst.
@@ -209,8 +229,9 @@ func newFramedReaderAt(r io.ReaderAt, segmentID UUID, logSize, blockSize int64) 
 	n := (logSize + blockSize - 1) / blockSize
 	f := &framedReaderAt{r: r, segmentID: segmentID, logSize: logSize, blockSize: blockSize,
 		size: framedObjectSize(logSize, blockSize), fed: make([]int64, n), crc: make([]uint32, n)}
+	idState := idCRCState(segmentID)
 	for i := range f.crc {
-		f.crc[i] = blockSeed(segmentID, int64(i))
+		f.crc[i] = blockSeedAfter(idState, int64(i))
 	}
 	return f
 }

@@ -287,3 +287,21 @@ func TestStorageFramedMultipart(t *testing.T) {
 	}
 	require.Zero(t, cold.Metrics().ManifestMisses)
 }
+
+// TestBlockSeedIsTheCRCOfIDAndBlock pins blockSeed's table loop to what
+// the trailers were defined as: crc32.Update over the 16 id bytes and the
+// big-endian block number.
+func TestBlockSeedIsTheCRCOfIDAndBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for range 1000 {
+		var id UUID
+		for i := range id {
+			id[i] = byte(rng.Uint32())
+		}
+		block := rng.Int64()
+		var b [24]byte
+		copy(b[:], id[:])
+		binary.BigEndian.PutUint64(b[16:], uint64(block))
+		require.Equal(t, crc32.Update(0, castagnoli, b[:]), blockSeed(id, block), "id %x block %d", id, block)
+	}
+}

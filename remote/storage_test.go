@@ -355,6 +355,7 @@ func TestNewStorageManagerOptions(t *testing.T) {
 type countingStore struct {
 	objstore.Store
 	gets, bytes atomic.Int64
+	reads       atomic.Int64 // Read calls on the bodies
 }
 
 func (c *countingStore) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
@@ -363,18 +364,56 @@ func (c *countingStore) Get(ctx context.Context, key string, offset, length int6
 	if err != nil {
 		return nil, err
 	}
-	return &countingBody{ReadCloser: body, n: &c.bytes}, nil
+	return &countingBody{ReadCloser: body, n: &c.bytes, reads: &c.reads}, nil
 }
 
 type countingBody struct {
 	io.ReadCloser
-	n *atomic.Int64
+	n, reads *atomic.Int64
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.n.Add(int64(n))
+	b.reads.Add(1)
 	return n, err
+}
+
+// TestStorageFetchReadsABlockRunAtOnce: the blocks a 16 KiB read touches
+// (five of 4 KiB, unaligned) come from the store's body in one Read (one
+// pread under the fs store), plus the one-byte Read that checks the body
+// ends there; every block is still checked before its bytes are served.
+func TestStorageFetchReadsABlockRunAtOnce(t *testing.T) {
+	ctx := context.Background()
+	mem := newMemStore()
+	c := newTestCopy(storageTopic, 4, 0, 1<<20, false)
+	counted := &countingStore{Store: mem}
+	s := newTestStorage(t, counted, StorageOptions{BlockSize: 4 << 10})
+	custom, err := s.CopySegment(ctx, &c.m, c.data)
+	require.NoError(t, err)
+	located := c.m
+	located.CustomMetadata = custom
+
+	const pos, n = 100_000, 16 << 10
+	got, err := fetchAll(ctx, s, &located, pos, n)
+	require.NoError(t, err)
+	require.Equal(t, c.src[pos:pos+n], got)
+	require.EqualValues(t, 1, counted.gets.Load())
+	require.EqualValues(t, 2, counted.reads.Load(), "one Read for the five blocks, one for the end")
+	require.EqualValues(t, 5*(4<<10+trailerLen), counted.bytes.Load())
+
+	// Corrupt the fifth block the read touches: nothing is served.
+	keys, err := s.keysFor(&c.m)
+	require.NoError(t, err)
+	fifth := int64(pos/(4<<10) + 4)
+	b, err := objstore.ReadAll(ctx, mem, keys.data(0))
+	require.NoError(t, err)
+	b[fifth*(4<<10+trailerLen)+10] ^= 1
+	require.NoError(t, mem.Put(ctx, keys.data(0), bytes.NewReader(b), int64(len(b)), objstore.PutOptions{}))
+	s = newTestStorage(t, mem, StorageOptions{BlockSize: 4 << 10})
+	got, err = fetchAll(ctx, s, &located, pos, n)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Equal(t, c.src[pos:fifth*(4<<10)], got, "the four checked blocks, nothing of the fifth")
 }
 
 // TestStorageFetchReadsOnlyNeededChunks: a ranged read issues one Get per
@@ -1160,8 +1199,8 @@ func TestStorageFetchColdReadOverlapsTheManifest(t *testing.T) {
 	require.EqualValues(t, 1, mt.SpeculativeServed)
 	require.EqualValues(t, 2, mt.GetRequests)
 
-	// A reader guessing 4 KiB blocks: its guess is dropped.
-	other := newTestStorage(t, mem, StorageOptions{ChunkSize: 256 << 10, BlockSize: 4 << 10})
+	// A reader guessing 16 KiB blocks: its guess is dropped.
+	other := newTestStorage(t, mem, StorageOptions{ChunkSize: 256 << 10, BlockSize: 16 << 10})
 	got, err = fetchAll(ctx, other, &c.m, 100_000, 16<<10)
 	require.NoError(t, err)
 	require.Equal(t, c.src[100_000:100_000+16<<10], got)

@@ -37,8 +37,8 @@ func printRemote(w io.Writer, r *remoteRun, res *results) {
 	fmt.Fprintf(w, "Reads: up to %d reads of 16 KiB per row and repetition at random positions of the segment (the same "+
 		"positions for every row of a repetition), each checked against the segment outside the timed region; time "+
 		"limit %s per row (flag -remote-reads-max). The tierlog rows read a copy made at setup with the default "+
-		"StorageOptions (no compression, layout version 3: a CRC-32C trailer after every 16 KiB block of the data object, "+
-		"read-ahead 2 MiB): a read fetches and checks the one or two blocks the 16 KiB touch, with their trailers. Cold: "+
+		"StorageOptions (no compression, layout version 3: a CRC-32C trailer after every 4 KiB block of the data object, "+
+		"read-ahead 2 MiB): a read fetches, in one read of the body, the four or five blocks the 16 KiB touch, with their trailers, and checks each before serving it. Cold: "+
 		"a new StorageManager per read, made outside the timed region (a consumer's first fetch from a segment), with "+
 		"the segment's metadata carrying the locator the copy returned, as the copy task stores it, so no manifest is "+
 		"read; the row without the locator reads the manifest, its data GET issued beside the manifest's; warm: one StorageManager per repetition, after a warm-up of a tenth "+
@@ -128,7 +128,7 @@ func printRemoteGoals(w io.Writer, r *remoteRun, res *results) {
 		}
 		rsec := t.readSection()
 		if v, ok := res.median(rsec, rowReadWarm, "GETs/read"); ok {
-			fmt.Fprintf(w, "| %s store: warm 16 KiB read, one ranged GET per read (its one or two 16 KiB blocks in one GET) | %.2f GETs/read | %s |\n",
+			fmt.Fprintf(w, "| %s store: warm 16 KiB read, one ranged GET per read (the blocks it touches in one GET) | %.2f GETs/read | %s |\n",
 				t.name, v, yesNo(v <= 1.001))
 		}
 		if v, ok := res.median(rsec, rowReadWarm, "KiB fetched/read"); ok {

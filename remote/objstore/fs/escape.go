@@ -2,6 +2,7 @@ package fs
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/tierlog/tierlog/remote/objstore"
@@ -24,22 +25,38 @@ const (
 // Upper-case letters are escaped too, so that keys differing only in case
 // stay apart on case-insensitive file systems (macOS, Windows).
 func escape(seg string) string {
+	return string(appendEscaped(make([]byte, 0, len(seg)), seg))
+}
+
+// appendEscaped appends escape(seg) to b, copying runs of bytes that
+// stay in one append.
+func appendEscaped(b []byte, seg string) []byte {
 	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	b.Grow(len(seg))
+	run := 0 // start of the pending run of bytes that stay
 	for i := 0; i < len(seg); i++ {
 		c := seg[i]
-		switch {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_', c == '.' && i > 0:
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
+		if plain[c] && (c != '.' || i > 0) {
+			continue
 		}
+		b = append(b, seg[run:i]...)
+		b = append(b, '%', hex[c>>4], hex[c&15])
+		run = i + 1
 	}
-	return b.String()
+	return append(b, seg[run:]...)
 }
+
+// plain holds the bytes escape keeps: a-z, 0-9, '-', '_' and '.' (not
+// leading; appendEscaped checks that).
+var plain = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	t['-'], t['_'], t['.'] = true, true, true
+	return t
+}()
 
 // unescape inverts escape; ok is false for a name escape cannot produce
 // (a foreign file), which listings skip.
@@ -82,23 +99,26 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// names returns the directory names and the file name of a valid key.
-func names(key string) (dirs []string, file string, err error) {
-	segs := strings.Split(key, "/")
-	for i, seg := range segs {
-		name := escape(seg)
-		if i < len(segs)-1 {
-			name += dirSuffix
+// appendPath appends to b (the root) the path of a valid key: a
+// separator and escaped name per segment, directory names ending in
+// dirSuffix. The names need no cleaning: a valid key has no empty, "."
+// or ".." segment, and escaped names hold no separator.
+func appendPath(b []byte, key string) ([]byte, error) {
+	for rest := key; ; {
+		seg, tail, isDir := strings.Cut(rest, "/")
+		b = append(b, filepath.Separator)
+		start := len(b)
+		b = appendEscaped(b, seg)
+		if isDir {
+			b = append(b, dirSuffix...)
 		}
-		if len(name) > maxNameLen {
-			return nil, "", fmt.Errorf("%w: segment %q is %d bytes as a file name, more than %d",
-				objstore.ErrInvalidKey, seg, len(name), maxNameLen)
+		if n := len(b) - start; n > maxNameLen {
+			return nil, fmt.Errorf("%w: segment %q is %d bytes as a file name, more than %d",
+				objstore.ErrInvalidKey, seg, n, maxNameLen)
 		}
-		if i < len(segs)-1 {
-			dirs = append(dirs, name)
-		} else {
-			file = name
+		if !isDir {
+			return b, nil
 		}
+		rest = tail
 	}
-	return dirs, file, nil
 }

@@ -162,11 +162,12 @@ func (s *Store) path(key string) (string, error) {
 	if err := objstore.ValidateKey(key); err != nil {
 		return "", err
 	}
-	dirs, file, err := names(key)
+	b := make([]byte, 0, len(s.root)+len(key)+len(key)/2+8)
+	b, err := appendPath(append(b, s.root...), key)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(s.root, filepath.Join(dirs...), file), nil
+	return string(b), nil
 }
 
 // Put implements objstore.Store.
