@@ -363,24 +363,28 @@ func (r *remoteRun) runRep(rep int, res *results, stderr io.Writer, since func()
 			continue
 		}
 		sec := t.copySection(r.cfg.remoteSegmentBytes)
-		rawMBs := 0.0
-		copied := map[string]float64{}
-		for k := range copyRows {
-			row := copyRows[(k+rep)%len(copyRows)]
-			fmt.Fprintf(stderr, "[%6.1fs] rep %d/%d remote copy, %s store: %s\n", since(), rep+1, r.cfg.reps, t.name, row)
-			mbs, err := t.copyOnce(ctx, r.seg, row, sec, res)
-			if err != nil {
-				res.note(sec, row, "error: "+err.Error())
-				continue
-			}
-			copied[row] = mbs
-			if row == rowRawPut {
-				rawMBs = mbs
+		// Several copies per row, the rows interleaved (their order
+		// rotating with the copy), so that writeback left by one row
+		// or an earlier workload lands on every row alike; the ratio to
+		// raw is of the rows' medians in this repetition.
+		copied := map[string][]float64{}
+		for j := range r.cfg.remoteCopies {
+			for k := range copyRows {
+				row := copyRows[(k+rep+j)%len(copyRows)]
+				fmt.Fprintf(stderr, "[%6.1fs] rep %d/%d remote copy %d/%d, %s store: %s\n", since(), rep+1, r.cfg.reps, j+1, r.cfg.remoteCopies, t.name, row)
+				mbs, err := t.copyOnce(ctx, r.seg, row, sec, res)
+				if err != nil {
+					res.note(sec, row, "error: "+err.Error())
+					continue
+				}
+				copied[row] = append(copied[row], mbs)
 			}
 		}
-		for row, mbs := range copied {
-			if row != rowRawPut && rawMBs > 0 {
-				res.addRow(sec, row, remoteRatioMetric, mbs/rawMBs)
+		if raw := copied[rowRawPut]; len(raw) > 0 {
+			for row, mbs := range copied {
+				if row != rowRawPut {
+					res.addRow(sec, row, remoteRatioMetric, median(mbs)/median(raw))
+				}
 			}
 		}
 		positions := readPositions(uint64(rep)+1, r.cfg.remoteReads, r.seg.data.LogSize)
@@ -581,3 +585,4 @@ func jsonValue(rng *rand.Rand, v []byte) {
 	}
 	copy(v, b[:len(v)])
 }
+

@@ -27,13 +27,14 @@ func printRemote(w io.Writer, r *remoteRun, res *results) {
 		return
 	}
 	fmt.Fprintf(w, "Segment: %s.\n\n", r.segDesc)
-	fmt.Fprint(w, "Copy: raw is one objstore.PutLarge of the .log bytes from the pinned segment (multipart where the store "+
+	fmt.Fprintf(w, "Copy: raw is one objstore.PutLarge of the .log bytes from the pinned segment (multipart where the store "+
 		"has it, else one Put), its object deleted before (untimed). tierlog is StorageManager.CopySegment under a fresh "+
 		"segment id (the data object(s) and the indexes object uploaded at once, the chunk and block CRC-32Cs computed "+
 		"from the bytes as the upload reads them, the manifest last), deleted "+
 		"after (untimed), without and with Compression (zstd's fastest level per 1 MiB chunk, a chunk that does not "+
 		"shrink stored raw); one manager per row for the run, each warmed by one copy at setup. MB/s counts the .log "+
-		"bytes; CPU is the process's user+system time.\n\n")
+		"bytes; CPU is the process's user+system time. Each repetition makes %d copies per row, the rows interleaved in a "+
+		"rotating order; the ratio column is, per repetition, the row's median MB/s over the raw row's.\n\n", r.cfg.remoteCopies)
 	fmt.Fprintf(w, "Reads: up to %d reads of 16 KiB per row and repetition at random positions of the segment (the same "+
 		"positions for every row of a repetition), each checked against the segment outside the timed region; time "+
 		"limit %s per row (flag -remote-reads-max). The tierlog rows read a copy made at setup with the default "+

@@ -40,6 +40,7 @@ type config struct {
 	// remoteSegmentBytes is the size of the segment the remote rows copy
 	// and read; 0 skips them.
 	remoteSegmentBytes int64
+	remoteCopies       int           // copies per copy row and repetition, interleaved across rows
 	remoteReads        int           // per read row and repetition
 	remoteReadsMax     time.Duration // per read row and repetition
 	s3                 s3Flags       // S3 rows when endpoint is set

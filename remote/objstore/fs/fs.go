@@ -24,7 +24,9 @@
 //
 // # Put: steps and commit point
 //
-//  1. Write the body to a temp file in the root, fsync it, close it.
+//  1. Write the body to a temp file in the root, fsync it, close it. A
+//     body longer than the 1 MiB copy buffer is read one buffer ahead of
+//     the write, on a second goroutine (writeAll in pipe.go).
 //  2. Create the missing parent directories, fsyncing each one's parent.
 //  3. Without IfNoneMatch: rename the temp file over the target. With
 //     IfNoneMatch: link(2) it to the target, which fails if the target
@@ -232,11 +234,7 @@ func (s *Store) writeTemp(ctx context.Context, r io.Reader, size int64) (_ strin
 			os.Remove(path)
 		}
 	}()
-	bufp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bufp)
-	// The struct hides (*os.File).ReadFrom, whose fallback for a
-	// non-file source copies in 32 KiB writes.
-	if _, err := io.CopyBuffer(struct{ io.Writer }{f}, objstore.NewExactReader(ctx, r, size), *bufp); err != nil {
+	if err := writeAll(f, objstore.NewExactReader(ctx, r, size), size); err != nil {
 		return "", err
 	}
 	if !s.opts.NoSync {
