@@ -585,4 +585,3 @@ func jsonValue(rng *rand.Rand, v []byte) {
 	}
 	copy(v, b[:len(v)])
 }
-
