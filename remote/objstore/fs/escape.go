@@ -99,26 +99,67 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// appendPath appends to b (the root) the path of a valid key: a
-// separator and escaped name per segment, directory names ending in
-// dirSuffix. The names need no cleaning: a valid key has no empty, "."
-// or ".." segment, and escaped names hold no separator.
-func appendPath(b []byte, key string) ([]byte, error) {
+// joinPath returns root joined with the path of a valid key: a separator
+// and escaped name per segment, directory names ending in dirSuffix. The
+// names need no cleaning: a valid key has no empty, "." or ".." segment,
+// and escaped names hold no separator. One allocation: the length is
+// counted first (a Get builds this path on every call).
+func joinPath(root, key string) (string, error) {
+	n := len(root)
 	for rest := key; ; {
 		seg, tail, isDir := strings.Cut(rest, "/")
-		b = append(b, filepath.Separator)
-		start := len(b)
-		b = appendEscaped(b, seg)
+		name := escapedLen(seg)
 		if isDir {
-			b = append(b, dirSuffix...)
+			name += len(dirSuffix)
 		}
-		if n := len(b) - start; n > maxNameLen {
-			return nil, fmt.Errorf("%w: segment %q is %d bytes as a file name, more than %d",
-				objstore.ErrInvalidKey, seg, n, maxNameLen)
+		if name > maxNameLen {
+			return "", fmt.Errorf("%w: segment %q is %d bytes as a file name, more than %d",
+				objstore.ErrInvalidKey, seg, name, maxNameLen)
 		}
+		n += 1 + name
 		if !isDir {
-			return b, nil
+			break
 		}
 		rest = tail
 	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(root)
+	for rest := key; ; {
+		seg, tail, isDir := strings.Cut(rest, "/")
+		b.WriteByte(filepath.Separator)
+		writeEscaped(&b, seg)
+		if !isDir {
+			return b.String(), nil
+		}
+		b.WriteString(dirSuffix)
+		rest = tail
+	}
+}
+
+// escapedLen returns len(escape(seg)).
+func escapedLen(seg string) int {
+	n := len(seg)
+	for i := 0; i < len(seg); i++ {
+		if c := seg[i]; !plain[c] || (c == '.' && i == 0) {
+			n += 2
+		}
+	}
+	return n
+}
+
+// writeEscaped writes escape(seg) to b.
+func writeEscaped(b *strings.Builder, seg string) {
+	const hex = "0123456789ABCDEF"
+	run := 0
+	for i := 0; i < len(seg); i++ {
+		if c := seg[i]; !plain[c] || (c == '.' && i == 0) {
+			b.WriteString(seg[run:i])
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+			run = i + 1
+		}
+	}
+	b.WriteString(seg[run:])
 }

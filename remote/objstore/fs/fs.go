@@ -107,6 +107,7 @@ type Store struct {
 	root   string
 	opts   Options
 	closed atomic.Bool
+	paths  pathCache
 }
 
 var _ objstore.Store = (*Store)(nil)
@@ -161,15 +162,17 @@ func (s *Store) begin(ctx context.Context) error {
 
 // path returns the file of a key, validating it.
 func (s *Store) path(key string) (string, error) {
+	if p, ok := s.paths.get(key); ok {
+		return p, nil
+	}
 	if err := objstore.ValidateKey(key); err != nil {
 		return "", err
 	}
-	b := make([]byte, 0, len(s.root)+len(key)+len(key)/2+8)
-	b, err := appendPath(append(b, s.root...), key)
-	if err != nil {
-		return "", err
+	p, err := joinPath(s.root, key)
+	if err == nil {
+		s.paths.put(key, p)
 	}
-	return string(b), nil
+	return p, err
 }
 
 // Put implements objstore.Store.

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,4 +73,51 @@ func TestPutPipelinedBody(t *testing.T) {
 		require.True(t, objstore.IsNotExist(err), "%s: %v", key, err)
 	}
 	require.Equal(t, []string{"whole"}, tree(t, s.Root()))
+}
+
+// TestJoinPath: the one-allocation path builder gives what joining the
+// escaped names with filepath.Join gives, and refuses a name too long.
+func TestJoinPath(t *testing.T) {
+	for _, key := range []string{"a", "A/b", "orders-3/00000000000000000000.log", "x.y/.z/Q~%/f", "é/ü"} {
+		segs := strings.Split(key, "/")
+		parts := []string{"/root"}
+		for i, seg := range segs {
+			require.Equal(t, len(escape(seg)), escapedLen(seg), "%q", seg)
+			name := escape(seg)
+			if i < len(segs)-1 {
+				name += dirSuffix
+			}
+			parts = append(parts, name)
+		}
+		got, err := joinPath("/root", key)
+		require.NoError(t, err)
+		require.Equal(t, filepath.Join(parts...), got, "%q", key)
+	}
+	_, err := joinPath("/root", strings.Repeat("A", 100))
+	require.ErrorIs(t, err, objstore.ErrInvalidKey, "300 bytes as a name")
+	_, err = joinPath("/root", strings.Repeat("a", 255)+"/b")
+	require.ErrorIs(t, err, objstore.ErrInvalidKey, "255 bytes and the directory suffix")
+}
+
+// TestPathCache: a key's path is the same built or cached, also when many
+// keys share slots; an invalid key is refused every time, never cached.
+func TestPathCache(t *testing.T) {
+	s := open(t, t.TempDir(), Options{NoSync: true})
+	keys := make([]string, 0, 4*pathCacheSlots)
+	for i := range cap(keys) {
+		keys = append(keys, fmt.Sprintf("Topic-%d/%05d/data-%d", i%7, i, i))
+	}
+	for range 2 {
+		for _, k := range keys {
+			want, err := joinPath(s.Root(), k)
+			require.NoError(t, err)
+			got, err := s.path(k)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "%q", k)
+		}
+	}
+	for range 2 {
+		_, err := s.path("a/../b")
+		require.ErrorIs(t, err, objstore.ErrInvalidKey)
+	}
 }
