@@ -83,7 +83,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.StringVar(&cfg.dir, "dir", os.TempDir(), "directory for the logs (on the disk to measure)")
 	var remoteMiB int64
 	fl.Int64Var(&remoteMiB, "remote-segment-mib", 64, "MiB of the segment the remote rows copy and read (0 skips them)")
-	fl.IntVar(&cfg.remoteCopies, "remote-copies", 3, "copies per remote copy row and repetition (one copy of 64 MiB is tens of ms on fs: a single sample swings with writeback)")
+	fl.IntVar(&cfg.remoteCopies, "remote-copies", 5, "copies per remote copy row and repetition (one copy of 64 MiB is tens of ms on fs: a single sample swings with writeback)")
 	fl.IntVar(&cfg.remoteReads, "remote-reads", 5000, "16 KiB remote reads per read row and repetition")
 	fl.DurationVar(&cfg.remoteReadsMax, "remote-reads-max", 4*time.Second, "time limit per remote read row and repetition")
 	fl.StringVar(&cfg.s3.endpoint, "s3-endpoint", "", "S3 endpoint (host:port or URL) for the remote rows on S3; credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (none: no S3 rows)")
