@@ -67,7 +67,10 @@ func (l *UnifiedLog) Segments(from int64) ([]SegmentInfo, error) {
 // count fences the result; docs/remote-tier.md, "The truncation fence").
 type SegmentFiles struct {
 	Info SegmentInfo
-	// Log reads the .log file in [0, Info.SizeBytes).
+	// Log reads the .log file in [0, Info.SizeBytes). It also has
+	// ReadvAt(bufs [][]byte, off int64) (int, error), a vectored read
+	// (one preadv(2) on Linux; remote.VectorReaderAt), which the remote
+	// copy uses to read blocks straight into its framed layout.
 	Log io.ReaderAt
 	// OffsetIndex and TimeIndex are the index entries in file format.
 	OffsetIndex, TimeIndex []byte

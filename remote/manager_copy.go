@@ -302,9 +302,9 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 		TxnIndexEmpty:       len(files.TxnIndex) == 0,
 	}
 	// The data plane's first pass over the log checks every batch too.
-	vlog := &verifiedLog{r: files.Log, v: newBatchVerifier(&seg)}
+	vlog, logReader := newVerifiedLog(files.Log, newBatchVerifier(&seg))
 	data := SegmentData{
-		Log: vlog, LogSize: files.Info.SizeBytes,
+		Log: logReader, LogSize: files.Info.SizeBytes,
 		OffsetIndex: files.OffsetIndex, TimeIndex: files.TimeIndex, TxnIndex: files.TxnIndex,
 		ProducerSnapshot: snapshot,
 		LeaderEpochs:     l.EpochEntriesInRange(base.UndefinedOffset, c.NextOffset),

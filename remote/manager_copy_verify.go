@@ -38,21 +38,55 @@ type verifiedLog struct {
 }
 
 func (l *verifiedLog) ReadAt(p []byte, off int64) (int, error) {
+	return l.readThrough([][]byte{p}, off, func() (int, error) { return l.r.ReadAt(p, off) })
+}
+
+// readThrough runs read, which fills bufs (consecutive bytes from off),
+// and feeds what it read to the verifier when it continues the fed bytes.
+func (l *verifiedLog) readThrough(bufs [][]byte, off int64, read func() (int, error)) (int, error) {
+	want := int64(0)
+	for _, b := range bufs {
+		want += int64(len(b))
+	}
 	l.mu.Lock()
-	if err := l.v.err; err != nil && off+int64(len(p)) > l.v.pos {
+	if err := l.v.err; err != nil && off+want > l.v.pos {
 		l.mu.Unlock()
 		return 0, err
 	}
 	l.mu.Unlock()
-	n, err := l.r.ReadAt(p, off)
+	n, err := read()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if off == l.v.fed && n > 0 {
-		if verr := l.v.feed(p[:n]); verr != nil {
-			return 0, verr
+		for left, i := n, 0; left > 0; i++ {
+			b := bufs[i][:min(len(bufs[i]), left)]
+			if verr := l.v.feed(b); verr != nil {
+				return 0, verr
+			}
+			left -= len(b)
 		}
 	}
 	return n, err
+}
+
+// verifiedVecLog is a verifiedLog over a log that reads vectored
+// (VectorReaderAt), which it passes on to the data plane.
+type verifiedVecLog struct {
+	*verifiedLog
+	vec VectorReaderAt
+}
+
+func (l *verifiedVecLog) ReadvAt(bufs [][]byte, off int64) (int, error) {
+	return l.readThrough(bufs, off, func() (int, error) { return l.vec.ReadvAt(bufs, off) })
+}
+
+// newVerifiedLog wraps r, keeping its VectorReaderAt if it has one.
+func newVerifiedLog(r io.ReaderAt, v *batchVerifier) (*verifiedLog, io.ReaderAt) {
+	l := &verifiedLog{r: r, v: v}
+	if vec, ok := r.(VectorReaderAt); ok {
+		return l, &verifiedVecLog{verifiedLog: l, vec: vec}
+	}
+	return l, l
 }
 
 // failed returns the first batch failure the data plane's reads met.

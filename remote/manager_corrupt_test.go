@@ -410,3 +410,35 @@ func TestVerifiedLogChecksWhatTheDataPlaneSkipped(t *testing.T) {
 		require.Equal(t, positions[8], bce.Position)
 	}
 }
+
+// TestVerifiedLogVectored: over a vectored log, the copy's reader keeps
+// the vectored reads (newVerifiedLog) and checks the bytes they bring, in
+// order across the buffers: a damaged batch fails the read that reaches
+// it and every later one.
+func TestVerifiedLogVectored(t *testing.T) {
+	src, m := validSegment(t, 100, 10)
+	positions := localBatchPositionsOf(t, src)
+	bad := bytes.Clone(src)
+	bad[positions[6]+record.HeaderSize] ^= 1
+	vlog, r := newVerifiedLog(&vecReader{r: bytes.NewReader(bad)}, newBatchVerifier(&m))
+	vec, ok := r.(VectorReaderAt)
+	require.True(t, ok, "the vectored reads are passed on")
+	// Three uneven buffers per read, front to back.
+	var err error
+	for off := int64(0); off < int64(len(bad)) && err == nil; {
+		bufs := [][]byte{make([]byte, 7), make([]byte, 50), make([]byte, 13)}
+		var n int
+		n, err = vec.ReadvAt(bufs, off)
+		off += int64(n)
+	}
+	var bce *BatchCorruptionError
+	require.ErrorAs(t, err, &bce)
+	require.Equal(t, positions[6], bce.Position)
+	require.ErrorAs(t, vlog.failed(), &bce)
+	_, err = vec.ReadvAt([][]byte{make([]byte, 10)}, positions[9])
+	require.ErrorAs(t, err, &bce, "reads after the damage fail too")
+
+	_, plain := newVerifiedLog(bytes.NewReader(src), newBatchVerifier(&m))
+	_, ok = plain.(VectorReaderAt)
+	require.False(t, ok, "a log without vectored reads gets none")
+}

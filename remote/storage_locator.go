@@ -212,6 +212,7 @@ func decodeLocator(m *manifest, b []byte, segmentID UUID) error {
 // those of the bytes uploaded.
 type framedReaderAt struct {
 	r                  io.ReaderAt
+	vec                VectorReaderAt // r's, when it has one
 	segmentID          UUID
 	logSize, blockSize int64
 	size               int64 // of the data object
@@ -225,10 +226,24 @@ type framedReaderAt struct {
 	rereadBuf []byte
 }
 
+// VectorReaderAt is an optional interface of SegmentData.Log. ReadvAt
+// reads consecutive bytes from off into bufs, one buffer after the other,
+// as ReadAt would into their concatenation, and returns fewer bytes than
+// they hold only with an error (io.EOF at the end). With it, the copy of an
+// uncompressed segment (layout version 3) reads the log straight into the
+// data object's layout, each block in front of its trailer, with one call
+// per upload read; without it, one ReadAt and a move of the blocks in
+// place. The log package's SegmentFiles.Log has it (one preadv(2) of the
+// segment file on Linux).
+type VectorReaderAt interface {
+	ReadvAt(bufs [][]byte, off int64) (int, error)
+}
+
 func newFramedReaderAt(r io.ReaderAt, segmentID UUID, logSize, blockSize int64) *framedReaderAt {
 	n := (logSize + blockSize - 1) / blockSize
 	f := &framedReaderAt{r: r, segmentID: segmentID, logSize: logSize, blockSize: blockSize,
 		size: framedObjectSize(logSize, blockSize), fed: make([]int64, n), crc: make([]uint32, n)}
+	f.vec, _ = r.(VectorReaderAt)
 	idState := idCRCState(segmentID)
 	for i := range f.crc {
 		f.crc[i] = blockSeedAfter(idState, int64(i))
@@ -239,14 +254,14 @@ func newFramedReaderAt(r io.ReaderAt, segmentID UUID, logSize, blockSize int64) 
 // blockLen is the raw length of block i.
 func (f *framedReaderAt) blockLen(i int64) int64 { return min(f.blockSize, f.logSize-i*f.blockSize) }
 
-// ReadAt reads the data object's bytes [off, off+len(p)): the log bytes
-// it covers in one ReadAt of the source, straight into p, then spread
-// out in place (last block first, so nothing is overwritten before it
-// moves) to make room for the trailers, which are filled in front to
-// back as each block's checksum is fed. One read per call rather than
-// one per block: at 4 KiB blocks a 1 MiB part of a segment file is one
-// pread, not 256. A source that ends early fails the read with nothing
-// served (n 0).
+// ReadAt reads the data object's bytes [off, off+len(p)) with one read
+// of the source per call, not one per block (at 4 KiB blocks a 1 MiB
+// upload read would be 256 preads): a VectorReaderAt source reads each
+// block's log bytes straight into its place; any other source reads them
+// with one ReadAt into p and they are spread out in place (last block
+// first, so nothing is overwritten before it moves) to make room for the
+// trailers. The trailers are filled in last, front to back. A source that
+// ends early fails the read with nothing served (n 0).
 func (f *framedReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("remote: negative offset %d", off)
@@ -256,13 +271,11 @@ func (f *framedReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	end := min(off+int64(len(p)), f.size)
 	frame := f.blockSize + trailerLen
-	rawStart, rawEnd := f.rawPos(off), f.rawPos(end)
-	if err := readFullAt(f.r, p[:rawEnd-rawStart], rawStart); err != nil {
-		return 0, err
-	}
 	first, last := off/frame, (end-1)/frame
-	// The log bytes of block i inside [off, end) go from p[src:] to
-	// p[dst:]; dst >= src, and more so for later blocks.
+	// The log bytes of block i inside [off, end) belong at p[dst:]; read
+	// in one go they land at p[src:] (dst >= src, more so for later
+	// blocks).
+	rawStart := f.rawPos(off)
 	piece := func(i int64) (dst, src, n, in int64) {
 		lo, hi := max(off, i*frame), min(end, i*frame+f.blockLen(i))
 		if hi <= lo {
@@ -271,20 +284,48 @@ func (f *framedReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		in = lo - i*frame
 		return lo - off, i*f.blockSize + in - rawStart, hi - lo, in
 	}
-	for i := last; i >= first; i-- {
-		if dst, src, n, _ := piece(i); n > 0 && dst != src {
-			copy(p[dst:dst+n], p[src:src+n])
+	feed := func(i, dst, n, in int64) {
+		f.mu.Lock()
+		if f.fed[i] == in {
+			f.crc[i] = crc32.Update(f.crc[i], castagnoli, p[dst:dst+n])
+			f.fed[i] += n
+		}
+		f.mu.Unlock()
+	}
+	if f.vec != nil {
+		bufs := make([][]byte, 0, last-first+1)
+		for i := first; i <= last; i++ {
+			if dst, _, n, _ := piece(i); n > 0 {
+				bufs = append(bufs, p[dst:dst+n])
+			}
+		}
+		if err := readvFullAt(f.vec, bufs, rawStart); err != nil {
+			return 0, err
+		}
+		for i := first; i <= last; i++ {
+			if dst, _, n, in := piece(i); n > 0 {
+				feed(i, dst, n, in)
+			}
+		}
+	} else {
+		if err := readFullAt(f.r, p[:f.rawPos(end)-rawStart], rawStart); err != nil {
+			return 0, err
+		}
+		// Each block's checksum is fed right after its move, while its
+		// bytes are in the CPU cache; blocks have independent checksums,
+		// so the order across blocks does not matter.
+		for i := last; i >= first; i-- {
+			dst, src, n, in := piece(i)
+			if n == 0 {
+				continue
+			}
+			if dst != src {
+				copy(p[dst:dst+n], p[src:src+n])
+			}
+			feed(i, dst, n, in)
 		}
 	}
 	for i := first; i <= last; i++ {
-		if dst, _, n, in := piece(i); n > 0 {
-			f.mu.Lock()
-			if f.fed[i] == in {
-				f.crc[i] = crc32.Update(f.crc[i], castagnoli, p[dst:dst+n])
-				f.fed[i] += n
-			}
-			f.mu.Unlock()
-		}
 		bl := f.blockLen(i)
 		tlo, thi := max(off, i*frame+bl), min(end, i*frame+bl+trailerLen)
 		if thi <= tlo {
@@ -302,6 +343,22 @@ func (f *framedReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return len(p), nil
+}
+
+// readvFullAt fills bufs from r at off, or fails.
+func readvFullAt(r VectorReaderAt, bufs [][]byte, off int64) error {
+	want := 0
+	for _, b := range bufs {
+		want += len(b)
+	}
+	n, err := r.ReadvAt(bufs, off)
+	if n == want {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("remote: read segment log [%d, %d): got %d bytes: %w", off, off+int64(want), n, err)
 }
 
 // rawPos returns the log offset of data-object offset stored: a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
@@ -215,15 +216,78 @@ func TestFramedReaderAtAnyOrder(t *testing.T) {
 	}
 	require.EqualValues(t, len(want), framedObjectSize(size, bs))
 
-	seq := newFramedReaderAt(bytes.NewReader(src), id, size, bs)
-	got, err := io.ReadAll(io.NewSectionReader(seq, 0, seq.size))
+	// Both ways of reading the source: one ReadAt and a spread in place,
+	// and a vectored read straight into place.
+	for _, vectored := range []bool{false, true} {
+		source := func() io.ReaderAt {
+			if vectored {
+				return &vecReader{r: bytes.NewReader(src)}
+			}
+			return bytes.NewReader(src)
+		}
+		t.Run(fmt.Sprintf("vectored=%t", vectored), func(t *testing.T) {
+			testFramedReaderAt(t, source, want, id, size, bs)
+		})
+	}
+	// A log shorter than its size fails the read, never a short trailer.
+	for _, short := range []io.ReaderAt{bytes.NewReader(src[:size-10]), &vecReader{r: bytes.NewReader(src[:size-10])}} {
+		fr := newFramedReaderAt(short, id, size, bs)
+		_, err := io.ReadAll(io.NewSectionReader(fr, 0, fr.size))
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	}
+}
+
+// vecReader is a VectorReaderAt over r that counts its calls.
+type vecReader struct {
+	r            io.ReaderAt
+	calls, plain int
+}
+
+func (v *vecReader) ReadAt(p []byte, off int64) (int, error) {
+	v.plain++
+	return v.r.ReadAt(p, off)
+}
+
+// callCounter counts the ReadAt calls made through it.
+type callCounter struct {
+	r io.ReaderAt
+	n int
+}
+
+func (c *callCounter) ReadAt(p []byte, off int64) (int, error) {
+	c.n++
+	return c.r.ReadAt(p, off)
+}
+
+func (v *vecReader) ReadvAt(bufs [][]byte, off int64) (int, error) {
+	v.calls++
+	n := 0
+	for _, b := range bufs {
+		m, err := v.r.ReadAt(b, off+int64(n))
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func testFramedReaderAt(t *testing.T, source func() io.ReaderAt, want []byte, id UUID, size, bs int64) {
+	seq := newFramedReaderAt(source(), id, size, bs)
+	reads := &callCounter{r: seq}
+	got, err := io.ReadAll(io.NewSectionReader(reads, 0, seq.size))
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	require.Zero(t, seq.reread, "a front-to-back read checksums every byte once")
+	if v, ok := seq.r.(*vecReader); ok {
+		require.Zero(t, v.plain, "no ReadAt of a vectored source")
+		require.LessOrEqual(t, v.calls, reads.n, "at most one vectored read per ReadAt")
+		require.Greater(t, v.calls, 0)
+	}
 
 	rng := rand.New(rand.NewPCG(4, 5))
 	for range 20 {
-		fr := newFramedReaderAt(bytes.NewReader(src), id, size, bs)
+		fr := newFramedReaderAt(source(), id, size, bs)
 		out := make([]byte, fr.size)
 		// Parts of a random size, read concurrently, each front to back
 		// in random pieces.
@@ -252,10 +316,6 @@ func TestFramedReaderAtAnyOrder(t *testing.T) {
 	n, err := seq.ReadAt(make([]byte, 10), seq.size-4)
 	require.Equal(t, 4, n)
 	require.ErrorIs(t, err, io.EOF)
-	// A log shorter than its size fails the read, never a short trailer.
-	short := newFramedReaderAt(bytes.NewReader(src[:size-10]), id, size, bs)
-	_, err = io.ReadAll(io.NewSectionReader(short, 0, short.size))
-	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }
 
 // TestStorageFramedMultipart: a segment larger than a multipart part
