@@ -25,28 +25,18 @@ const (
 // Upper-case letters are escaped too, so that keys differing only in case
 // stay apart on case-insensitive file systems (macOS, Windows).
 func escape(seg string) string {
-	return string(appendEscaped(make([]byte, 0, len(seg)), seg))
+	var b strings.Builder
+	b.Grow(escapedLen(seg))
+	writeEscaped(&b, seg)
+	return b.String()
 }
 
-// appendEscaped appends escape(seg) to b, copying runs of bytes that
-// stay in one append.
-func appendEscaped(b []byte, seg string) []byte {
-	const hex = "0123456789ABCDEF"
-	run := 0 // start of the pending run of bytes that stay
-	for i := 0; i < len(seg); i++ {
-		c := seg[i]
-		if plain[c] && (c != '.' || i > 0) {
-			continue
-		}
-		b = append(b, seg[run:i]...)
-		b = append(b, '%', hex[c>>4], hex[c&15])
-		run = i + 1
-	}
-	return append(b, seg[run:]...)
-}
+// kept reports whether escape keeps byte c at index i of a segment:
+// a-z, 0-9, '-', '_', and '.' unless leading.
+func kept(c byte, i int) bool { return plain[c] && (c != '.' || i > 0) }
 
-// plain holds the bytes escape keeps: a-z, 0-9, '-', '_' and '.' (not
-// leading; appendEscaped checks that).
+// plain holds the bytes escape keeps anywhere but at the start ('.' is
+// kept only after it).
 var plain = func() (t [256]bool) {
 	for c := 'a'; c <= 'z'; c++ {
 		t[c] = true
@@ -76,7 +66,7 @@ func unescape(name string) (seg string, ok bool) {
 			}
 			b.WriteByte(hi<<4 | lo)
 			i += 2
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_', c == '.' && i > 0:
+		case kept(c, i):
 			b.WriteByte(c)
 		default:
 			return "", false
@@ -141,7 +131,7 @@ func joinPath(root, key string) (string, error) {
 func escapedLen(seg string) int {
 	n := len(seg)
 	for i := 0; i < len(seg); i++ {
-		if c := seg[i]; !plain[c] || (c == '.' && i == 0) {
+		if !kept(seg[i], i) {
 			n += 2
 		}
 	}
@@ -153,7 +143,7 @@ func writeEscaped(b *strings.Builder, seg string) {
 	const hex = "0123456789ABCDEF"
 	run := 0
 	for i := 0; i < len(seg); i++ {
-		if c := seg[i]; !plain[c] || (c == '.' && i == 0) {
+		if c := seg[i]; !kept(c, i) {
 			b.WriteString(seg[run:i])
 			b.WriteByte('%')
 			b.WriteByte(hex[c>>4])
