@@ -14,6 +14,23 @@ import (
 // (io.ReaderAt). A read reaching past the size returns the bytes below
 // it and io.EOF.
 func (s *Segment) ReadAt(p []byte, off int64) (int, error) {
+	n, err := s.span(off, len(p))
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if err := s.readAt(p[:n], off); err != nil {
+		return 0, err
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// span checks a read of want bytes at off (ReadAt, ReadvAt) and returns
+// how many of them lie below the size: io.EOF when none do (and want is
+// not 0).
+func (s *Segment) span(off int64, want int) (int, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -22,19 +39,12 @@ func (s *Segment) ReadAt(p []byte, off int64) (int, error) {
 	}
 	size := s.size.Load()
 	if off >= size {
-		if len(p) == 0 {
+		if want == 0 {
 			return 0, nil
 		}
 		return 0, io.EOF
 	}
-	n := min(int64(len(p)), size-off)
-	if err := s.readAt(p[:n], off); err != nil {
-		return 0, err
-	}
-	if n < int64(len(p)) {
-		return int(n), io.EOF
-	}
-	return int(n), nil
+	return int(min(int64(want), size-off)), nil
 }
 
 // IndexBytes returns copies of the offset and time index entries in

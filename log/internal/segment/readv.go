@@ -19,25 +19,15 @@ const maxIovecs = 1024
 // (io.EOF when the segment ends first). A file without a descriptor
 // (vfs.NewMem) is read buffer by buffer.
 func (s *Segment) ReadvAt(bufs [][]byte, off int64) (int, error) {
-	if s.closed.Load() {
-		return 0, ErrClosed
-	}
-	if off < 0 {
-		return 0, invalidArgf("%s: read at negative position %d", s.logPath, off)
-	}
 	want := 0
 	for _, b := range bufs {
 		want += len(b)
 	}
-	size := s.size.Load()
-	if want == 0 {
-		return 0, nil
-	}
-	if off >= size {
-		return 0, io.EOF
+	n, err := s.span(off, want)
+	if err != nil || n == 0 {
+		return 0, err
 	}
 	// Cut the buffers at the segment's end.
-	n := int(min(int64(want), size-off))
 	cut := bufs
 	if n < want {
 		cut = make([][]byte, 0, len(bufs))
