@@ -89,8 +89,15 @@ func TestWriterUploadBackoff(t *testing.T) {
 	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "b")})
 
 	for i, bounds := range [][2]time.Duration{{50 * time.Millisecond, 100 * time.Millisecond}, {75 * time.Millisecond, 150 * time.Millisecond}} {
-		waitUntil(func() bool { return len(shortTimers(e.clock)) == 1 })
-		d := shortTimers(e.clock)[0]
+		// Read the timers once, and only after the failed Put: before it
+		// the one short timer can be Produce's linger timer, which the
+		// rotation stops (seen once as a panic on an empty list).
+		var timers []time.Duration
+		waitUntil(func() bool {
+			timers = shortTimers(e.clock)
+			return store.putCount() == i+1 && len(timers) == 1
+		})
+		d := timers[0]
 		require.GreaterOrEqual(t, d, bounds[0], "retry %d", i+1)
 		require.LessOrEqual(t, d, bounds[1], "retry %d", i+1)
 		require.Equal(t, i+1, store.putCount(), "no retry before the wait is over")
