@@ -150,6 +150,41 @@ type CommitBatch struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
+	// CRC is the batch's own CRC-32C field and PartitionLeaderEpoch its
+	// partition leader epoch field (which that CRC does not cover), as
+	// uploaded. The control plane stores them with the producer fields
+	// as the batch's BatchBinding, so a reader can tell that the bytes
+	// it reads at the coordinates are the batch that was committed there.
+	CRC                  uint32
+	PartitionLeaderEpoch int32
+}
+
+// Binding is what the control plane stores to tie b's row to its bytes.
+func (b CommitBatch) Binding() BatchBinding {
+	return BatchBinding{Known: true, CRC: b.CRC, PartitionLeaderEpoch: b.PartitionLeaderEpoch,
+		ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch, BaseSequence: b.BaseSequence}
+}
+
+// BatchBinding ties a committed batch's row to the bytes uploaded for
+// it: header fields that the coordinates (object, byte range, offsets)
+// do not determine. A reader compares them with the batch it reads and
+// refuses a mismatch as corruption, so bytes replaced under a key, runs
+// of two partitions swapped, or coordinates pointing at another batch
+// are never served as the partition's records. The CRC covers the
+// records, so equal CRCs mean (up to CRC collisions) the same records;
+// the producer fields and the leader epoch are compared because the CRC
+// covers the former only with the rest of the batch and the latter not at
+// all.
+type BatchBinding struct {
+	// Known is false for a row committed before the control plane stored
+	// bindings: such a batch is checked for framing, CRC, size and offset
+	// count only.
+	Known                bool
+	CRC                  uint32
+	PartitionLeaderEpoch int32
+	ProducerID           int64
+	ProducerEpoch        int16
+	BaseSequence         int32
 }
 
 // OffsetCount is the number of offsets the batch covers.
@@ -237,6 +272,8 @@ type BatchInfo struct {
 	TimestampType TimestampType
 	// LogAppendTime is the commit time in ms.
 	LogAppendTime int64
+	// Binding is what was committed of the batch's header.
+	Binding BatchBinding
 }
 
 // EffectiveTimestamp is the timestamp ListOffsets and retention use: the

@@ -193,7 +193,8 @@ func commitBatchOf(tp TopicIDPartition, byteOffset int64, b record.Batch) Commit
 	return CommitBatch{Partition: tp, ByteOffset: byteOffset, Size: int64(b.Size()),
 		BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(), RecordCount: b.RecordsCount(),
 		MaxTimestamp: b.MaxTimestamp(), TimestampType: ts,
-		ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(), BaseSequence: b.BaseSequence()}
+		ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(), BaseSequence: b.BaseSequence(),
+		CRC: b.CRC(), PartitionLeaderEpoch: b.PartitionLeaderEpoch()}
 }
 
 // ParseObject rebuilds the CommitFile batches of a WAL object from its
