@@ -73,9 +73,10 @@ func NewReader(opts ReaderOptions) (*Reader, error) {
 //     partition or another version of the object are ErrCorruption.
 //     Rows without one get the checks above only.
 //
-// Records is then a prefix of the batches committed for the partition
-// from the requested offset, each byte-identical to the committed batch
-// except its base offset (the assigned offset, written in).
+// When every row has a binding, Records is therefore a prefix of the
+// batches committed for the partition from the first one served, each
+// byte-identical to the committed batch (up to CRC-32C collisions) except
+// its base offset (the assigned offset, written in).
 type FetchResult struct {
 	// Err is FindBatches' *PartitionError, or, when not even the first
 	// batch could be served, an *StorageError (ErrObjectRead, retriable) or
@@ -242,7 +243,7 @@ func (r *Reader) read(ctx context.Context, rg *objectRange) {
 	if err != nil && (errors.Is(err, objstore.ErrInvalidRange) || errors.Is(err, objstore.ErrShortRead)) {
 		if info, serr := r.opts.Store.Stat(ctx, rg.key); serr == nil && info.Size < rg.end {
 			var part []byte
-			perr := error(nil)
+			var perr error
 			if info.Size > rg.start {
 				part, perr = r.get(ctx, rg.key, rg.start, info.Size)
 			}
