@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
@@ -75,7 +76,10 @@ const (
 // Fetcher copies diskless records from the Endpoint into the local logs of
 // many partitions (Inkless's ConsolidationFetcherThread): per partition it
 // fetches at the log end, stamps E_d into each batch (outside the CRC)
-// and appends as a follower; an OFFSET_MOVED_TO_TIERED_STORAGE answer runs
+// and appends as a follower the batches that start at the log end and
+// follow on from each other (appendablePrefix: a batch past a hole is
+// refused with ErrNotAtLogEnd, counted and backed off, never appended);
+// an OFFSET_MOVED_TO_TIERED_STORAGE answer runs
 // the tier state machine, OFFSET_OUT_OF_RANGE the follower's reset
 // (truncation.PlanOutOfRangeReset against the endpoint's latest and
 // earliest offsets), and other errors back off.
@@ -100,6 +104,7 @@ type Fetcher struct {
 		next  int
 	}
 	appendedBytes, appends, rebuilds, resets, backoffs atomic.Int64
+	notAtLogEnd                                        atomic.Int64
 }
 
 // fetchState is one partition's place in the Fetcher. Guarded by
@@ -331,13 +336,22 @@ func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionRes
 		if err := stampEpoch(r.Records, epoch); err != nil {
 			return f.opts.Backoff, nil
 		}
-		if err := maybeStartEpochAtSeal(p, r.Records, epoch); err != nil {
+		n, notAtEnd := appendablePrefix(p, r.Records)
+		if notAtEnd != nil {
+			f.notAtLogEnd.Add(1)
+			f.opts.Logger.Warn("consolidation refuses records not at the log end", zap.Stringer("partition", p.Partition), zap.Error(notAtEnd))
+			if n == 0 {
+				return f.opts.Backoff, nil
+			}
+		}
+		records := r.Records[:n]
+		if err := maybeStartEpochAtSeal(p, records, epoch); err != nil {
 			if errors.Is(err, log.ErrIO) || errors.Is(err, log.ErrClosed) {
 				return 0, err
 			}
 			return f.opts.Backoff, nil
 		}
-		info, err := p.Log.AppendAsFollower(r.Records, epoch)
+		info, err := p.Log.AppendAsFollower(records, epoch)
 		if err != nil {
 			if errors.Is(err, log.ErrIO) || errors.Is(err, log.ErrClosed) {
 				return 0, err
@@ -346,9 +360,12 @@ func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionRes
 			return f.opts.Backoff, nil
 		}
 		f.appends.Add(1)
-		f.appendedBytes.Add(int64(len(r.Records)))
+		f.appendedBytes.Add(int64(len(records)))
 		_ = info
 		p.Log.UpdateHighWatermark(r.HighWatermark)
+		if notAtEnd != nil {
+			return f.opts.Backoff, nil
+		}
 		return 0, nil
 	case FetchOffsetMovedToTieredStorage:
 		f.rebuilds.Add(1)
@@ -396,6 +413,63 @@ func (f *Fetcher) reset(ctx context.Context, p FetcherPartition) error {
 		err = p.Log.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
 	}
 	return err
+}
+
+// ErrNotAtLogEnd marks fetched records that the Fetcher refuses to
+// append because a batch does not start at the log's end offset (the
+// first) or right after the batch before it: appended, it would leave a
+// hole in the consolidated log that nothing ever fills (a follower append
+// accepts gaps, as Kafka's does for compacted logs).
+var ErrNotAtLogEnd = errors.New("consolidate: fetched batch does not start at the log end")
+
+// NotAtLogEndError is a refused batch: it had to start at Want and
+// starts at BaseOffset. It unwraps to ErrNotAtLogEnd.
+type NotAtLogEndError struct {
+	Partition  remote.TopicIDPartition
+	Want       int64
+	BaseOffset int64
+	LastOffset int64
+}
+
+func (e *NotAtLogEndError) Error() string {
+	return fmt.Sprintf("%v: partition %s: batch [%d, %d] where %d was due", ErrNotAtLogEnd, e.Partition, e.BaseOffset, e.LastOffset, e.Want)
+}
+
+func (e *NotAtLogEndError) Unwrap() error { return ErrNotAtLogEnd }
+
+// appendablePrefix returns how many bytes of batches (framed: stampEpoch
+// read them all) may be appended to p's log: the batches that each start
+// at the log end, then one past the batch before. The first batch that
+// does not is refused with a *NotAtLogEndError; the Fetcher appends the
+// prefix before it and backs off.
+//
+// One exception, for the first batch only: on a log that ends at its
+// committed seal, the first batch may start past it. A seal lowered below
+// the WAL's first batch (github.com/aiven/inkless/pull/855) leaves
+// [seal, first batch) holding no offset anywhere, and FindBatches answers
+// a fetch there with the first batch after it (FindBatchesResult);
+// maybeStartEpochAtSeal then starts E_d at the seal. Everywhere else the
+// WAL holds every offset from W to HW, so a first batch past the log end
+// is a skipped batch.
+func appendablePrefix(p FetcherPartition, batches []byte) (int, error) {
+	leo := p.Log.LogEndOffset()
+	next := leo
+	for pos := 0; pos < len(batches); {
+		b, err := record.ReadBatch(batches[pos:])
+		if err != nil {
+			return len(batches), nil // the append reports it
+		}
+		ok := b.BaseOffset() == next
+		if !ok && pos == 0 && b.BaseOffset() > next && p.State.SealCommitted() && leo == p.State.Seal() {
+			ok = true
+		}
+		if !ok && !mutation.Disabled(mutation.WALReadGap) {
+			return pos, &NotAtLogEndError{Partition: p.Partition, Want: next, BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset()}
+		}
+		next = b.LastOffset() + 1
+		pos += b.Size()
+	}
+	return len(batches), nil
 }
 
 // epochAssigner is the optional capability of a ConsolidationLog to
@@ -497,12 +571,17 @@ type FetcherMetrics struct {
 	// Rebuilds counts OFFSET_MOVED_TO_TIERED_STORAGE answers acted on,
 	// Resets OFFSET_OUT_OF_RANGE ones, Backoffs waits after an error.
 	Rebuilds, Resets, Backoffs int64
+	// NotAtLogEnd counts answers whose records were refused (from the
+	// first batch that does not start at the log end or right after the
+	// batch before: ErrNotAtLogEnd); each also backs off.
+	NotAtLogEnd int64
 }
 
 // Metrics returns a snapshot of the counters.
 func (f *Fetcher) Metrics() FetcherMetrics {
 	return FetcherMetrics{Appends: f.appends.Load(), AppendedBytes: f.appendedBytes.Load(),
-		Rebuilds: f.rebuilds.Load(), Resets: f.resets.Load(), Backoffs: f.backoffs.Load()}
+		Rebuilds: f.rebuilds.Load(), Resets: f.resets.Load(), Backoffs: f.backoffs.Load(),
+		NotAtLogEnd: f.notAtLogEnd.Load()}
 }
 
 // StartAction is what the consolidation reconciler does with a partition

@@ -267,13 +267,13 @@ tierlog_wal_cache_objects{cache="wal"} 2
 # HELP tierlog_wal_cleaner_deleted_objects_total WAL objects deleted after their batches were gone and the grace period passed. Inkless: the file cleaner's deletions.
 # TYPE tierlog_wal_cleaner_deleted_objects_total counter
 tierlog_wal_cleaner_deleted_objects_total{cleaner="wal"} 0
-# HELP tierlog_wal_reader_cache_hits_total Objects a fetch found in the object cache instead of a GET.
+# HELP tierlog_wal_reader_cache_hits_total Reads of an object and partition a fetch served from the object cache instead of a GET.
 # TYPE tierlog_wal_reader_cache_hits_total counter
 tierlog_wal_reader_cache_hits_total{reader="wal"} 2
 # HELP tierlog_wal_reader_fetches_total Fetches served from the WAL. Kafka: TotalFetchRequestsPerSec.
 # TYPE tierlog_wal_reader_fetches_total counter
 tierlog_wal_reader_fetches_total{reader="wal"} 1
-# HELP tierlog_wal_reader_get_requests_total Ranged GETs of WAL objects (one per object a fetch needs, neighbours coalesced).
+# HELP tierlog_wal_reader_get_requests_total Ranged GETs of WAL objects (one per object and partition a fetch needs, and one more for an object found shorter than its committed bytes).
 # TYPE tierlog_wal_reader_get_requests_total counter
 tierlog_wal_reader_get_requests_total{reader="wal"} 0
 # HELP tierlog_wal_writer_commit_objects_total WAL objects committed to the control plane. Inkless: the writer's commit count.

@@ -77,18 +77,22 @@ func rejectedRows() []row[wal.WriterMetrics] {
 var walReaderTable = newTable([]string{"reader"}, []row[wal.ReaderMetrics]{
 	{name: "tierlog_wal_reader_fetches_total", kind: counter, help: "Fetches served from the WAL. Kafka: TotalFetchRequestsPerSec.",
 		value: func(m *wal.ReaderMetrics) float64 { return count(m.Fetches) }},
-	{name: "tierlog_wal_reader_get_requests_total", kind: counter, help: "Ranged GETs of WAL objects (one per object a fetch needs, neighbours coalesced).",
+	{name: "tierlog_wal_reader_get_requests_total", kind: counter, help: "Ranged GETs of WAL objects (one per object and partition a fetch needs, and one more for an object found shorter than its committed bytes).",
 		value: func(m *wal.ReaderMetrics) float64 { return count(m.Gets) }},
 	{name: "tierlog_wal_reader_get_bytes_total", kind: counter, help: "Bytes received by those GETs.",
 		value: func(m *wal.ReaderMetrics) float64 { return count(m.GetBytes) }},
 	{name: "tierlog_wal_reader_get_errors_total", kind: counter, help: "GETs of WAL objects that failed.",
 		value: func(m *wal.ReaderMetrics) float64 { return count(m.GetErrors) }},
-	{name: "tierlog_wal_reader_cache_hits_total", kind: counter, help: "Objects a fetch found in the object cache instead of a GET.",
+	{name: "tierlog_wal_reader_cache_hits_total", kind: counter, help: "Reads of an object and partition a fetch served from the object cache instead of a GET.",
 		value: func(m *wal.ReaderMetrics) float64 { return count(m.CacheHits) }},
 	{name: "tierlog_wal_reader_failed_partitions_total", kind: counter, help: "Fetched partitions answered with an error because their first batch failed its checks or its GET.",
 		value: func(m *wal.ReaderMetrics) float64 { return count(m.FailedPartitions) }},
 	{name: "tierlog_wal_reader_truncated_partitions_total", kind: counter, help: "Fetched partitions served only the good prefix because a later batch failed.",
 		value: func(m *wal.ReaderMetrics) float64 { return count(m.TruncatedPartitions) }},
+	{name: "tierlog_wal_reader_corrupt_batches_total", kind: counter, help: "Batches refused as corruption: bytes that fail their checks, are not the batch committed at their coordinates, or lie past the object's end.",
+		value: func(m *wal.ReaderMetrics) float64 { return count(m.CorruptBatches) }},
+	{name: "tierlog_wal_reader_inconsistent_answers_total", kind: counter, help: "Batches refused because the control plane's answer contradicts itself: coordinates that are no range, offsets with a gap or an overlap.",
+		value: func(m *wal.ReaderMetrics) float64 { return count(m.InconsistentAnswers) }},
 })
 
 // walCacheTable exports wal.CacheMetrics.

@@ -48,8 +48,10 @@
 // the order it sealed them, answering each request only once its object is
 // durable and committed, or with a retriable error at the latest when the
 // object's deadline (WriterOptions.ObjectTimeout) passes. Reader serves fetches from objects through
-// FindBatches (one ranged GET per object, or the write-through
-// ObjectCache), checking every batch against its coordinates. Cleaner
+// FindBatches (one ranged GET per object and partition, or the
+// write-through ObjectCache), checking every batch against its
+// coordinates, the offsets before it and, where the control plane stored
+// one, the binding committed for it (see FetchResult). Cleaner
 // deletes objects the control plane marked, after a grace period, and
 // reaps orphans (objects uploaded but never committed).
 //

@@ -2,12 +2,14 @@ package wal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote/objstore"
 )
@@ -49,6 +51,32 @@ func NewReader(opts ReaderOptions) (*Reader, error) {
 }
 
 // FetchResult answers one partition of a Fetch.
+//
+// What the Reader verifies, per partition, before a batch is served:
+//   - coordinates: a byte range inside the object (a range past the
+//     object's end is ErrCorruption: the object is shorter than what
+//     was committed), LastOffset >= BaseOffset;
+//   - offsets: the first batch does not end before the requested
+//     offset, and each later batch starts exactly one past the last
+//     offset of the batch before it (a gap or an overlap is
+//     ErrInconsistentAnswer at that batch). The first batch may start
+//     after the requested offset, which FindBatchesResult documents
+//     (the WAL holds nothing at it); the Reader cannot tell that from a
+//     skipped first batch, so a caller that needs contiguity with its
+//     own log (consolidate.Fetcher) checks it against its log end;
+//   - bytes: one whole v2 batch whose CRC checks, of the committed size,
+//     covering the committed number of offsets;
+//   - binding: when the row has one (BatchInfo.Binding.Known), the
+//     batch's CRC field, partition leader epoch field (which that CRC
+//     does not cover), producer id, producer epoch and base sequence
+//     equal the ones committed: bytes of another batch, another
+//     partition or another version of the object are ErrCorruption.
+//     Rows without one get the checks above only.
+//
+// When every row has a binding, Records is therefore a prefix of the
+// batches committed for the partition from the first one served, each
+// byte-identical to the committed batch (up to CRC-32C collisions) except
+// its base offset (the assigned offset, written in).
 type FetchResult struct {
 	// Err is FindBatches' *PartitionError, or, when not even the first
 	// batch could be served, an *StorageError (ErrObjectRead, retriable) or
@@ -96,17 +124,32 @@ func (e *BatchReadError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// objectRange is the part of one object a fetch reads.
+// rangeKey names the bytes one partition of a fetch needs from one
+// object: results[part] answers req.Partitions[part].
+type rangeKey struct {
+	part int
+	key  string
+}
+
+// objectRange is the part of one object a fetch reads for one partition.
 type objectRange struct {
+	key        string
 	start, end int64 // [start, end) in the object
-	data       []byte
+	// data holds [start, start+len(data)): all of the range, or, when
+	// the object turned out shorter (objectSize >= 0), the part of it
+	// the object holds.
+	data []byte
+	// objectSize is the object's size when it is shorter than end (the
+	// batches past it are corruption), else -1.
+	objectSize int64
 	err        error
 }
 
-// Fetch finds the batches of every partition of req, reads each object
-// once (one ranged GET from its first to its last needed byte, unless the
-// cache holds it), checks every batch and writes in its assigned offsets.
-// The returned error is for the whole call (the control plane failed);
+// Fetch finds the batches of every partition of req, reads each
+// partition's bytes of each object once (one ranged GET from its first to
+// its last needed byte, unless the cache holds the object), checks every
+// batch (see FetchResult) and writes in its assigned offsets. The
+// returned error is for the whole call (the control plane failed);
 // results[i] answers req.Partitions[i].
 func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResult, error) {
 	r.metrics.fetches.Add(1)
@@ -123,26 +166,30 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 	for i, f := range found {
 		out[i] = FetchResult{Err: f.Err, LogStartOffset: f.LogStartOffset, HighWatermark: f.HighWatermark}
 		if f.Err == nil {
-			out[i].Records, out[i].Err = r.assemble(req.Partitions[i].Partition, f.Batches, ranges)
+			out[i].Records, out[i].Err = r.assemble(i, req.Partitions[i], f.Batches, ranges)
 		}
 	}
 	return out, nil
 }
 
-// planRanges returns, per object, the smallest range covering every
-// batch the fetch needs from it (neighbours coalesce into one GET; the
-// bytes of other partitions in between are read and dropped, which is
-// cheaper than a GET per batch).
-func planRanges(found []FindBatchesResult) map[string]*objectRange {
-	ranges := map[string]*objectRange{}
-	for _, f := range found {
+// planRanges returns, per partition and object, the smallest range
+// covering every batch the fetch needs from it. A partition's batches in
+// one object are contiguous (the object groups them by partition), so
+// coalescing them costs no extra bytes; the ranges of different
+// partitions are never coalesced, so a short object or one partition's
+// bad coordinates fail only the partitions whose bytes are missing. The
+// cost is one GET per (object, partition) instead of one per object.
+func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
+	ranges := map[rangeKey]*objectRange{}
+	for i, f := range found {
 		for _, b := range f.Batches {
 			if b.ByteOffset < 0 || b.Size <= 0 || b.ByteOffset > maxObjectBytes || b.Size > maxObjectBytes {
 				continue // assemble reports it
 			}
-			rg, ok := ranges[b.ObjectKey]
+			k := rangeKey{i, b.ObjectKey}
+			rg, ok := ranges[k]
 			if !ok {
-				ranges[b.ObjectKey] = &objectRange{start: b.ByteOffset, end: b.ByteOffset + b.Size}
+				ranges[k] = &objectRange{key: b.ObjectKey, start: b.ByteOffset, end: b.ByteOffset + b.Size, objectSize: -1}
 				continue
 			}
 			rg.start, rg.end = min(rg.start, b.ByteOffset), max(rg.end, b.ByteOffset+b.Size)
@@ -153,13 +200,15 @@ func planRanges(found []FindBatchesResult) map[string]*objectRange {
 
 // readRanges fills every range from the cache or with one GET each, at
 // most ReadConcurrency at once.
-func (r *Reader) readRanges(ctx context.Context, ranges map[string]*objectRange) {
+func (r *Reader) readRanges(ctx context.Context, ranges map[rangeKey]*objectRange) {
 	sem := make(chan struct{}, r.opts.ReadConcurrency)
 	var wg sync.WaitGroup
-	for key, rg := range ranges {
+	for _, rg := range ranges {
 		if c := r.opts.Cache; c != nil {
-			if obj, ok := c.Get(key); ok && int64(len(obj)) >= rg.end {
-				rg.data = obj[rg.start:rg.end]
+			if obj, ok := c.Get(rg.key); ok {
+				// The cache holds whole objects: one shorter than the
+				// range is short, as a store's would be.
+				rg.clip(obj)
 				r.metrics.cacheHits.Add(1)
 				continue
 			}
@@ -168,40 +217,85 @@ func (r *Reader) readRanges(ctx context.Context, ranges map[string]*objectRange)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			data, err := objstore.ReadRange(ctx, r.opts.Store, key, rg.start, rg.end-rg.start)
-			r.metrics.gets.Add(1)
-			if err != nil {
-				r.metrics.getErrors.Add(1)
-				rg.err = &StorageError{ObjectKey: key, Err: ErrObjectRead, Cause: err}
-				return
-			}
-			r.metrics.getBytes.Add(int64(len(data)))
-			rg.data = data
+			r.read(ctx, rg)
 		}()
 	}
 	wg.Wait()
 }
 
+// clip sets rg's data from the whole object obj.
+func (rg *objectRange) clip(obj []byte) {
+	n := int64(len(obj))
+	if n < rg.end {
+		rg.objectSize = n
+	}
+	rg.data = obj[min(rg.start, n):min(rg.end, n)]
+}
+
+// read fills rg with one GET. A range past the object's end
+// (objstore.ErrInvalidRange, what the mem, fs and s3 stores answer) or a
+// body that ends early (objstore.ErrShortRead, which a cut connection also
+// gives) is followed by a Stat: an object shorter than the range is read
+// up to its end with a second GET, and the batches past its end are
+// corruption (assemble); otherwise the read failed and is retriable.
+func (r *Reader) read(ctx context.Context, rg *objectRange) {
+	data, err := r.get(ctx, rg.key, rg.start, rg.end)
+	if err != nil && (errors.Is(err, objstore.ErrInvalidRange) || errors.Is(err, objstore.ErrShortRead)) {
+		if info, serr := r.opts.Store.Stat(ctx, rg.key); serr == nil && info.Size < rg.end {
+			var part []byte
+			var perr error
+			if info.Size > rg.start {
+				part, perr = r.get(ctx, rg.key, rg.start, info.Size)
+			}
+			if perr == nil {
+				rg.data, rg.objectSize = part, info.Size
+				return
+			}
+			err = perr
+		}
+	}
+	if err != nil {
+		rg.err = &StorageError{ObjectKey: rg.key, Err: ErrObjectRead, Cause: err}
+		return
+	}
+	rg.data = data
+}
+
+// get reads [start, end) of key, counted.
+func (r *Reader) get(ctx context.Context, key string, start, end int64) ([]byte, error) {
+	data, err := objstore.ReadRange(ctx, r.opts.Store, key, start, end-start)
+	r.metrics.gets.Add(1)
+	if err != nil {
+		r.metrics.getErrors.Add(1)
+		return nil, err
+	}
+	r.metrics.getBytes.Add(int64(len(data)))
+	return data, nil
+}
+
 // assemble copies a partition's batches out of the read ranges, checking
 // each against its coordinates, and stops at the first that fails.
-func (r *Reader) assemble(tp TopicIDPartition, batches []BatchInfo, ranges map[string]*objectRange) ([]byte, error) {
+func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges map[rangeKey]*objectRange) ([]byte, error) {
+	tp := p.Partition
 	var out []byte
-	if n := assembledBytes(batches, ranges); n > 0 {
+	if n := assembledBytes(part, batches, ranges); n > 0 {
 		out = make([]byte, 0, n)
 	}
 	next := int64(-1)
 	for _, info := range batches {
-		raw, err := sliceBatch(tp, info, ranges[info.ObjectKey], next)
+		raw, err := sliceBatch(tp, info, ranges[rangeKey{part, info.ObjectKey}], p.Offset, next)
 		if err == nil {
 			err = checkBatch(tp, info, raw)
 		}
 		if err != nil {
+			r.countBatchError(err)
 			if len(out) == 0 {
 				r.metrics.failedPartitions.Add(1)
 				r.opts.Logger.Warn("wal: fetch failed", zap.Stringer("partition", tp), zap.Error(err))
 				return nil, err
 			}
 			r.metrics.truncatedPartitions.Add(1)
+			r.opts.Logger.Warn("wal: fetch served a prefix", zap.Stringer("partition", tp), zap.Error(err))
 			return out, nil
 		}
 		start := len(out)
@@ -213,15 +307,25 @@ func (r *Reader) assemble(tp TopicIDPartition, batches []BatchInfo, ranges map[s
 	return out, nil
 }
 
+func (r *Reader) countBatchError(err error) {
+	switch {
+	case errors.Is(err, ErrObjectRead):
+	case errors.Is(err, ErrCorruption):
+		r.metrics.corruptBatches.Add(1)
+	case errors.Is(err, ErrInconsistentAnswer):
+		r.metrics.inconsistentAnswers.Add(1)
+	}
+}
+
 // assembledBytes is the size of a partition's answer when every batch
 // checks: one allocation instead of a growing buffer (a fetch of 1 MiB
 // grown by append allocated about 5 MiB and copied most of it again).
 // Only sizes that lie inside a range read count, so coordinates that do
 // not check cannot make it allocate more than the fetch read.
-func assembledBytes(batches []BatchInfo, ranges map[string]*objectRange) int {
+func assembledBytes(part int, batches []BatchInfo, ranges map[rangeKey]*objectRange) int {
 	var n int64
 	for _, info := range batches {
-		rg := ranges[info.ObjectKey]
+		rg := ranges[rangeKey{part, info.ObjectKey}]
 		if rg == nil || rg.err != nil || info.ByteOffset < rg.start || info.Size <= 0 ||
 			info.ByteOffset+info.Size > rg.start+int64(len(rg.data)) {
 			break // assemble stops here
@@ -231,26 +335,39 @@ func assembledBytes(batches []BatchInfo, ranges map[string]*objectRange) int {
 	return int(n)
 }
 
-func sliceBatch(tp TopicIDPartition, info BatchInfo, rg *objectRange, next int64) ([]byte, error) {
+// sliceBatch returns the bytes of info from rg after checking its
+// coordinates: offset is the requested offset, next the offset the batch
+// must start at (-1 for the first batch).
+func sliceBatch(tp TopicIDPartition, info BatchInfo, rg *objectRange, offset, next int64) ([]byte, error) {
 	bad := func(format string, args ...any) error {
 		return &BatchReadError{ObjectKey: info.ObjectKey, ByteOffset: info.ByteOffset, Partition: tp,
 			BaseOffset: info.BaseOffset, Err: ErrInconsistentAnswer, Detail: fmt.Sprintf(format, args...)}
 	}
+	end := info.ByteOffset + info.Size
 	switch {
 	case rg == nil || info.ByteOffset < 0 || info.Size <= 0:
 		return nil, bad("byte range [%d, +%d) is not a range", info.ByteOffset, info.Size)
 	case info.LastOffset < info.BaseOffset || (next >= 0 && info.BaseOffset < next):
 		return nil, bad("offsets [%d, %d] after %d", info.BaseOffset, info.LastOffset, next)
+	case next >= 0 && info.BaseOffset > next && !mutation.Disabled(mutation.WALReadGap):
+		return nil, bad("offsets [%d, %d] leave a gap after %d", info.BaseOffset, info.LastOffset, next-1)
+	case next < 0 && info.LastOffset < offset && !mutation.Disabled(mutation.WALReadGap):
+		return nil, bad("first batch [%d, %d] ends before the requested offset %d", info.BaseOffset, info.LastOffset, offset)
 	case rg.err != nil:
 		return nil, rg.err
-	case info.ByteOffset < rg.start || info.ByteOffset+info.Size > rg.start+int64(len(rg.data)):
+	case rg.objectSize >= 0 && end > rg.objectSize:
+		return nil, &BatchReadError{ObjectKey: info.ObjectKey, ByteOffset: info.ByteOffset, Partition: tp,
+			BaseOffset: info.BaseOffset, Err: ErrCorruption,
+			Detail: fmt.Sprintf("byte range [%d, %d) lies past the end of the object (%d bytes)", info.ByteOffset, end, rg.objectSize)}
+	case info.ByteOffset < rg.start || end > rg.start+int64(len(rg.data)):
 		return nil, bad("byte range [%d, +%d) outside the %d bytes read", info.ByteOffset, info.Size, len(rg.data))
 	}
-	return rg.data[info.ByteOffset-rg.start : info.ByteOffset-rg.start+info.Size], nil
+	return rg.data[info.ByteOffset-rg.start : end-rg.start], nil
 }
 
 // checkBatch checks that raw is one whole, intact v2 batch covering the
-// offsets its coordinates say.
+// offsets its coordinates say and, when the row has a binding, that it is
+// the batch committed there.
 func checkBatch(tp TopicIDPartition, info BatchInfo, raw []byte) error {
 	corrupt := func(cause error, format string, args ...any) error {
 		return &BatchReadError{ObjectKey: info.ObjectKey, ByteOffset: info.ByteOffset, Partition: tp,
@@ -268,7 +385,30 @@ func checkBatch(tp TopicIDPartition, info BatchInfo, raw []byte) error {
 	case int64(b.LastOffsetDelta()) != info.LastOffset-info.BaseOffset:
 		return corrupt(nil, "batch covers %d offsets, coordinates say %d", int64(b.LastOffsetDelta())+1, info.LastOffset-info.BaseOffset+1)
 	}
+	if info.Binding.Known && !mutation.Disabled(mutation.WALReadBinding) {
+		if d := bindingMismatch(info.Binding, b); d != "" {
+			return corrupt(nil, "not the batch committed at these coordinates: %s", d)
+		}
+	}
 	return nil
+}
+
+// bindingMismatch names the first field of b that differs from the
+// committed binding, "" when none does.
+func bindingMismatch(want BatchBinding, b record.Batch) string {
+	switch {
+	case b.CRC() != want.CRC:
+		return fmt.Sprintf("CRC field 0x%08x, committed 0x%08x", b.CRC(), want.CRC)
+	case b.PartitionLeaderEpoch() != want.PartitionLeaderEpoch:
+		return fmt.Sprintf("partition leader epoch %d, committed %d", b.PartitionLeaderEpoch(), want.PartitionLeaderEpoch)
+	case b.ProducerID() != want.ProducerID:
+		return fmt.Sprintf("producer id %d, committed %d", b.ProducerID(), want.ProducerID)
+	case b.ProducerEpoch() != want.ProducerEpoch:
+		return fmt.Sprintf("producer epoch %d, committed %d", b.ProducerEpoch(), want.ProducerEpoch)
+	case b.BaseSequence() != want.BaseSequence:
+		return fmt.Sprintf("base sequence %d, committed %d", b.BaseSequence(), want.BaseSequence)
+	}
+	return ""
 }
 
 // ReaderMetrics is a snapshot of a Reader's counters.
@@ -277,18 +417,28 @@ type ReaderMetrics struct {
 	Gets      int64
 	GetBytes  int64
 	GetErrors int64
-	// CacheHits counts objects served from the cache instead of a GET.
+	// CacheHits counts reads served from the cache instead of a GET
+	// (like Gets, one per object and partition of a fetch).
 	CacheHits int64
 	// FailedPartitions counts partitions answered with an error because
 	// their first batch failed; TruncatedPartitions those served a
 	// prefix because a later one did.
 	FailedPartitions    int64
 	TruncatedPartitions int64
+	// CorruptBatches counts batches refused as ErrCorruption (bytes that
+	// do not check, are not the committed batch, or lie past the
+	// object's end); InconsistentAnswers those refused as
+	// ErrInconsistentAnswer (coordinates that are no range, offsets
+	// with a gap or an overlap). Each is a partition served an error or
+	// a prefix, and the same batch counts again at every fetch of it.
+	CorruptBatches      int64
+	InconsistentAnswers int64
 }
 
 type readerCounters struct {
 	fetches, gets, getBytes, getErrors, cacheHits atomic.Int64
 	failedPartitions, truncatedPartitions         atomic.Int64
+	corruptBatches, inconsistentAnswers           atomic.Int64
 }
 
 // Metrics returns a snapshot of the counters.
@@ -296,5 +446,6 @@ func (r *Reader) Metrics() ReaderMetrics {
 	c := &r.metrics
 	return ReaderMetrics{Fetches: c.fetches.Load(), Gets: c.gets.Load(), GetBytes: c.getBytes.Load(),
 		GetErrors: c.getErrors.Load(), CacheHits: c.cacheHits.Load(),
-		FailedPartitions: c.failedPartitions.Load(), TruncatedPartitions: c.truncatedPartitions.Load()}
+		FailedPartitions: c.failedPartitions.Load(), TruncatedPartitions: c.truncatedPartitions.Load(),
+		CorruptBatches: c.corruptBatches.Load(), InconsistentAnswers: c.inconsistentAnswers.Load()}
 }

@@ -62,8 +62,8 @@ func produceRandom(t *testing.T, e *env, w *wal.Writer, partitions int32, calls 
 }
 
 // TestReaderReadBack: many partitions over many objects read back with
-// exact offsets, from the store (one GET per object) and from the cache
-// (no GET).
+// exact offsets, from the store (one GET per object and partition) and
+// from the cache (no GET).
 func TestReaderReadBack(t *testing.T) {
 	for _, cached := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cache=%v", cached), func(t *testing.T) {
@@ -82,13 +82,24 @@ func TestReaderReadBack(t *testing.T) {
 				require.Equal(t, want[int32(p)], values(t, fr.Records), "partition %d", p)
 				require.Equal(t, int64(len(want[int32(p)])), fr.HighWatermark)
 			}
-			objects := int64(len(e.store.Keys()))
+			var groups int64 // (object, partition) pairs
+			for _, key := range e.store.Keys() {
+				data, err := objstore.ReadAll(e.ctx, e.store, key)
+				require.NoError(t, err)
+				batches, err := wal.ParseObject(data)
+				require.NoError(t, err)
+				parts := map[wal.TopicIDPartition]bool{}
+				for _, b := range batches {
+					parts[b.Partition] = true
+				}
+				groups += int64(len(parts))
+			}
 			m := r.Metrics()
 			if cached {
 				require.Zero(t, m.Gets)
-				require.Equal(t, objects, m.CacheHits)
+				require.Equal(t, groups, m.CacheHits)
 			} else {
-				require.Equal(t, objects, m.Gets, "one GET per object")
+				require.Equal(t, groups, m.Gets, "one GET per object and partition")
 			}
 		})
 	}
@@ -156,14 +167,19 @@ func TestReaderHostileObject(t *testing.T) {
 		require.NoError(t, res[1].Err)
 	})
 	t.Run("short", func(t *testing.T) {
+		// An object shorter than its committed bytes is corruption of
+		// the batches past its end, not a retriable read.
 		e, r, key, _ := setup(t)
 		rewrite(t, e, key, func(d []byte) []byte { return d[:20] })
 		res := fetchAll(t, e, r, 2)
 		for _, fr := range res {
-			require.ErrorIs(t, fr.Err, wal.ErrObjectRead)
-			require.ErrorIs(t, fr.Err, objstore.ErrInvalidRange)
-			require.True(t, wal.IsRetriable(fr.Err))
+			var be *wal.BatchReadError
+			require.ErrorAs(t, fr.Err, &be)
+			require.ErrorIs(t, fr.Err, wal.ErrCorruption)
+			require.Equal(t, key, be.ObjectKey)
+			require.False(t, wal.IsRetriable(fr.Err))
 		}
+		require.Equal(t, int64(2), r.Metrics().CorruptBatches)
 	})
 	t.Run("garbage", func(t *testing.T) {
 		e, r, key, _ := setup(t)
@@ -210,7 +226,7 @@ func TestReaderLyingCoordinates(t *testing.T) {
 		"negative":       {func(b *wal.BatchInfo) { b.ByteOffset = -5 }, wal.ErrInconsistentAnswer},
 		"beyond":         {func(b *wal.BatchInfo) { b.ByteOffset = 1 << 40 }, wal.ErrInconsistentAnswer},
 		"backwards":      {func(b *wal.BatchInfo) { b.LastOffset = b.BaseOffset - 1 }, wal.ErrInconsistentAnswer},
-		"past-the-end":   {func(b *wal.BatchInfo) { b.Size = 1 << 20 }, wal.ErrObjectRead},
+		"past-the-end":   {func(b *wal.BatchInfo) { b.Size = 1 << 20 }, wal.ErrCorruption},
 		"unknown-object": {func(b *wal.BatchInfo) { b.ObjectKey = "nope" }, wal.ErrObjectRead},
 	} {
 		t.Run(name, func(t *testing.T) {

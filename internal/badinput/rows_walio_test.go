@@ -299,7 +299,7 @@ func walFetchRows() []row {
 			func(d []byte, size int) []byte { d[2*size-2] ^= 1; return d }),
 		walFetchRow("first batch's record flipped", outcome{err: wal.ErrCorruption, readableTo: 0},
 			func(d []byte, size int) []byte { d[size-2] ^= 1; return d }),
-		walFetchRow("object cut inside the first batch", outcome{err: wal.ErrObjectRead, readableTo: 0},
+		walFetchRow("object cut inside the first batch", outcome{err: wal.ErrCorruption, readableTo: 0},
 			func(d []byte, _ int) []byte { return d[:20] }),
 		walFetchRow("object replaced by garbage", outcome{err: wal.ErrCorruption, readableTo: 0},
 			func(d []byte, _ int) []byte { return bytes.Repeat([]byte{0xee}, len(d)) }),
@@ -312,7 +312,7 @@ func walFetchRows() []row {
 					return nil
 				})
 			}},
-		walFetchRow("object cut inside the second batch (one GET per object)", outcome{err: wal.ErrObjectRead, readableTo: 0},
+		walFetchRow("object cut inside the second batch: the first is served", outcome{readableTo: 2},
 			func(d []byte, size int) []byte { return d[:size+10] }),
 		{area: areaWALFetch, damage: "second batch's coordinates shifted: the first is served", want: outcome{readableTo: 2},
 			run: func(t *testing.T) outcome {
@@ -330,7 +330,7 @@ func walFetchRows() []row {
 		walLieRow("coordinates one byte too long", wal.ErrCorruption, func(b *wal.BatchInfo) { b.Size++ }),
 		walLieRow("coordinates shifted by a byte", wal.ErrCorruption, func(b *wal.BatchInfo) { b.ByteOffset++ }),
 		walLieRow("coordinates claim more offsets than the batch", wal.ErrCorruption, func(b *wal.BatchInfo) { b.LastOffset += 5 }),
-		walLieRow("coordinates past the object's end", wal.ErrObjectRead, func(b *wal.BatchInfo) { b.Size = 1 << 20 }),
+		walLieRow("coordinates past the object's end", wal.ErrCorruption, func(b *wal.BatchInfo) { b.Size = 1 << 20 }),
 		walLieRow("negative byte offset", wal.ErrInconsistentAnswer, func(b *wal.BatchInfo) { b.ByteOffset = -1 }),
 		walLieRow("last offset below the base offset", wal.ErrInconsistentAnswer, func(b *wal.BatchInfo) { b.LastOffset = b.BaseOffset - 2 }),
 		walLieRow("unknown object key", wal.ErrObjectRead, func(b *wal.BatchInfo) { b.ObjectKey = "wal/none" }),

@@ -82,6 +82,19 @@ const (
 	// in another epoch (tierstate.CheckReplica, condition future-log): a
 	// promotion would bring back records the partition does not hold.
 	ReplicaFutureLog
+	// WALReadBinding: the WAL reader compares every batch it reads with
+	// the binding its control-plane row recorded at commit (CRC field,
+	// leader epoch field, producer id, epoch and base sequence) when the
+	// row has one (wal.BatchBinding.Known), so bytes replaced under a key,
+	// two partitions' runs swapped or coordinates pointing at another
+	// batch are refused as corruption, never served.
+	WALReadBinding
+	// WALReadGap: the WAL reader refuses a FindBatches answer whose next
+	// batch does not start right after the one before (or whose first
+	// batch ends before the requested offset), and the consolidation
+	// fetcher never appends a batch that does not start at its log's end,
+	// so a skipped batch never becomes a hole in the consolidated log.
+	WALReadGap
 
 	numGuards = iota + 1
 )
@@ -96,6 +109,8 @@ var names = [numGuards]string{
 	FirstPruneBound:       "first-prune-bound",
 	PruneFloor:            "prune-floor",
 	ReplicaFutureLog:      "replica-future-log",
+	WALReadBinding:        "wal-read-binding",
+	WALReadGap:            "wal-read-gap",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -70,6 +70,16 @@ var catches = []catch{
 	{mutation.ReplicaFutureLog, "tierstate", "TestRebuildDataDriven/replica_future_log"},
 	{mutation.ReplicaFutureLog, "replica", "TestReplicaDataDriven/keep"},
 	{mutation.ReplicaFutureLog, "internal/sim", "TestScripts/pull857_truncation_move_online"},
+
+	{mutation.WALReadBinding, "wal", "TestReaderBindingObjectReplaced"},
+	{mutation.WALReadBinding, "wal", "TestReaderBindingRunsSwapped"},
+	{mutation.WALReadBinding, "wal", "TestReaderBindingForeignCoordinates/other-partition"},
+	{mutation.WALReadBinding, "wal", "TestReaderBindingLeaderEpochFlipped"},
+
+	{mutation.WALReadGap, "wal", "TestReaderGapAfterFirstBatch"},
+	{mutation.WALReadGap, "wal", "TestReaderFirstBatchAfterRequestedOffset"},
+	{mutation.WALReadGap, "consolidate", "TestFetcherNeverAppendsAGap"},
+	{mutation.WALReadGap, "consolidate", "TestAppendablePrefix"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
