@@ -34,6 +34,8 @@ const (
 	ClassErrRecords   = "records served with an error"
 	ClassWholeCall    = "the whole fetch failed"
 	ClassPanic        = "panic"
+	ClassHole         = "stored a batch that does not start at the log's end (a hole or an overlap)"
+	ClassStalled      = "intact batches not consolidated"
 )
 
 // CheckFetch checks results, the answer of a wal.Reader over the World's

@@ -63,17 +63,51 @@ func envInt(t testing.TB, name string, def uint64) uint64 {
 func Run(t *testing.T, opts Options) {
 	t.Helper()
 	seen, iters := Collect(t, opts)
-	classes := make([]string, 0, len(seen))
-	for c := range seen {
+	seen.Report(t, iters)
+}
+
+// Tally counts violations by class and keeps each class's first.
+type Tally map[string]*First
+
+// Add counts vs, seen in the iteration of seed on w.
+func (ta Tally) Add(seed uint64, w *World, vs []Violation) {
+	for _, v := range vs {
+		f := ta[v.Class]
+		if f == nil {
+			f = &First{Seed: seed, Damage: strings.Join(w.Damage, "; "), Detail: v.Detail}
+			ta[v.Class] = f
+		}
+		f.Count++
+	}
+}
+
+// Report fails t once per class, with its count and first instance.
+func (ta Tally) Report(t testing.TB, iters int) {
+	t.Helper()
+	classes := make([]string, 0, len(ta))
+	for c := range ta {
 		classes = append(classes, c)
 	}
 	sort.Strings(classes)
 	for _, c := range classes {
-		f := seen[c]
+		f := ta[c]
 		t.Errorf("%s: %d times in %d iterations; first at %s=%d %s=1: %s\n\tdamage: %s",
 			c, f.Count, iters, EnvSeed, f.Seed, EnvIterations, f.Detail, f.Damage)
 	}
 }
+
+// Seeds returns the first seed and the iteration count: opts' unless
+// EnvSeed or EnvIterations say otherwise. It logs how to replay.
+func Seeds(t testing.TB, seed uint64, iters int) (uint64, int) {
+	t.Helper()
+	seed = envInt(t, EnvSeed, seed)
+	iters = int(envInt(t, EnvIterations, uint64(iters)))
+	t.Logf("seeds %d to %d (replay one with %s=n %s=1)", seed, seed+uint64(iters)-1, EnvSeed, EnvIterations)
+	return seed, iters
+}
+
+// NewRand is the random source of the iteration of seed.
+func NewRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x5eed)) }
 
 // First is the first Violation of a class in a run, and the class's count.
 type First struct {
@@ -85,51 +119,49 @@ type First struct {
 
 // Collect runs the iterations as Run does and returns the violations by
 // class, and the iteration count.
-func Collect(t testing.TB, opts Options) (map[string]*First, int) {
+func Collect(t testing.TB, opts Options) (Tally, int) {
 	t.Helper()
-	seed := envInt(t, EnvSeed, opts.Seed)
-	iters := int(envInt(t, EnvIterations, uint64(opts.Iterations)))
+	seed, iters := Seeds(t, opts.Seed, opts.Iterations)
 	if opts.Rounds == 0 {
 		opts.Rounds = 3
 	}
-	t.Logf("seeds %d to %d (replay one with %s=n %s=1)", seed, seed+uint64(iters)-1, EnvSeed, EnvIterations)
-	seen := map[string]*First{}
+	seen := Tally{}
 	ctx := context.Background()
 	for i := range iters {
 		s := seed + uint64(i)
-		rng := rand.New(rand.NewPCG(s, s^0x5eed))
+		rng := NewRand(s)
 		w, err := NewWorld(ctx, rng, opts.NewPlane(t))
 		if err != nil {
 			t.Fatalf("seed %d: building the world: %v", s, err)
 		}
-		report := func(vs []Violation) {
-			for _, v := range vs {
-				f := seen[v.Class]
-				if f == nil {
-					f = &First{Seed: s, Damage: strings.Join(w.Damage, "; "), Detail: v.Detail}
-					seen[v.Class] = f
-				}
-				f.Count++
-			}
-		}
+		report := func(vs []Violation) { seen.Add(s, w, vs) }
 		report(fetch(ctx, opts, w, wal.FindBatchesRequest{MaxBytes: 1 << 30, Partitions: allFrom0(w)}))
-		damages, lies := rng.IntN(3), rng.IntN(3)
-		if damages+lies == 0 {
-			damages = 1
-		}
-		for range damages {
-			if _, err := w.DamageStore(ctx); err != nil {
-				t.Fatalf("seed %d: damaging the store: %v", s, err)
-			}
-		}
-		for range lies {
-			w.AddLie()
+		if err := w.RandomDamage(ctx); err != nil {
+			t.Fatalf("seed %d: damaging the store: %v", s, err)
 		}
 		for range opts.Rounds {
 			report(fetch(ctx, opts, w, w.RandomRequest()))
 		}
 	}
 	return seen, iters
+}
+
+// RandomDamage applies zero to two store damages and zero to two lies,
+// at least one of either.
+func (w *World) RandomDamage(ctx context.Context) error {
+	damages, lies := w.Rand.IntN(3), w.Rand.IntN(3)
+	if damages+lies == 0 {
+		damages = 1
+	}
+	for range damages {
+		if _, err := w.DamageStore(ctx); err != nil {
+			return err
+		}
+	}
+	for range lies {
+		w.AddLie()
+	}
+	return nil
 }
 
 func allFrom0(w *World) []wal.FindPartition {

@@ -296,3 +296,57 @@ func (w *World) RandomRequest() wal.FindBatchesRequest {
 	}
 	return req
 }
+
+// FirstDamaged is the base offset of tp's first committed batch whose
+// stored bytes may have been damaged, or its high watermark when none.
+func (w *World) FirstDamaged(tp wal.TopicIDPartition) int64 {
+	for _, c := range w.Log[tp] {
+		if w.damaged[tp][c.Info.BaseOffset] {
+			return c.Info.BaseOffset
+		}
+	}
+	return w.HighWatermark(tp)
+}
+
+// LiedAbout reports whether AddLie made the Liar lie about tp.
+func (w *World) LiedAbout(tp wal.TopicIDPartition) bool {
+	w.Liar.mu.Lock()
+	defer w.Liar.mu.Unlock()
+	for _, x := range w.Liar.lies {
+		if x.tp == tp {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckStored checks the batches a consumer of the read path stored for
+// tp (a consolidated log's, from offset from): contiguous from from, each
+// byte-identical to the batch committed at its offset except the leader
+// epoch field, which the consumer stamps.
+func (w *World) CheckStored(tp wal.TopicIDPartition, from int64, batches []record.Batch) []Violation {
+	var out []Violation
+	add := func(class, format string, args ...any) {
+		out = append(out, Violation{Class: class, Detail: fmt.Sprintf("partition %s: %s", tp, fmt.Sprintf(format, args...))})
+	}
+	next := from
+	for _, b := range batches {
+		if b.BaseOffset() != next {
+			add(ClassHole, "batch at offset %d after offset %d", b.BaseOffset(), next-1)
+			return out
+		}
+		want, ok := w.At(tp, b.BaseOffset())
+		if !ok {
+			add(ClassNotPrefix, "no batch committed at offset %d", b.BaseOffset())
+			return out
+		}
+		got := b.Bytes()
+		if len(got) != len(want.Bytes) || !bytes.Equal(got[:12], want.Bytes[:12]) || !bytes.Equal(got[16:], want.Bytes[16:]) {
+			class, what := w.identify(tp, b, b.BaseOffset())
+			add(class, "batch stored at offset %d is %s", b.BaseOffset(), what)
+			return out
+		}
+		next = b.NextOffset()
+	}
+	return out
+}
