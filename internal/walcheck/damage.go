@@ -162,7 +162,7 @@ func (w *World) damageStore(ctx context.Context, kind int) (string, error) {
 			// Cut inside or right after a batch, so that some
 			// partitions of the object stay whole.
 			c := batches[rng.IntN(len(batches))]
-			n = c.Info.ByteOffset + rng.Int64N(c.Info.Size+1)
+			n = min(c.Info.ByteOffset+rng.Int64N(c.Info.Size+1), int64(len(data)))
 		}
 		desc += fmt.Sprintf(" to %d of %d bytes", n, len(data))
 		for _, c := range batches {
@@ -260,13 +260,25 @@ type lie struct {
 }
 
 // AddLie makes the Liar tell one random lie of Lies in its answers for
-// a random partition, and returns its description.
+// a random partition it does not lie about yet, and returns its
+// description ("" when it lies about every partition). One lie per
+// partition: two can make an answer no reader can refuse (a batch
+// answered twice, the copy's offsets shifted to follow it).
 func (w *World) AddLie() string {
 	weights := make([]int, len(Lies))
 	for i, l := range Lies {
 		weights[i] = l.Weight
 	}
-	x := lie{tp: w.Parts[w.Rand.IntN(len(w.Parts))], kind: w.pick(weights), r: w.Rand.Uint64()}
+	var free []wal.TopicIDPartition
+	for _, tp := range w.Parts {
+		if !w.LiedAbout(tp) {
+			free = append(free, tp)
+		}
+	}
+	if len(free) == 0 {
+		return ""
+	}
+	x := lie{tp: free[w.Rand.IntN(len(free))], kind: w.pick(weights), r: w.Rand.Uint64()}
 	w.Liar.mu.Lock()
 	w.Liar.lies = append(w.Liar.lies, x)
 	w.Liar.mu.Unlock()

@@ -25,9 +25,14 @@ func referenceFetch(r Reference) func(ctx context.Context, w *World, req wal.Fin
 func modelPlane(testing.TB) wal.ControlPlane { return NewModelPlane() }
 
 // TestReferenceReaderPasses: the checker finds no fault in a reader that
-// keeps the contract, over more iterations than the reader's test runs.
+// keeps the contract, over more iterations than the reader's test runs
+// (fewer with -short).
 func TestReferenceReaderPasses(t *testing.T) {
-	Run(t, Options{Seed: 1, Iterations: 1500, NewPlane: modelPlane, Fetch: referenceFetch(Reference{})})
+	iters := 1500
+	if testing.Short() {
+		iters = 400
+	}
+	Run(t, Options{Seed: 1, Iterations: iters, NewPlane: modelPlane, Fetch: referenceFetch(Reference{})})
 }
 
 // TestReferenceReaderWithoutBindingFails: the same reader without the

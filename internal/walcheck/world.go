@@ -80,7 +80,7 @@ type producerState struct {
 // but the binding.
 var (
 	recordCounts = []int{1, 2, 3}
-	valueSizes   = []int{8, 24}
+	valueSizes   = []int{8, 24, 300}
 	leaderEpochs = []int32{-1, 0, 1, 2, 5, 9}
 )
 
