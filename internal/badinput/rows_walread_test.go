@@ -196,7 +196,7 @@ func (e *walReadEnv) fetch(t *testing.T, cp wal.ControlPlane) [2]outcome {
 	return out
 }
 
-// walReadRow: damage edits the environment (and may return a lying
+// walReadRow: edit damages the environment (and may return a lying
 // control plane); the row's outcome is partition p's, and every
 // partition in whole must be served whole (6 offsets) with no error.
 func walReadRow(damage string, want outcome, p int, whole []int, edit func(t *testing.T, e *walReadEnv) wal.ControlPlane) row {
@@ -216,7 +216,7 @@ func walReadRow(damage string, want outcome, p int, whole []int, edit func(t *te
 	}}
 }
 
-// storeRow edits object o's bytes.
+// walReadStoreRow is a walReadRow that edits object o's bytes.
 func walReadStoreRow(damage string, want outcome, p int, whole []int, o int, edit func(e *walReadEnv, d []byte) []byte) row {
 	return walReadRow(damage, want, p, whole, func(t *testing.T, e *walReadEnv) wal.ControlPlane {
 		e.put(t, o, edit(e, slices.Clone(e.data[o])))
