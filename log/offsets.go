@@ -251,7 +251,7 @@ func (l *UnifiedLog) offsetForTimestamp(ts int64) (TimestampAndOffset, bool, err
 		}
 		r, found, err := s.FindByTimestamp(ts, start)
 		if err != nil {
-			return noTimestampAndOffset, false, err
+			return noTimestampAndOffset, false, l.readFailed(s, s.BaseOffset(), err)
 		}
 		if found {
 			off := max(r.Offset, start)
@@ -291,7 +291,7 @@ func (l *UnifiedLog) offsetOfMaxTimestamp() (TimestampAndOffset, bool, error) {
 		// above it carries it.
 		r, found, err := s.FindByTimestamp(largest, start)
 		if err != nil {
-			return noTimestampAndOffset, false, err
+			return noTimestampAndOffset, false, l.readFailed(s, s.BaseOffset(), err)
 		}
 		if found {
 			return TimestampAndOffset{Timestamp: r.Timestamp, Offset: r.Offset, Epoch: l.epochOrUndefined(r.Offset)}, true, nil
