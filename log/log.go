@@ -238,6 +238,7 @@ func (l *UnifiedLog) Metrics() Metrics {
 		CorruptionsFound:     l.counters.corruptionsFound.Load(),
 		SegmentsMovedAside:   l.counters.movedAside.Load(),
 		DamagedReads:         l.counters.damagedReads.Load(),
+		ReadsCutAtDamage:     l.counters.readsCutAtDamage.Load(),
 		OrphanIndexesRemoved: l.counters.orphansRemoved.Load(),
 		Fsyncs:               l.counters.fsyncs.Load(),
 		FsyncLatencySum:      durationOf(l.counters.fsyncNanos.Load()),

@@ -97,6 +97,12 @@ type Metrics struct {
 	// DamagedReads counts reads that found damaged data and returned a
 	// *CorruptionError.
 	DamagedReads int64
+	// ReadsCutAtDamage counts reads that found damaged data after the
+	// first batch they return and returned the batches before it (the
+	// next read from there returns the *CorruptionError, counted in
+	// DamagedReads): damage the header checks of every read find, and,
+	// with Options.VerifyReads, a batch failing its CRC.
+	ReadsCutAtDamage int64
 	// OrphanIndexesRemoved counts index files without a .log removed
 	// where a new segment was created (a roll, a new empty log).
 	OrphanIndexesRemoved int64
@@ -118,6 +124,7 @@ type counters struct {
 	corruptionsFound atomic.Int64
 	movedAside       atomic.Int64
 	damagedReads     atomic.Int64
+	readsCutAtDamage atomic.Int64
 	orphansRemoved   atomic.Int64
 	fsyncs           atomic.Int64
 	fsyncNanos       atomic.Int64

@@ -127,34 +127,66 @@ func (l *UnifiedLog) UpdateLogStartOffsetFromRemoteTier(n int64) (bool, error) {
 }
 
 // Special ListOffsets timestamps (Kafka's ListOffsetsRequest constants).
+// ListOffsets answers each of them; TestListOffsetsAnswersEverySpecialTimestamp
+// holds that for every List constant declared here.
 const (
 	ListLatest                int64 = -1
 	ListEarliest              int64 = -2
-	ListMaxTimestamp          int64 = -3
+	ListMaxTimestamp          int64 = -3 // KIP-734
 	ListEarliestLocal         int64 = -4
 	ListLatestTiered          int64 = -5
 	ListEarliestPendingUpload int64 = -6
 )
+
+// NoTimestamp is the timestamp of an answer that has none (the special
+// timestamps other than ListMaxTimestamp, or no answer). Kafka:
+// RecordBatch.NO_TIMESTAMP.
+const NoTimestamp int64 = -1
 
 // OffsetAndEpoch is an answer to ListOffsets. Epoch is -1 when unknown;
 // Offset is -1 when there is no answer. The same type as
 // epochcache.OffsetAndEpoch and tierstate.OffsetAndEpoch.
 type OffsetAndEpoch = epochcache.OffsetAndEpoch
 
+// TimestampAndOffset is an answer to FetchOffsetByTimestamp: a
+// ListOffsets answer with the timestamp of the record found, which a
+// broker returns with the offset. Kafka: FileRecords.TimestampAndOffset.
+type TimestampAndOffset struct {
+	// Timestamp is the record's timestamp, NoTimestamp for the special
+	// timestamps that find no record (all but ListMaxTimestamp).
+	Timestamp int64
+	// Offset is the answer, -1 when there is none.
+	Offset int64
+	// Epoch is the leader epoch of Offset, -1 when unknown.
+	Epoch int32
+}
+
 var undefinedOffsetAndEpoch = OffsetAndEpoch{Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch}
 
-// ListOffsets answers the special ListOffsets timestamps a log can answer
-// alone (UnifiedLog.fetchOffsetByTimestamp): ListEarliest, ListEarliestLocal, ListLatest,
-// ListLatestTiered and ListEarliestPendingUpload; any timestamp >= 0 is
-// looked up in the local segments (the first offset whose batch has a
-// timestamp >= ts). Offsets only in the remote tier are the remote tier's
-// to answer for timestamps. found is false when the log has no answer.
+var noTimestampAndOffset = TimestampAndOffset{Timestamp: NoTimestamp, Offset: base.UndefinedOffset, Epoch: base.UndefinedEpoch}
+
+// ListOffsets is FetchOffsetByTimestamp without the timestamp.
 func (l *UnifiedLog) ListOffsets(ts int64) (OffsetAndEpoch, bool, error) {
-	epochAt := func(o int64) int32 {
-		if e, ok := l.epochs.EpochForOffset(o); ok {
-			return e
-		}
-		return base.UndefinedEpoch
+	r, found, err := l.FetchOffsetByTimestamp(ts)
+	return OffsetAndEpoch{Offset: r.Offset, Epoch: r.Epoch}, found, err
+}
+
+// FetchOffsetByTimestamp answers ListOffsets for the timestamps a log can
+// answer alone (UnifiedLog.fetchOffsetByTimestamp): ListEarliest,
+// ListEarliestLocal, ListLatest, ListLatestTiered and
+// ListEarliestPendingUpload from the log's offsets; ListMaxTimestamp
+// (KIP-734) from the local segments: the first offset, at or above the
+// local log start, of a record carrying the largest timestamp of the
+// local segments; any timestamp >= 0 from the local segments too: the
+// first offset whose record has a timestamp >= ts. Offsets only in the
+// remote tier are the remote tier's to answer for timestamps, as in
+// Kafka. found is false when the log has no answer (an empty log has
+// none for ListMaxTimestamp, as in Kafka). Other negative timestamps
+// are refused with ErrInvalidArgument.
+func (l *UnifiedLog) FetchOffsetByTimestamp(ts int64) (TimestampAndOffset, bool, error) {
+	epochAt := l.epochOrUndefined
+	at := func(o OffsetAndEpoch) TimestampAndOffset {
+		return TimestampAndOffset{Timestamp: NoTimestamp, Offset: o.Offset, Epoch: o.Epoch}
 	}
 	remote := l.opts.RemoteStorageEnabled
 	switch {
@@ -164,26 +196,28 @@ func (l *UnifiedLog) ListOffsets(ts int64) (OffsetAndEpoch, bool, error) {
 		if e, ok := l.epochs.Earliest(); ok && e.StartOffset <= start {
 			epoch = e.Epoch
 		}
-		return OffsetAndEpoch{Offset: start, Epoch: epoch}, true, nil
+		return at(OffsetAndEpoch{Offset: start, Epoch: epoch}), true, nil
 	case ts == ListEarliestLocal:
 		start := l.LocalLogStartOffset()
-		return OffsetAndEpoch{Offset: start, Epoch: epochAt(start)}, true, nil
+		return at(OffsetAndEpoch{Offset: start, Epoch: epochAt(start)}), true, nil
 	case ts == ListLatest:
 		epoch, ok := l.LatestEpoch()
 		if !ok {
 			epoch = base.UndefinedEpoch
 		}
-		return OffsetAndEpoch{Offset: l.LogEndOffset(), Epoch: epoch}, true, nil
+		return at(OffsetAndEpoch{Offset: l.LogEndOffset(), Epoch: epoch}), true, nil
 	case ts == ListLatestTiered:
 		hi := l.HighestOffsetInRemoteStorage()
 		if !remote || hi < 0 {
-			return OffsetAndEpoch{Offset: hi, Epoch: base.UndefinedEpoch}, remote, nil
+			return at(OffsetAndEpoch{Offset: hi, Epoch: base.UndefinedEpoch}), remote, nil
 		}
-		return OffsetAndEpoch{Offset: hi, Epoch: epochAt(hi)}, true, nil
+		return at(OffsetAndEpoch{Offset: hi, Epoch: epochAt(hi)}), true, nil
 	case ts == ListEarliestPendingUpload:
-		return l.earliestPendingUpload(epochAt), true, nil
+		return at(l.earliestPendingUpload(epochAt)), true, nil
+	case ts == ListMaxTimestamp:
+		return l.offsetOfMaxTimestamp()
 	case ts < 0:
-		return undefinedOffsetAndEpoch, false, fmt.Errorf("log: list offsets timestamp %d: %w", ts, ErrInvalidArgument)
+		return noTimestampAndOffset, false, fmt.Errorf("log: list offsets timestamp %d: %w", ts, ErrInvalidArgument)
 	}
 	return l.offsetForTimestamp(ts)
 }
@@ -204,10 +238,10 @@ func (l *UnifiedLog) earliestPendingUpload(epochAt func(int64) int32) OffsetAndE
 
 // offsetForTimestamp finds the first offset, among local segments at or
 // above the local log start, whose batch has MaxTimestamp >= ts.
-func (l *UnifiedLog) offsetForTimestamp(ts int64) (OffsetAndEpoch, bool, error) {
+func (l *UnifiedLog) offsetForTimestamp(ts int64) (TimestampAndOffset, bool, error) {
 	v, err := l.acquireView()
 	if err != nil {
-		return undefinedOffsetAndEpoch, false, err
+		return noTimestampAndOffset, false, err
 	}
 	defer v.unref()
 	start := l.LocalLogStartOffset()
@@ -215,19 +249,63 @@ func (l *UnifiedLog) offsetForTimestamp(ts int64) (OffsetAndEpoch, bool, error) 
 		if s.LargestTimestamp() < ts {
 			continue
 		}
-		off, found, err := s.FindOffsetByTimestamp(ts, start)
+		r, found, err := s.FindByTimestamp(ts, start)
 		if err != nil {
-			return undefinedOffsetAndEpoch, false, err
+			return noTimestampAndOffset, false, l.readFailed(s, s.BaseOffset(), err)
 		}
 		if found {
-			e, ok := l.epochs.EpochForOffset(off)
-			if !ok {
-				e = base.UndefinedEpoch
-			}
-			return OffsetAndEpoch{Offset: max(off, start), Epoch: e}, true, nil
+			off := max(r.Offset, start)
+			return TimestampAndOffset{Timestamp: r.Timestamp, Offset: off, Epoch: l.epochOrUndefined(off)}, true, nil
 		}
 	}
-	return undefinedOffsetAndEpoch, false, nil
+	return noTimestampAndOffset, false, nil
+}
+
+// offsetOfMaxTimestamp answers ListMaxTimestamp as Kafka does: the
+// segment with the largest MaxTimestamp (the first of equals) holds the
+// answer, the first record there carrying that timestamp. Unlike Kafka it
+// skips records below the local log start, which no read returns: when
+// the only records with the largest timestamp lie below it, the log has
+// no answer.
+func (l *UnifiedLog) offsetOfMaxTimestamp() (TimestampAndOffset, bool, error) {
+	v, err := l.acquireView()
+	if err != nil {
+		return noTimestampAndOffset, false, err
+	}
+	defer v.unref()
+	largest := NoTimestamp
+	for _, s := range v.segments {
+		if ts, _ := s.MaxTimestampAndOffset(); ts > largest {
+			largest = ts
+		}
+	}
+	if largest == NoTimestamp {
+		return noTimestampAndOffset, false, nil // no record (or none with a timestamp)
+	}
+	start := l.LocalLogStartOffset()
+	for _, s := range v.segments {
+		if ts, _ := s.MaxTimestampAndOffset(); ts != largest {
+			continue
+		}
+		// The largest timestamp of the segment: the first record at or
+		// above it carries it.
+		r, found, err := s.FindByTimestamp(largest, start)
+		if err != nil {
+			return noTimestampAndOffset, false, l.readFailed(s, s.BaseOffset(), err)
+		}
+		if found {
+			return TimestampAndOffset{Timestamp: r.Timestamp, Offset: r.Offset, Epoch: l.epochOrUndefined(r.Offset)}, true, nil
+		}
+	}
+	return noTimestampAndOffset, false, nil
+}
+
+// epochOrUndefined is the leader epoch of offset o, -1 when unknown.
+func (l *UnifiedLog) epochOrUndefined(o int64) int32 {
+	if e, ok := l.epochs.EpochForOffset(o); ok {
+		return e
+	}
+	return base.UndefinedEpoch
 }
 
 // AssignEpochStartOffset records that leader epoch epoch starts at

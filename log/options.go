@@ -147,6 +147,20 @@ type Options struct {
 	// not its segments.
 	DisableMmapReads bool
 
+	// VerifyReads makes Read and ReadSlice check every whole batch they
+	// return as recovery does (record.Batch.Validate: framing, magic,
+	// the CRC-32C, header fields), through the mapping or pread alike.
+	// At the first batch that fails, a read returns the batches before
+	// it (counted in Metrics.ReadsCutAtDamage), or, when it is the first
+	// batch, a *CorruptionError naming the segment, the batch's position
+	// and the offset read (counted in Metrics.DamagedReads). Without it a
+	// read checks batch headers only, and a batch whose bytes changed
+	// under its CRC is served as it is: the consumer's CRC check finds it.
+	// It costs a CRC-32C pass over the bytes returned, and for ReadSlice
+	// without a mapping a pread of them. Default false, as in Kafka, whose
+	// broker leaves the CRC to consumers (check.crcs).
+	VerifyReads bool
+
 	// FS is where the log's files live. Default vfs.Default.
 	FS vfs.FS
 	// Logger receives the log's events. Default zap.NewNop().

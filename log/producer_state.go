@@ -59,12 +59,50 @@ func (l *UnifiedLog) ActiveProducers() []ProducerState {
 	return l.mu.producers.ActiveProducers()
 }
 
-// OngoingTransactions returns the open transactions (producer id, first
-// offset), oldest first.
-func (l *UnifiedLog) OngoingTransactions() []producer.TxnMetadata {
+// OngoingTransaction is a transaction open in the partition: its
+// producer's data batches are in the log, its marker is not. Kafka:
+// TxnMetadata, with the producer's state that DescribeProducers reports
+// beside it (KIP-664): what a broker needs to write the abort marker of a
+// transaction left open by a crashed producer or coordinator.
+type OngoingTransaction struct {
+	ProducerID int64
+	// ProducerEpoch is the producer's current epoch: an abort marker
+	// for this transaction must carry it (an older one is fenced with
+	// ErrInvalidProducerEpoch).
+	ProducerEpoch int16
+	// CoordinatorEpoch is the coordinator epoch of the producer's last
+	// marker, -1 if it never wrote one; a marker from an older
+	// coordinator epoch is refused (ErrTransactionCoordinatorFenced).
+	CoordinatorEpoch int32
+	// FirstOffset is the base offset of the transaction's first batch in
+	// this partition (inclusive): the last stable offset stays at or
+	// below it until the transaction ends.
+	FirstOffset int64
+	// LastTimestamp is the MaxTimestamp of the producer's last data
+	// batch or the timestamp of its last marker, in milliseconds: how
+	// long the transaction has been idle (Kafka's find-hanging tool
+	// compares it with the transaction timeout).
+	LastTimestamp int64
+}
+
+// OngoingTransactions returns the open transactions, oldest (lowest
+// first offset) first.
+func (l *UnifiedLog) OngoingTransactions() []OngoingTransaction {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.producers.OngoingTxns()
+	txns := l.mu.producers.OngoingTxns()
+	out := make([]OngoingTransaction, 0, len(txns))
+	for _, t := range txns {
+		o := OngoingTransaction{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset,
+			ProducerEpoch: -1, CoordinatorEpoch: -1, LastTimestamp: -1}
+		// Every open transaction has its producer's entry: expiration
+		// keeps a producer with an open transaction.
+		if e, ok := l.mu.producers.LastEntry(t.ProducerID); ok {
+			o.ProducerEpoch, o.CoordinatorEpoch, o.LastTimestamp = e.ProducerEpoch, e.CoordinatorEpoch, e.LastTimestamp
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // RemoveExpiredProducers drops the producers idle for at least

@@ -70,6 +70,11 @@ type FetchDataInfo struct {
 // high watermark or last stable offset). It appends them to dst, which
 // may be nil; reusing dst avoids allocating.
 //
+// What a read checks: every returned batch's header (framing, magic,
+// offsets increasing within the segment); the CRC-32C over the rest only
+// with Options.VerifyReads. At damage it returns the batches before it,
+// or, when the damage is at the first batch, a *CorruptionError.
+//
 // Errors: an *OffsetRangeError wrapping ErrOffsetOutOfRange for an offset
 // below the log start offset or above the log end offset, and wrapping
 // ErrOffsetMovedToTieredStorage for an offset in [LogStartOffset,
@@ -119,7 +124,23 @@ func (l *UnifiedLog) readPinned(v *segmentView, o Offsets, dst []byte, offset in
 		if !res.Found {
 			continue // a gap (follower appends may leave one): next segment
 		}
-		info.Records = trimToBound(res.Data, bound)
+		data := trimToBound(res.Data, bound)
+		// The segment's header checks ended the read at damage: the
+		// batches before it are returned, a read there fails.
+		cut := res.DamageCut
+		if l.opts.VerifyReads {
+			good, bad := verifyBatches(data)
+			if bad != nil && good == 0 {
+				return info, l.damagedRead(s, offset, res.Position, bad)
+			}
+			if bad != nil {
+				data, cut = data[:good], true
+			}
+		}
+		if cut {
+			l.counters.readsCutAtDamage.Add(1)
+		}
+		info.Records = data
 		info.BatchBaseOffset = res.BatchBaseOffset
 		info.SegmentBaseOffset = s.BaseOffset()
 		info.Position = res.Position
@@ -129,6 +150,30 @@ func (l *UnifiedLog) readPinned(v *segmentView, o Offsets, dst []byte, offset in
 		return info, nil
 	}
 	return info, nil
+}
+
+// verifyBatches returns the length of the prefix of data made of whole
+// batches that pass record.Batch.Validate (framing, magic, the CRC-32C,
+// header fields no writer produces) and the failure of the batch after
+// it, nil when every whole batch passed. A batch cut by the end of data
+// (a size limit) is not checked: it is not a whole batch a reader uses.
+func verifyBatches(data []byte) (int, error) {
+	n := 0
+	for len(data)-n >= record.LogOverhead {
+		rest := data[n:]
+		if int64(binary.BigEndian.Uint32(rest[8:12]))+record.LogOverhead > int64(len(rest)) {
+			break // cut by the size limit
+		}
+		b, err := record.ReadBatch(rest)
+		if err == nil {
+			err = b.Validate()
+		}
+		if err != nil {
+			return n, err
+		}
+		n += b.Size()
+	}
+	return n, nil
 }
 
 // readStart checks offset against the offsets o of a read under

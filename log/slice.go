@@ -59,8 +59,10 @@ func (f *FileSlice) Release() {
 // would return lie in a segment file, with the segment pinned until
 // Release. Positioning costs one pread of a batch header (two with an
 // isolation bound inside the segment) and the bytes are not read, so
-// damage inside them is not detected here: the consumer's CRC check finds
-// it. The errors are Read's; on error nothing is pinned.
+// damage inside them is not detected here (the consumer's CRC check finds
+// it), unless Options.VerifyReads is set: then the range's whole batches
+// are checked as Read checks them. The errors are Read's; on error
+// nothing is pinned.
 func (l *UnifiedLog) ReadSlice(offset int64, maxBytes int, isolation Isolation, minOneMessage bool) (FileSlice, error) {
 	st, err := l.acquireState()
 	if err != nil {
@@ -111,6 +113,11 @@ func (l *UnifiedLog) slicePinned(v *segmentView, o Offsets, offset int64, maxByt
 		if res.Size > 0 {
 			fs.Data = s.Mapped(res.Position, res.Size)
 		}
+		if l.opts.VerifyReads && fs.Size > 0 {
+			if err := l.verifySlice(&fs, s, offset); err != nil {
+				return fs, err
+			}
+		}
 		fs.BatchBaseOffset, fs.SegmentBaseOffset = res.BatchBaseOffset, s.BaseOffset()
 		if isolation == IsolationCommitted && fs.Size > 0 {
 			// Without the bytes the last returned offset is unknown: the
@@ -121,4 +128,31 @@ func (l *UnifiedLog) slicePinned(v *segmentView, o Offsets, offset int64, maxByt
 		return fs, nil
 	}
 	return fs, nil
+}
+
+// verifySlice is Options.VerifyReads for ReadSlice: it checks the whole
+// batches of fs's range, from the mapping or read with pread, and ends the
+// range before the first that fails, or fails when that is the first.
+func (l *UnifiedLog) verifySlice(fs *FileSlice, s *segmentRef, offset int64) error {
+	data := fs.Data
+	if data == nil {
+		data = make([]byte, fs.Size)
+		if _, err := s.ReadAt(data, fs.Position); err != nil {
+			return l.readFailed(s, offset, err)
+		}
+	}
+	good, bad := verifyBatches(data)
+	switch {
+	case bad == nil:
+		return nil
+	case good == 0:
+		fs.Size = 0
+		return l.damagedRead(s, offset, fs.Position, bad)
+	}
+	l.counters.readsCutAtDamage.Add(1)
+	fs.Size = int64(good)
+	if fs.Data != nil {
+		fs.Data = fs.Data[:good]
+	}
+	return nil
 }

@@ -53,6 +53,8 @@ var logTable = newTable(partitionLabels, []row[log.Metrics]{
 		value: func(m *log.Metrics) float64 { return count(m.SegmentsMovedAside) }},
 	{name: "tierlog_log_damaged_reads_total", kind: counter, help: "Reads that found damaged data and failed with a corruption error.",
 		value: func(m *log.Metrics) float64 { return count(m.DamagedReads) }},
+	{name: "tierlog_log_reads_cut_at_damage_total", kind: counter, help: "Reads that found damaged data after their first batch and returned the batches before it.",
+		value: func(m *log.Metrics) float64 { return count(m.ReadsCutAtDamage) }},
 	{name: "tierlog_log_orphan_indexes_removed_total", kind: counter, help: "Index files without a .log removed where a segment was created.",
 		value: func(m *log.Metrics) float64 { return count(m.OrphanIndexesRemoved) }},
 	{name: "tierlog_log_fsyncs_total", kind: counter, help: "Fsyncs of the log's files. Kafka: kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs (count).",

@@ -3,6 +3,7 @@ package badinput
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -236,6 +237,7 @@ func segmentRows() []row {
 				s.change(segName(b[1], ".log"), flip(func(d []byte) int { return batchPos(s.t, d, 2) + record.HeaderSize + 3 }, 0x10))
 				s.unclean()
 			}),
+		verifiedReadRow(),
 		segRow(areaSegment, "flipped byte in the active segment's last batch after a crash", outcome{repaired: true, readableTo: 59},
 			func(s *segLog, b []int64) {
 				s.change(segName(last(b), ".log"), flip(func(d []byte) int { return len(d) - 3 }, 0x20))
@@ -379,5 +381,49 @@ func orphanRow(ext string) row {
 			}
 			to, err := readFromStart(l)
 			return outcome{err: err, repaired: l.Metrics().OrphanIndexesRemoved > 0, readableTo: to}
+		}}
+}
+
+// verifiedReadRow flips a byte under the CRC of batch 2 of a rolled
+// segment behind a clean-shutdown marker, which Open does not recover,
+// and reads with Options.VerifyReads: the read at the batch must fail
+// with the log's own *log.CorruptionError naming the segment, the batch's
+// position and the offset (not merely the CRC check readFromStart makes
+// of what it is served), and a read from the segment's base must return
+// the two batches before it.
+func verifiedReadRow() row {
+	return row{area: areaSegment, damage: "flipped byte in a rolled segment behind a clean-shutdown marker, verifying read",
+		want: outcome{err: log.ErrCorruption, readableTo: 12},
+		run: func(t *testing.T) outcome {
+			s := newSegLog(t, 60, 800)
+			b := s.bases()
+			var pos int
+			s.change(segName(b[1], ".log"), func(d []byte) []byte {
+				d = bytes.Clone(d)
+				pos = batchPos(s.t, d, 2)
+				d[pos+record.HeaderSize+3] ^= 0x10
+				return d
+			})
+			s.opts.VerifyReads = true
+			l, err := log.Open(segDir, s.opts)
+			if err != nil {
+				return outcome{err: err, readableTo: -1}
+			}
+			defer l.Close()
+			info, err := l.Read(nil, b[1], 1<<20, log.IsolationLogEnd, true)
+			if err != nil {
+				return outcome{err: fmt.Errorf("read from %d: %v", b[1], err), readableTo: -1}
+			}
+			if n := len(info.Records); n != pos {
+				return outcome{err: fmt.Errorf("read from %d returned %d bytes, want the %d before the damage", b[1], n, pos), readableTo: -1}
+			}
+			to, err := readFromStart(l)
+			var ce *log.CorruptionError
+			if err != nil && !(errors.As(err, &ce) && ce.Segment == b[1] && ce.Offset == to && ce.Position == int64(pos)) {
+				// Not the log's located error: the row fails.
+				return outcome{err: fmt.Errorf("want the log's *CorruptionError at segment %d, offset %d, position %d; got %v",
+					b[1], to, pos, err), readableTo: to}
+			}
+			return outcome{err: err, readableTo: to}
 		}}
 }

@@ -1,7 +1,8 @@
 // Package lint checks the structure DESIGN.md section 2 fixes: which
 // tierlog package may import which, which third-party modules the lower
 // layers may use, that minio-go stays inside remote/objstore/s3 and
-// client_golang inside promexport.
+// client_golang inside promexport; and (api.go) that the API of every
+// non-internal package names no type of an internal package.
 //
 // The rules are data (the layers table below) so a reader can check them
 // against DESIGN.md line by line; lint_test.go applies them to the module

@@ -30,6 +30,10 @@ type ReadResult struct {
 	BatchBaseOffset int64
 	// Position is the .log position Data starts at.
 	Position int64
+	// DamageCut is true when Data stops before bytes that fail the
+	// header checks (or a batch cut at the segment's end): a read from
+	// there returns the damage as an error.
+	DamageCut bool
 }
 
 // Read reads from the first batch whose last offset is >= startOffset
@@ -221,7 +225,8 @@ func (s *Segment) finishRead(buf []byte, have int64, h batchHeader, r readReques
 		}
 	}
 	res.Data = buf[:n]
-	res.Data = res.Data[:s.validPrefix(res.Data, h.pos+n == r.end)]
+	valid, damaged := s.validPrefix(res.Data, h.pos+n == r.end)
+	res.Data, res.DamageCut = res.Data[:valid], damaged
 	return res, nil
 }
 
@@ -244,8 +249,9 @@ func (s *Segment) readScanned(dst []byte, r readRequest) (ReadResult, error) {
 // stops before the first batch that fails: the next read starts there,
 // and translate reports the damage with its position, instead of a
 // consumer silently passing over records behind a damaged header. The
-// walk is over bytes in memory, a few header fields per batch.
-func (s *Segment) validPrefix(data []byte, atEnd bool) int {
+// walk is over bytes in memory, a few header fields per batch. damaged
+// reports that it stopped at damage, not at a batch the limit cut.
+func (s *Segment) validPrefix(data []byte, atEnd bool) (n int, damaged bool) {
 	off, prevLast := 0, s.baseOffset-1
 	for off < len(data) {
 		rest := data[off:]
@@ -258,7 +264,7 @@ func (s *Segment) validPrefix(data []byte, atEnd bool) int {
 		h.lastOffset = h.baseOffset + int64(delta)
 		if length < minBatchLength || rest[hdrMagic] != record.Magic || delta < 0 ||
 			s.checkHeaderOffsets(h, prevLast) != nil {
-			return off
+			return off, true
 		}
 		if h.size > int64(len(rest)) {
 			break
@@ -267,9 +273,9 @@ func (s *Segment) validPrefix(data []byte, atEnd bool) int {
 		off += int(h.size)
 	}
 	if atEnd {
-		return off // a batch cut at the segment's end is damage
+		return off, off < len(data) // a batch cut at the segment's end is damage
 	}
-	return len(data)
+	return len(data), false
 }
 
 // readAt fills p from the .log at pos with one pread; a short read is an
