@@ -82,6 +82,17 @@ const (
 	// in another epoch (tierstate.CheckReplica, condition future-log): a
 	// promotion would bring back records the partition does not hold.
 	ReplicaFutureLog
+	// Phase2Gate: a partition switched from classic to diskless takes
+	// diskless records (WAL produce, consolidation and its epoch stamp)
+	// only once the phase-2 flag committed its diskless leader epoch
+	// (tierstate.State.TakesDisklessRecords): a batch consolidated in
+	// phase 1 would carry an epoch from before the flag.
+	Phase2Gate
+	// SealCapRemoteRead: a remote read below a committed seal returns no
+	// batch at or above the seal (remote.Manager.Read): after an unclean
+	// election a remote segment can cross the seal with records the
+	// partition discarded.
+	SealCapRemoteRead
 
 	numGuards = iota + 1
 )
@@ -96,6 +107,8 @@ var names = [numGuards]string{
 	FirstPruneBound:       "first-prune-bound",
 	PruneFloor:            "prune-floor",
 	ReplicaFutureLog:      "replica-future-log",
+	Phase2Gate:            "phase2-gate",
+	SealCapRemoteRead:     "seal-cap-remote-read",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.
