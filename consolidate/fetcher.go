@@ -80,6 +80,10 @@ const (
 // (truncation.PlanOutOfRangeReset against the endpoint's latest and
 // earliest offsets), and other errors back off.
 //
+// A switched partition whose state has no phase-2 flag yet
+// (tierstate.State.TakesDisklessRecords) is held: it stays in the table
+// but is never fetched, until Add brings the flag's state.
+//
 // A partition's progress is its log: Run can stop (ctx) and run again and
 // every partition resumes at its log end. Partitions at rest hold no
 // goroutine: Workers goroutines share them, each fetch taking up to

@@ -70,6 +70,17 @@ var catches = []catch{
 	{mutation.ReplicaFutureLog, "tierstate", "TestRebuildDataDriven/replica_future_log"},
 	{mutation.ReplicaFutureLog, "replica", "TestReplicaDataDriven/keep"},
 	{mutation.ReplicaFutureLog, "internal/sim", "TestScripts/pull857_truncation_move_online"},
+
+	{mutation.Phase2Gate, "tierstate", "TestRouteFollowerFetcher"},
+	{mutation.Phase2Gate, "tierstate", "TestHandOffAtSeal"},
+	{mutation.Phase2Gate, "consolidate", "TestPhaseOneBatchIsNotConsolidated"},
+	{mutation.Phase2Gate, "consolidate", "TestDisklessEpochOfAnOlderSealCommitIsNotStamped"},
+	{mutation.Phase2Gate, "replica", "TestAppendAsLeaderFollowsTheSwitch"},
+	{mutation.Phase2Gate, "replica", "TestReplicaDataDriven/handoff"},
+	{mutation.Phase2Gate, "internal/sim", "TestScripts/phase1_produce"},
+
+	{mutation.SealCapRemoteRead, "remote", "TestRemoteReadStopsAtTheSeal"},
+	{mutation.SealCapRemoteRead, "internal/sim", "TestScripts/pull857_crossing"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
