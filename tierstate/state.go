@@ -22,11 +22,14 @@ const (
 	// (Kafka: REPLICA_NOT_AVAILABLE); followers replicate the frozen prefix.
 	PhaseSealPending
 	// PhaseOne: the seal S >= 0 is committed, the classic prefix [0, S) may
-	// not be in remote storage yet. Diskless produce from S.
+	// not be in remote storage yet. No diskless produce and no
+	// consolidation yet: the seal commit writes no diskless leader epoch
+	// (TakesDisklessRecords).
 	PhaseOne
 	// PhaseTwo: the leader proved the prefix is in remote storage
 	// (classicPrefixInRemoteStorage, tag 103); every active replica is in
-	// the ISR and any replica can lead.
+	// the ISR and any replica can lead. Diskless produce from S, stamped
+	// with the E_d the flag commit wrote.
 	PhaseTwo
 )
 
