@@ -571,9 +571,9 @@ type StartDecision struct {
 //	pending                 any         any       retry
 //	S >= 0, phase 1         any         any       retry (no diskless epoch before the phase-2 flag)
 //	S >= 0, no remote       any         any       failed
-//	S >= 0                  LEO < S     leader    ready at LEO (the fetch is redirected: rebuild)
-//	S >= 0                  LEO < S     follower  retry (classic catch-up first)
-//	S >= 0                  LEO >= S    any       ready at LEO
+//	S >= 0, phase 2         LEO < S     leader    ready at LEO (the fetch is redirected: rebuild)
+//	S >= 0, phase 2         LEO < S     follower  retry (classic catch-up first)
+//	S >= 0, phase 2         LEO >= S    any       ready at LEO
 //
 // A ready switched partition arms the pruner at S - 1 (Inkless arms it at
 // max(S, log start); the first prune at S - 1 is
