@@ -49,6 +49,13 @@
 // (remote.ConsolidationState). PlanClassicPrefixRequest is the leader's
 // decision to ask for phase 2.
 //
+// A switched partition takes no diskless record before its phase-2 flag
+// commits E_d (tierstate.State.TakesDisklessRecords): DisklessProduceAllowed
+// refuses a produce (ErrAwaitingPhaseTwo, Kafka NOT_LEADER_OR_FOLLOWER),
+// StampEpoch refuses to stamp, the Fetcher holds the partition and
+// PlanStart answers retry, so no batch carries a leader epoch from before
+// the flag (github.com/aiven/inkless/pull/827).
+//
 // Before consolidation starts, the leader switches its classic log
 // (LeaderSwitch, one Step per switch state): ClassicGate refuses classic
 // appends from the arming on, SealLeader aborts the undecided

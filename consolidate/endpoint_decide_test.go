@@ -140,8 +140,13 @@ func handleDecide(t *testing.T, d *datadriven.TestData, defaults map[string]stri
 		case "pending":
 			st, err = st.ArmSwitch()
 		default:
+			seal := mustInt(t, d, args, "seal")
 			if st, err = st.ArmSwitch(); err == nil {
-				st, err = st.CommitSeal(mustInt(t, d, args, "seal"), nil)
+				st, err = st.CommitSeal(seal, nil)
+			}
+			if err == nil && args["phase"] != "1" {
+				st, err = st.SetClassicPrefixInRemoteStorage(tierstate.ClassicPrefixRequest{BrokerID: 1, LeaderEpoch: 4,
+					Seal: seal, LastClassicLeaderEpoch: 3}, tierstate.Leadership{Leader: 1, LeaderEpoch: 4})
 			}
 		}
 		if err != nil {

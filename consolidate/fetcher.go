@@ -84,6 +84,10 @@ const (
 // (truncation.PlanOutOfRangeReset against the endpoint's latest and
 // earliest offsets), and other errors back off.
 //
+// A switched partition whose state has no phase-2 flag yet
+// (tierstate.State.TakesDisklessRecords) is held: it stays in the table
+// but is never fetched, until Add brings the flag's state.
+//
 // A partition's progress is its log: Run can stop (ctx) and run again and
 // every partition resumes at its log end. Partitions at rest hold no
 // goroutine: Workers goroutines share them, each fetch taking up to
@@ -244,6 +248,9 @@ func (f *Fetcher) claim(now time.Time) ([]*fetchState, time.Time) {
 		s := f.mu.parts[f.mu.order[(f.mu.next+i)%n]]
 		switch {
 		case s.busy || s.removed || s.failed != nil:
+		case !s.p.State.TakesDisklessRecords():
+			// A switched partition before its phase-2 flag: held
+			// until Add brings the flag's state.
 		case s.notBefore.After(now):
 			if earliest.IsZero() || s.notBefore.Before(earliest) {
 				earliest = s.notBefore
@@ -332,7 +339,13 @@ func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionRes
 			p.Log.UpdateHighWatermark(r.HighWatermark)
 			return f.opts.IdleInterval, nil
 		}
-		epoch := StampEpoch(p.State)
+		epoch, err := StampEpoch(p.State)
+		if err != nil {
+			// Held until the phase-2 flag: claim skips such a
+			// partition, so only a state changed under a fetch
+			// gets here.
+			return f.opts.Backoff, nil
+		}
 		if err := stampEpoch(r.Records, epoch); err != nil {
 			return f.opts.Backoff, nil
 		}
@@ -503,12 +516,18 @@ func maybeStartEpochAtSeal(p FetcherPartition, batches []byte, epoch int32) erro
 }
 
 // StampEpoch is the leader epoch consolidation writes into every batch:
-// E_d, or 0 for a partition without one (born diskless).
-func StampEpoch(s tierstate.State) int32 {
-	if e := s.DisklessLeaderEpoch(); e >= 0 {
-		return e
+// E_d of a phase-2 partition, 0 for a partition that never switched
+// (born diskless). A switched partition before its phase-2 flag has no
+// epoch to stamp (tierstate.State.TakesDisklessRecords), also when an
+// older controller wrote E_d with the seal: a *DisklessHeldError.
+func StampEpoch(s tierstate.State) (int32, error) {
+	if !s.TakesDisklessRecords() {
+		return 0, &DisklessHeldError{Phase: s.Phase(), Seal: s.Seal(), DisklessLeaderEpoch: s.DisklessLeaderEpoch()}
 	}
-	return 0
+	if e := s.DisklessLeaderEpoch(); e >= 0 {
+		return e, nil
+	}
+	return 0, nil
 }
 
 // stampEpoch writes epoch into each batch of buf (the partition leader
@@ -629,10 +648,11 @@ type StartDecision struct {
 //	seal                    log end     role      answer
 //	none (born diskless)    any         any       ready at the high watermark
 //	pending                 any         any       retry
+//	S >= 0, phase 1         any         any       retry (no diskless epoch before the phase-2 flag)
 //	S >= 0, no remote       any         any       failed
-//	S >= 0                  LEO < S     leader    ready at LEO (the fetch is redirected: rebuild)
-//	S >= 0                  LEO < S     follower  retry (classic catch-up first)
-//	S >= 0                  LEO >= S    any       ready at LEO
+//	S >= 0, phase 2         LEO < S     leader    ready at LEO (the fetch is redirected: rebuild)
+//	S >= 0, phase 2         LEO < S     follower  retry (classic catch-up first)
+//	S >= 0, phase 2         LEO >= S    any       ready at LEO
 //
 // A ready switched partition arms the pruner at S - 1 (Inkless arms it at
 // max(S, log start); the first prune at S - 1 is
@@ -641,6 +661,8 @@ func PlanStart(s tierstate.State, logEndOffset, highWatermark int64, leader, rem
 	seal := s.Seal()
 	switch {
 	case s.Phase() == tierstate.PhaseSealPending:
+		return StartDecision{Action: StartRetry, FetchOffset: NoFloor, PruneFloor: NoFloor}
+	case s.SealCommitted() && !s.TakesDisklessRecords():
 		return StartDecision{Action: StartRetry, FetchOffset: NoFloor, PruneFloor: NoFloor}
 	case !s.SealCommitted():
 		return StartDecision{Action: StartReady, FetchOffset: highWatermark, PruneFloor: NoFloor}

@@ -39,8 +39,16 @@ var (
 	// REPLICA_NOT_AVAILABLE (retriable; the producer retries and reaches
 	// the diskless log once the seal is committed).
 	ErrSealPending = errors.New("consolidate: seal pending")
-	// ErrClassicLogSealed: the seal is committed; appends go to the WAL.
+	// ErrClassicLogSealed: the seal is committed; appends go to the WAL
+	// once DisklessProduceAllowed lets them (phase 2).
 	ErrClassicLogSealed = errors.New("consolidate: classic log sealed")
+	// ErrAwaitingPhaseTwo: the partition switched from classic to
+	// diskless and its phase-2 flag, which commits the diskless leader
+	// epoch E_d, is not committed yet: no diskless record is produced or
+	// consolidated before it (tierstate.State.TakesDisklessRecords).
+	// Kafka: NOT_LEADER_OR_FOLLOWER (retriable; the producer refreshes
+	// its metadata and retries).
+	ErrAwaitingPhaseTwo = errors.New("consolidate: diskless records wait for the phase-2 flag")
 	// ErrLogPastSeal: the leader's log does not end at the committed
 	// seal, so its producer state is not the one at S.
 	ErrLogPastSeal = errors.New("consolidate: log does not end at the seal")
@@ -85,6 +93,50 @@ func ClassicAppendAllowed(s tierstate.State, origin log.AppendOrigin) error {
 	default:
 		return &ClassicAppendError{Phase: s.Phase(), Seal: s.Seal()}
 	}
+}
+
+// DisklessHeldError refuses a diskless record of a switched partition
+// before its phase-2 flag: a produce (DisklessProduceAllowed) or a
+// consolidation stamp (StampEpoch). It carries the phase, the seal and
+// the E_d the state holds (-1, or one an older controller wrote with the
+// seal), and unwraps to ErrSealPending while the seal is pending (Kafka
+// REPLICA_NOT_AVAILABLE) and to ErrAwaitingPhaseTwo otherwise (Kafka
+// NOT_LEADER_OR_FOLLOWER). Both are retriable.
+type DisklessHeldError struct {
+	Phase               tierstate.Phase
+	Seal                int64
+	DisklessLeaderEpoch int32
+}
+
+func (e *DisklessHeldError) Error() string {
+	if e.Phase == tierstate.PhaseSealPending {
+		return "consolidate: diskless records held: seal pending"
+	}
+	return fmt.Sprintf("consolidate: diskless records held: %s at seal %d, diskless epoch %d, until the phase-2 flag",
+		e.Phase, e.Seal, e.DisklessLeaderEpoch)
+}
+
+// Unwrap returns the sentinel.
+func (e *DisklessHeldError) Unwrap() error {
+	if e.Phase == tierstate.PhaseSealPending {
+		return ErrSealPending
+	}
+	return ErrAwaitingPhaseTwo
+}
+
+// DisklessProduceAllowed decides whether a produce to the diskless WAL
+// may be taken for a partition in state s: only when the partition takes
+// diskless records (tierstate.State.TakesDisklessRecords: never switched,
+// or phase 2 with its E_d). A switched partition refuses it while the
+// seal is pending and in phase 1 with a *DisklessHeldError; the producer
+// retries and is taken once the phase-2 flag is committed. A partition
+// the switch never touched is not decided here (nil): whether a topic is
+// diskless at all is the broker's routing.
+func DisklessProduceAllowed(s tierstate.State) error {
+	if s.TakesDisklessRecords() {
+		return nil
+	}
+	return &DisklessHeldError{Phase: s.Phase(), Seal: s.Seal(), DisklessLeaderEpoch: s.DisklessLeaderEpoch()}
 }
 
 // LeaderAppender is the classic append path of a leader's log.
@@ -138,6 +190,16 @@ func (g *ClassicGate) AppendAsLeader(batches []byte, leaderEpoch int32, origin l
 			MaxTimestamp: base.UndefinedOffset}, err
 	}
 	return g.log.AppendAsLeader(batches, leaderEpoch, origin)
+}
+
+// DisklessProduceAllowed is DisklessProduceAllowed in the gate's state:
+// the broker asks it before it sends a produce of this partition to the
+// WAL (wal.Writer). It takes the gate's lock shared, so it never sees a
+// state older than the last SetState that returned.
+func (g *ClassicGate) DisklessProduceAllowed() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return DisklessProduceAllowed(g.state)
 }
 
 // SealLog is what sealing reads and writes of the leader's log.

@@ -134,6 +134,13 @@
 // offset and the segment, counted (RemoteReadCorruptions) and reported
 // (ManagerListener.Corruption); no record of it is returned.
 //
+// A partition switched from classic to diskless is registered with its
+// committed seal (Partition.Seal): a read below the seal returns only
+// batches that end below it, and a first batch at or across it is refused
+// (*SealCapError), since after an unclean election a remote segment can
+// cross the seal with records the partition discarded
+// (https://github.com/aiven/inkless/pull/857).
+//
 // A MetadataManager, a StorageManager and a Manager are safe for
 // concurrent use; see each type's comment for its locks.
 package remote

@@ -72,6 +72,28 @@ type ConsolidationState interface {
 type Partition struct {
 	TopicIDPartition TopicIDPartition
 	Log              PartitionLog
+	// SealCommitted and Seal: the partition switched from classic to
+	// diskless and its seal S is committed (docs/switch.md). A remote
+	// read below S then returns no record at or above S (Read): after an
+	// unclean election a remote segment can cross the seal with records
+	// the partition discarded (github.com/aiven/inkless/pull/857). The
+	// replica driver sets them from each delta's switch state; registering
+	// the same partition, role and log again with another seal changes
+	// only the cap, not the tasks.
+	SealCommitted bool
+	Seal          int64
+}
+
+// noReadCap is partitionTasks.readCap of a partition without a seal.
+const noReadCap = -1
+
+// readCap is the offset remote reads below it stop at: the seal, or
+// noReadCap.
+func (p Partition) readCap() int64 {
+	if !p.SealCommitted || p.Seal < 0 {
+		return noReadCap
+	}
+	return p.Seal
 }
 
 // StopPartition asks StopPartitions to stop one partition. Kafka:
@@ -198,6 +220,9 @@ type partitionTasks struct {
 	// written with copyMu held, read by Metrics without it (which must
 	// not wait for an upload).
 	stallGauge atomic.Int64
+	// readCap is p's readCap, replaced when the partition is registered
+	// again with the same log and role (read without Manager.mu).
+	readCap atomic.Int64
 
 	expireMu   sync.Mutex
 	followerMu sync.Mutex
@@ -235,10 +260,12 @@ func (m *Manager) register(p Partition, leader bool) error {
 	}
 	old := m.mu.partitions[p.TopicIDPartition]
 	if old != nil && !old.stopped && old.leader == leader && old.p.Log == p.Log {
+		old.readCap.Store(p.readCap())
 		m.mu.Unlock()
 		return nil
 	}
 	pt := &partitionTasks{p: p, leader: leader}
+	pt.readCap.Store(p.readCap())
 	pt.lag.oldestMs = -1
 	pt.ctx, pt.cancel = context.WithCancel(context.Background())
 	m.mu.partitions[p.TopicIDPartition] = pt

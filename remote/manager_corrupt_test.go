@@ -92,7 +92,7 @@ func TestCopyRefusesCorruptLocalSegment(t *testing.T) {
 				require.Len(t, positions, 5)
 				damageVFSFile(t, e.fs, path, func(b []byte) { d.damage(b, positions[2]) })
 
-				require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+				require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 				err = runErr(e.mgr.RunCopy(context.Background(), tp))
 				var bce *BatchCorruptionError
 				require.ErrorAs(t, err, &bce)
@@ -261,7 +261,7 @@ func newReadEnv(t *testing.T) *readEnv {
 	e := &readEnv{mgrEnv: newMgrEnv(t, nil), tp: testPartition(0)}
 	e.l = e.openLog("p0", log.Options{})
 	appendSegments(t, e.l, 0, 3, 5)
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{e.tp, e.l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: e.tp, Log: e.l}}, nil))
 	require.NoError(t, runErr(e.mgr.RunCopy(context.Background(), e.tp)))
 	segs := finished(t, e.meta, e.tp)
 	require.Len(t, segs, 3)

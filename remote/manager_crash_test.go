@@ -153,7 +153,7 @@ func (c *crashTiering) run() {
 	require.NoError(t, err)
 	defer mgr.Close()
 	tp := testPartition(0)
-	require.NoError(t, mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 
 	c.setPhase("copy", true)
 	require.NoError(t, runErr(mgr.RunCopy(ctx, tp)))
@@ -241,7 +241,7 @@ func (c *crashTiering) recover(fs vfs.FS, store *mem.Mem) (err error) {
 	}
 	defer mgr.Close()
 	tp := testPartition(0)
-	if err := mgr.OnLeadershipChange([]Partition{{tp, l}}, nil); err != nil {
+	if err := mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil); err != nil {
 		return err
 	}
 	if err := runErr(mgr.RunCopy(ctx, tp)); err != nil {

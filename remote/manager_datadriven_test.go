@@ -102,9 +102,9 @@ func TestManagerDataDriven(t *testing.T) {
 				appendSegments(t, l, int32(num("epoch", 0)), int(num("segments", 1)), int(num("records", 5)))
 				return fmt.Sprintf("log end %d", l.LogEndOffset())
 			case "leader":
-				return result(e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+				return result(e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 			case "follower":
-				return result(e.mgr.OnLeadershipChange(nil, []Partition{{tp, l}}))
+				return result(e.mgr.OnLeadershipChange(nil, []Partition{{TopicIDPartition: tp, Log: l}}))
 			case "fail-copy":
 				from := num("from", 0)
 				e.hooks.beforeCopy = func(m *SegmentMetadata) error {

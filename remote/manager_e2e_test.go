@@ -57,7 +57,7 @@ func runTieringEndToEnd(t *testing.T, store objstore.Store) {
 		off = b.NextOffset()
 	}
 
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	active, err := l.Segments(l.LogEndOffset())
 	require.NoError(t, err)

@@ -33,6 +33,11 @@ var (
 	// log's cache; the metadata needs at least one (Kafka's
 	// RemoteLogSegmentMetadata requires a non-empty segmentLeaderEpochs).
 	ErrNoLeaderEpoch = errors.New("remote: segment has no leader epoch")
+
+	// ErrReadPastSeal means a remote read below a committed seal met a
+	// first batch at or past the seal (a discarded tail). Returned as a
+	// *SealCapError.
+	ErrReadPastSeal = errors.New("remote: remote read reaches the seal")
 )
 
 // ReadRangeError reports a remote read at an offset no remote segment
@@ -52,6 +57,31 @@ func (e *ReadRangeError) Error() string {
 }
 
 func (e *ReadRangeError) Unwrap() error { return ErrOffsetOutOfRange }
+
+// SealCapError reports a remote read below a committed seal whose first
+// batch reaches the seal (Partition.Seal): a sealed classic log ends
+// with a batch at S-1, the seal being a roll point, so a batch holding S
+// or crossing it is from a tail the partition discarded (an unclean
+// election, github.com/aiven/inkless/pull/857) and is never served; no
+// record is returned. Records from S on come from the WAL or the
+// consolidated log, not from a read that starts below the seal. It
+// matches ErrReadPastSeal.
+type SealCapError struct {
+	TopicIDPartition TopicIDPartition
+	// Offset is the fetch offset, Seal the cap.
+	Offset, Seal int64
+	// Segment is the remote segment read; BatchBaseOffset and
+	// BatchLastOffset the batch refused.
+	Segment                          SegmentID
+	BatchBaseOffset, BatchLastOffset int64
+}
+
+func (e *SealCapError) Error() string {
+	return fmt.Sprintf("remote: read at %d of %s: remote segment %s holds batch [%d, %d], at or past seal %d",
+		e.Offset, e.TopicIDPartition, e.Segment, e.BatchBaseOffset, e.BatchLastOffset, e.Seal)
+}
+
+func (e *SealCapError) Unwrap() error { return ErrReadPastSeal }
 
 // ReadCorruptionError reports a remote read that met corrupt data: a
 // manifest, index or chunk failing its check (*CorruptionError), or a

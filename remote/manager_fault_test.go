@@ -35,7 +35,7 @@ func TestManagerUnderStoreFaults(t *testing.T) {
 		require.NoError(t, err)
 		want[off] = bytes.Clone(fd.Records)
 	}
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 
 	bad := mem.Faults{ErrorRate: 0.15, LostResponseRate: 0.1, TruncateRate: 0.1, LieRate: 0.1,
 		LatencyJitter: 2 * time.Millisecond}

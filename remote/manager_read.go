@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"go.uber.org/zap"
@@ -44,7 +46,12 @@ type ReadResult struct {
 // the log's cache gives it, positioned through the segment's remote offset
 // index. If the segment has no batch at or above offset (compaction), the
 // next segment is read. maxBytes bounds the records; minOneMessage returns
-// a first batch larger than it whole. Every returned batch passed its CRC
+// a first batch larger than it whole. A read below the committed seal of
+// a switched partition (Partition.Seal) ends before the first batch that
+// reaches the seal, and is refused with a *SealCapError when its first
+// batch does: such a batch is from a tail the partition discarded (a
+// remote segment that crosses the seal after an unclean election,
+// github.com/aiven/inkless/pull/857). Every returned batch passed its CRC
 // check: a corrupt byte from the object store is an error wrapping
 // ErrCorruption, never returned data.
 func (m *Manager) Read(ctx context.Context, tp TopicIDPartition, offset int64, maxBytes int, isolation log.Isolation, minOneMessage bool) (ReadResult, error) {
@@ -97,9 +104,17 @@ func (m *Manager) read(ctx context.Context, tp TopicIDPartition, offset int64, m
 		return ReadResult{}, &ReadRangeError{TopicIDPartition: tp, Offset: offset, Epoch: epoch}
 	}
 	*seg = first
+	limit := int64(math.MaxInt64)
+	if c := pt.readCap.Load(); c != noReadCap && offset < c && !mutation.Disabled(mutation.SealCapRemoteRead) {
+		limit = c
+	}
 	res := ReadResult{FetchOffset: offset, BatchBaseOffset: base.UndefinedOffset}
 	for {
-		found, err := m.readSegment(ctx, seg, offset, maxBytes, minOneMessage, &res)
+		found, err := m.readSegment(ctx, seg, offset, maxBytes, minOneMessage, limit, &res)
+		var capErr *SealCapError
+		if errors.As(err, &capErr) {
+			capErr.TopicIDPartition = tp
+		}
 		if err != nil || found {
 			if err == nil && isolation == log.IsolationCommitted && len(res.Records) > 0 {
 				err = m.collectAborted(ctx, tp, l, &res)
@@ -127,8 +142,10 @@ func (m *Manager) nextSegment(tp TopicIDPartition, l PartitionLog, offset int64)
 
 // readSegment scans seg from the offset index's floor position of offset
 // for the first batch with last offset >= offset and fills res. found is
-// false when the segment has none.
-func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset int64, maxBytes int, minOne bool, res *ReadResult) (found bool, err error) {
+// false when the segment has none. No batch with last offset >= limit is
+// returned: the records end before it, or, when it is the first, the
+// read fails with a *SealCapError.
+func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset int64, maxBytes int, minOne bool, limit int64, res *ReadResult) (found bool, err error) {
 	pos, indexed, err := m.lookupPosition(ctx, seg, offset)
 	if err != nil {
 		return false, err
@@ -151,6 +168,10 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 			continue
 		}
 		res.Segment, res.Position = *seg, sc.pos-int64(b.Size())
+		if b.LastOffset() >= limit {
+			return true, &SealCapError{Offset: offset, Seal: limit, Segment: seg.SegmentID,
+				BatchBaseOffset: b.BaseOffset(), BatchLastOffset: b.LastOffset()}
+		}
 		if b.Size() > maxBytes && !minOne {
 			return true, nil
 		}
@@ -158,7 +179,7 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 		res.Records = append(res.Records[:0], b.Bytes()...)
 		for budget := maxBytes - b.Size(); budget > 0; {
 			nb, fits, err := sc.nextFits(budget)
-			if err == io.EOF || (err == nil && !fits) {
+			if err == io.EOF || (err == nil && (!fits || nb.LastOffset() >= limit)) {
 				break
 			}
 			if err != nil {

@@ -119,7 +119,7 @@ func TestManagerUnderS3Faults(t *testing.T) {
 	var copyEnds, copyErrs atomic.Int64
 	e.mgr.opts.Listener.CopyEnd = func(CopyInfo) { copyEnds.Add(1) }
 	e.mgr.opts.Listener.CopyError = func(CopyInfo, error) { copyErrs.Add(1) }
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 
 	st := &s3FaultRun{t: t, proxy: proxy, seed: seed, start: time.Now()}
 	runTask := func(what string, run func(context.Context, TopicIDPartition) error) error {

@@ -31,7 +31,7 @@ func TestStopPartitionsCancelsTasksEvenWhenLocalDeleteFails(t *testing.T) {
 	inner := e.openLog("p0", log.Options{})
 	appendSegments(t, inner, 0, 2, 5)
 	l := failingDeleteLog{inner}
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 
 	err := e.mgr.StopPartitions(ctx, []StopPartition{{TopicIDPartition: tp, DeleteLocalLog: true, KeepRemoteLogMetadata: true}})
@@ -46,7 +46,7 @@ func TestStopPartitionsCancelsTasksEvenWhenLocalDeleteFails(t *testing.T) {
 
 	// A leadership change with a new (recreated) log starts fresh tasks.
 	fresh := e.openLog("p0-new", log.Options{})
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, fresh}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: fresh}}, nil))
 	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	require.EqualValues(t, -1, fresh.HighestOffsetInRemoteStorage(), "an empty log has nothing in remote storage")
 
@@ -65,7 +65,7 @@ func TestStopPartitionsDeletesRemoteLog(t *testing.T) {
 	tp := testPartition(0)
 	l := e.openLog("p0", log.Options{})
 	appendSegments(t, l, 0, 3, 5)
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	require.Len(t, finished(t, e.meta, tp), 3)
 	require.NoError(t, e.mgr.StopPartitions(ctx, []StopPartition{{TopicIDPartition: tp, DeleteRemoteLog: true, DeleteLocalLog: true}}))
@@ -88,7 +88,7 @@ func TestLeadershipRoles(t *testing.T) {
 	tp := testPartition(0)
 	l := e.openLog("p0", log.Options{LocalRetentionMs: 1})
 	appendSegments(t, l, 0, 3, 5)
-	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{tp, l}}))
+	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{TopicIDPartition: tp, Log: l}}))
 	require.ErrorIs(t, runErr(e.mgr.RunCopy(ctx, tp)), ErrInvalidArgument, "a follower has no copy task")
 	// The leader elsewhere tiered [0,9].
 	e.addFinished(tp, 0, 4, []epochcache.Entry{{Epoch: 0, StartOffset: 0}})
@@ -101,7 +101,7 @@ func TestLeadershipRoles(t *testing.T) {
 	require.Equal(t, 2, n, "the follower deletes the two tiered segments")
 	require.EqualValues(t, 10, l.LocalLogStartOffset())
 
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	require.ErrorIs(t, runErr(e.mgr.RunFollower(ctx, tp)), ErrInvalidArgument)
 	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
 	require.EqualValues(t, 14, l.HighestOffsetInRemoteStorage(), "the new leader resumes after 9")
@@ -117,13 +117,13 @@ func TestBackgroundTasks(t *testing.T) {
 	appendSegments(t, l, 0, 2, 5)
 	mgr, err := NewManager(e.meta, e.storage, ManagerOptions{TaskInterval: 5 * time.Millisecond})
 	require.NoError(t, err)
-	require.NoError(t, mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	require.Eventually(t, func() bool { return l.HighestOffsetInRemoteStorage() == 9 }, 10*time.Second, 5*time.Millisecond)
 	appendSegments(t, l, 0, 1, 5)
 	require.Eventually(t, func() bool { return l.HighestOffsetInRemoteStorage() == 14 }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, mgr.Close())
 	require.NoError(t, mgr.Close(), "Close is idempotent")
-	require.ErrorIs(t, mgr.OnLeadershipChange([]Partition{{tp, l}}, nil), ErrClosed)
+	require.ErrorIs(t, mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil), ErrClosed)
 }
 
 // TestRecreatedLeaderKeepsRemotePrefix (after Inkless's
@@ -149,7 +149,7 @@ func TestRecreatedLeaderKeepsRemotePrefix(t *testing.T) {
 			}
 			l := e.openLog("p0", log.Options{})
 			require.NoError(t, l.AssignEpochStartOffset(7, 0))
-			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 			require.NoError(t, runErr(e.mgr.RunExpiration(ctx, tp)))
 			left := finished(t, e.meta, tp)
 			if consolidating {
@@ -189,7 +189,7 @@ func TestConsolidatingExpirationTakesCrossTierLogStart(t *testing.T) {
 			l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite})
 			require.NoError(t, l.TruncateFullyAndStartAt(100, 100))
 			require.NoError(t, l.AssignEpochStartOffset(2, 100))
-			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 			res, err := e.mgr.RunExpiration(ctx, tp)
 			require.NoError(t, err)
 			if known {
@@ -236,7 +236,7 @@ func TestConsolidatingCopyReportsFirstRemoteSegment(t *testing.T) {
 			l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite})
 			require.NoError(t, l.TruncateFullyAndStartAt(100, 100))
 			require.NoError(t, l.AssignEpochStartOffset(5, 100))
-			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+			require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 			res, err := e.mgr.RunCopy(context.Background(), tp)
 			require.NoError(t, err)
 			want := int64(100)

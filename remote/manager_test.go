@@ -153,7 +153,7 @@ func TestCopyTaskCopiesRolledSegmentsBelowLSO(t *testing.T) {
 	tp := testPartition(0)
 	l := e.openLog("p0", log.Options{})
 	appendSegments(t, l, 0, 3, 5)
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	require.NoError(t, runErr(e.mgr.RunCopy(context.Background(), tp)))
 	require.Equal(t, "[0,4]0@0 [5,9]0@5 [10,14]0@10 ", spans(finished(t, e.meta, tp)))
 	require.EqualValues(t, 14, l.HighestOffsetInRemoteStorage())
@@ -178,7 +178,7 @@ func TestFailedCopyDeletesTheDanglingSegment(t *testing.T) {
 	var events []string
 	e.mgr.opts.Listener.CopyStart = func(CopyInfo) { events = append(events, "start") }
 	e.mgr.opts.Listener.CopyError = func(_ CopyInfo, err error) { events = append(events, "error") }
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	err := runErr(e.mgr.RunCopy(context.Background(), tp))
 	require.ErrorIs(t, err, boom)
 	all, err := e.meta.ListSegments(tp)
@@ -229,7 +229,7 @@ func TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeThe
 		_, err := inner.TruncateTo(100)
 		require.NoError(t, err)
 	}
-	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{tp, l}}))
+	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{TopicIDPartition: tp, Log: l}}))
 	res, err := e.mgr.RunFollower(context.Background(), tp)
 	require.NoError(t, err)
 	require.Equal(t, FollowerResult{HighestRemoteOffset: 149, Dropped: true}, res)
@@ -271,7 +271,7 @@ func TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload(t *testing.T)
 		}
 		return nil
 	}
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	res, err := e.mgr.RunCopy(context.Background(), tp)
 	require.NoError(t, err)
 	require.Equal(t, CopyTruncated, res.Stop, "%s", res)
@@ -315,7 +315,7 @@ func TestCopyLagMetrics(t *testing.T) {
 		}
 		return nil
 	}
-	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{tp, l}}, nil))
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	e.nowMs.Add(60_000)
 	require.ErrorIs(t, runErr(e.mgr.RunCopy(context.Background(), tp)), boom)
 	pm := e.mgr.Metrics().Partitions[tp]

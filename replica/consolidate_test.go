@@ -23,7 +23,7 @@ func (f *fakeConsolidator) Add(p consolidate.FetcherPartition) error {
 func (f *fakeConsolidator) Remove(tp remote.TopicIDPartition) { f.removed = append(f.removed, tp) }
 
 // The driver runs on tierlog's own consolidation fetcher through the
-// adapter: a phase-1 follower in the ISR at the seal is added with its
+// adapter: a phase-2 follower in the ISR at the seal is added with its
 // log, state and leader epoch.
 func TestConsolidationFetcherAdapter(t *testing.T) {
 	e := newEnv(t, true)
@@ -31,7 +31,7 @@ func TestConsolidationFetcherAdapter(t *testing.T) {
 	e.r.opts.Consolidation = NewConsolidationFetcher(fc)
 	bLog(t, e)
 	s, err := tierstate.FromPartitionRecord(tierstate.Tags{ClassicToDisklessStartOffset: tierstate.Some[int64](100),
-		DisklessLeaderEpoch: tierstate.Some[int32](4)})
+		DisklessLeaderEpoch: tierstate.Some[int32](4), ClassicPrefixInRemoteStorage: tierstate.Some(true)})
 	require.NoError(t, err)
 	s = s.WithConsolidating(true)
 	plan, err := e.r.Apply(context.Background(), Delta{LeaderID: 2, LeaderEpoch: 5, InIsr: true, State: s})

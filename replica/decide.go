@@ -340,7 +340,9 @@ func DecideCheck(p Prior, d Delta) Plan {
 //
 //	leader, seal pending                    classic leader, no consolidation yet
 //	leader, consolidating, no seal          consolidation at the high watermark
-//	leader, consolidating, seal committed   consolidation at the log end (below
+//	leader, consolidating, phase 1          no consolidation before the phase-2
+//	                                        flag (tierstate.State.TakesDisklessRecords)
+//	leader, consolidating, phase 2          consolidation at the log end (below
 //	                                        the seal: the first fetch rebuilds)
 //	follower                                tierstate.RouteFollowerFetcher
 //
@@ -390,6 +392,9 @@ func DecideTransition(d Delta, l ViewLog) Plan {
 			return append(plan, act(StopFetching, -1, "leader, not consolidating"))
 		case s.Phase() == tierstate.PhaseSealPending:
 			return append(plan, act(StopFetching, -1, "leader, seal pending: consolidation waits for the seal"))
+		case !s.TakesDisklessRecords():
+			return append(plan, act(StopFetching, -1, "leader in %s at seal %d: consolidation waits for the phase-2 flag and its diskless epoch",
+				s.Phase(), s.Seal()))
 		case s.Phase() == tierstate.PhaseClassic:
 			return append(plan, act(StartConsolidation, hw, "leader, born diskless: no seal, high watermark %d", hw))
 		case leo < s.Seal():

@@ -121,9 +121,8 @@ func Example_leaderSwitch() {
 	//   propose-seal S = log end 100 with 0 producer state(s), leader epoch 1
 	//   produce: consolidate: classic append refused: seal pending
 	// seal committed:
-	//   consolidation fetcher: copy from 100
 	//   become-leader leader epoch 1
-	//   start-consolidation leader with log end 100 at or past seal 100
+	//   stop-fetching leader in phase-1 at seal 100: consolidation waits for the phase-2 flag and its diskless epoch
 	//   init-diskless-log seal 100 committed, log end 100 at the seal: W = log start 0, HW = S; row created: W = 0, S = 100, 0 producer state(s)
 	//   arm-pruner consolidating leader with log end 100 at or past seal 100: the first prune waits for S-1 in remote storage
 	// remote copy of 1 segment(s): highest offset in remote storage 99

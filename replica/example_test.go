@@ -50,8 +50,9 @@ func (isr) ExpandIsr(_ context.Context, id int32) error {
 }
 
 // A follower of a consolidating topic through the switch: classic
-// replication, the seal, the hand-off to the consolidation fetcher, and
-// phase 2, where the replica check keeps its log.
+// replication, the seal, the admission at the seal (it stays on the
+// classic fetcher: consolidation waits for the phase-2 flag), and phase
+// 2, where the replica check keeps its log and consolidation starts.
 func Example() {
 	ctx := context.Background()
 	fs := vfs.NewMem()
@@ -116,9 +117,9 @@ func Example() {
 	//   start-classic log end 100 at or past seal 100, not in the ISR: wait for admission
 	//   after the append: wait-for-isr
 	// admitted to the ISR:
-	//   consolidation fetcher: copy from 100
+	//   classic fetcher: fetch from broker 1 at 100
 	//   become-follower follower of 1 in leader epoch 1
-	//   start-consolidation in the ISR with log end 100 at or past seal 100
+	//   start-classic log end 100 at or past seal 100 in phase-1: consolidation waits for the phase-2 flag
 	// phase 2, this broker leads:
 	//   consolidation fetcher: copy from 100
 	//   check-replica leader epoch 1 -> 2, seal 100, recorded epoch 0: keep

@@ -455,6 +455,13 @@ func (r *Replica) checkLocked(ctx context.Context, d Delta, a Action, ev *events
 	return a, nil
 }
 
+// remotePartition is the partition as the remote log manager registers
+// it: with the committed seal, which caps its remote reads
+// (remote.Partition.Seal).
+func remotePartition(tp remote.TopicIDPartition, l Log, s tierstate.State) remote.Partition {
+	return remote.Partition{TopicIDPartition: tp, Log: l, SealCommitted: s.SealCommitted(), Seal: s.Seal()}
+}
+
 // performLocked is one action's effect.
 // REQUIRES: r.mu held.
 func (r *Replica) performLocked(ctx context.Context, d Delta, a Action) error {
@@ -475,7 +482,7 @@ func (r *Replica) performLocked(ctx context.Context, d Delta, a Action) error {
 	case Fence:
 		// The fetchers stop in the next action (StopFetching). Registered as a follower: no copy or expiration task runs, and
 		// the describe RPC can read its remote coverage.
-		if err := r.opts.Remote.OnLeadershipChange(nil, []remote.Partition{{TopicIDPartition: tp, Log: r.mu.log}}); err != nil {
+		if err := r.opts.Remote.OnLeadershipChange(nil, []remote.Partition{remotePartition(tp, r.mu.log, d.State)}); err != nil {
 			return err
 		}
 		r.mu.prior.Fenced = true
@@ -484,9 +491,9 @@ func (r *Replica) performLocked(ctx context.Context, d Delta, a Action) error {
 	case BecomeLeader:
 		// The classic fetcher stops in the plan's last action
 		// (StartConsolidation or StopFetching).
-		return r.opts.Remote.OnLeadershipChange([]remote.Partition{{TopicIDPartition: tp, Log: r.mu.log}}, nil)
+		return r.opts.Remote.OnLeadershipChange([]remote.Partition{remotePartition(tp, r.mu.log, d.State)}, nil)
 	case BecomeFollower:
-		return r.opts.Remote.OnLeadershipChange(nil, []remote.Partition{{TopicIDPartition: tp, Log: r.mu.log}})
+		return r.opts.Remote.OnLeadershipChange(nil, []remote.Partition{remotePartition(tp, r.mu.log, d.State)})
 	case StartClassic:
 		if err := r.opts.Consolidation.RemovePartition(ctx, tp); err != nil {
 			return err

@@ -79,7 +79,8 @@ func (r *Replica) setGateStateLocked(s tierstate.State) {
 // delta: ErrNoLog). A seal-pending partition refuses client appends
 // (consolidate.ErrSealPending, Kafka REPLICA_NOT_AVAILABLE: the producer
 // retries), a sealed one every append
-// (consolidate.ErrClassicLogSealed: produce goes to the WAL). It holds
+// (consolidate.ErrClassicLogSealed: produce goes to the WAL, through
+// DisklessProduceAllowed). It holds
 // none of the driver's delta lock, but a promotion of the future log waits
 // for it and holds the next one until the new log is in place (Kafka
 // appends under leaderIsrUpdateLock for the same reason). ErrNoLog when
@@ -92,6 +93,24 @@ func (r *Replica) AppendAsLeader(batches []byte, leaderEpoch int32, origin log.A
 			MaxTimestamp: base.UndefinedOffset}, fmt.Errorf("%w: %s", ErrNoLog, r.opts.Partition)
 	}
 	return r.app.gate.AppendAsLeader(batches, leaderEpoch, origin)
+}
+
+// DisklessProduceAllowed is the leader's diskless produce gate: the
+// broker asks it before it sends a produce of this partition to the WAL
+// (wal.Writer), in the switch state of the delta last applied
+// (consolidate.DisklessProduceAllowed). A switched partition takes
+// diskless produce only once the phase-2 flag committed its diskless
+// epoch; before, a *consolidate.DisklessHeldError (errors.Is
+// consolidate.ErrAwaitingPhaseTwo: Kafka NOT_LEADER_OR_FOLLOWER, or
+// consolidate.ErrSealPending while the seal is pending), and the producer
+// retries. ErrNoLog as AppendAsLeader. The caller checks leadership.
+func (r *Replica) DisklessProduceAllowed() error {
+	r.app.RLock()
+	defer r.app.RUnlock()
+	if r.app.gate == nil {
+		return fmt.Errorf("%w: %s", ErrNoLog, r.opts.Partition)
+	}
+	return r.app.gate.DisklessProduceAllowed()
 }
 
 // SwitchProgress returns what the driver remembers of the leader's

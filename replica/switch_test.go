@@ -87,11 +87,22 @@ func TestAppendAsLeaderFollowsTheSwitch(t *testing.T) {
 	_, err = e.r.AppendAsLeader(batch(t, 1), 2, log.OriginCoordinator)
 	require.ErrorIs(t, err, consolidate.ErrClassicLogSealed)
 	require.Equal(t, int64(3), e.r.Log().LogEndOffset())
+	// Phase 1: no diskless produce either, until the phase-2 flag.
+	require.ErrorIs(t, e.r.DisklessProduceAllowed(), consolidate.ErrAwaitingPhaseTwo)
+	phase2, err := sealed.SetClassicPrefixInRemoteStorage(tierstate.ClassicPrefixRequest{BrokerID: 1, LeaderEpoch: 2,
+		Seal: 3, LastClassicLeaderEpoch: 1}, tierstate.Leadership{Leader: 1, LeaderEpoch: 2})
+	require.NoError(t, err)
+	_, err = e.r.Apply(ctx, Delta{Leader: true, LeaderEpoch: 3, PartitionEpoch: 2, InIsr: true, State: phase2})
+	require.NoError(t, err)
+	require.NoError(t, e.r.DisklessProduceAllowed())
+	_, err = e.r.AppendAsLeader(batch(t, 1), 3, log.OriginClient)
+	require.ErrorIs(t, err, consolidate.ErrClassicLogSealed)
 
 	// Offline: no append path.
 	require.NoError(t, e.r.LogDirFailure(ctx))
 	_, err = e.r.AppendAsLeader(batch(t, 1), 2, log.OriginClient)
 	require.ErrorIs(t, err, ErrNoLog)
+	require.ErrorIs(t, e.r.DisklessProduceAllowed(), ErrNoLog)
 }
 
 // A controller without a control plane is refused at New.

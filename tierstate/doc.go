@@ -22,8 +22,12 @@
 //	phase          tag 100   tag 103   classic produce   diskless produce
 //	classic        -1        absent    yes               no
 //	seal pending   -2        absent    refused           no
-//	phase 1        S >= 0    false     no                yes
-//	phase 2        S >= 0    true      no                yes
+//	phase 1        S >= 0    false     no                refused (no E_d yet)
+//	phase 2        S >= 0    true      no                yes, in E_d
+//
+// State.TakesDisklessRecords says when diskless records (produce and
+// consolidation) are taken: only once the phase-2 flag committed E_d, or
+// for a partition that never switched.
 //
 // A State is an immutable, comparable value. The operations (ArmSwitch,
 // AbortSwitch, CommitSeal, Reseal, SetClassicPrefixInRemoteStorage,

@@ -641,9 +641,14 @@ func (h SealHandOff) String() string {
 //	condition                                               action
 //	no committed seal, or LEO < S                           continue
 //	LEO >= S, not in the KRaft ISR                          wait for the ISR, back off
-//	LEO >= S, in the ISR, consolidating                     evict, consolidate at LEO
+//	LEO >= S, in the ISR, consolidating, phase 2            evict, consolidate at LEO
 //	LEO >= S, in the ISR, not consolidating, phase 1, HW < S  wait for HW = S, back off
 //	LEO >= S, in the ISR, not consolidating (otherwise)     evict
+//
+// A consolidating partition in phase 1 counts as not consolidating:
+// consolidation waits for the phase-2 flag and its diskless epoch
+// (State.TakesDisklessRecords); the flag's metadata delta starts it
+// (RouteFollowerFetcher).
 //
 // A consolidating replica does not wait for its high watermark
 // (https://github.com/aiven/inkless/pull/855), and one past the seal keeps
@@ -663,15 +668,15 @@ func HandOffAtSeal(s State, l SealFollowerLog, inIsr bool) SealHandOff {
 	case !inIsr:
 		h.Action = HandOffWaitForIsr
 		h.Reason = fmt.Sprintf("log end %d at or past seal %d, not in the ISR: the next fetch asks for admission", leo, seal)
-	case s.Consolidating():
+	case s.Consolidating() && s.TakesDisklessRecords():
 		h.Action, h.ConsolidationStartOffset = HandOffConsolidate, leo
 		h.Reason = fmt.Sprintf("in the ISR with log end %d at or past seal %d", leo, seal)
 	case s.Phase() == PhaseOne && hw < seal:
 		h.Action = HandOffWaitForHighWatermark
-		h.Reason = fmt.Sprintf("phase 1, not consolidating: high watermark %d below seal %d", hw, seal)
+		h.Reason = fmt.Sprintf("phase 1, %s: high watermark %d below seal %d", notConsolidating(s), hw, seal)
 	default:
 		h.Action = HandOffEvict
-		h.Reason = fmt.Sprintf("in the ISR with log end %d and high watermark %d, seal %d, not consolidating", leo, hw, seal)
+		h.Reason = fmt.Sprintf("in the ISR with log end %d and high watermark %d, seal %d, %s", leo, hw, seal, notConsolidating(s))
 	}
 	return h
 }
@@ -717,8 +722,10 @@ func (r FollowerRoute) String() string {
 // (Inkless ReplicaManager.isReadyForConsolidation,
 // https://github.com/aiven/inkless/pull/760): the consolidation fetcher iff
 // the partition consolidates and either is born diskless (no seal, -1) or
-// has a committed seal S with LEO >= S and this replica in the KRaft ISR;
-// the classic fetcher otherwise, including while the seal is pending.
+// is in phase 2 with LEO >= S and this replica in the KRaft ISR; the
+// classic fetcher otherwise, including while the seal is pending and in
+// phase 1 (no diskless epoch to stamp yet: State.TakesDisklessRecords;
+// HandOffAtSeal then evicts the replica at the seal).
 //
 // The consolidation fetcher starts at LEO past a seal, and at Kafka's
 // initial fetch offset without one. The classic fetcher starts at Kafka's
@@ -751,6 +758,8 @@ func RouteFollowerFetcher(s State, l SealFollowerLog, inIsr bool) FollowerRoute 
 		return classic(fmt.Sprintf("log end %d below seal %d: classic catch-up first", leo, seal))
 	case !inIsr:
 		return classic(fmt.Sprintf("log end %d at or past seal %d, not in the ISR: wait for admission", leo, seal))
+	case !s.TakesDisklessRecords():
+		return classic(fmt.Sprintf("log end %d at or past seal %d in %s: consolidation waits for the phase-2 flag", leo, seal, s.Phase()))
 	}
 	return FollowerRoute{Fetcher: ConsolidationFetcher, StartOffset: leo,
 		Reason: fmt.Sprintf("in the ISR with log end %d at or past seal %d", leo, seal)}
@@ -760,6 +769,14 @@ func RouteFollowerFetcher(s State, l SealFollowerLog, inIsr bool) FollowerRoute 
 // truncation on fetch: a log with a leader epoch fetches on from its end
 // (the leader's divergence check decides what to keep), one without from
 // its high watermark.
+// notConsolidating names why a replica at the seal does not consolidate.
+func notConsolidating(s State) string {
+	if s.Consolidating() {
+		return "consolidation waits for the phase-2 flag"
+	}
+	return "not consolidating"
+}
+
 func initialFetchOffset(l SealFollowerLog) int64 {
 	if _, ok := l.LatestEpoch(); ok {
 		return l.LogEndOffset()

@@ -387,7 +387,10 @@ func TestHandOffAtSeal(t *testing.T) {
 		{"past the seal, outside the ISR", PhaseTwo, true, 130, 100, false, HandOffWaitForIsr},
 		{"non-consolidating, outside the ISR", PhaseOne, false, 100, 100, false, HandOffWaitForIsr},
 		{"consolidating, in the ISR", PhaseTwo, true, 100, 100, true, HandOffConsolidate},
-		{"consolidating phase 1, HW below the seal", PhaseOne, true, 100, 90, true, HandOffConsolidate},
+		{"consolidating phase 2, HW below the seal", PhaseTwo, true, 100, 90, true, HandOffConsolidate},
+		// Phase 1 has no diskless epoch: consolidation waits for the flag.
+		{"consolidating phase 1, HW below the seal", PhaseOne, true, 100, 90, true, HandOffWaitForHighWatermark},
+		{"consolidating phase 1, HW at the seal", PhaseOne, true, 100, 100, true, HandOffEvict},
 		{"non-consolidating phase 1, HW below the seal", PhaseOne, false, 100, 90, true, HandOffWaitForHighWatermark},
 		{"non-consolidating phase 1, HW at the seal", PhaseOne, false, 100, 100, true, HandOffEvict},
 		{"non-consolidating phase 2, HW below the seal", PhaseTwo, false, 100, 90, true, HandOffEvict},
@@ -425,7 +428,8 @@ func TestRouteFollowerFetcher(t *testing.T) {
 		{"at the seal, outside the ISR", PhaseTwo, true, sealFakeFollower{100, 100, true}, false, ClassicFetcher, 100},
 		{"past the seal, outside the ISR: real LEO", PhaseTwo, true, sealFakeFollower{130, 100, true}, false, ClassicFetcher, 130},
 		{"no epoch, outside the ISR: HW", PhaseOne, true, sealFakeFollower{130, 110, false}, false, ClassicFetcher, 110},
-		{"at the seal, in the ISR", PhaseOne, true, sealFakeFollower{100, 90, true}, true, ConsolidationFetcher, 100},
+		{"at the seal, in the ISR", PhaseTwo, true, sealFakeFollower{100, 90, true}, true, ConsolidationFetcher, 100},
+		{"phase 1 at the seal, in the ISR: waits for the flag", PhaseOne, true, sealFakeFollower{100, 90, true}, true, ClassicFetcher, 100},
 		{"past the seal, in the ISR: LEO even without an epoch", PhaseTwo, true, sealFakeFollower{130, 110, false}, true, ConsolidationFetcher, 130},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // Phase is where a partition stands in the classic-to-diskless switch (see
@@ -21,11 +22,14 @@ const (
 	// (Kafka: REPLICA_NOT_AVAILABLE); followers replicate the frozen prefix.
 	PhaseSealPending
 	// PhaseOne: the seal S >= 0 is committed, the classic prefix [0, S) may
-	// not be in remote storage yet. Diskless produce from S.
+	// not be in remote storage yet. No diskless produce and no
+	// consolidation yet: the seal commit writes no diskless leader epoch
+	// (TakesDisklessRecords).
 	PhaseOne
 	// PhaseTwo: the leader proved the prefix is in remote storage
 	// (classicPrefixInRemoteStorage, tag 103); every active replica is in
-	// the ISR and any replica can lead.
+	// the ISR and any replica can lead. Diskless produce from S, stamped
+	// with the E_d the flag commit wrote.
 	PhaseTwo
 )
 
@@ -123,6 +127,32 @@ func (s State) LastClassicLeaderEpoch() int32 { return s.lastClassicLeaderEpoch.
 // DisklessLeaderEpoch returns E_d (tag 102), or record.UndefinedEpoch
 // (Inkless: NO_DISKLESS_LEADER_EPOCH).
 func (s State) DisklessLeaderEpoch() int32 { return s.disklessLeaderEpoch.get() }
+
+// TakesDisklessRecords reports whether diskless records may be written
+// for the partition now: produced into the WAL and consolidated into a
+// local log, each batch stamped with a leader epoch. True for a partition
+// that never switched (born diskless, stamped 0) and in phase 2 once the
+// flag commit wrote E_d; false while the seal is pending and in phase 1.
+//
+// Phase 1 has no diskless epoch: the seal commit writes none, and the
+// epoch the flag commit writes (E_d = the leader epoch the record
+// produces, github.com/aiven/inkless/pull/827) is above every classic
+// and phase-1 epoch only from then on. A batch stamped earlier would
+// carry a label from before the flag: stamped 0 it turns a leader's
+// epoch cache 0@0 1@20 into 0@40; stamped with an E_d that an older
+// controller wrote with the seal (7), the flag commit then raises E_d
+// (to 8) and OffsetsForLeaderEpoch(7) ends at the seal, so a follower
+// truncates its valid diskless records. That E_d is therefore not
+// enough: only the flag opens the partition.
+func (s State) TakesDisklessRecords() bool {
+	if s.phase == PhaseClassic {
+		return true
+	}
+	if !mutation.Disabled(mutation.Phase2Gate) {
+		return s.phase == PhaseTwo && s.DisklessLeaderEpoch() >= 0
+	}
+	return s.SealCommitted()
+}
 
 // Consolidating reports whether the partition consolidates diskless
 // records into its local log.

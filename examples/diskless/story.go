@@ -212,6 +212,11 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 		return o, fmt.Errorf("a classic append after the seal: %v", err)
 	}
 	c.Printf("   classic produce: %v", err)
+	// Diskless produce waits for the phase-2 flag and its diskless epoch.
+	if err := aDrv.DisklessProduceAllowed(); !errors.Is(err, consolidate.ErrAwaitingPhaseTwo) {
+		return o, fmt.Errorf("a diskless produce in phase 1: %v", err)
+	}
+	c.Printf("   diskless produce in phase 1: %v", aDrv.DisklessProduceAllowed())
 
 	copied, err := aMgr.RunCopy(ctx, tp)
 	if err != nil {
@@ -235,7 +240,11 @@ func story(ctx context.Context, c *demo.Cluster, store string) (o outcome, err e
 		return o, err
 	}
 
-	// 3. Produce through the WAL, consolidate into A, first prune.
+	// 3. Produce through the WAL (the gate lets it in phase 2), consolidate
+	// into A, first prune.
+	if err := aDrv.DisklessProduceAllowed(); err != nil {
+		return o, fmt.Errorf("diskless produce in phase 2: %w", err)
+	}
 	for call := range 3 {
 		step := "  "
 		if call == 0 {

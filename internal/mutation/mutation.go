@@ -95,6 +95,17 @@ const (
 	// fetcher never appends a batch that does not start at its log's end,
 	// so a skipped batch never becomes a hole in the consolidated log.
 	WALReadGap
+	// Phase2Gate: a partition switched from classic to diskless takes
+	// diskless records (WAL produce, consolidation and its epoch stamp)
+	// only once the phase-2 flag committed its diskless leader epoch
+	// (tierstate.State.TakesDisklessRecords): a batch consolidated in
+	// phase 1 would carry an epoch from before the flag.
+	Phase2Gate
+	// SealCapRemoteRead: a remote read below a committed seal returns no
+	// batch at or above the seal (remote.Manager.Read): after an unclean
+	// election a remote segment can cross the seal with records the
+	// partition discarded.
+	SealCapRemoteRead
 
 	numGuards = iota + 1
 )
@@ -111,6 +122,8 @@ var names = [numGuards]string{
 	ReplicaFutureLog:      "replica-future-log",
 	WALReadBinding:        "wal-read-binding",
 	WALReadGap:            "wal-read-gap",
+	Phase2Gate:            "phase2-gate",
+	SealCapRemoteRead:     "seal-cap-remote-read",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

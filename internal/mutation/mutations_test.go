@@ -75,11 +75,25 @@ var catches = []catch{
 	{mutation.WALReadBinding, "wal", "TestReaderBindingRunsSwapped"},
 	{mutation.WALReadBinding, "wal", "TestReaderBindingForeignCoordinates/other-partition"},
 	{mutation.WALReadBinding, "wal", "TestReaderBindingLeaderEpochFlipped"},
+	{mutation.WALReadBinding, "wal", "TestReaderRandomDamage/model"},
+	{mutation.WALReadBinding, "consolidate", "TestFetcherRandomDamage/reader"},
 
 	{mutation.WALReadGap, "wal", "TestReaderGapAfterFirstBatch"},
 	{mutation.WALReadGap, "wal", "TestReaderFirstBatchAfterRequestedOffset"},
 	{mutation.WALReadGap, "consolidate", "TestFetcherNeverAppendsAGap"},
 	{mutation.WALReadGap, "consolidate", "TestAppendablePrefix"},
+	{mutation.WALReadGap, "wal", "TestReaderRandomDamage/model"},
+	{mutation.WALReadGap, "consolidate", "TestFetcherRandomDamage/reference"},
+	{mutation.Phase2Gate, "tierstate", "TestRouteFollowerFetcher"},
+	{mutation.Phase2Gate, "tierstate", "TestHandOffAtSeal"},
+	{mutation.Phase2Gate, "consolidate", "TestPhaseOneBatchIsNotConsolidated"},
+	{mutation.Phase2Gate, "consolidate", "TestDisklessEpochOfAnOlderSealCommitIsNotStamped"},
+	{mutation.Phase2Gate, "replica", "TestAppendAsLeaderFollowsTheSwitch"},
+	{mutation.Phase2Gate, "replica", "TestReplicaDataDriven/handoff"},
+	{mutation.Phase2Gate, "internal/sim", "TestScripts/phase1_produce"},
+
+	{mutation.SealCapRemoteRead, "remote", "TestRemoteReadStopsAtTheSeal"},
+	{mutation.SealCapRemoteRead, "internal/sim", "TestScripts/pull857_crossing"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

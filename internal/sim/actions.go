@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/tierlog/tierlog/consolidate"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/tierstate"
@@ -65,14 +66,21 @@ func (c *Cluster) upBroker(id int32) (*Broker, error) {
 // Produce writes n records as one batch, with values "v<step>-<i>":
 // classic, to the leader through its classic gate (refused while the
 // seal is pending, and committed once the ISR has them: acks=all), or,
-// once the seal is committed, through the WAL (committed when the
-// control plane answers).
+// once the phase-2 flag is committed, through the WAL (committed when the
+// control plane answers). In phase 1 the diskless gate
+// (consolidate.DisklessProduceAllowed) refuses it: not applicable, as a
+// producer's retry writes nothing.
 func (c *Cluster) Produce(n int) error {
 	return c.do("produce", c.ctrl.rec.Leader, func() (string, error) {
-		if st := c.ctrl.rec.State; st.Phase() == tierstate.PhaseTwo || st.SealCommitted() && c.opts.ProduceInPhaseOne {
+		if st := c.ctrl.rec.State; st.SealCommitted() {
+			// Any broker takes diskless produce, on its metadata's
+			// state: the library's gate refuses it before the
+			// phase-2 flag (Kafka NOT_LEADER_OR_FOLLOWER, the
+			// producer retries), so nothing is written.
+			if err := consolidate.DisklessProduceAllowed(st); err != nil {
+				return "", notApplicable("diskless produce refused: %v", err)
+			}
 			return c.produceDiskless(n)
-		} else if st.SealCommitted() {
-			return "", notApplicable("diskless produce waits for phase 2")
 		}
 		b := c.leaderBroker()
 		if b == nil || b.gate == nil {

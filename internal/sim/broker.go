@@ -323,8 +323,10 @@ func (r reportingRemote) OnLeadershipChange(leaders, followers []remote.Partitio
 	wrap := func(ps []remote.Partition) []remote.Partition {
 		out := make([]remote.Partition, len(ps))
 		for i, p := range ps {
-			out[i] = remote.Partition{TopicIDPartition: p.TopicIDPartition,
-				Log: consolidate.ReportingLog{PartitionLog: p.Log, Partition: p.TopicIDPartition, Reporter: r.reporter}}
+			// Only the log is wrapped: the driver's seal (the cap of
+			// remote reads) passes through.
+			p.Log = consolidate.ReportingLog{PartitionLog: p.Log, Partition: p.TopicIDPartition, Reporter: r.reporter}
+			out[i] = p
 		}
 		return out
 	}

@@ -42,13 +42,6 @@ type Options struct {
 	// SegmentBytes is every log's segment size. Default 2 KiB (a few
 	// dozen records), so that segments roll, tier and expire often.
 	SegmentBytes int64
-	// ProduceInPhaseOne lets Produce write through the WAL as soon as
-	// the seal is committed. By default diskless produce waits for phase
-	// 2: a consolidation append before phase 2 has no diskless epoch to
-	// stamp (consolidate.StampEpoch gives 0), and a follower's epoch
-	// cache then loses its classic epochs (LineageDiverged; seed 2 shows
-	// it in 91 steps).
-	ProduceInPhaseOne bool
 	// EligibleLeaderReplicas turns on KIP-966 in the controller model:
 	// the ISR may become empty, replicas that leave an ISR below
 	// MinInsyncReplicas become eligible leaders (ELR), and a partition
