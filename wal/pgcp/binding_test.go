@@ -50,7 +50,7 @@ func schemaVersion(t *testing.T, url, schema string) string {
 // commits store their bindings, and a row inserted without the binding
 // columns after the migration (a broker still running the old code during
 // a rolling upgrade) reads back unknown too. A row with a partial binding
-// is refused by the schema.
+// is refused by the schema, and read as corruption if one got past it.
 func TestMigrationBatchBinding(t *testing.T) {
 	ctx := context.Background()
 	url := databaseURL(t)
@@ -124,4 +124,12 @@ func TestMigrationBatchBinding(t *testing.T) {
 			producer_epoch = 0, base_sequence = 0 WHERE topic_id = '%s' AND partition = %d AND base_offset = %d`,
 		schema, uuidOf(p.TopicID), p.Partition, info.HighWatermark)).Close()
 	require.ErrorContains(t, err, "batches_binding")
+	// Past the check (dropped), a partial binding is corruption, never
+	// an unknown binding.
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`ALTER TABLE %[1]s.batches DROP CONSTRAINT batches_binding;
+		UPDATE %[1]s.batches SET crc = 1 WHERE topic_id = '%[2]s' AND partition = %[3]d AND base_offset = %[4]d`,
+		schema, uuidOf(p.TopicID), p.Partition, info.HighWatermark)).Close())
+	_, err = cp.FindBatches(ctx, wal.FindBatchesRequest{MaxBytes: 1 << 20,
+		Partitions: []wal.FindPartition{{Partition: p, Offset: info.HighWatermark, MaxPartitionBytes: 1 << 20}}})
+	require.ErrorIs(t, err, wal.ErrCorruption)
 }
