@@ -1,9 +1,10 @@
 // Package controlplanetest is the conformance suite every wal.ControlPlane
 // runs: the embedded one (wal/pebblecp) and any other. It pins down the
 // contract of wal.ControlPlane (offset assignment, idempotent-producer
-// dedupe, find budgets, list offsets, delete records, the switch's
-// initialisation, prune, file lifecycle and orphan reservations) so that
-// the planes answer alike.
+// dedupe, batch bindings, find budgets, list offsets, delete records, the
+// switch's initialisation, prune, file lifecycle and orphan reservations)
+// so that the planes answer alike. PreBindingCommit and CheckPreBinding
+// check a plane's upgrade from rows stored before batch bindings.
 //
 // Use it from a control plane's test:
 //
