@@ -46,7 +46,7 @@ func testCommitContinues(e *env) {
 	got := e.find1(t1p0, 11)
 	require.NoError(e.t, got.Err)
 	require.Equal(e.t, []wal.BatchInfo{{ObjectKey: req.ObjectKey, ByteOffset: 3, Size: 10, BaseOffset: 10, LastOffset: 19,
-		MaxTimestamp: 4242, TimestampType: wal.CreateTime, LogAppendTime: e.nowMs()}}, got.Batches)
+		MaxTimestamp: 4242, TimestampType: wal.CreateTime, LogAppendTime: e.nowMs(), Binding: req.Batches[1].Binding()}}, got.Batches)
 }
 
 func testCommitSizeZero(e *env) {
@@ -111,6 +111,29 @@ func testCommitRetry(e *env) {
 	_, err := e.cp.CommitFile(e.ctx, other)
 	require.ErrorIs(e.t, err, wal.ErrObjectKeyReused)
 	e.requireLog(t1p0, 0, 10, 0, 10)
+}
+
+// The binding is part of the content: the same key and coordinates with
+// another CRC or leader epoch are other bytes, not a retry, and the rows
+// keep the first commit's binding.
+func testCommitRetryOtherBinding(e *env) {
+	req, _ := e.commit(batch(t1p0, 10), idem(t1p1, 4, 7, 0, 0))
+	want := e.find1(t1p0, 0)
+	for name, damage := range map[string]func(b *wal.CommitBatch){
+		"crc":          func(b *wal.CommitBatch) { b.CRC++ },
+		"leader epoch": func(b *wal.CommitBatch) { b.PartitionLeaderEpoch++ },
+	} {
+		for i := range req.Batches {
+			other := req
+			other.Batches = append([]wal.CommitBatch(nil), req.Batches...)
+			damage(&other.Batches[i])
+			_, err := e.cp.CommitFile(e.ctx, other)
+			require.ErrorIs(e.t, err, wal.ErrObjectKeyReused, "%s of batch %d", name, i)
+		}
+	}
+	require.Equal(e.t, want, e.find1(t1p0, 0))
+	e.requireLog(t1p0, 0, 10, 0, 10)
+	e.requireLog(t1p1, 0, 4, 0, 4)
 }
 
 func testCommitZeroTopicID(e *env) {

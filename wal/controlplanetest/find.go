@@ -1,6 +1,8 @@
 package controlplanetest
 
 import (
+	"math"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/wal"
@@ -155,4 +157,54 @@ func testFindFairness(e *env) {
 	for _, tp := range order {
 		require.Equal(e.t, 5, served[tp], "%s", tp)
 	}
+}
+
+// FindBatches answers each row with the binding of the batch committed
+// for it (CommitBatch.Binding): idempotent and not, extreme field values,
+// an all-zero CRC and leader epoch (still a known binding), across
+// objects and after DeleteRecords moved W inside a batch. A rejected
+// batch has no row, so its binding is never answered.
+func testFindBinding(e *env) {
+	a := idem(t1p0, 3, math.MaxInt64, math.MaxInt16, 0)
+	a.CRC, a.PartitionLeaderEpoch = math.MaxUint32, -1
+	b := batch(t1p0, 2)
+	b.CRC, b.PartitionLeaderEpoch = 0x80000000, math.MaxInt32
+	c := idem(t1p1, 4, 0, 0, 0)
+	dup := idem(t1p0, 3, math.MaxInt64, math.MaxInt16, 0)
+	dup.CRC, dup.PartitionLeaderEpoch = 0x1234, 77
+	req := e.request(a, b, c, dup, batch(t1p9, 1))
+	req.Batches[1].CRC, req.Batches[1].PartitionLeaderEpoch = 0, 0 // set after request(), which fills a zero CRC
+	res := e.commitReq(req)
+	e.requireAccepted(res.Batches[0], 0)
+	e.requireAccepted(res.Batches[1], 3)
+	e.requireAccepted(res.Batches[2], 0)
+	e.requireRejected(res.Batches[3], wal.ErrDuplicateSequence)
+	e.requireRejected(res.Batches[4], wal.ErrUnknownTopicOrPartition)
+	req2, _ := e.commit(idem(t1p0, 1, math.MaxInt64, math.MaxInt16, 3), idem(t1p1, 2, 0, 0, 4))
+
+	bindings := func(bs []wal.BatchInfo) []wal.BatchBinding {
+		out := []wal.BatchBinding{}
+		for _, bi := range bs {
+			out = append(out, bi.Binding)
+		}
+		return out
+	}
+	want0 := []wal.BatchBinding{req.Batches[0].Binding(), req.Batches[1].Binding(), req2.Batches[0].Binding()}
+	want1 := []wal.BatchBinding{req.Batches[2].Binding(), req2.Batches[1].Binding()}
+	require.Equal(e.t, wal.BatchBinding{Known: true, CRC: math.MaxUint32, PartitionLeaderEpoch: -1,
+		ProducerID: math.MaxInt64, ProducerEpoch: math.MaxInt16}, want0[0])
+	require.Equal(e.t, wal.BatchBinding{Known: true, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, want0[1])
+	got0, got1 := e.find1(t1p0, 0), e.find1(t1p1, 0)
+	require.Equal(e.t, "[0,2] [3,4] [5,5]", ranges(got0.Batches))
+	require.Equal(e.t, want0, bindings(got0.Batches))
+	require.Equal(e.t, want1, bindings(got1.Batches))
+	// One request over both partitions, from inside a batch, after W
+	// moved inside the first one.
+	e.deleteRecords(t1p0, 1, 1)
+	all, err := e.cp.FindBatches(e.ctx, wal.FindBatchesRequest{MaxBytes: 1 << 20, Partitions: []wal.FindPartition{
+		{Partition: t1p1, Offset: 5, MaxPartitionBytes: 1 << 20}, {Partition: t1p0, Offset: 4, MaxPartitionBytes: 1 << 20}}})
+	require.NoError(e.t, err)
+	require.Equal(e.t, want1[1:], bindings(all[0].Batches))
+	require.Equal(e.t, want0[1:], bindings(all[1].Batches))
+	require.Equal(e.t, want0, bindings(e.find1(t1p0, 1).Batches))
 }

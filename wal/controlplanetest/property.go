@@ -152,7 +152,7 @@ func (e *env) propertyCommit(rng *rand.Rand, parts []wal.TopicIDPartition, model
 		e.requireAccepted(r, m.hw)
 		m.batches = append(m.batches, wal.BatchInfo{ObjectKey: req.ObjectKey, ByteOffset: b.ByteOffset, Size: b.Size,
 			BaseOffset: m.hw, LastOffset: m.hw + b.OffsetCount() - 1, MaxTimestamp: b.MaxTimestamp,
-			TimestampType: b.TimestampType, LogAppendTime: r.LogAppendTime})
+			TimestampType: b.TimestampType, LogAppendTime: r.LogAppendTime, Binding: b.Binding()})
 		if b.Idempotent() {
 			s := append(m.seqs[b.ProducerID], seqAt{b.BaseSequence, b.OffsetCount(), m.hw})
 			if len(s) > wal.MaxProducerBatches {

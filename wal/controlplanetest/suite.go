@@ -1,9 +1,10 @@
 // Package controlplanetest is the conformance suite every wal.ControlPlane
 // runs: the embedded one (wal/pebblecp) and any other. It pins down the
 // contract of wal.ControlPlane (offset assignment, idempotent-producer
-// dedupe, find budgets, list offsets, delete records, the switch's
-// initialisation, prune, file lifecycle and orphan reservations) so that
-// the planes answer alike.
+// dedupe, batch bindings, find budgets, list offsets, delete records, the
+// switch's initialisation, prune, file lifecycle and orphan reservations)
+// so that the planes answer alike. PreBindingCommit and CheckPreBinding
+// check a plane's upgrade from rows stored before batch bindings.
 //
 // Use it from a control plane's test:
 //
@@ -20,6 +21,7 @@ package controlplanetest
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"sort"
 	"strings"
 	"sync"
@@ -61,12 +63,14 @@ func Run(t *testing.T, open Opener, opts Options) {
 		{"CommitSizeZeroFailsWholeCommit", testCommitSizeZero},
 		{"CommitInvalidRequests", testCommitInvalid},
 		{"CommitRetrySameKey", testCommitRetry},
+		{"CommitRetryOtherBinding", testCommitRetryOtherBinding},
 		{"CommitOffsetOverflow", testCommitOffsetOverflow},
 		{"CommitZeroTopicID", testCommitZeroTopicID},
 		{"CommitAllPartitionsInListOrder", testCommitListOrder},
 		{"CommitConcurrent", testCommitConcurrent},
 		// FindBatches.
 		{"FindContainingBatchWhole", testFindContaining},
+		{"FindReturnsBinding", testFindBinding},
 		{"FindAtAndAboveHighWatermark", testFindHighWatermark},
 		{"FindAfterDeleteRecords", testFindAfterDeleteRecords},
 		{"FindRequestBudget", testFindRequestBudget},
@@ -198,11 +202,18 @@ func idem(tp wal.TopicIDPartition, n int64, pid int64, epoch int16, seq int32) w
 	return b
 }
 
-// request lays the batches out back to back in a fresh object.
+// request lays the batches out back to back in a fresh object. A batch
+// without a CRC gets one and a leader epoch of its own, so that no two
+// batches of the suite share a binding: a plane that drops a binding, or
+// returns another batch's, fails the comparisons of BatchInfo.
 func (e *env) request(batches ...wal.CommitBatch) wal.CommitFileRequest {
 	e.keys++
 	req := wal.CommitFileRequest{ObjectKey: fmt.Sprintf("wal/obj-%03d", e.keys), BrokerID: brokerID, BrokerEpoch: 1}
-	for _, b := range batches {
+	for i, b := range batches {
+		if b.CRC == 0 {
+			b.CRC = crc32.ChecksumIEEE(fmt.Appendf(nil, "%s/%d", req.ObjectKey, i))
+			b.PartitionLeaderEpoch = int32(e.keys + i)
+		}
 		b.ByteOffset = req.ObjectSize
 		req.ObjectSize += b.Size
 		req.Batches = append(req.Batches, b)
@@ -305,7 +316,8 @@ func Dump(ctx context.Context, cp wal.ControlPlane, parts []wal.TopicIDPartition
 			return "", err
 		}
 		for _, bi := range res[0].Batches {
-			fmt.Fprintf(&b, "  [%d,%d] %s@%d+%d t=%d\n", bi.BaseOffset, bi.LastOffset, bi.ObjectKey, bi.ByteOffset, bi.Size, bi.LogAppendTime)
+			fmt.Fprintf(&b, "  [%d,%d] %s@%d+%d t=%d %+v\n", bi.BaseOffset, bi.LastOffset, bi.ObjectKey, bi.ByteOffset, bi.Size,
+				bi.LogAppendTime, bi.Binding)
 		}
 		states, err := cp.ProducerStates(ctx, tp)
 		if err != nil {

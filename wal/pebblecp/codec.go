@@ -22,10 +22,14 @@ const (
 	valueVersion = 1
 
 	kindLog         = 1
-	kindBatch       = 2
+	kindBatch       = 2 // a batch row without its binding (written before bindings)
 	kindProducer    = 3
 	kindFile        = 4
 	kindReservation = 5
+	kindBoundBatch  = 6 // a batch row with its binding: kindBatch's fields, then the binding
+
+	// numKinds is the number of kinds (they run from 1).
+	numKinds = 6
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -71,20 +75,29 @@ type decoder struct {
 // newDecoder checks the frame (length, CRC, version, kind) and returns a
 // decoder positioned at the fields.
 func newDecoder(v []byte, kind byte) (*decoder, error) {
+	d, _, err := newDecoderOf(v, kind)
+	return d, err
+}
+
+// newDecoderOf is newDecoder for a value that may be of any of kinds; it
+// also returns the kind found.
+func newDecoderOf(v []byte, kinds ...byte) (*decoder, byte, error) {
 	if len(v) < 6 {
-		return nil, fmt.Errorf("%d bytes, want at least 6", len(v))
+		return nil, 0, fmt.Errorf("%d bytes, want at least 6", len(v))
 	}
 	body, sum := v[:len(v)-4], binary.BigEndian.Uint32(v[len(v)-4:])
 	if got := crc32.Checksum(body, castagnoli); got != sum {
-		return nil, fmt.Errorf("crc32c %08x, stored %08x", got, sum)
+		return nil, 0, fmt.Errorf("crc32c %08x, stored %08x", got, sum)
 	}
 	if body[0] != valueVersion {
-		return nil, fmt.Errorf("value version %d, want %d", body[0], valueVersion)
+		return nil, 0, fmt.Errorf("value version %d, want %d", body[0], valueVersion)
 	}
-	if body[1] != kind {
-		return nil, fmt.Errorf("value kind %d, want %d", body[1], kind)
+	for _, k := range kinds {
+		if body[1] == k {
+			return &decoder{b: body[2:]}, k, nil
+		}
 	}
-	return &decoder{b: body[2:]}, nil
+	return nil, 0, fmt.Errorf("value kind %d, want one of %v", body[1], kinds)
 }
 
 func (d *decoder) take(n int) []byte {
@@ -195,10 +208,27 @@ type batchRow struct {
 	MaxTimestamp  int64
 	LogAppendTime int64
 	TimestampType wal.TimestampType
+	// Binding is what ties the row to the batch's bytes. Known is false
+	// only for a row written before bindings (kind kindBatch).
+	Binding wal.BatchBinding
 }
 
+// encodeBatch writes a row with a known binding as kindBoundBatch:
+//
+//	base offset u64 | byte offset u64 | size u64 | max timestamp u64 |
+//	log-append time u64 | timestamp type u8 | object key str |
+//	crc u32 | partition leader epoch u32 | producer id u64 |
+//	producer epoch u16 | base sequence u32
+//
+// and a row without one as kindBatch, the same fields without the
+// binding (the layout written before bindings, kept so that the decoder's
+// answer re-encodes to the stored bytes).
 func encodeBatch(r *batchRow) []byte {
-	e := newEncoder(kindBatch)
+	kind := byte(kindBatch)
+	if r.Binding.Known {
+		kind = kindBoundBatch
+	}
+	e := newEncoder(kind)
 	e.i64(r.BaseOffset)
 	e.i64(r.ByteOffset)
 	e.i64(r.Size)
@@ -206,11 +236,18 @@ func encodeBatch(r *batchRow) []byte {
 	e.i64(r.LogAppendTime)
 	e.u8(uint8(r.TimestampType))
 	e.str(r.ObjectKey)
+	if r.Binding.Known {
+		e.u32(r.Binding.CRC)
+		e.u32(uint32(r.Binding.PartitionLeaderEpoch))
+		e.i64(r.Binding.ProducerID)
+		e.u16(uint16(r.Binding.ProducerEpoch))
+		e.u32(uint32(r.Binding.BaseSequence))
+	}
 	return e.finish()
 }
 
 func decodeBatch(key, v []byte) (batchRow, error) {
-	d, err := newDecoder(v, kindBatch)
+	d, kind, err := newDecoderOf(v, kindBatch, kindBoundBatch)
 	if err != nil {
 		return batchRow{}, corrupt(key, err)
 	}
@@ -222,6 +259,10 @@ func decodeBatch(key, v []byte) (batchRow, error) {
 		LogAppendTime: d.i64(),
 		TimestampType: wal.TimestampType(d.u8()),
 		ObjectKey:     d.str(),
+	}
+	if kind == kindBoundBatch {
+		r.Binding = wal.BatchBinding{Known: true, CRC: d.u32(), PartitionLeaderEpoch: int32(d.u32()),
+			ProducerID: d.i64(), ProducerEpoch: int16(d.u16()), BaseSequence: int32(d.u32())}
 	}
 	d.check(r.BaseOffset >= 0 && r.ByteOffset >= 0 && r.Size > 0,
 		"base offset %d, byte offset %d, size %d", r.BaseOffset, r.ByteOffset, r.Size)

@@ -2,6 +2,7 @@ package pebblecp
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"hash/crc32"
 	"testing"
@@ -11,12 +12,49 @@ import (
 	"github.com/tierlog/tierlog/wal"
 )
 
+// sampleUnboundBatch is a batch row as written before bindings, and
+// oldBatchValue its value as that code encoded it (pinned: rows already
+// stored must keep decoding).
+var (
+	sampleUnboundBatch = batchRow{BaseOffset: 10, ObjectKey: "wal/abc", ByteOffset: 3, Size: 70,
+		MaxTimestamp: 1000, LogAppendTime: 2000, TimestampType: wal.LogAppendTime}
+	oldBatchValue = "0102000000000000000a0000000000000003000000000000004600000000000003e800000000000007d001000777616c2f6162637eef8f2c"
+
+	sampleBoundBatch = batchRow{BaseOffset: 10, ObjectKey: "wal/abc", ByteOffset: 3, Size: 70,
+		MaxTimestamp: 1000, LogAppendTime: 2000, TimestampType: wal.LogAppendTime,
+		Binding: wal.BatchBinding{Known: true, CRC: 0xfedcba98, PartitionLeaderEpoch: -1,
+			ProducerID: 0x0102030405060708, ProducerEpoch: -2, BaseSequence: 0x7ffffffe}}
+)
+
+// A batch row written before bindings decodes with an unknown binding; a
+// row with one decodes to exactly its fields; the two kinds are what
+// encodeBatch writes for an unknown and a known binding.
+func TestCodecBatchBinding(t *testing.T) {
+	old, err := hex.DecodeString(oldBatchValue)
+	require.NoError(t, err)
+	got, err := decodeBatch([]byte("k"), old)
+	require.NoError(t, err)
+	require.Equal(t, sampleUnboundBatch, got)
+	require.False(t, got.Binding.Known)
+	require.Equal(t, old, encodeBatch(&sampleUnboundBatch))
+
+	v := encodeBatch(&sampleBoundBatch)
+	require.Equal(t, byte(kindBoundBatch), v[1])
+	got, err = decodeBatch([]byte("k"), v)
+	require.NoError(t, err)
+	require.Equal(t, sampleBoundBatch, got)
+	// The binding is the value's tail before the CRC: kind 2's fields,
+	// then 22 bytes.
+	require.Equal(t, len(old)+22, len(v))
+	require.Equal(t, old[2:len(old)-4], v[2:len(old)-4], "kind 2's fields come first")
+}
+
 func sampleValues() map[byte][]byte {
 	return map[byte][]byte{
 		kindLog: encodeLog(&logRow{Topic: "t", LogStartOffset: 5, HighWatermark: 20, DisklessStartOffset: 10,
 			CrossTierLogStartOffset: -1, ByteSize: 99}),
-		kindBatch: encodeBatch(&batchRow{BaseOffset: 10, ObjectKey: "wal/abc", ByteOffset: 3, Size: 70,
-			MaxTimestamp: 1000, LogAppendTime: 2000, TimestampType: wal.LogAppendTime}),
+		kindBatch:      encodeBatch(&sampleUnboundBatch),
+		kindBoundBatch: encodeBatch(&sampleBoundBatch),
 		kindProducer: encodeProducer(&wal.ProducerState{ProducerID: 7, ProducerEpoch: 2,
 			Batches: []wal.ProducerBatch{{BaseSequence: 0, LastSequence: 9, AssignedOffset: 100, Timestamp: 5},
 				{BaseSequence: 10, LastSequence: 19, AssignedOffset: 110, Timestamp: 6}}}),
@@ -37,7 +75,7 @@ func decodeAny(kind byte, v []byte) ([]byte, error) {
 			return nil, err
 		}
 		return encodeLog(&r), nil
-	case kindBatch:
+	case kindBatch, kindBoundBatch:
 		r, err := decodeBatch(key, v)
 		if err != nil {
 			return nil, err
@@ -98,7 +136,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(kind, true, v)
 	}
 	f.Fuzz(func(t *testing.T, kind byte, fixCRC bool, v []byte) {
-		kind = kind%5 + 1
+		kind = kind%numKinds + 1
 		if fixCRC && len(v) >= 4 {
 			// Reach the field decoders: give the hostile body a valid
 			// checksum.

@@ -26,7 +26,7 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 			if f.row.Reason == reasonOrphan {
 				return errReaped(req.ObjectKey)
 			}
-			if f.row.Digest != digest {
+			if !req.MatchesDigest(f.row.Digest) {
 				return fmt.Errorf("%w: %q is already registered with other content", wal.ErrObjectKeyReused, req.ObjectKey)
 			}
 			res = resultsOf(&req, &f.row)
@@ -108,7 +108,7 @@ func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (s
 	l.row.ByteSize += b.Size
 	l.dirty = true
 	row := batchRow{BaseOffset: assigned, ObjectKey: objectKey, ByteOffset: b.ByteOffset, Size: b.Size,
-		MaxTimestamp: b.MaxTimestamp, LogAppendTime: appendTime, TimestampType: b.TimestampType}
+		MaxTimestamp: b.MaxTimestamp, LogAppendTime: appendTime, TimestampType: b.TimestampType, Binding: b.Binding()}
 	if err := tx.addBatch(b.Partition, l.row.HighWatermark-1, &row, f); err != nil {
 		return storedResult{}, err
 	}

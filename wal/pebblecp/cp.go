@@ -123,23 +123,41 @@ func Open(fs vfs.FS, dir string, opts Options) (*ControlPlane, error) {
 	return cp, nil
 }
 
+// ensureVersion checks the format version key, writing it in a new
+// database and upgrading formatVersionBefore to formatVersion (nothing
+// else changes: version-1 rows stay as they are and decode with an
+// unknown binding). A read-only open reads both versions and writes
+// nothing.
 func ensureVersion(db *pebble.DB, readOnly bool) error {
 	v, closer, err := db.Get([]byte(keyVersion))
 	if errors.Is(err, pebble.ErrNotFound) && readOnly {
 		return &CorruptionError{Key: []byte(keyVersion), Reason: "no format version"}
 	}
 	if errors.Is(err, pebble.ErrNotFound) {
-		if err := db.Set([]byte(keyVersion), binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
-			return fmt.Errorf("pebblecp: write format version: %w", err)
-		}
-		return nil
+		return writeVersion(db)
 	}
 	if err != nil {
 		return fmt.Errorf("pebblecp: read format version: %w", err)
 	}
-	defer closer.Close()
-	if len(v) != 4 || binary.BigEndian.Uint32(v) != formatVersion {
-		return &CorruptionError{Key: []byte(keyVersion), Reason: fmt.Sprintf("format version %x, want %d", v, formatVersion)}
+	v = append([]byte(nil), v...) // valid only until closer.Close
+	_ = closer.Close()
+	version := uint32(0)
+	if len(v) == 4 {
+		version = binary.BigEndian.Uint32(v)
+	}
+	switch {
+	case len(v) != 4 || (version != formatVersion && version != formatVersionBefore):
+		return &CorruptionError{Key: []byte(keyVersion),
+			Reason: fmt.Sprintf("format version %x, want %d or %d", v, formatVersionBefore, formatVersion)}
+	case version == formatVersionBefore && !readOnly:
+		return writeVersion(db)
+	}
+	return nil
+}
+
+func writeVersion(db *pebble.DB) error {
+	if err := db.Set([]byte(keyVersion), binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
+		return fmt.Errorf("pebblecp: write format version: %w", err)
 	}
 	return nil
 }

@@ -31,7 +31,13 @@ const (
 	tagReservation = 'R'
 	tagTombstone   = 'T'
 
-	formatVersion = 1
+	// formatVersion 2: batch rows may carry their binding (value kind
+	// kindBoundBatch). Open upgrades a version-1 database (whose batch
+	// rows are all kindBatch, read with an unknown binding) by rewriting
+	// this key, so that code which knows only version 1 refuses the
+	// database at its Open instead of reporting bound rows as corrupt.
+	formatVersion       = 2
+	formatVersionBefore = 1 // before bindings; read, and upgraded at Open
 )
 
 func partitionPrefix(tag byte, tp wal.TopicIDPartition) []byte {

@@ -2,13 +2,17 @@ package pebblecp
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/tierlog/tierlog/wal"
+	"github.com/tierlog/tierlog/wal/controlplanetest"
 )
 
 // TestReopen commits, closes and reopens: the state is on disk.
@@ -120,4 +124,87 @@ func TestReapedKeys(t *testing.T) {
 	defer cp.Close()
 	require.Equal(t, int64(2), count())
 	require.ErrorIs(t, cp.ReserveObject(ctx, "orphan-a"), wal.ErrObjectKeyReused)
+}
+
+// TestUpgradeFromBeforeBindings: a database written before batch rows
+// carried their binding (format version 1, batch values of kindBatch, the
+// object's digest in the first encoding) opens read-only as it is, and
+// read-write upgrades to format version 2, answers the old rows with
+// an unknown binding, answers a retry of the old commit as before, and
+// binds the rows committed after it. A version this code does not know
+// is refused.
+func TestUpgradeFromBeforeBindings(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	pb := controlplanetest.PreBindingCommit()
+	quiet := pebbleLogger{zap.NewNop().Sugar()}
+	now := func() time.Time { return time.UnixMilli(pb.CommittedAtMs) }
+	cp, err := Open(fs, "cp", Options{Now: now})
+	require.NoError(t, err)
+	require.NoError(t, cp.CreatePartitions(ctx, pb.Topics))
+	res, err := cp.CommitFile(ctx, pb.Request)
+	require.NoError(t, err)
+	require.Equal(t, wal.CommitAnswer(&pb.Request, pb.Results), res)
+	require.NoError(t, cp.Close())
+
+	// Rewrite what the commit stored as the previous code stored it.
+	db, err := pebble.Open("cp", &pebble.Options{FS: fs, Logger: quiet})
+	require.NoError(t, err)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagBatch}, UpperBound: []byte{tagBatch + 1}})
+	require.NoError(t, err)
+	rows := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		row, err := decodeBatch(it.Key(), it.Value())
+		require.NoError(t, err)
+		require.True(t, row.Binding.Known)
+		row.Binding = wal.BatchBinding{}
+		v := encodeBatch(&row)
+		require.Equal(t, byte(kindBatch), v[1])
+		require.NoError(t, db.Set(append([]byte(nil), it.Key()...), v, pebble.Sync))
+		rows++
+	}
+	require.NoError(t, it.Close())
+	require.Equal(t, 2, rows)
+	v, closer, err := db.Get(fileKey(pb.Request.ObjectKey))
+	require.NoError(t, err)
+	f, err := decodeFile(fileKey(pb.Request.ObjectKey), v)
+	require.NoError(t, closer.Close())
+	require.NoError(t, err)
+	require.NotEqual(t, pb.Digest, f.Digest, "the current code stores the digest with the bindings")
+	f.Digest = pb.Digest
+	require.NoError(t, db.Set(fileKey(pb.Request.ObjectKey), encodeFile(&f), pebble.Sync))
+	setVersion := func(v uint32) {
+		require.NoError(t, db.Set([]byte(keyVersion), binary.BigEndian.AppendUint32(nil, v), pebble.Sync))
+	}
+	setVersion(formatVersionBefore)
+	require.NoError(t, db.Close())
+	version := func(cp *ControlPlane) uint32 {
+		v, closer, err := cp.mu.db.Get([]byte(keyVersion))
+		require.NoError(t, err)
+		defer closer.Close()
+		return binary.BigEndian.Uint32(v)
+	}
+
+	ro, err := Open(fs, "cp", Options{ReadOnly: true})
+	require.NoError(t, err)
+	found, err := ro.FindBatches(ctx, wal.FindBatchesRequest{MaxBytes: 1 << 20,
+		Partitions: []wal.FindPartition{{Partition: pb.Request.Batches[0].Partition, MaxPartitionBytes: 1 << 20}}})
+	require.NoError(t, err)
+	require.Len(t, found[0].Batches, 1)
+	require.False(t, found[0].Batches[0].Binding.Known)
+	require.Equal(t, uint32(formatVersionBefore), version(ro), "a read-only open writes nothing")
+	require.NoError(t, ro.Close())
+
+	cp, err = Open(fs, "cp", Options{Now: now})
+	require.NoError(t, err)
+	require.Equal(t, uint32(formatVersion), version(cp))
+	controlplanetest.CheckPreBinding(t, cp)
+	require.NoError(t, cp.Close())
+
+	db, err = pebble.Open("cp", &pebble.Options{FS: fs, Logger: quiet})
+	require.NoError(t, err)
+	setVersion(formatVersion + 1)
+	require.NoError(t, db.Close())
+	_, err = Open(fs, "cp", Options{Now: now})
+	require.ErrorIs(t, err, wal.ErrCorruption)
 }

@@ -71,7 +71,7 @@ func findPartition(r pebble.Reader, p wal.FindPartition, budget *wal.FindBudget,
 func batchInfo(last int64, b *batchRow) wal.BatchInfo {
 	return wal.BatchInfo{ObjectKey: b.ObjectKey, ByteOffset: b.ByteOffset, Size: b.Size,
 		BaseOffset: b.BaseOffset, LastOffset: last, MaxTimestamp: b.MaxTimestamp,
-		TimestampType: b.TimestampType, LogAppendTime: b.LogAppendTime}
+		TimestampType: b.TimestampType, LogAppendTime: b.LogAppendTime, Binding: b.Binding}
 }
 
 // ListOffsets implements wal.ControlPlane.

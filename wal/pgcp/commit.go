@@ -1,7 +1,6 @@
 package pgcp
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -128,7 +127,7 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The key is registered (or reaped): answer from the stored row
 		// and commit the reservation's removal.
-		results, err := existingCommit(ctx, conn, req, digest)
+		results, err := existingCommit(ctx, conn, req)
 		if err != nil {
 			return nil, err
 		}
@@ -190,11 +189,14 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 	var wb pgx.Batch
 	if len(rows.last) > 0 {
 		wb.Queue(`INSERT INTO batches (topic_id, partition, last_offset, base_offset, file_id, byte_offset, byte_size,
-				timestamp_type, batch_max_timestamp, log_append_timestamp)
-			SELECT t, p, l, b, $5, bo, bs, tt, mt, at
-			FROM unnest($1::uuid[], $2::int4[], $3::int8[], $4::int8[], $6::int8[], $7::int8[], $8::int2[], $9::int8[], $10::int8[])
-				AS v(t, p, l, b, bo, bs, tt, mt, at)`,
-			rows.topic, rows.part, rows.last, rows.base, fileID, rows.byteOffset, rows.size, rows.tsType, rows.maxTs, rows.appendTs)
+				timestamp_type, batch_max_timestamp, log_append_timestamp,
+				crc, partition_leader_epoch, producer_id, producer_epoch, base_sequence)
+			SELECT t, p, l, b, $5, bo, bs, tt, mt, at, crc, ple, pid, pe, seq
+			FROM unnest($1::uuid[], $2::int4[], $3::int8[], $4::int8[], $6::int8[], $7::int8[], $8::int2[], $9::int8[], $10::int8[],
+					$11::int8[], $12::int4[], $13::int8[], $14::int2[], $15::int4[])
+				AS v(t, p, l, b, bo, bs, tt, mt, at, crc, ple, pid, pe, seq)`,
+			rows.topic, rows.part, rows.last, rows.base, fileID, rows.byteOffset, rows.size, rows.tsType, rows.maxTs, rows.appendTs,
+			rows.crc, rows.leaderEpoch, rows.producerID, rows.producerEpoch, rows.baseSequence)
 	}
 	queueLogWrites(&wb, logs)
 	for k := range dirtyProducers {
@@ -249,10 +251,12 @@ func readPipeline(br pgx.BatchResults) (fileID int64, logs map[wal.TopicIDPartit
 var testHookBeforeCommit func()
 
 // existingCommit answers a commit whose key is registered (or reaped): a
-// retry of the same content gets the first answer.
+// retry of the same content (wal.CommitFileRequest.MatchesDigest, which
+// also matches a digest stored before schema version 2) gets the first
+// answer.
 func existingCommit(ctx context.Context, tx interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, req *wal.CommitFileRequest, digest []byte) ([]storedResult, error) {
+}, req *wal.CommitFileRequest) ([]storedResult, error) {
 	var reason int16
 	var stored []byte
 	var st []int16
@@ -269,7 +273,7 @@ func existingCommit(ctx context.Context, tx interface {
 	if err != nil {
 		return nil, err
 	}
-	if reason != reasonProduce || !bytes.Equal(stored, digest) {
+	if reason != reasonProduce || len(stored) != 32 || !req.MatchesDigest([32]byte(stored)) {
 		return nil, fmt.Errorf("%w: %q is already registered with other content",
 			wal.ErrObjectKeyReused, req.ObjectKey)
 	}
@@ -416,6 +420,10 @@ type batchRows struct {
 	part                                          []int32
 	last, base, byteOffset, size, maxTs, appendTs []int64
 	tsType                                        []int16
+	// The binding (wal.BatchBinding); crc is the unsigned CRC in an int8.
+	crc, producerID           []int64
+	leaderEpoch, baseSequence []int32
+	producerEpoch             []int16
 }
 
 func (r *batchRows) add(b *wal.CommitBatch, base, last, nowMs int64) {
@@ -423,4 +431,8 @@ func (r *batchRows) add(b *wal.CommitBatch, base, last, nowMs int64) {
 	r.last, r.base = append(r.last, last), append(r.base, base)
 	r.byteOffset, r.size = append(r.byteOffset, b.ByteOffset), append(r.size, b.Size)
 	r.tsType, r.maxTs, r.appendTs = append(r.tsType, int16(b.TimestampType)), append(r.maxTs, b.MaxTimestamp), append(r.appendTs, nowMs)
+	bb := b.Binding()
+	r.crc, r.leaderEpoch = append(r.crc, int64(bb.CRC)), append(r.leaderEpoch, bb.PartitionLeaderEpoch)
+	r.producerID, r.producerEpoch, r.baseSequence = append(r.producerID, bb.ProducerID), append(r.producerEpoch, bb.ProducerEpoch),
+		append(r.baseSequence, bb.BaseSequence)
 }

@@ -62,15 +62,19 @@ func SchemaVersion() int {
 // of concurrent Opens (brokers starting together).
 const migrationLock = 0x7469_6572_6c6f_6701 // "tierlog" 01
 
-// migrate applies the migrations the schema lacks. Each runs in its own
-// transaction holding the advisory lock, re-reading the applied version
-// under it, so concurrent Opens apply each migration once.
-func (cp *ControlPlane) migrate(ctx context.Context, schema string) error {
+// migrate applies the migrations the schema lacks, up to version upTo
+// (the tests stop early to build a schema of an earlier version). Each
+// runs in its own transaction holding the advisory lock, re-reading the
+// applied version under it, so concurrent Opens apply each migration once.
+func (cp *ControlPlane) migrate(ctx context.Context, schema string, upTo int) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
 	for _, m := range ms {
+		if m.version > upTo {
+			break
+		}
 		applied := false
 		err := cp.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, true, func(tx pgx.Tx, _ int64) error {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {

@@ -127,6 +127,11 @@ var _ wal.ControlPlane = (*ControlPlane)(nil)
 // the control plane. An unreachable server is ErrUnreachable, a schema
 // newer than this code ErrSchemaTooNew. Errors never carry the password.
 func Open(ctx context.Context, opts Options) (*ControlPlane, error) {
+	return open(ctx, opts, SchemaVersion())
+}
+
+// open is Open migrating the schema up to version schemaVersion.
+func open(ctx context.Context, opts Options, schemaVersion int) (*ControlPlane, error) {
 	cfg, err := pgxpool.ParseConfig(opts.ConnString)
 	if err != nil {
 		// pgconn redacts the password in its parse errors; the rest of
@@ -177,7 +182,7 @@ func Open(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, fmt.Errorf("pgcp: %s", cp.redact(err.Error()))
 	}
 	cp.pool = pool
-	if err := cp.migrate(ctx, opts.Schema); err != nil {
+	if err := cp.migrate(ctx, opts.Schema, schemaVersion); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -47,14 +48,31 @@ func logRows(ctx context.Context, tx pgx.Tx, tps []wal.TopicIDPartition) (map[wa
 const findPage = 256
 
 const batchColumns = `b.base_offset, b.last_offset, f.object_key, b.byte_offset, b.byte_size, b.batch_max_timestamp,
-	b.timestamp_type, b.log_append_timestamp`
+	b.timestamp_type, b.log_append_timestamp, b.crc, b.partition_leader_epoch, b.producer_id, b.producer_epoch, b.base_sequence`
 
+// scanBatch scans batchColumns. A row whose binding columns are NULL
+// (committed before schema version 2) has an unknown binding.
 func scanBatch(rows pgx.Rows) (wal.BatchInfo, error) {
 	var bi wal.BatchInfo
 	var tt int16
-	err := rows.Scan(&bi.BaseOffset, &bi.LastOffset, &bi.ObjectKey, &bi.ByteOffset, &bi.Size, &bi.MaxTimestamp, &tt, &bi.LogAppendTime)
+	var crc, pid *int64
+	var epoch, seq *int32
+	var pe *int16
+	if err := rows.Scan(&bi.BaseOffset, &bi.LastOffset, &bi.ObjectKey, &bi.ByteOffset, &bi.Size, &bi.MaxTimestamp, &tt,
+		&bi.LogAppendTime, &crc, &epoch, &pid, &pe, &seq); err != nil {
+		return bi, err
+	}
 	bi.TimestampType = wal.TimestampType(tt)
-	return bi, err
+	switch {
+	case crc == nil && epoch == nil && pid == nil && pe == nil && seq == nil:
+	case crc != nil && epoch != nil && pid != nil && pe != nil && seq != nil && *crc >= 0 && *crc <= math.MaxUint32:
+		bi.Binding = wal.BatchBinding{Known: true, CRC: uint32(*crc), PartitionLeaderEpoch: *epoch,
+			ProducerID: *pid, ProducerEpoch: *pe, BaseSequence: *seq}
+	default:
+		return bi, fmt.Errorf("%w: pgcp: batch [%d, %d] in %q: binding columns partly NULL or CRC out of range",
+			wal.ErrCorruption, bi.BaseOffset, bi.LastOffset, bi.ObjectKey)
+	}
+	return bi, nil
 }
 
 // FindBatches implements wal.ControlPlane: one snapshot for the whole
