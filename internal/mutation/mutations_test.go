@@ -77,6 +77,8 @@ var catches = []catch{
 	{mutation.WALReadBinding, "wal", "TestReaderBindingLeaderEpochFlipped"},
 	{mutation.WALReadBinding, "wal", "TestReaderRandomDamage/model"},
 	{mutation.WALReadBinding, "consolidate", "TestFetcherRandomDamage/reader"},
+	{mutation.WALReadBinding, "internal/badinput", "TestCorpus/wal_read/object_replaced_under_its_key_by_another_valid_object_of_the_same_layout"},
+	{mutation.WALReadBinding, "internal/badinput", "TestCorpus/wal_read/first_batch's_leader-epoch_field_flipped_(outside_its_crc)"},
 
 	{mutation.WALReadGap, "wal", "TestReaderGapAfterFirstBatch"},
 	{mutation.WALReadGap, "wal", "TestReaderFirstBatchAfterRequestedOffset"},
@@ -84,6 +86,7 @@ var catches = []catch{
 	{mutation.WALReadGap, "consolidate", "TestAppendablePrefix"},
 	{mutation.WALReadGap, "wal", "TestReaderRandomDamage/model"},
 	{mutation.WALReadGap, "consolidate", "TestFetcherRandomDamage/reference"},
+	{mutation.WALReadGap, "internal/badinput", "TestCorpus/wal_read/answer_leaves_out_the_second_batch_(a_gap)"},
 	{mutation.Phase2Gate, "tierstate", "TestRouteFollowerFetcher"},
 	{mutation.Phase2Gate, "tierstate", "TestHandOffAtSeal"},
 	{mutation.Phase2Gate, "consolidate", "TestPhaseOneBatchIsNotConsolidated"},
