@@ -55,21 +55,23 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 // with an *OffsetRangeError (ErrOffsetOutOfRange): uncommitted records are
 // never made unreadable. With remote storage the local log start rises
 // with it. The epoch cache forgets epochs before n (TruncateFromStart),
-// the producer state the producers whose last batch is below n, and the
-// producer snapshots below n are deleted. Segments wholly below n are
-// deleted by the next DeleteOldSegments.
+// the producer state its completed transactions below n (producers are
+// kept), and the producer snapshots below the base of the segment holding
+// n are deleted (snapshotFloor). Segments wholly below n are deleted by
+// the next DeleteOldSegments.
 func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 	l.mu.Lock()
 	moved, err := l.maybeIncrementLogStartOffsetLocked(n)
 	if err == nil {
 		l.assertPublishedLocked()
 	}
+	floor := snapshotFloor(l.mu.segments, l.logStartOffset.Load())
 	l.mu.Unlock()
 	if err != nil {
 		return false, err
 	}
 	if moved {
-		l.deleteSnapshotsBelow(n) // file I/O: after mu
+		l.deleteSnapshotsBelow(floor) // file I/O: after mu
 	}
 	return moved, l.flushEpochs()
 }
