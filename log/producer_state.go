@@ -10,6 +10,7 @@ import (
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
@@ -376,6 +377,9 @@ func (l *UnifiedLog) writeSnapshotsFlushMuHeld(snaps []pendingSnapshot) error {
 // a crash as they do in memory (the log start advance keeps producers).
 func snapshotFloor(segs []*segmentRef, logStart int64) int64 {
 	floor := logStart
+	if mutation.Disabled(mutation.SnapshotFloor) {
+		return floor
+	}
 	for _, s := range segs {
 		if s.BaseOffset() > logStart {
 			break

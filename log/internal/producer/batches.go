@@ -3,6 +3,8 @@ package producer
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // Producer batches file (tierlog's own, beside Kafka's snapshot at the
@@ -215,7 +217,7 @@ func (m *Manager) LoadSnapshotWithBatches(snap, batches []byte, offset int64) (B
 	if err != nil {
 		return BatchesAbsent, err
 	}
-	if batches == nil {
+	if batches == nil || mutation.Disabled(mutation.ProducerBatchesWindow) {
 		return BatchesAbsent, m.loadEntries(entries, offset)
 	}
 	crc, windows, err := DecodeBatches(batches)
