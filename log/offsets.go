@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"github.com/tierlog/tierlog/internal/mutation"
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
@@ -56,16 +57,23 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 // never made unreadable. With remote storage the local log start rises
 // with it. The epoch cache forgets epochs before n (TruncateFromStart),
 // the producer state its completed transactions below n (producers are
-// kept), and the producer snapshots below the base of the segment holding
-// n are deleted (snapshotFloor). Segments wholly below n are deleted by
-// the next DeleteOldSegments.
+// kept); producer snapshots stay until retention deletes their segments.
+// Segments wholly below n are deleted by the next DeleteOldSegments.
 func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 	l.mu.Lock()
 	moved, err := l.maybeIncrementLogStartOffsetLocked(n)
 	if err == nil {
 		l.assertPublishedLocked()
 	}
-	floor := snapshotFloor(l.mu.segments, l.logStartOffset.Load())
+	// Snapshots go with their segments (Kafka deletes them with the
+	// segments, not at a log start advance): the offsets checkpoint,
+	// which names the segment a crash recovers from, may still name one
+	// below the new log start, and that recovery needs the snapshot at
+	// its base. Retention deletes the rest.
+	floor := n
+	if !mutation.Disabled(mutation.SnapshotFloor) {
+		floor = l.mu.segments[0].BaseOffset()
+	}
 	l.mu.Unlock()
 	if err != nil {
 		return false, err
@@ -99,13 +107,18 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	if !l.opts.RemoteStorageEnabled {
 		l.localLogStartOffset.Store(n)
 	}
-	l.mu.recoveryPoint = max(l.mu.recoveryPoint, n)
+	// The recovery point stays (Kafka raises it to n): it is where the
+	// synced data ends, and the batches below n, unsynced, still hold
+	// the state of the producers this advance keeps. Raised, it would let
+	// the next flush skip their fsync, and a crash would forget those
+	// producers (their dedup windows) while the log holds them in memory.
 	l.epochs.TruncateFromStart(n)
 	// Producers are kept (they expire by time), as in Kafka since KIP-360:
 	// dropping those whose last batch is below n (the pre-2.4 rule) would forget the dedup window and open transactions
 	// of producers restored from a remote snapshot, whose batches all lie
 	// below the new log start. Completed transactions below n are
-	// forgotten; snapshot files below n are deleted after mu.
+	// forgotten; snapshot files stay until retention deletes their
+	// segments.
 	l.mu.producers.OnLogStartOffsetIncremented(n)
 	if l.highWatermark.Load() < n {
 		l.storeHighWatermarkLocked(n)

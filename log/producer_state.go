@@ -241,7 +241,9 @@ func (l *UnifiedLog) reportSnapshotLoad(res producer.SnapshotLoad) {
 //
 // REQUIRES: l.mu held (or Open, before the log is shared).
 func (l *UnifiedLog) reloadProducers(pm *producer.Manager, segs []*segmentRef, logStart, end int64) error {
-	res, err := pm.TruncateAndReload(l.fs, l.dir, snapshotFloor(segs, logStart), logStart, end)
+	// The floor from every segment of the log: segs may end below the
+	// segment holding the log start (a recovery's trusted prefix).
+	res, err := pm.TruncateAndReload(l.fs, l.dir, snapshotFloor(l.mu.segments, logStart), logStart, end)
 	if err != nil {
 		return fmt.Errorf("log: reload producer state: %w", err)
 	}
