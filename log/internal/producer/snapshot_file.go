@@ -339,12 +339,15 @@ func (m *Manager) LoadLatestSnapshotFile(fsys vfs.FS, dir string, maxOffset, emp
 // truncateAndReload): snapshots above logEnd and below floor are deleted
 // (floor <= logStart: the log keeps the snapshot at the base of the
 // segment holding the log start, from which that segment's state is
-// rebuilt); if the state was not already known exactly up to logEnd it
+// rebuilt; never above logEnd); if the state was not already known exactly up to logEnd it
 // is reloaded from the newest remaining snapshot (or emptied at floor),
 // otherwise only OnLogStartOffsetIncremented(logStart) applies. The
 // caller then replays [MapEndOffset(), logEnd) with Replay.
 func (m *Manager) TruncateAndReload(fsys vfs.FS, dir string, floor, logStart, logEnd int64) (SnapshotLoad, error) {
-	floor = min(floor, logStart)
+	// A recovery may start below the log start's segment (the offsets
+	// checkpoint's recovery point lags the log start, or the epochs are
+	// rebuilt from the first segment): keep what it loads from.
+	floor = min(floor, logStart, logEnd)
 	if _, err := DeleteSnapshotsAbove(fsys, dir, logEnd); err != nil {
 		return SnapshotLoad{}, err
 	}
@@ -355,5 +358,5 @@ func (m *Manager) TruncateAndReload(fsys vfs.FS, dir string, floor, logStart, lo
 		m.OnLogStartOffsetIncremented(logStart)
 		return SnapshotLoad{}, nil
 	}
-	return m.LoadLatestSnapshotFile(fsys, dir, logEnd, min(floor, logEnd))
+	return m.LoadLatestSnapshotFile(fsys, dir, logEnd, floor)
 }
