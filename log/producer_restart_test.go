@@ -314,9 +314,10 @@ func wantRetries(ps []*restartProducer) []string {
 // TestProducerStateRestartProperty: random producers (with epoch bumps)
 // append interleaved batches of random sizes beside plain ones, with
 // random rolls, log start advances inside segments (DeleteRecords) and
-// retention; the log is flushed, and then both restarted cleanly (Close,
-// Open) and crashed (a crash clone of the flushed state, opened). Before
-// the restart, after the clean restart and after the crash, the retries of
+// retention; the log is flushed, and then restarted cleanly (Close,
+// Open) and crashed (a crash clone of the flushed state, and one taken
+// right after the clean open, each opened). Before the restart, after the
+// clean restart and after each crash, the retries of
 // every producer's last five batches are duplicates answered with their
 // original offsets, and the retry of the batch before them is out of
 // order (or from an older epoch): a restart, clean or not, changes no
@@ -324,9 +325,9 @@ func wantRetries(ps []*restartProducer) []string {
 // replays from the log start forgets the producers below it).
 func TestProducerStateRestartProperty(t *testing.T) {
 	seed := testseed.Seed(t, 20261205)
-	runs := 60
+	runs := 200
 	if testing.Short() {
-		runs = 25
+		runs = 60
 	}
 	for run := range runs {
 		rng := rand.New(rand.NewPCG(seed, uint64(run)))
@@ -339,6 +340,9 @@ func TestProducerStateRestartProperty(t *testing.T) {
 func runRestartProperty(t *testing.T, rng *rand.Rand) error {
 	mem := vfs.NewCrashableMem()
 	opts := Options{SegmentBytes: int64(300 + rng.IntN(1500))}
+	if rng.IntN(3) == 0 {
+		opts.SegmentBytes = 1 << 20 // rolls only by Roll
+	}
 	if rng.IntN(2) == 0 {
 		opts.RecoveryPointIntervalBytes = int64(200 + rng.IntN(400))
 	}
@@ -431,17 +435,33 @@ func runRestartProperty(t *testing.T, rng *rand.Rand) error {
 	if l, err = Open("p0", withTestClock(opts)); err != nil {
 		return fmt.Errorf("clean open: %w", err)
 	}
+	// A crash right after the clean open: the close checkpointed the log
+	// start, so this recovery starts from a log start that may lie
+	// inside the recovered segment (Kafka's
+	// testLoadProducersAfterDeleteRecordsMidSegment).
+	crashedAfterOpen := mem.CrashClone(vfs.CrashCloneCfg{})
 	if err := compare("after a clean restart", probeRetries(t, l, ps)); err != nil {
 		return err
 	}
 	if err := l.Close(); err != nil {
 		return err
 	}
-	opts.FS = crashed
-	if l, err = Open("p0", withTestClock(opts)); err != nil {
-		return fmt.Errorf("open after a crash: %w", err)
+	for _, c := range []struct {
+		when string
+		fs   *vfs.MemFS
+	}{{"after a crash", crashed}, {"after a crash following a clean restart", crashedAfterOpen}} {
+		opts.FS = c.fs
+		if l, err = Open("p0", withTestClock(opts)); err != nil {
+			return fmt.Errorf("open %s: %w", c.when, err)
+		}
+		if err := compare(c.when, probeRetries(t, l, ps)); err != nil {
+			return err
+		}
+		if err := l.Close(); err != nil {
+			return err
+		}
 	}
-	return compare("after a crash", probeRetries(t, l, ps))
+	return nil
 }
 
 // withTestClock is openTestLog's options without the test's failure on
