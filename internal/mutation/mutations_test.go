@@ -70,6 +70,18 @@ var catches = []catch{
 	{mutation.ReplicaFutureLog, "tierstate", "TestRebuildDataDriven/replica_future_log"},
 	{mutation.ReplicaFutureLog, "replica", "TestReplicaDataDriven/keep"},
 	{mutation.ReplicaFutureLog, "internal/sim", "TestScripts/pull857_truncation_move_online"},
+
+	{mutation.RecoverProducersFromSegmentBase, "log", "TestLoadProducersAfterDeleteRecordsMidSegment"},
+	{mutation.RecoverProducersFromSegmentBase, "log", "TestProducerStateRestartProperty"},
+
+	{mutation.RecoverySnapshots, "log", "TestLoadingLogKeepsLargestStrayProducerStateSnapshot"},
+	{mutation.RecoverySnapshots, "log", "TestProducerStateRestartProperty"},
+
+	{mutation.ProducerBatchesWindow, "log", "TestProducerDedupWindowSurvivesRestart"},
+	{mutation.ProducerBatchesWindow, "log", "TestProducerStateRestartProperty"},
+	{mutation.ProducerBatchesWindow, "log", "TestDataDriven/producer_snapshots"},
+
+	{mutation.SnapshotFloor, "log", "TestProducerStateRestartProperty"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
