@@ -473,3 +473,48 @@ func withTestClock(o Options) Options {
 	}
 	return o
 }
+
+// TestDamagedProducerBatchesFileIsReplayed: a clean close leaves the
+// snapshot at the log end with its batches file; damage in the batches
+// file makes the open drop the pair (reported as corruption) and rebuild
+// the state from the older snapshot of the roll and a replay, so the
+// whole dedup window is still there: a retry of the first of the last
+// five batches is a duplicate with its original offsets.
+func TestDamagedProducerBatchesFileIsReplayed(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := Options{SegmentBytes: 1 << 20}
+	l := openTestLog(t, fs, opts)
+	const pid = 9
+	var sent [][]byte
+	var infos []AppendInfo
+	for i := range 6 {
+		if i == 2 {
+			require.NoError(t, l.Roll())
+		}
+		b := idempotentBatch(t, pid, 0, int32(i), 1, restartNowMs)
+		sent = append(sent, b)
+		info, err := l.AppendAsLeader(slices.Clone(b), 0, OriginClient)
+		require.NoError(t, err)
+		infos = append(infos, info)
+	}
+	leo := l.LogEndOffset()
+	require.NoError(t, l.Close())
+	path := fs.PathJoin("p0", producer.BatchesFileName(leo))
+	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte{0xee}, producer.BatchesHeaderSize+2)
+	require.NoError(t, err)
+	require.NoError(t, errors.Join(f.Sync(), f.Close()))
+
+	l = openTestLog(t, fs, opts)
+	defer l.Close()
+	require.Equal(t, int64(1), l.Metrics().CorruptionsFound)
+	got, err := l.AppendAsLeader(slices.Clone(sent[1]), 0, OriginClient)
+	require.NoError(t, err)
+	require.True(t, got.Duplicate)
+	require.Equal(t, infos[1].FirstOffset, got.FirstOffset)
+	_, err = l.AppendAsLeader(slices.Clone(sent[0]), 0, OriginClient)
+	require.ErrorIs(t, err, ErrOutOfOrderSequence)
+	// The open wrote a new pair at the log end.
+	require.Contains(t, snapshotFiles(t, fs, producer.BatchesSuffix), leo)
+}
