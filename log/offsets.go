@@ -2,10 +2,10 @@ package log
 
 import (
 	"fmt"
-	"github.com/tierlog/tierlog/internal/mutation"
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"go.uber.org/zap"
 )
 
@@ -71,8 +71,8 @@ func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 	// below the new log start, and that recovery needs the snapshot at
 	// its base. Retention deletes the rest.
 	floor := n
-	if !mutation.Disabled(mutation.SnapshotFloor) {
-		floor = l.mu.segments[0].BaseOffset()
+	if len(l.mu.segments) > 0 && !mutation.Disabled(mutation.SnapshotFloor) {
+		floor = min(n, l.mu.segments[0].BaseOffset())
 	}
 	l.mu.Unlock()
 	if err != nil {
