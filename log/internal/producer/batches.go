@@ -14,7 +14,12 @@ import (
 // client such as franz-go then bumps its epoch and resends: duplicates).
 // This file keeps the whole dedup window (NumBatchesToRetain batches) of
 // every producer holding a batch, so that a load restores what the state
-// held when the snapshot was taken:
+// held when the snapshot was taken. Why a file and not a re-read of the
+// log's tail at load: a producer's earlier batches may lie anywhere back
+// in the log, so a re-read bounded in bytes loses the windows of sparse
+// producers, and an unbounded one reads the log; this file costs at most
+// 131 bytes a producer (Kafka's snapshot entry is 46) at each snapshot
+// write, and no read of batches at load:
 //
 //	offset size field
 //	0      4    magic "TLPB"
