@@ -137,7 +137,11 @@ func (l *UnifiedLog) ProducerSnapshot(offset int64) ([]byte, error) {
 // (atomically), then loaded; the batches of [offset, LogEndOffset) are
 // replayed over it and snapshots above offset are deleted. Bytes that do
 // not decode are refused with an error wrapping ErrCorruption and change
-// nothing.
+// nothing. The bytes are Kafka's snapshot, which holds each producer's
+// last batch only: until the producer's next batches fill its window
+// again, a retry of an older batch is out of order (Kafka's behaviour; a
+// snapshot the log writes itself keeps the whole window beside it, in a
+// .producerbatches file).
 func (l *UnifiedLog) LoadProducerSnapshot(data []byte, offset int64) error {
 	if _, err := producer.DecodeSnapshot(data); err != nil {
 		return fmt.Errorf("log: load producer snapshot at %d: %w", offset, err)
