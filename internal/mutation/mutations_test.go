@@ -73,13 +73,16 @@ var catches = []catch{
 
 	{mutation.RecoverProducersFromSegmentBase, "log", "TestLoadProducersAfterDeleteRecordsMidSegment"},
 	{mutation.RecoverProducersFromSegmentBase, "log", "TestProducerStateRestartProperty"},
+	{mutation.RecoverProducersFromSegmentBase, "log", "TestDataDriven/producer_recovery"},
 
 	{mutation.RecoverySnapshots, "log", "TestLoadingLogKeepsLargestStrayProducerStateSnapshot"},
 	{mutation.RecoverySnapshots, "log", "TestProducerStateRestartProperty"},
+	{mutation.RecoverySnapshots, "log", "TestDataDriven/producer_recovery"},
 
 	{mutation.ProducerBatchesWindow, "log", "TestProducerDedupWindowSurvivesRestart"},
 	{mutation.ProducerBatchesWindow, "log", "TestProducerStateRestartProperty"},
 	{mutation.ProducerBatchesWindow, "log", "TestDataDriven/producer_snapshots"},
+	{mutation.ProducerBatchesWindow, "log", "TestDataDriven/producer_recovery"},
 
 	{mutation.SnapshotFloor, "log", "TestProducerStateRestartProperty"},
 }
