@@ -11,7 +11,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/internal/atomicfile"
-	"github.com/tierlog/tierlog/log/internal/producer"
 )
 
 // Close flushes the log, writes its checkpoints and the clean-shutdown
@@ -39,9 +38,7 @@ func (l *UnifiedLog) Close() error {
 	ckpt := l.offsetsCheckpointLocked()
 	// The producer state at the log end, for the next Open to load
 	// instead of replaying the log.
-	leo := l.logEndOffset.Load()
-	l.mu.producers.SetMapEndOffset(leo)
-	snap := pendingSnapshot{offset: leo, data: l.mu.producers.Snapshot(nil)}
+	snap := takeSnapshot(l.mu.producers, l.logEndOffset.Load())
 	l.mu.Unlock()
 
 	var err error
@@ -75,7 +72,7 @@ func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint, snap pendingSnap
 			return err
 		}
 	}
-	if err := producer.WriteSnapshotFile(l.fs, l.dir, snap.offset, snap.data); err != nil {
+	if err := snap.write(l); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
 	if err := writeOffsetsCheckpoint(l.fs, l.dir, ckpt); err != nil {

@@ -17,7 +17,12 @@
 //	  ...
 //	  00000000000000000120.txnindex   aborted transactions whose marker is in
 //	                                  the segment, 34-byte entries
-//	  00000000000000000120.snapshot   producer state at offset 120 (roll, close)
+//	  00000000000000000120.snapshot   producer state at offset 120 (roll, close;
+//	                                  Kafka's format: each producer's last batch)
+//	  00000000000000000120.producerbatches
+//	                                  every producer's dedup window (5 batches)
+//	                                  at the same offset, written before the
+//	                                  snapshot (tierlog's own file)
 //	  leader-epoch-checkpoint         the epoch cache (package epochcache)
 //	  offsets-checkpoint              log start offset, recovery point
 //	  .kafka_cleanshutdown            present only after a clean Close
@@ -65,9 +70,14 @@
 // segment's .txnindex, and a Read with IsolationCommitted returns those
 // overlapping its records. A snapshot of the state is taken at every roll
 // (written by the next flush, before the recovery point passes it) and
-// at Close; Open loads the newest one and replays the batches after it,
-// recovery rebuilds the state and the transaction indexes of the
-// segments it recovers, and truncations reload and replay.
+// at Close, with a .producerbatches file that keeps every producer's
+// whole dedup window, so a retry of any of its last five batches stays a
+// duplicate across a restart; Open loads the newest one and replays the
+// batches after it. Recovery rebuilds the state and the transaction
+// indexes of the segments it recovers, replaying each from its base (also
+// below the log start: a log start advance keeps producers), snapshots
+// every later segment base and the log end, and truncations reload and
+// replay.
 //
 // # Not here (yet)
 //

@@ -223,7 +223,8 @@ func (l *UnifiedLog) writeCheckpoint(segs []*segmentRef, c offsetsCheckpoint) er
 type segmentPoint struct {
 	offset, pos int64
 	ref         *segmentRef
-	snap, txn   []byte
+	snap        pendingSnapshot
+	txn         []byte
 }
 
 // segmentPointDueLocked returns the segment recovery point the flush to
@@ -248,9 +249,9 @@ func (l *UnifiedLog) segmentPointDueLocked(upTo int64) *segmentPoint {
 		return nil
 	}
 	pm := l.mu.producers
-	pm.SetMapEndOffset(max(pm.MapEndOffset(), upTo))
-	return &segmentPoint{offset: upTo, pos: size, ref: act,
-		snap: pm.Snapshot(nil), txn: act.txn.AppendEncoded(nil, 0)}
+	snap := takeSnapshot(pm, max(pm.MapEndOffset(), upTo))
+	snap.offset = upTo // the file's name: the point, the log end
+	return &segmentPoint{offset: upTo, pos: size, ref: act, snap: snap, txn: act.txn.AppendEncoded(nil, 0)}
 }
 
 // writeSegmentPointFiles makes durable what a recovery resumed at p needs
@@ -261,7 +262,7 @@ func (l *UnifiedLog) segmentPointDueLocked(upTo int64) *segmentPoint {
 //
 // REQUIRES: l.flushMu held, l.mu not held.
 func (l *UnifiedLog) writeSegmentPointFiles(p *segmentPoint) error {
-	if err := producer.WriteSnapshotFile(l.fs, l.dir, p.offset, p.snap); err != nil {
+	if err := p.snap.write(l); err != nil {
 		return l.fail(err)
 	}
 	if err := l.timedSync(p.ref.FlushIndexes); err != nil {

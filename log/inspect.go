@@ -157,7 +157,7 @@ func ParseOffsetsCheckpoint(name string, data []byte) (OffsetsCheckpoint, error)
 
 // ParseSegmentFileName parses a name found in a log directory. It returns
 // the offset the name carries and the file's kind: "log", "index",
-// "timeindex", "txnindex", "snapshot" or "tmp" (an unfinished replacement
+// "timeindex", "txnindex", "snapshot", "producerbatches" or "tmp" (an unfinished replacement
 // of one of those). ok is false for any other name.
 func ParseSegmentFileName(name string) (offset int64, kind string, ok bool) {
 	offset, k, ok := segment.ParseFileName(name)

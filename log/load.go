@@ -9,6 +9,7 @@ import (
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
@@ -209,11 +210,23 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, segmentPoint, logStart int64
 		resume = segmentPoint
 	}
 	pm := l.mu.producers
+	// The state at the first recovered offset, at: the batches of the
+	// recovered segments are then all replayed, from the segment's base
+	// even when the log start lies inside it (Kafka's LogSegment.recover
+	// replays the whole segment): a log start advance keeps producers,
+	// so a producer whose batches lie below the log start keeps its
+	// state through a crash as it does in memory. Kafka:
+	// rebuildProducerState(..., lastOffset = segment base) ends with
+	// updateMapEndOffset(lastOffset), below the log start if need be.
 	startProducers := func(at int64, segs []*segmentRef) error {
 		if err := l.reloadProducers(pm, segs, logStart, at); err != nil {
 			return err
 		}
-		pm.SetMapEndOffset(max(pm.MapEndOffset(), at))
+		if !mutation.Disabled(mutation.RecoverProducersFromSegmentBase) {
+			pm.SetMapEndOffset(at)
+		} else {
+			pm.SetMapEndOffset(max(pm.MapEndOffset(), at))
+		}
 		return nil
 	}
 	if resume > 0 {
@@ -240,6 +253,18 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, segmentPoint, logStart int64
 		return nil
 	}
 	for i := first; i < len(segs); i++ {
+		if i > first && !mutation.Disabled(mutation.RecoverySnapshots) {
+			// Every batch below this segment is replayed: snapshot the
+			// state at its base, as Kafka's recoverSegment does after
+			// each segment, so that a crash during or after this
+			// recovery does not replay the log again from the start.
+			// The batches below are not fsynced yet, but a later
+			// recovery that could find them shorter starts below this
+			// base and deletes the snapshot (TruncateAndReload).
+			if err := takeSnapshot(pm, segs[i].BaseOffset()).write(l); err != nil {
+				return fmt.Errorf("log: %w", err)
+			}
+		}
 		txn = &producer.TxnIndex{}
 		// A segment with later ones must not have lost its end: those
 		// would then follow a gap of lost offsets that reads skip.
@@ -409,6 +434,9 @@ func (l *UnifiedLog) finishLoad(clean, recovered bool, ckpt offsetsCheckpoint) e
 	// TruncateFromEnd drops it, so recovering twice would differ.
 	l.epochs.TruncateFromStart(logStart)
 	l.epochs.TruncateFromEnd(leo)
+	if err := l.removeStraySnapshots(); err != nil {
+		return err
+	}
 	if err := l.loadProducers(recovered, logStart, leo); err != nil {
 		return err
 	}
@@ -456,6 +484,51 @@ func (l *UnifiedLog) loadProducers(recovered bool, logStart, leo int64) error {
 		if err := l.writeTxnIndex(s); err != nil {
 			return err
 		}
+	}
+	// A snapshot at the log end unless the newest one is there (Kafka's
+	// rebuildProducerState ends with takeSnapshot at the log end): after
+	// a recovery, the next crash then replays from here, not from the
+	// last roll or the start.
+	offsets, err := producer.ListSnapshotOffsets(l.fs, l.dir)
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	newest := logStart
+	if n := len(offsets); n > 0 {
+		newest = offsets[n-1]
+	}
+	if leo > newest && !mutation.Disabled(mutation.RecoverySnapshots) {
+		if err := takeSnapshot(pm, leo).write(l); err != nil {
+			return fmt.Errorf("log: %w", err)
+		}
+	}
+	return nil
+}
+
+// removeStraySnapshots deletes the producer snapshots that name no
+// segment base, keeping the newest when it is at or above the active
+// segment's base (the clean close's, or the last recovery's, at the log
+// end) and the segment recovery point's, and then the batches files left
+// without their snapshot. Kafka: ProducerStateManager.removeStraySnapshots
+// in LogLoader.load.
+func (l *UnifiedLog) removeStraySnapshots() error {
+	bases := make([]int64, len(l.mu.segments))
+	for i, s := range l.mu.segments {
+		bases[i] = s.BaseOffset()
+	}
+	keep := int64(-1)
+	if l.mu.segmentPoint > 0 {
+		keep = l.mu.segmentPoint
+	}
+	removed, err := producer.RemoveStraySnapshots(l.fs, l.dir, bases, keep)
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	if len(removed) > 0 {
+		l.logger.Info("removed stray producer snapshots", zap.Int64s("offsets", removed))
+	}
+	if _, err := producer.RemoveStrayBatches(l.fs, l.dir); err != nil {
+		return fmt.Errorf("log: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"go.uber.org/zap"
 )
 
@@ -55,21 +56,30 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 // with an *OffsetRangeError (ErrOffsetOutOfRange): uncommitted records are
 // never made unreadable. With remote storage the local log start rises
 // with it. The epoch cache forgets epochs before n (TruncateFromStart),
-// the producer state the producers whose last batch is below n, and the
-// producer snapshots below n are deleted. Segments wholly below n are
-// deleted by the next DeleteOldSegments.
+// the producer state its completed transactions below n (producers are
+// kept); producer snapshots stay until retention deletes their segments.
+// Segments wholly below n are deleted by the next DeleteOldSegments.
 func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 	l.mu.Lock()
 	moved, err := l.maybeIncrementLogStartOffsetLocked(n)
 	if err == nil {
 		l.assertPublishedLocked()
 	}
+	// Snapshots go with their segments (Kafka deletes them with the
+	// segments, not at a log start advance): the offsets checkpoint,
+	// which names the segment a crash recovers from, may still name one
+	// below the new log start, and that recovery needs the snapshot at
+	// its base. Retention deletes the rest.
+	floor := n
+	if len(l.mu.segments) > 0 && !mutation.Disabled(mutation.SnapshotFloor) {
+		floor = min(n, l.mu.segments[0].BaseOffset())
+	}
 	l.mu.Unlock()
 	if err != nil {
 		return false, err
 	}
 	if moved {
-		l.deleteSnapshotsBelow(n) // file I/O: after mu
+		l.deleteSnapshotsBelow(floor) // file I/O: after mu
 	}
 	return moved, l.flushEpochs()
 }
@@ -97,13 +107,18 @@ func (l *UnifiedLog) maybeIncrementLogStartOffsetLocked(n int64) (bool, error) {
 	if !l.opts.RemoteStorageEnabled {
 		l.localLogStartOffset.Store(n)
 	}
-	l.mu.recoveryPoint = max(l.mu.recoveryPoint, n)
+	// The recovery point stays (Kafka raises it to n): it is where the
+	// synced data ends, and the batches below n, unsynced, still hold
+	// the state of the producers this advance keeps. Raised, it would let
+	// the next flush skip their fsync, and a crash would forget those
+	// producers (their dedup windows) while the log holds them in memory.
 	l.epochs.TruncateFromStart(n)
 	// Producers are kept (they expire by time), as in Kafka since KIP-360:
 	// dropping those whose last batch is below n (the pre-2.4 rule) would forget the dedup window and open transactions
 	// of producers restored from a remote snapshot, whose batches all lie
 	// below the new log start. Completed transactions below n are
-	// forgotten; snapshot files below n are deleted after mu.
+	// forgotten; snapshot files stay until retention deletes their
+	// segments.
 	l.mu.producers.OnLogStartOffsetIncremented(n)
 	if l.highWatermark.Load() < n {
 		l.storeHighWatermarkLocked(n)

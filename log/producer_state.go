@@ -10,6 +10,7 @@ import (
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
@@ -36,10 +37,32 @@ type ProducerState = producer.ProducerStateEntry
 type BatchMetadata = producer.BatchMetadata
 
 // pendingSnapshot is a producer snapshot taken at a roll and not yet
-// written: the state at offset (the new segment's base).
+// written: the state at offset (the new segment's base), in Kafka's
+// format (data) and the batches file that goes with it (batches: every
+// producer's whole dedup window, see producer.LoadSnapshotWithBatches).
 type pendingSnapshot struct {
-	offset int64
-	data   []byte
+	offset  int64
+	data    []byte
+	batches []byte
+}
+
+// takeSnapshot returns the snapshot of pm at offset, which becomes its
+// map end offset.
+//
+// REQUIRES: l.mu held for the log's own Manager (or Open, before the log
+// is shared).
+func takeSnapshot(pm *producer.Manager, offset int64) pendingSnapshot {
+	pm.SetMapEndOffset(offset)
+	snap, batches := pm.SnapshotWithBatches()
+	return pendingSnapshot{offset: offset, data: snap, batches: batches}
+}
+
+// write writes the snapshot and its batches file (batches file first;
+// the snapshot's rename is the commit point of the pair). Copies:
+// vfs.File.Write may modify its input, and ProducerSnapshot may read the
+// queued bytes meanwhile.
+func (p pendingSnapshot) write(l *UnifiedLog) error {
+	return producer.WriteSnapshotFiles(l.fs, l.dir, p.offset, bytes.Clone(p.data), bytes.Clone(p.batches))
 }
 
 // FirstUnstableOffset returns the first offset of the oldest transaction
@@ -152,7 +175,11 @@ func (l *UnifiedLog) ProducerSnapshot(offset int64) ([]byte, error) {
 // (atomically), then loaded; the batches of [offset, LogEndOffset) are
 // replayed over it and snapshots above offset are deleted. Bytes that do
 // not decode are refused with an error wrapping ErrCorruption and change
-// nothing.
+// nothing. The bytes are Kafka's snapshot, which holds each producer's
+// last batch only: until the producer's next batches fill its window
+// again, a retry of an older batch is out of order (Kafka's behaviour; a
+// snapshot the log writes itself keeps the whole window beside it, in a
+// .producerbatches file).
 func (l *UnifiedLog) LoadProducerSnapshot(data []byte, offset int64) error {
 	if _, err := producer.DecodeSnapshot(data); err != nil {
 		return fmt.Errorf("log: load producer snapshot at %d: %w", offset, err)
@@ -248,13 +275,17 @@ func (l *UnifiedLog) reportSnapshotLoad(res producer.SnapshotLoad) {
 	}
 }
 
-// reloadProducersLocked brings pm to the state of the log [logStart, end)
+// reloadProducers brings pm to the state of the log [logStart, end)
 // from the snapshots and the segments segs: Kafka's truncateAndReload plus
-// the replay of the batches after the snapshot.
+// the replay of the batches after the snapshot. Without a snapshot the
+// state is rebuilt from the base of the segment holding the log start
+// (snapshotFloor), as a recovery of that segment does.
 //
 // REQUIRES: l.mu held (or Open, before the log is shared).
 func (l *UnifiedLog) reloadProducers(pm *producer.Manager, segs []*segmentRef, logStart, end int64) error {
-	res, err := pm.TruncateAndReload(l.fs, l.dir, logStart, end)
+	// The floor from every segment of the log: segs may end below the
+	// segment holding the log start (a recovery's trusted prefix).
+	res, err := pm.TruncateAndReload(l.fs, l.dir, snapshotFloor(l.mu.segments, logStart), logStart, end)
 	if err != nil {
 		return fmt.Errorf("log: reload producer state: %w", err)
 	}
@@ -367,9 +398,7 @@ func (l *UnifiedLog) writeSnapshotsFlushMuHeld(snaps []pendingSnapshot) error {
 		return nil
 	}
 	for _, p := range snaps {
-		// A copy: vfs.File.Write may modify its input, and
-		// ProducerSnapshot may read the queued bytes meanwhile.
-		if err := producer.WriteSnapshotFile(l.fs, l.dir, p.offset, bytes.Clone(p.data)); err != nil {
+		if err := p.write(l); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -382,9 +411,32 @@ func (l *UnifiedLog) writeSnapshotsFlushMuHeld(snaps []pendingSnapshot) error {
 	return nil
 }
 
-// deleteSnapshotsBelow removes the snapshot files below a new log start
-// offset, outside l.mu. Best effort: a failure is logged, and a snapshot
-// below the log start is never loaded (TruncateAndReload deletes it).
+// snapshotFloor is the offset below which producer snapshots are of no
+// use: the base of the segment holding the log start offset (logStart
+// itself when no segment holds it). The snapshot at that base is kept
+// when the log start rises inside the segment (DeleteRecords): a
+// recovery of the segment rebuilds its producer state from there,
+// replaying the whole segment as Kafka's LogSegment.recover does, so that
+// producers whose batches lie below the log start keep their state after
+// a crash as they do in memory (the log start advance keeps producers).
+func snapshotFloor(segs []*segmentRef, logStart int64) int64 {
+	floor := logStart
+	if mutation.Disabled(mutation.SnapshotFloor) {
+		return floor
+	}
+	for _, s := range segs {
+		if s.BaseOffset() > logStart {
+			break
+		}
+		floor = s.BaseOffset()
+	}
+	return floor
+}
+
+// deleteSnapshotsBelow removes the snapshot files below offset (a
+// snapshotFloor), outside l.mu. Best effort: a failure is logged, and a
+// snapshot below the floor is never loaded (TruncateAndReload deletes
+// it).
 func (l *UnifiedLog) deleteSnapshotsBelow(offset int64) {
 	if _, err := producer.DeleteSnapshotsBelow(l.fs, l.dir, offset); err != nil {
 		l.logger.Warn("could not delete producer snapshots below the log start offset",

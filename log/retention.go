@@ -26,6 +26,7 @@ func (l *UnifiedLog) DeleteOldSegments() (int, error) {
 		l.assertPublishedLocked()
 	}
 	startAfter := l.logStartOffset.Load()
+	floor := snapshotFloor(l.mu.segments, startAfter)
 	l.mu.Unlock()
 	l.fire(ev)
 	if len(ev.rolled) > 0 {
@@ -34,7 +35,7 @@ func (l *UnifiedLog) DeleteOldSegments() (int, error) {
 		}
 	}
 	if startAfter > startBefore {
-		l.deleteSnapshotsBelow(startAfter) // file I/O: after mu
+		l.deleteSnapshotsBelow(floor) // file I/O: after mu
 	}
 	if err != nil {
 		return deleted, err

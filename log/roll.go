@@ -96,7 +96,7 @@ func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
 	// passes newBase.
 	pm := l.mu.producers
 	pm.SetMapEndOffset(newBase)
-	l.mu.pendingSnapshots = append(l.mu.pendingSnapshots, pendingSnapshot{offset: newBase, data: pm.Snapshot(nil)})
+	l.mu.pendingSnapshots = append(l.mu.pendingSnapshots, takeSnapshot(pm, newBase))
 	l.publishLocked()
 	l.counters.rolls.Add(1)
 	ev.rolled = append(ev.rolled, newBase)

@@ -99,6 +99,9 @@ func (t *tool) describeDir(dir string) (*describeJSON, error) {
 			d.ProducerSnapshots = append(d.ProducerSnapshots, offset)
 			continue
 		}
+		if kind == "producerbatches" {
+			continue // the dedup windows of the snapshot at the same offset
+		}
 		st, err := t.fs.Stat(path)
 		if err != nil {
 			return nil, err

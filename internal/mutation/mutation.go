@@ -106,24 +106,50 @@ const (
 	// election a remote segment can cross the seal with records the
 	// partition discarded.
 	SealCapRemoteRead
+	// RecoverProducersFromSegmentBase: a log recovery replays the producer
+	// state of a recovered segment from its base, also when the log start
+	// lies inside it (log.recoverSegments; Kafka's LogSegment.recover), so
+	// a producer whose batches lie below the log start is not forgotten by
+	// a crash (Kafka's LogLoaderTest.testLoadProducersAfterDeleteRecordsMidSegment).
+	RecoverProducersFromSegmentBase
+	// RecoverySnapshots: a log recovery writes a producer snapshot at the
+	// base of each segment after the first it recovers and at the log end
+	// (Kafka's recoverSegment and rebuildProducerState), so a later crash
+	// does not replay the log from its start.
+	RecoverySnapshots
+	// ProducerBatchesWindow: a producer snapshot load restores every
+	// producer's whole dedup window from the batches file beside the
+	// snapshot (producer.LoadSnapshotWithBatches), so a retry of any of a
+	// producer's last five batches is a duplicate after a restart, not
+	// OUT_OF_ORDER_SEQUENCE.
+	ProducerBatchesWindow
+	// SnapshotFloor: the producer snapshot at the base of the segment
+	// holding the log start is kept when the log start rises inside the
+	// segment (log.snapshotFloor), so a recovery of that segment rebuilds
+	// the state of producers whose batches lie below the log start.
+	SnapshotFloor
 
 	numGuards = iota + 1
 )
 
 var names = [numGuards]string{
-	TruncationFence:       "truncation-fence",
-	RetentionLogStart:     "retention-log-start",
-	EpochCleanupGuard:     "epoch-cleanup-guard",
-	ReplicaSuffixPastSeal: "replica-suffix-past-seal",
-	ReplicaRemoteProgress: "replica-remote-progress",
-	PrunerCap:             "pruner-cap",
-	FirstPruneBound:       "first-prune-bound",
-	PruneFloor:            "prune-floor",
-	ReplicaFutureLog:      "replica-future-log",
-	WALReadBinding:        "wal-read-binding",
-	WALReadGap:            "wal-read-gap",
-	Phase2Gate:            "phase2-gate",
-	SealCapRemoteRead:     "seal-cap-remote-read",
+	TruncationFence:                 "truncation-fence",
+	RetentionLogStart:               "retention-log-start",
+	EpochCleanupGuard:               "epoch-cleanup-guard",
+	ReplicaSuffixPastSeal:           "replica-suffix-past-seal",
+	ReplicaRemoteProgress:           "replica-remote-progress",
+	PrunerCap:                       "pruner-cap",
+	FirstPruneBound:                 "first-prune-bound",
+	PruneFloor:                      "prune-floor",
+	ReplicaFutureLog:                "replica-future-log",
+	WALReadBinding:                  "wal-read-binding",
+	WALReadGap:                      "wal-read-gap",
+	Phase2Gate:                      "phase2-gate",
+	SealCapRemoteRead:               "seal-cap-remote-read",
+	RecoverProducersFromSegmentBase: "recover-producers-from-segment-base",
+	RecoverySnapshots:               "recovery-snapshots",
+	ProducerBatchesWindow:           "producer-batches-window",
+	SnapshotFloor:                   "snapshot-floor",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

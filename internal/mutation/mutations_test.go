@@ -97,6 +97,20 @@ var catches = []catch{
 
 	{mutation.SealCapRemoteRead, "remote", "TestRemoteReadStopsAtTheSeal"},
 	{mutation.SealCapRemoteRead, "internal/sim", "TestScripts/pull857_crossing"},
+	{mutation.RecoverProducersFromSegmentBase, "log", "TestLoadProducersAfterDeleteRecordsMidSegment"},
+	{mutation.RecoverProducersFromSegmentBase, "log", "TestProducerStateRestartProperty"},
+	{mutation.RecoverProducersFromSegmentBase, "log", "TestDataDriven/producer_recovery"},
+
+	{mutation.RecoverySnapshots, "log", "TestLoadingLogKeepsLargestStrayProducerStateSnapshot"},
+	{mutation.RecoverySnapshots, "log", "TestProducerStateRestartProperty"},
+	{mutation.RecoverySnapshots, "log", "TestDataDriven/producer_recovery"},
+
+	{mutation.ProducerBatchesWindow, "log", "TestProducerDedupWindowSurvivesRestart"},
+	{mutation.ProducerBatchesWindow, "log", "TestProducerStateRestartProperty"},
+	{mutation.ProducerBatchesWindow, "log", "TestDataDriven/producer_snapshots"},
+	{mutation.ProducerBatchesWindow, "log", "TestDataDriven/producer_recovery"},
+
+	{mutation.SnapshotFloor, "log", "TestProducerStateRestartProperty"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

@@ -67,11 +67,22 @@
 //	            +10 4 last sequence (-1)    +34 4 coordinator epoch
 //	            +14 8 last offset (-1)      +38 8 current txn first offset (-1)
 //
-// Only a producer's last batch is in the format, so after a reload only
-// a retry of the last batch is detected as a duplicate, and
-// unreplicated transactions are not restored (Kafka's behaviour).
-// DecodeSnapshot is stricter than Kafka's reader: trailing bytes are
-// corruption, so every accepted snapshot re-encodes identically.
+// Only a producer's last batch is in the format, and unreplicated
+// transactions are not restored (Kafka's behaviour). DecodeSnapshot is
+// stricter than Kafka's reader: trailing bytes are corruption, so every
+// accepted snapshot re-encodes identically.
+//
+// Producer batches, <same offset>.producerbatches, tierlog's own file
+// beside the snapshot (batches.go has the layout): every producer's
+// whole dedup window, so that after a reload a retry of any of the last
+// NumBatchesToRetain batches is a duplicate, not only the last one (with
+// Kafka's snapshot alone the older ones are out of order). It carries the
+// CRC field of its snapshot; WriteSnapshotFiles writes it first and the
+// snapshot second, so the snapshot's rename commits the pair.
+// LoadSnapshotWithBatches states the load rules: no file, or one naming
+// another snapshot, loads Kafka's window; a damaged or disagreeing one is
+// corruption, and the pair is dropped for an older snapshot and a
+// replay.
 //
 // Aborted-transaction index, <segment base>.txnindex, Kafka's 34-byte
 // entries, big-endian, ordered by last offset:
@@ -93,14 +104,17 @@
 // TxnIndex does no I/O: the log writes AppendEncoded bytes to the
 // .txnindex file and parses them back with ParseTxnIndex (a torn or
 // invalid file is corruption; the log rebuilds it by recovering the
-// segment). Snapshot files go through a vfs.FS: WriteSnapshotFile is an
-// atomic replace (internal/atomicfile), LoadLatestSnapshotFile loads the
-// newest snapshot at or below an offset, deleting any that fails to
-// decode and falling back to an older one, and the Delete helpers remove
-// snapshots below a log start or above a truncation point. Deletions are
-// not fsynced: a deleted snapshot that reappears after a crash is either
-// deleted again by the same rule or describes a prefix the log still
-// has.
+// segment). Snapshot files go through a vfs.FS: WriteSnapshotFiles (a
+// snapshot with its batches file) and WriteSnapshotFile (a snapshot from
+// elsewhere, alone) are atomic replaces (internal/atomicfile),
+// LoadLatestSnapshotFile loads the newest snapshot at or below an offset
+// with its batches file, deleting any pair that fails to decode and
+// falling back to an older one, the Delete helpers remove snapshots (each
+// with its batches file) below a floor or above a truncation point, and
+// RemoveStraySnapshots and RemoveStrayBatches clean up on open. Deletions
+// are not fsynced: a deleted snapshot that reappears after a crash is
+// either deleted again by the same rule or describes a prefix the log
+// still has.
 //
 // # Concurrency
 //

@@ -107,7 +107,7 @@ func TestSnapshotFilesAndReload(t *testing.T) {
 
 	// Truncation to the third boundary: later snapshots go, state reloads.
 	cut := ends[2]
-	res, err = m.TruncateAndReload(fs, dir, 0, cut)
+	res, err = m.TruncateAndReload(fs, dir, 0, 0, cut)
 	require.NoError(t, err)
 	require.True(t, res.Loaded)
 	require.Equal(t, cut, m.MapEndOffset())

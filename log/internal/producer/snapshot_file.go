@@ -16,6 +16,10 @@ import (
 // SnapshotSuffix ends the name of a producer snapshot file.
 const SnapshotSuffix = ".snapshot"
 
+// BatchesSuffix ends the name of a producer batches file, the dedup
+// windows that go with the snapshot at the same offset (batches.go).
+const BatchesSuffix = ".producerbatches"
+
 const offsetDigits = 20
 
 // SnapshotFileName returns the name of the snapshot taken at offset (its
@@ -23,6 +27,22 @@ const offsetDigits = 20
 // segment.SnapshotFileName reserves.
 func SnapshotFileName(offset int64) string {
 	return fmt.Sprintf("%020d%s", offset, SnapshotSuffix)
+}
+
+// BatchesFileName returns the name of the batches file that goes with
+// the snapshot at offset: "00000000000000000042.producerbatches".
+func BatchesFileName(offset int64) string {
+	return fmt.Sprintf("%020d%s", offset, BatchesSuffix)
+}
+
+// ParseBatchesFileName returns the offset of a batches file name, and
+// false for any other name.
+func ParseBatchesFileName(name string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, BatchesSuffix)
+	if !ok {
+		return 0, false
+	}
+	return ParseSnapshotFileName(digits + SnapshotSuffix)
 }
 
 // ParseSnapshotFileName returns the offset of a snapshot file name, and
@@ -46,13 +66,126 @@ func ParseSnapshotFileName(name string) (int64, bool) {
 
 // WriteSnapshotFile writes data as the snapshot at offset in dir,
 // atomically (internal/atomicfile: temp file, fsync, rename, directory
-// fsync; the directory fsync is the commit point). A leftover
-// "<name>.tmp" is a segment.KindTemp file, which the log deletes on open.
+// fsync; the directory fsync is the commit point), without a batches
+// file: for a snapshot that comes from elsewhere (the remote tier), which
+// holds each producer's last batch only. A batches file at offset is
+// removed first (it went with another snapshot). A leftover "<name>.tmp"
+// is a segment.KindTemp file, which the log deletes on open.
 func WriteSnapshotFile(fsys vfs.FS, dir string, offset int64, data []byte) error {
+	if err := removeIfExists(fsys, fsys.PathJoin(dir, BatchesFileName(offset))); err != nil {
+		return err
+	}
 	if err := atomicfile.Write(fsys, fsys.PathJoin(dir, SnapshotFileName(offset)), data); err != nil {
 		return fmt.Errorf("producer: write snapshot: %w", err)
 	}
 	return nil
+}
+
+// WriteSnapshotFiles writes the snapshot at offset and its batches file
+// (SnapshotWithBatches), each atomically: the batches file first, so the
+// snapshot's rename is the commit point of the pair. A crash between the
+// two leaves a batches file naming a snapshot that is not there, which a
+// load ignores (LoadSnapshotWithBatches) and RemoveStrayBatches deletes.
+func WriteSnapshotFiles(fsys vfs.FS, dir string, offset int64, snap, batches []byte) error {
+	if err := atomicfile.Write(fsys, fsys.PathJoin(dir, BatchesFileName(offset)), batches); err != nil {
+		return fmt.Errorf("producer: write batches: %w", err)
+	}
+	if err := atomicfile.Write(fsys, fsys.PathJoin(dir, SnapshotFileName(offset)), snap); err != nil {
+		return fmt.Errorf("producer: write snapshot: %w", err)
+	}
+	return nil
+}
+
+// readBatchesFile returns the bytes of the batches file at offset, nil if
+// there is none.
+func readBatchesFile(fsys vfs.FS, dir string, offset int64) ([]byte, error) {
+	path := fsys.PathJoin(dir, BatchesFileName(offset))
+	f, err := fsys.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("producer: open %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("producer: read %s: %w", path, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+func removeIfExists(fsys vfs.FS, path string) error {
+	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("producer: remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// RemoveStrayBatches removes the batches files without a snapshot at
+// their offset (left by a crash between the two writes of
+// WriteSnapshotFiles, or by a deletion) and returns their offsets.
+func RemoveStrayBatches(fsys vfs.FS, dir string) ([]int64, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("producer: list %s: %w", dir, err)
+	}
+	snaps := make(map[int64]bool)
+	var batches []int64
+	for _, name := range names {
+		if off, ok := ParseSnapshotFileName(name); ok {
+			snaps[off] = true
+		} else if off, ok := ParseBatchesFileName(name); ok {
+			batches = append(batches, off)
+		}
+	}
+	var removed []int64
+	for _, off := range batches {
+		if snaps[off] {
+			continue
+		}
+		if err := removeIfExists(fsys, fsys.PathJoin(dir, BatchesFileName(off))); err != nil {
+			return removed, err
+		}
+		removed = append(removed, off)
+	}
+	slices.Sort(removed)
+	return removed, nil
+}
+
+// RemoveStraySnapshots deletes the snapshots that are not at one of
+// segmentBases, except the newest of them when it is at or above the
+// last segment base (the one a clean close writes at the log end) and
+// except keep (a segment recovery point the offsets checkpoint names;
+// -1 for none). Kafka: ProducerStateManager.removeStraySnapshots.
+func RemoveStraySnapshots(fsys vfs.FS, dir string, segmentBases []int64, keep int64) ([]int64, error) {
+	offsets, err := ListSnapshotOffsets(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	isBase := make(map[int64]bool, len(segmentBases))
+	maxBase := int64(-1)
+	for _, b := range segmentBases {
+		isBase[b] = true
+		maxBase = max(maxBase, b)
+	}
+	var strays []int64
+	for _, o := range offsets {
+		if !isBase[o] && o != keep {
+			strays = append(strays, o)
+		}
+	}
+	if n := len(strays); n > 0 && strays[n-1] >= maxBase {
+		strays = strays[:n-1] // the largest stray, as Kafka keeps it
+	}
+	for _, o := range strays {
+		if err := DeleteSnapshot(fsys, dir, o); err != nil {
+			return nil, err
+		}
+	}
+	return strays, nil
 }
 
 // ReadSnapshotFile returns the bytes of the snapshot at offset in dir
@@ -89,16 +222,16 @@ func ListSnapshotOffsets(fsys vfs.FS, dir string) ([]int64, error) {
 	return offsets, nil
 }
 
-// DeleteSnapshot removes the snapshot at offset; a missing file is not an
-// error. The removal is not fsynced: a snapshot that reappears after a
-// crash is deleted again by the same rule, or is harmless (see the
-// package comment).
+// DeleteSnapshot removes the snapshot at offset and then its batches
+// file; a missing file is not an error. The removals are not fsynced: a
+// snapshot that reappears after a crash is deleted again by the same
+// rule, or is harmless (see the package comment); one that reappears
+// without its batches file loads with Kafka's window (the last batch).
 func DeleteSnapshot(fsys vfs.FS, dir string, offset int64) error {
-	path := fsys.PathJoin(dir, SnapshotFileName(offset))
-	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("producer: remove snapshot %s: %w", path, err)
+	if err := removeIfExists(fsys, fsys.PathJoin(dir, SnapshotFileName(offset))); err != nil {
+		return err
 	}
-	return nil
+	return removeIfExists(fsys, fsys.PathJoin(dir, BatchesFileName(offset)))
 }
 
 // DeleteSnapshotsBelow removes the snapshots at offsets < offset (below a
@@ -138,8 +271,11 @@ type SnapshotLoad struct {
 	// (the new MapEndOffset).
 	Loaded bool
 	Offset int64
-	// Corrupt lists the snapshots that failed to decode and were
-	// deleted, newest first, with the reason.
+	// Batches says whether the loaded snapshot's batches file restored
+	// the producers' whole dedup windows.
+	Batches BatchesUse
+	// Corrupt lists the snapshots that failed to decode (or whose
+	// batches file did) and were deleted, newest first, with the reason.
 	Corrupt []CorruptSnapshot
 }
 
@@ -150,9 +286,11 @@ type CorruptSnapshot struct {
 }
 
 // LoadLatestSnapshotFile replaces the state with the newest snapshot in
-// dir at or below maxOffset. A snapshot that fails to decode (bad CRC,
-// version or size) is deleted and the next older one tried, as Kafka's
-// loadFromSnapshot does. Without a usable snapshot the state is emptied
+// dir at or below maxOffset, with the dedup windows of its batches file
+// (LoadSnapshotWithBatches). A snapshot that fails to decode (bad CRC,
+// version or size), or whose batches file does, is deleted with its
+// batches file and the next older one tried, as Kafka's loadFromSnapshot
+// does for a corrupt snapshot. Without a usable snapshot the state is emptied
 // and known up to emptyAt (Kafka: the log start offset). Either way the
 // caller then replays the log from MapEndOffset() to its end with Replay.
 // I/O errors are returned with the state unchanged.
@@ -171,9 +309,17 @@ func (m *Manager) LoadLatestSnapshotFile(fsys vfs.FS, dir string, maxOffset, emp
 		if err != nil {
 			return res, err
 		}
-		err = m.LoadSnapshot(data, off)
+		batches, err := readBatchesFile(fsys, dir, off)
+		if err != nil {
+			return res, err
+		}
+		use, err := m.LoadSnapshotWithBatches(data, batches, off)
 		if err == nil {
-			res.Loaded, res.Offset = true, off
+			res.Loaded, res.Offset, res.Batches = true, off, use
+			if use == BatchesStale {
+				// Best effort: the next snapshot at off rewrites it.
+				_ = removeIfExists(fsys, fsys.PathJoin(dir, BatchesFileName(off)))
+			}
 			return res, nil
 		}
 		if !errors.Is(err, ErrCorruption) {
@@ -190,21 +336,27 @@ func (m *Manager) LoadLatestSnapshotFile(fsys vfs.FS, dir string, maxOffset, emp
 
 // TruncateAndReload brings the state in line with a log that now holds
 // [logStart, logEnd) after a truncation or on open (Kafka:
-// truncateAndReload): snapshots above logEnd and below logStart are
-// deleted; if the state was not already known exactly up to logEnd it is
-// reloaded from the newest remaining snapshot (or emptied at logStart),
+// truncateAndReload): snapshots above logEnd and below floor are deleted
+// (floor <= logStart: the log keeps the snapshot at the base of the
+// segment holding the log start, from which that segment's state is
+// rebuilt; never above logEnd); if the state was not already known exactly up to logEnd it
+// is reloaded from the newest remaining snapshot (or emptied at floor),
 // otherwise only OnLogStartOffsetIncremented(logStart) applies. The
 // caller then replays [MapEndOffset(), logEnd) with Replay.
-func (m *Manager) TruncateAndReload(fsys vfs.FS, dir string, logStart, logEnd int64) (SnapshotLoad, error) {
+func (m *Manager) TruncateAndReload(fsys vfs.FS, dir string, floor, logStart, logEnd int64) (SnapshotLoad, error) {
+	// A recovery may start below the log start's segment (the offsets
+	// checkpoint's recovery point lags the log start, or the epochs are
+	// rebuilt from the first segment): keep what it loads from.
+	floor = min(floor, logStart, logEnd)
 	if _, err := DeleteSnapshotsAbove(fsys, dir, logEnd); err != nil {
 		return SnapshotLoad{}, err
 	}
-	if _, err := DeleteSnapshotsBelow(fsys, dir, logStart); err != nil {
+	if _, err := DeleteSnapshotsBelow(fsys, dir, floor); err != nil {
 		return SnapshotLoad{}, err
 	}
 	if logEnd == m.mapEndOffset {
 		m.OnLogStartOffsetIncremented(logStart)
 		return SnapshotLoad{}, nil
 	}
-	return m.LoadLatestSnapshotFile(fsys, dir, logEnd, logStart)
+	return m.LoadLatestSnapshotFile(fsys, dir, logEnd, floor)
 }

@@ -29,9 +29,13 @@ const (
 	// copy: the rename over the live name is the commit point, so a loader
 	// deletes every KindTemp file it finds.
 	KindTemp
+	// KindProducerBatches is the dedup windows that go with the producer
+	// snapshot at the same offset: <offset>.producerbatches (tierlog's
+	// own file; package log/internal/producer writes it).
+	KindProducerBatches
 )
 
-var kindNames = [...]string{"unknown", "log", "index", "timeindex", "txnindex", "snapshot", "tmp"}
+var kindNames = [...]string{"unknown", "log", "index", "timeindex", "txnindex", "snapshot", "tmp", "producerbatches"}
 
 func (k FileKind) String() string {
 	if int(k) < len(kindNames) {
@@ -48,6 +52,8 @@ const (
 	txnIndexSuffix  = ".txnindex"
 	snapshotSuffix  = ".snapshot"
 	tempSuffix      = ".tmp"
+	// producerBatchesSuffix is producer.BatchesSuffix.
+	producerBatchesSuffix = ".producerbatches"
 )
 
 // offsetDigits is the width of the zero-padded offset in file names, as
@@ -116,6 +122,8 @@ func ParseFileName(name string) (baseOffset int64, kind FileKind, ok bool) {
 		kind = KindTxnIndex
 	case snapshotSuffix:
 		kind = KindSnapshot
+	case producerBatchesSuffix:
+		kind = KindProducerBatches
 	default:
 		return 0, KindUnknown, false
 	}
