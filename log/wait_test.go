@@ -396,3 +396,56 @@ func TestReadEmptyRecordsNotNil(t *testing.T) {
 	b := []byte("x")
 	require.Equal(t, b, NonNilRecords(b))
 }
+
+// BenchmarkWaitForWake10000: 10,000 consumers wait for the high
+// watermark; each iteration moves it by one and waits until every one of
+// them has seen the advance (one channel close, 10,000 re-checks and
+// re-waits).
+func BenchmarkWaitForWake10000(b *testing.B) {
+	const waiters = 10_000
+	l, err := Open("p0", Options{FS: vfs.NewMem(), SegmentIndexBytes: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := func() []byte {
+		bl := record.NewBuilder(record.DefaultBuilderOptions())
+		bl.Add(1_000_000, nil, []byte("v"))
+		buf, err := bl.Build()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return buf
+	}
+	rounds := b.N
+	for range rounds {
+		if _, err := l.AppendAsLeader(batch(), 0, OriginClient); err != nil {
+			b.Fatal(err)
+		}
+	}
+	done := make([]sync.WaitGroup, rounds)
+	for i := range done {
+		done[i].Add(waiters)
+	}
+	ctx := context.Background()
+	var start sync.WaitGroup
+	start.Add(waiters)
+	for range waiters {
+		go func() {
+			start.Done()
+			for r := range rounds {
+				if _, err := l.WaitFor(ctx, int64(r), IsolationHighWatermark); err != nil {
+					panic(err)
+				}
+				done[r].Done()
+			}
+		}()
+	}
+	start.Wait()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for r := range rounds {
+		l.UpdateHighWatermark(int64(r + 1))
+		done[r].Wait()
+	}
+}
