@@ -10,7 +10,8 @@
 //	fd, err := l.Read(buf, offset, maxBytes, log.IsolationHighWatermark, true)
 //	p.ErrorCode = kafkaerr.Code(err).Code // a nil *kerr.Error is NONE: see Code
 //
-// Code never inspects error text: it matches the library's sentinels with
+// SealFetchCode does the same for the at-seal fetch answer's enum
+// (tierstate.SealFetchDecision.Error). Code never inspects error text: it matches the library's sentinels with
 // errors.Is, so every typed error (*log.AppendError, *log.OffsetRangeError,
 // *wal.StorageError, *tierstate.TransitionError, ...) maps like the
 // sentinel it unwraps to.
@@ -231,4 +232,23 @@ var rules = []rule{
 	{log.ErrClosed, kerr.NotLeaderForPartition},
 	{log.ErrInvalidArgument, kerr.InvalidRequest},
 	{wal.ErrUnsupportedTimestamp, kerr.UnsupportedVersion},
+}
+
+// SealFetchCode is the Kafka error of an at-seal fetch answer
+// (tierstate.SealFetchDecision.Error): nil for SealErrorNone,
+// kerr.UnknownServerError for a value tierstate does not define.
+func SealFetchCode(e tierstate.SealFetchError) *kerr.Error {
+	switch e {
+	case tierstate.SealErrorNone:
+		return nil
+	case tierstate.SealErrorNotLeaderOrFollower:
+		return kerr.NotLeaderForPartition
+	case tierstate.SealErrorFencedLeaderEpoch:
+		return kerr.FencedLeaderEpoch
+	case tierstate.SealErrorUnknownLeaderEpoch:
+		return kerr.UnknownLeaderEpoch
+	case tierstate.SealErrorOffsetOutOfRange:
+		return kerr.OffsetOutOfRange
+	}
+	return kerr.UnknownServerError
 }

@@ -126,3 +126,17 @@ func TestCodeOfAnOfflineLog(t *testing.T) {
 	_, err = l.WaitFor(context.Background(), 1, log.IsolationLogEnd)
 	require.Equal(t, kerr.KafkaStorageError, Code(err), "%v", err)
 }
+
+// TestSealFetchCode: each at-seal fetch error is the Kafka error its
+// String names; values beyond the defined ones are UNKNOWN_SERVER_ERROR.
+func TestSealFetchCode(t *testing.T) {
+	require.Nil(t, SealFetchCode(tierstate.SealErrorNone))
+	for e := tierstate.SealErrorNotLeaderOrFollower; e <= tierstate.SealErrorOffsetOutOfRange; e++ {
+		want := e.String()
+		if k, ok := kerrNames[want]; ok {
+			want = k
+		}
+		require.Equal(t, want, SealFetchCode(e).Message, "%v", e)
+	}
+	require.Equal(t, kerr.UnknownServerError, SealFetchCode(tierstate.SealErrorOffsetOutOfRange+1))
+}

@@ -94,7 +94,8 @@ func (l *UnifiedLog) wakeAll() {
 // at once (one select over their channels, or one goroutine that fans
 // them in): after the channel closes, call Watch again. The channel is
 // shared with every other watcher of the same bound; on a closed log it
-// is already closed.
+// is already closed, and so it is for an isolation other than the three
+// (WaitFor refuses one with ErrInvalidArgument).
 func (l *UnifiedLog) Watch(isolation Isolation) (Offsets, <-chan struct{}) {
 	if isolation < IsolationLogEnd || isolation > IsolationCommitted {
 		return l.Offsets(), closedChan
