@@ -155,9 +155,13 @@ func (l *UnifiedLog) WaitFor(ctx context.Context, offset int64, isolation Isolat
 	}
 	g := &l.waits[isolation]
 	for {
+		// A first check without a channel: a bound already past offset
+		// (the common case of a fetch that finds data) costs nothing.
+		if o, done, err := l.waitCheck(offset, isolation); done {
+			return o, err
+		}
 		ch := channel(g) // before the offsets: see the comment at the top
-		o, done, err := l.waitCheck(offset, isolation)
-		if done {
+		if o, done, err := l.waitCheck(offset, isolation); done {
 			return o, err
 		}
 		select {

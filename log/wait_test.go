@@ -163,6 +163,31 @@ func TestWaitForReturnsAtOnceWhenPassed(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
+// TestWaitForAllocations: a wait whose bound has already passed
+// allocates nothing (no generation is made for it), and neither does one
+// that ends with its context while a generation exists.
+func TestWaitForAllocations(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), Options{})
+	defer l.Close()
+	appendRecords(t, l, 0, 2, 1_000_000)
+	l.UpdateHighWatermark(1)
+	ctx := context.Background()
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		if _, err := l.WaitFor(ctx, 0, IsolationHighWatermark); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	require.Nil(t, l.waits[IsolationHighWatermark].Load(), "no generation made")
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _ = l.WaitFor(done, 1, IsolationHighWatermark) // makes the generation
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		if _, err := l.WaitFor(done, 1, IsolationHighWatermark); err != context.Canceled {
+			t.Fatal(err)
+		}
+	}))
+}
+
 // TestWaitForContext: a cancelled context and an expired deadline end a
 // wait with ctx.Err().
 func TestWaitForContext(t *testing.T) {
