@@ -50,6 +50,7 @@ func (l *UnifiedLog) Close() error {
 	// Release the log's reference to the current view: the segments'
 	// handles close once the last reader is done with them.
 	l.released.Store(true)
+	l.wakeAll() // after released: waiters then see ErrClosed
 	l.view.Load().unref()
 	return err
 }
@@ -119,6 +120,7 @@ func (l *UnifiedLog) Delete() error {
 	l.mu.Unlock()
 	if !wasClosed {
 		l.released.Store(true)
+		l.wakeAll()
 		l.view.Load().unref()
 	}
 	if _, err := l.fs.Stat(l.dir); errors.Is(err, iofs.ErrNotExist) {

@@ -56,6 +56,10 @@
 // writer replaces once an operation is complete. So a read never reports
 // a high watermark above its log end offset, nor offsets its view does
 // not hold, even while a truncation runs.
+// A long-polling fetch waits with WaitFor (or Watch, for many partitions)
+// until the bound it reads under passes its offset: each bound has one
+// channel per generation, closed by the publication that moves it, so
+// waiters take no lock, start no goroutine and wake together.
 // Lock order: UnifiedLog.flushMu -> UnifiedLog.mu -> epochcache.Cache,
 // and UnifiedLog.mu -> producer.TxnIndex.mu (a leaf readers take too).
 //

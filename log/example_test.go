@@ -1,7 +1,9 @@
 package log_test
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -59,4 +61,48 @@ func Example() {
 	// before: high watermark 0, 0 bytes readable
 	// read batch [0, 3) in epoch 5
 	// log end offset 6, high watermark 4
+}
+
+// A long-polling fetch: a consumer at the end of the committed records
+// waits, without polling, until the high watermark passes its fetch
+// offset, then reads.
+func ExampleUnifiedLog_WaitFor() {
+	fs := vfs.NewMem()
+	_ = fs.MkdirAll("orders-0", 0o755)
+	l, err := log.Open("orders-0", log.Options{FS: fs})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+
+	// The consumer fetches at offset 0 with a 500 ms max wait (Kafka's
+	// fetch.max.wait.ms).
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	fetched := make(chan string)
+	go func() {
+		o, err := l.WaitFor(ctx, 0, log.IsolationHighWatermark)
+		if err != nil { // ctx.Err() at the timeout: answer with no records
+			fetched <- err.Error()
+			return
+		}
+		fd, _ := l.Read(nil, 0, 1<<20, log.IsolationHighWatermark, true)
+		fetched <- fmt.Sprintf("woken at high watermark %d, read %d bytes", o.HighWatermark, len(fd.Records))
+	}()
+
+	// The leader appends and its followers confirm the batch.
+	b := record.NewBuilder(record.DefaultBuilderOptions())
+	b.Add(1_700_000_000_000, nil, []byte("hello"))
+	batch, _ := b.Build()
+	_, _ = l.AppendAsLeader(batch, 0, log.OriginClient)
+	l.UpdateHighWatermark(1)
+	fmt.Println(<-fetched)
+
+	// A read with nothing to return gives an empty record set, never nil.
+	fd, _ := l.Read(nil, 1, 1<<20, log.IsolationHighWatermark, true)
+	fmt.Println(fd.Records != nil, len(fd.Records))
+	// Output:
+	// woken at high watermark 1, read 73 bytes
+	// true 0
 }

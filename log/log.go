@@ -80,6 +80,14 @@ type UnifiedLog struct {
 	// released is set when Close or Delete dropped the log's reference to
 	// the last view: readers then get ErrClosed instead of retrying.
 	released atomic.Bool
+	// waits are the generations of WaitFor's and Watch's waiters, one per
+	// Isolation bound (wait.go). Closed and replaced by storeStateLocked
+	// with mu held; waiters take no lock (race-free because a generation
+	// leaves its pointer only by the swap that closes it).
+	waits waitBounds
+	// offline is set (once, with mu held) by failLocked: the write
+	// failure, for waiters, which do not take mu.
+	offline atomic.Pointer[offlineErr]
 
 	// flushMu serializes flushes. It is held across the fsyncs, with mu
 	// released, so appends continue while a flush runs.
@@ -265,6 +273,8 @@ func (l *UnifiedLog) checkWritableLocked() error {
 func (l *UnifiedLog) failLocked(err error) error {
 	if l.mu.err == nil {
 		l.mu.err = fmt.Errorf("log: %s: writes refused after an I/O failure: %w", l.dir, err)
+		l.offline.Store(&offlineErr{err: l.mu.err})
+		l.wakeAll()
 		l.logger.Error("log refuses writes after an I/O failure", zap.String("dir", l.dir), zap.Error(err))
 	}
 	return l.mu.err

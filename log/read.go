@@ -37,8 +37,12 @@ func (i Isolation) String() string {
 type FetchDataInfo struct {
 	// Records holds whole batches, appended to the caller's buffer. The
 	// first batch may start below the requested offset (it contains it);
-	// consumers skip the records before it, as Kafka's do. Empty when
-	// there is nothing to read at the offset under the isolation bound.
+	// consumers skip the records before it, as Kafka's do. Never nil:
+	// empty (len 0, not nil) when there is nothing to read at the offset
+	// under the isolation bound, and on an error, so an encoder that
+	// writes a nil slice as a null record set (size -1, which consumers
+	// such as librdkafka refuse: "invalid MessageSetSize -1") writes an
+	// empty one instead.
 	Records []byte
 	// FetchOffset is the offset requested.
 	FetchOffset int64
@@ -89,11 +93,24 @@ func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isol
 	// log end offset.
 	st, err := l.acquireState()
 	if err != nil {
-		return FetchDataInfo{Records: dst[:0], FetchOffset: offset}, err
+		return FetchDataInfo{Records: NonNilRecords(dst[:0]), FetchOffset: offset}, err
 	}
 	v, o := st.view, st.offsets
 	defer v.unref()
 	return l.readPinned(v, o, dst, offset, maxBytes, isolation, minOneMessage)
+}
+
+// NonNilRecords returns records, or an empty non-nil slice when records
+// is nil: a fetch response's record set must be empty, never null (Kafka's
+// RECORDS type writes a nil one as size -1, a null record set, which
+// consumers refuse). Every Read of this package already returns non-nil
+// Records; a broker passes records from elsewhere through it before
+// encoding. It never allocates.
+func NonNilRecords(records []byte) []byte {
+	if records == nil {
+		return []byte{}
+	}
+	return records
 }
 
 // readPinned is Read on a pinned view v and the offsets o published with
@@ -101,7 +118,7 @@ func (l *UnifiedLog) Read(dst []byte, offset int64, maxBytes int, isolation Isol
 func (l *UnifiedLog) readPinned(v *segmentView, o Offsets, dst []byte, offset int64, maxBytes int,
 	isolation Isolation, minOneMessage bool) (FetchDataInfo, error) {
 	info := FetchDataInfo{
-		Records:          dst[:0],
+		Records:          NonNilRecords(dst[:0]),
 		FetchOffset:      offset,
 		HighWatermark:    o.HighWatermark,
 		LastStableOffset: o.LastStableOffset,
@@ -140,7 +157,7 @@ func (l *UnifiedLog) readPinned(v *segmentView, o Offsets, dst []byte, offset in
 		if cut {
 			l.counters.readsCutAtDamage.Add(1)
 		}
-		info.Records = data
+		info.Records = NonNilRecords(data)
 		info.BatchBaseOffset = res.BatchBaseOffset
 		info.SegmentBaseOffset = s.BaseOffset()
 		info.Position = res.Position

@@ -142,7 +142,10 @@ func (l *UnifiedLog) storeStateLocked(v *segmentView) {
 		"publishing inconsistent offsets %+v", o)
 	s := l.nextStateLocked()
 	*s = readState{view: v, offsets: o}
-	l.state.Store(s)
+	prev := l.state.Swap(s)
+	if prev != nil {
+		l.wakeMovedLocked(prev.offsets, o) // after the store: see wait.go
+	}
 }
 
 // stateSlabLen is how many read states one allocation provides.

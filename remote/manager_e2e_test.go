@@ -94,6 +94,7 @@ func runTieringEndToEnd(t *testing.T, store objstore.Store) {
 	res, err = e.mgr.Read(ctx, tp, 0, 10, log.IsolationLogEnd, false)
 	require.NoError(t, err)
 	require.Empty(t, res.Records)
+	require.NotNil(t, res.Records, "an empty record set, never a null one")
 	// A committed read over the aborted transaction reports it.
 	res, err = e.mgr.Read(ctx, tp, 21, 1<<20, log.IsolationCommitted, false)
 	require.NoError(t, err)

@@ -22,8 +22,10 @@ type ReadResult struct {
 	// Records holds whole batches: the first one with last offset at or
 	// above FetchOffset and as many following ones as fit in the byte
 	// budget. Empty when no batch is found, or when the first is larger
-	// than the budget and the read is not min-one-message. Unlike Kafka,
-	// which may end with a partial batch, Records never does.
+	// than the budget and the read is not min-one-message; never nil on
+	// success (an empty record set, not a null one: see
+	// log.NonNilRecords). Unlike Kafka, which may end with a partial
+	// batch, Records never does.
 	Records []byte
 	// FetchOffset is the offset requested.
 	FetchOffset int64
@@ -79,6 +81,7 @@ func (m *Manager) Read(ctx context.Context, tp TopicIDPartition, offset int64, m
 		return ReadResult{}, err
 	}
 	m.metrics.readBytes.Add(int64(len(res.Records)))
+	res.Records = log.NonNilRecords(res.Records)
 	return res, nil
 }
 

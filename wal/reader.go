@@ -87,7 +87,9 @@ type FetchResult struct {
 	Err error
 	// Records holds the batches in offset order, each with its assigned
 	// base offset written in (outside the CRC). It is the Reader's own
-	// copy.
+	// copy. Never nil: empty when there is nothing to serve or on Err, so
+	// an encoder writes an empty record set, not a null one (size -1,
+	// which consumers refuse).
 	Records []byte
 	// LogStartOffset and HighWatermark are W and HW as FindBatches saw
 	// them.
@@ -167,6 +169,9 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 		out[i] = FetchResult{Err: f.Err, LogStartOffset: f.LogStartOffset, HighWatermark: f.HighWatermark}
 		if f.Err == nil {
 			out[i].Records, out[i].Err = r.assemble(i, req.Partitions[i], f.Batches, ranges)
+		}
+		if out[i].Records == nil {
+			out[i].Records = []byte{} // an empty record set, never a null one
 		}
 	}
 	return out, nil

@@ -122,6 +122,25 @@ func TestReaderFromMiddle(t *testing.T) {
 	require.Equal(t, []string{"3:m1-0", "4:m1-1", "5:m1-2", "6:m2-0", "7:m2-1", "8:m2-2"}, values(t, res[0].Records))
 }
 
+// TestReaderEmptyFetchRecordsNotNil: a fetch at the high watermark
+// serves nothing, as an empty record set (never nil: an encoder would
+// write a null one, size -1, which consumers refuse).
+func TestReaderEmptyFetchRecordsNotNil(t *testing.T) {
+	e := newEnv(t, 1)
+	w := e.writer(wal.WriterOptions{MaxBytes: 1})
+	_, err := w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: batch(t, 3, "m")}})
+	require.NoError(t, err)
+	r, err := wal.NewReader(wal.ReaderOptions{Store: e.store, ControlPlane: e.cp})
+	require.NoError(t, err)
+	res, err := r.Fetch(e.ctx, wal.FindBatchesRequest{MaxBytes: 1 << 20,
+		Partitions: []wal.FindPartition{{Partition: e.tp(0), Offset: 3, MaxPartitionBytes: 1 << 20}}})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	require.Equal(t, int64(3), res[0].HighWatermark)
+	require.NotNil(t, res[0].Records)
+	require.Empty(t, res[0].Records)
+}
+
 // rewrite replaces an object's bytes in the store by f(bytes).
 func rewrite(t *testing.T, e *env, key string, f func([]byte) []byte) {
 	t.Helper()
@@ -163,7 +182,8 @@ func TestReaderHostileObject(t *testing.T) {
 		require.ErrorAs(t, res[0].Err, &be)
 		require.ErrorIs(t, res[0].Err, wal.ErrCorruption)
 		require.Equal(t, key, be.ObjectKey)
-		require.Nil(t, res[0].Records)
+		require.NotNil(t, res[0].Records, "an empty record set, not a null one")
+		require.Empty(t, res[0].Records, "nothing served")
 		require.NoError(t, res[1].Err)
 	})
 	t.Run("short", func(t *testing.T) {

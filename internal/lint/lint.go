@@ -102,6 +102,10 @@ var layers = []layer{
 	// The Prometheus exporter: above everything it reads, and the only
 	// library package that imports client_golang (checked below).
 	{75, exact("promexport"), nil},
+	// The Kafka error codes of the library's typed errors: above every
+	// package whose sentinels it maps, below nothing; franz-go's kerr is
+	// its only third-party import.
+	{76, exact("kafkaerr"), []string{"github.com/twmb/franz-go/pkg/kerr"}},
 	// The test-server harness shared by s3test and pgtest: below them.
 	{78, exact("internal/testserver"), nil},
 	// The cluster simulation builds on the demo cluster's pieces.
