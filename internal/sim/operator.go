@@ -106,8 +106,9 @@ func (c *Cluster) ElectReplica(id int32) error {
 // the whole prefix, or when it loses records without acceptDataLoss;
 // the new seal is the highest remote end), and the controller commits
 // State.StartPhaseTwo at that seal in a record that bumps the leader
-// epoch once, adds every running replica to the ISR and elects a leader
-// (the current one if it runs), as the flag commit does. The records in
+// epoch once, sets the ISR to the active assigned replicas
+// (Cluster.phaseTwoISR) and elects a leader (the current one if it
+// runs), as the flag commit does. The records in
 // [new seal, old seal) are given up; the control plane keeps the old
 // seal until Repair.
 func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
@@ -133,12 +134,7 @@ func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
 		if err != nil {
 			return "controller refused", err
 		}
-		var isr []int32
-		for _, id := range k.replicas {
-			if c.running(id) {
-				isr = append(isr, id)
-			}
-		}
+		isr := c.phaseTwoISR()
 		leader := k.rec.Leader
 		if !slices.Contains(isr, leader) {
 			leader = -1
