@@ -46,6 +46,10 @@ type simCatch struct {
 // follower's epochs disagree with the leader's (LineageDiverged).
 var simCatches = []simCatch{
 	{mutation.FirstPruneBound, []mutation.Guard{mutation.WALReadGap}, nil, []uint64{12, 15, 29}},
+	// Diskless records produced or consolidated in phase 1 carry an epoch
+	// from before the flag: a follower's epochs disagree with the
+	// leader's (LineageDiverged).
+	{mutation.Phase2Gate, nil, nil, []uint64{3, 4, 30}},
 }
 
 // name is the row's subtest name: its guards, as -mutation spells them.
