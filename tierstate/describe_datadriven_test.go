@@ -35,6 +35,10 @@ var (
 //	    the State, built through the controller's operations (phase 2 by
 //	    the flag commit with R = L - 1); consolidating
 //	reseal seal=S                      operator `seal S` (State.Reseal)
+//	plan-reseal seal=S leader=N        the tool's `seal S` (PlanReseal) with
+//	                                   replica N's kept description as the
+//	                                   leader's; on success the State
+//	                                   becomes the plan's
 //	cross-tier-start offset=X          the control plane's X
 //
 // Replicas (broker ids):
@@ -130,6 +134,22 @@ func (e *describeEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		var seal int64
 		d.ScanArgs(t, "seal", &seal)
 		s, err := e.state.Reseal(seal, false)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		e.state = s
+		return s.String()
+	case "plan-reseal":
+		var seal int64
+		var leader int32
+		d.ScanArgs(t, "seal", &seal)
+		d.ScanArgs(t, "leader", &leader)
+		desc, ok := e.descriptions[leader]
+		if !ok {
+			d.Fatalf(t, "replica %d not described", leader)
+		}
+		s, err := PlanReseal(e.state, ResealRequest{Seal: seal, Leader: leader,
+			LogStartOffset: desc.CrossTierLogStartOffset, LeaderLogEndOffset: desc.LogEndOffset})
 		if err != nil {
 			return "error: " + err.Error()
 		}

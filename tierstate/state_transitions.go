@@ -106,7 +106,7 @@ func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, er
 // recorded for the seal at the flag commit [INF]).
 //
 // The tool's own check (log start <= seal <= the leader's LEO) needs the
-// leader's log and is not made here.
+// leader's log: PlanReseal makes it after these rules.
 func (s State) Reseal(seal int64, clearProducerStates bool) (State, error) {
 	to := PhaseOne
 	switch {

@@ -5,14 +5,33 @@
 //
 // Usage:
 //
-//	tierlog-sim [-seed S] [-seeds N] [-steps K] [-trace]
+//	tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-trace]
+//	tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...]
 //
 // -seed S runs seed S alone; -seeds N runs seeds 1 to N (with -seed, N
 // seeds from S on). -steps is the length of each schedule (default 500).
-// -trace prints every step's trace line as it runs; without it only a
-// failing seed's last steps are printed. The exit status is 1 when some
+// -weights replaces the weights of the scheduler's actions by name
+// (sim.RunOptions.Weights; 0 removes one), for example
+// lose-disk=4,crash=6. -trace prints every step's trace line as it
+// runs; without it only a failing seed's last steps are printed. The exit status is 1 when some
 // seed breaks an invariant (the first failing seed ends the run), 2 for
 // a usage error.
+//
+// Search mode looks for a seed that a disabled safety guard breaks
+// (internal/mutation; DESIGN.md section 9):
+//
+//	go run -tags tierlog_mutation ./cmd/tierlog-sim -mutation GUARD -seeds N [-seed S] [-steps K]
+//
+// runs seeds 1 to N (or N seeds from S) with GUARD disabled until one
+// breaks an invariant, and prints exactly one line: "GUARD: caught at
+// seed S after K steps" or "GUARD: not caught in N seeds". -mutation all
+// searches every guard of the table in turn, one line each; a
+// comma-separated list (GUARD,GUARD) disables those guards together, for
+// a bug that two guards each stop (the line names the list). Guards named
+// in TIERLOG_MUTATION stay disabled throughout. The exit
+// status is 0 whether or not a guard was caught, 1 for a usage error
+// (an unknown guard, or a binary built without -tags tierlog_mutation,
+// where no guard can be disabled) or a run that could not be set up.
 //
 // A run's decisions depend only on its seed. The names of WAL objects
 // and remote segments come from crypto/rand, which only a test can make
@@ -27,8 +46,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/internal/sim"
 )
 
@@ -43,11 +65,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 0, "run N seeds (from 1, or from -seed)")
 	steps := fs.Int("steps", 500, "steps per schedule")
 	trace := fs.Bool("trace", false, "print every step as it runs")
+	weights := fs.String("weights", "", "action weights replacing the default menu's, name=N,... (e.g. lose-disk=4,crash=6)")
+	guard := fs.String("mutation", "", "search mode: disable this guard (or all, one at a time) and look for a seed that breaks an invariant")
 	if err := fs.Parse(args); err != nil {
+		if *guard != "" {
+			return 1
+		}
 		return 2
 	}
+	w, err := parseWeights(*weights)
+	if err != nil {
+		fmt.Fprintf(stderr, "tierlog-sim: -weights: %v\n", err)
+		if *guard != "" {
+			return 1
+		}
+		return 2
+	}
+	if *guard != "" {
+		return search(*guard, searchOptions{first: *seed, n: *seeds, steps: *steps, weights: w},
+			fs.NArg() > 0 || *trace, stdout, stderr)
+	}
 	if fs.NArg() > 0 || *steps <= 0 || *seeds < 0 || (*seed == 0 && *seeds == 0) {
-		fmt.Fprintln(stderr, "usage: tierlog-sim [-seed S] [-seeds N] [-steps K] [-trace]")
+		fmt.Fprintln(stderr, "usage: tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-trace]")
 		return 2
 	}
 	first, n := *seed, uint64(*seeds)
@@ -57,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if n == 0 {
 		n = 1
 	}
-	opts := sim.RunOptions{Steps: *steps}
+	opts := sim.RunOptions{Steps: *steps, Weights: w}
 	start, total := time.Now(), 0
 	for s := first; s < first+n; s++ {
 		if *trace {
@@ -84,4 +123,137 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%d seed(s), %d steps in %v (%.0f steps/s)\n", n, total, el.Round(time.Millisecond),
 		float64(total)/el.Seconds())
 	return 0
+}
+
+const searchUsage = "usage: tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...] " +
+	"(built with: go run -tags tierlog_mutation ./cmd/tierlog-sim ...)"
+
+// searchOptions are a search's seeds (n from first) and schedules.
+type searchOptions struct {
+	first   uint64
+	n       int
+	steps   int
+	weights map[string]int
+}
+
+// search is the search mode: for each guard named, the seeds from first
+// on with that guard disabled until one breaks an invariant. Exit 0
+// whether or not a guard is caught, 1 for a usage error or a failed run.
+func search(name string, o searchOptions, extra bool, stdout, stderr io.Writer) int {
+	if extra || o.n <= 0 || o.steps <= 0 {
+		fmt.Fprintln(stderr, searchUsage)
+		return 1
+	}
+	if !mutation.Enabled {
+		fmt.Fprintf(stderr, "tierlog-sim: -mutation needs a binary built with -tags tierlog_mutation "+
+			"(go run -tags tierlog_mutation ./cmd/tierlog-sim -mutation %s -seeds %d); without the tag "+
+			"no guard can be disabled\n", name, o.n)
+		return 1
+	}
+	// One search per element: every guard alone for all, else the
+	// named guards together.
+	var searches [][]mutation.Guard
+	if name == "all" {
+		for _, g := range mutation.Guards() {
+			searches = append(searches, []mutation.Guard{g})
+		}
+	} else {
+		gs, err := mutation.ParseList(name)
+		if err == nil && len(gs) == 0 {
+			err = fmt.Errorf("no guard named")
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tierlog-sim: %v (guards: all, %s)\n", err, guardNames())
+			return 1
+		}
+		searches = [][]mutation.Guard{gs}
+	}
+	if o.first == 0 {
+		o.first = 1
+	}
+	for _, gs := range searches {
+		label := joinGuards(gs)
+		seed, at, err := searchGuards(gs, o)
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "tierlog-sim: %s: %v\n", label, err)
+			return 1
+		case seed != 0:
+			fmt.Fprintf(stdout, "%s: caught at seed %d after %d steps\n", label, seed, at)
+		default:
+			fmt.Fprintf(stdout, "%s: not caught in %d seeds\n", label, o.n)
+		}
+	}
+	return 0
+}
+
+// searchGuards runs o's seeds with gs disabled and returns the first
+// that breaks an invariant and its step count (seed 0: none). The guards
+// are on again when it returns (those TIERLOG_MUTATION names stay off).
+func searchGuards(gs []mutation.Guard, o searchOptions) (seed uint64, at int, err error) {
+	sc := &guardScope{}
+	defer sc.close()
+	for _, g := range gs {
+		mutation.Disable(sc, g)
+	}
+	if sc.skipped != "" {
+		return 0, 0, fmt.Errorf("cannot disable: %s", sc.skipped)
+	}
+	for s := o.first; s < o.first+uint64(o.n); s++ {
+		res, err := sim.Run(s, sim.RunOptions{Steps: o.steps, Weights: o.weights})
+		if err != nil {
+			return 0, 0, fmt.Errorf("seed %d: %w", s, err)
+		}
+		if res.Failed() {
+			return s, res.Steps, nil
+		}
+	}
+	return 0, 0, nil
+}
+
+// parseWeights reads -weights: name=N pairs separated by commas (sim.Run
+// checks the names).
+func parseWeights(s string) (map[string]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	w := map[string]int{}
+	for _, kv := range strings.Split(s, ",") {
+		name, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		n, err := strconv.Atoi(v)
+		if !ok || name == "" || err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not name=N", kv)
+		}
+		w[name] = n
+	}
+	return w, nil
+}
+
+// guardScope is the mutation.TB of one search: the guard is disabled
+// until close runs the cleanups mutation.Disable registered.
+type guardScope struct {
+	cleanups []func()
+	skipped  string
+}
+
+func (s *guardScope) Helper()          {}
+func (s *guardScope) Cleanup(f func()) { s.cleanups = append(s.cleanups, f) }
+func (s *guardScope) Skip(args ...any) { s.skipped = fmt.Sprint(args...) }
+
+func (s *guardScope) close() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+	s.cleanups = nil
+}
+
+func guardNames() string { return strings.ReplaceAll(joinGuards(mutation.Guards()), ",", ", ") }
+
+// joinGuards spells gs as -mutation and TIERLOG_MUTATION take them.
+func joinGuards(gs []mutation.Guard) string {
+	names := make([]string, len(gs))
+	for i, g := range gs {
+		names[i] = g.String()
+	}
+	return strings.Join(names, ",")
 }

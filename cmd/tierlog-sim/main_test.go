@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 func TestRunSeeds(t *testing.T) {
@@ -34,5 +36,39 @@ func TestUsage(t *testing.T) {
 		if code := run(args, &out, &errs); code != 2 {
 			t.Fatalf("%v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// Search mode's usage errors exit 1 (not 2): an unknown guard, no seed
+// count, extra arguments, -trace. Without the build tag no guard can be
+// disabled, which is a usage error too, with the command to run instead.
+func TestSearchUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"-mutation", "first-prune-bound"},
+		{"-mutation", "first-prune-bound", "-seeds", "1", "-trace"},
+		{"-mutation", "first-prune-bound", "-seeds", "1", "extra"},
+		{"-mutation", "no-such-guard", "-seeds", "1"},
+		{"-mutation", "first-prune-bound", "-seeds", "1", "-bogus"},
+	} {
+		var out, errs bytes.Buffer
+		if code := run(args, &out, &errs); code != 1 {
+			t.Fatalf("%v: exit %d, want 1\n%s%s", args, code, out.String(), errs.String())
+		}
+		if out.Len() != 0 {
+			t.Fatalf("%v: printed a result: %s", args, out.String())
+		}
+	}
+}
+
+func TestSearchNeedsTheTag(t *testing.T) {
+	if mutation.Enabled {
+		t.Skip("built with -tags tierlog_mutation")
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"-mutation", "first-prune-bound", "-seeds", "3"}, &out, &errs); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if !strings.Contains(errs.String(), "go run -tags tierlog_mutation ./cmd/tierlog-sim -mutation first-prune-bound") {
+		t.Fatalf("the error does not name the tagged command: %s", errs.String())
 	}
 }

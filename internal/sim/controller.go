@@ -205,11 +205,31 @@ func (s switchController) SetClassicPrefixInRemoteStorage(_ context.Context, _ r
 	// The flag goes through Kafka's PartitionChangeBuilder, which bumps
 	// the leader epoch; E_d (tag 102) is the epoch the record produces
 	// (github.com/aiven/inkless/pull/827).
+	// The same record sets the ISR to the active assigned replicas
+	// (phaseTwoISR), as the operator's start-phase-2 does.
 	k.rec.State = st
 	k.rec.LeaderEpoch = st.DisklessLeaderEpoch()
-	k.rec.PartitionEpoch++
+	k.changeISR(s.c.phaseTwoISR())
 	s.c.trace.detail("controller commits phase 2: R=%d E_d=%d", st.LastClassicLeaderEpoch(), st.DisklessLeaderEpoch())
 	return s.c.publish("phase 2 committed")
+}
+
+// phaseTwoISR is the ISR of a record that enters phase 2, the flag
+// commit (SetClassicPrefixInRemoteStorage) and the operator's
+// start-phase-2 alike: every assigned replica whose broker is active
+// (registered and not fenced); a fenced broker stays out
+// (github.com/aiven/inkless/pull/827). From phase 2 on every record is
+// in remote storage or the WAL, so any active replica can serve: each
+// one runs the phase-2 replica check on the record and rebuilds what it
+// lacks.
+func (c *Cluster) phaseTwoISR() []int32 {
+	var isr []int32
+	for _, id := range c.ctrl.replicas {
+		if c.running(id) {
+			isr = append(isr, id)
+		}
+	}
+	return isr
 }
 
 // election is how the controller chose a leader, for the trace.

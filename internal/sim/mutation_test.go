@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"testing/cryptotest"
 
@@ -21,35 +20,45 @@ import (
 var churn = map[string]int{"crash": 6, "lose-disk": 4, "force-leader": 4, "restart": 8, "expire": 8,
 	"copy": 10, "prune": 6, "elect": 5}
 
-// simCatch is a guard the random simulation catches: with the guards
-// disabled, each seed (run with weights) breaks an invariant. A row names
-// more than one guard where the guards are layered, so that either alone
-// keeps the bug from showing.
+// simCatch is one guard the random simulation catches: with the guard
+// (and the guards of with) disabled, each seed (run with weights) breaks
+// an invariant.
 type simCatch struct {
-	guards  []mutation.Guard
+	guard mutation.Guard
+	// with are guards that stop the same bug one step later; the random
+	// runs reach the bug only with them disabled too.
+	with    []mutation.Guard
 	weights map[string]int
 	seeds   []uint64
 }
 
-func (sc simCatch) name() string {
-	names := make([]string, len(sc.guards))
-	for i, g := range sc.guards {
-		names[i] = g.String()
-	}
-	return strings.Join(names, "+")
-}
-
 // simCatches is the simulation's column of the mutation table (DESIGN.md
 // section 9). Guards without a row are not reached by random runs (see
-// DESIGN.md section 12, "Left out").
+// DESIGN.md section 12, "Left out"). The seeds come from
+// `go run -tags tierlog_mutation ./cmd/tierlog-sim -mutation GUARD[,GUARD] -seeds N`.
 //
-// first-prune-bound and wal-read-gap are layered: with D = max(W, S)
-// switched off, a recreated leader's consolidation fetch at 0 is answered
-// with the first diskless batch at the seal, and the fetcher's own rule
-// (append only at the log end, consolidate.Fetcher) refuses it; the
-// random runs reach the lost record only with both off.
+// first-prune-bound needs wal-read-gap off too: without the bound a
+// leader with an empty log is offered the first diskless batch at its
+// log end 0, and the fetcher's appendablePrefix refuses a batch that
+// does not start there, so the leader stays at 0 (no invariant breaks;
+// the model checks no progress); with both off it appends the batch at
+// 0: a consumer is served from past its fetch offset (LostRecord) or a
+// follower's epochs disagree with the leader's (LineageDiverged).
 var simCatches = []simCatch{
-	{[]mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap}, nil, []uint64{15, 45, 68}},
+	{mutation.FirstPruneBound, []mutation.Guard{mutation.WALReadGap}, nil, []uint64{12, 15, 29}},
+	// Diskless records produced or consolidated in phase 1 carry an epoch
+	// from before the flag: a follower's epochs disagree with the
+	// leader's (LineageDiverged).
+	{mutation.Phase2Gate, nil, nil, []uint64{3, 4, 30}},
+}
+
+// name is the row's subtest name: its guards, as -mutation spells them.
+func (sc simCatch) name() string {
+	name := sc.guard.String()
+	for _, g := range sc.with {
+		name += "," + g.String()
+	}
+	return name
 }
 
 // TestSimCatchesEachGuard runs each row's seeds with its guard disabled
@@ -74,7 +83,7 @@ func simCatchSeed(t *testing.T, sc simCatch, seed uint64) {
 	require.NoError(t, err)
 	require.False(t, res.Failed(), "seed %d with every guard on: %v\n%s", seed, res.Violation, res.TraceTail(20))
 
-	for _, g := range sc.guards {
+	for _, g := range append([]mutation.Guard{sc.guard}, sc.with...) {
 		mutation.Disable(t, g)
 	}
 	cryptotest.SetGlobalRandom(t, seed)

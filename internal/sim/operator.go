@@ -106,8 +106,9 @@ func (c *Cluster) ElectReplica(id int32) error {
 // the whole prefix, or when it loses records without acceptDataLoss;
 // the new seal is the highest remote end), and the controller commits
 // State.StartPhaseTwo at that seal in a record that bumps the leader
-// epoch once, adds every running replica to the ISR and elects a leader
-// (the current one if it runs), as the flag commit does. The records in
+// epoch once, sets the ISR to the active assigned replicas
+// (Cluster.phaseTwoISR) and elects a leader (the current one if it
+// runs), as the flag commit does. The records in
 // [new seal, old seal) are given up; the control plane keeps the old
 // seal until Repair.
 func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
@@ -133,12 +134,7 @@ func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
 		if err != nil {
 			return "controller refused", err
 		}
-		var isr []int32
-		for _, id := range k.replicas {
-			if c.running(id) {
-				isr = append(isr, id)
-			}
-		}
+		isr := c.phaseTwoISR()
 		leader := k.rec.Leader
 		if !slices.Contains(isr, leader) {
 			leader = -1
@@ -157,14 +153,32 @@ func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
 }
 
 // Reseal is `kafka-topic-switch.sh seal S'` on a phase-1 partition: the
-// seal moves down to S' (State.Reseal; github.com/aiven/inkless/pull/871
-// lowers it to the last known leader's log end), giving up the records
-// in [S', S). The control plane keeps the old seal until Repair.
+// tool describes the leader (a fenced one answers) and plans with
+// tierstate.PlanReseal, which refuses a seal outside [X, leader's log
+// end] (github.com/aiven/inkless/pull/871); the seal moves down to S'
+// (State.Reseal's rules; /pull/871 lowers it to the last known leader's
+// log end), giving up the records in [S', S). Before a seal is committed
+// the range is the leader's log's. The control plane keeps the old seal
+// until Repair. A refusal changes nothing.
 func (c *Cluster) Reseal(seal int64) error {
 	return c.do("reseal", -1, func() (string, error) {
 		k := &c.ctrl
 		old := k.rec.State.Seal()
-		st, err := k.rec.State.Reseal(seal, false)
+		req := tierstate.ResealRequest{Seal: seal, Leader: k.rec.Leader}
+		if b := c.Broker(k.rec.Leader); b != nil && b.up {
+			if k.rec.State.SealCommitted() {
+				d, err := c.describe(b.ID)
+				if err != nil {
+					return "refused", err
+				}
+				req.LogStartOffset, req.LeaderLogEndOffset = d.CrossTierLogStartOffset, d.LogEndOffset
+			} else if l := b.Log(); l != nil {
+				req.LogStartOffset, req.LeaderLogEndOffset = l.LogStartOffset(), l.LogEndOffset()
+			}
+		} else {
+			req.Leader = -1
+		}
+		st, err := tierstate.PlanReseal(k.rec.State, req)
 		if err != nil {
 			return "refused", err
 		}

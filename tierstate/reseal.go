@@ -1,0 +1,99 @@
+package tierstate
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The operator's `kafka-topic-switch.sh seal <offset>`
+// (https://github.com/aiven/inkless/pull/871): before it sends
+// AlterDisklessSwitch the tool checks the new seal against the range
+// [log start, leader's log end]. A seal above the leader's log end names
+// records the leader does not have: the leader stays fenced below the
+// seal (https://github.com/aiven/inkless/pull/855), no replica can reach
+// the seal, and the partition is stuck. In the pull request's example
+// the seal is 20 and the last-known leader's log ends at 15: `seal 15`
+// brings the partition back, `seal 18` would leave it where it was.
+//
+//	offset     0               15       18  20 = S
+//	leader     [================)                      log end 15
+//	seal 15    ok: the leader holds [0, 15) and leads at the seal
+//	seal 18    refused: [15, 18) exists nowhere, the leader stays fenced
+
+// ErrSealOutOfRange: the operator's seal lies outside [log start, leader's
+// log end], the range kafka-topic-switch.sh seal accepts. Refused by the
+// tool before any request (no Kafka error code); the error is a
+// *SealRangeError.
+var ErrSealOutOfRange = errors.New("tierstate: seal outside [log start, leader log end]")
+
+// ErrNoLeader: the partition has no leader, so nothing bounds a new seal
+// (the tool reads the leader's log end).
+var ErrNoLeader = errors.New("tierstate: partition has no leader")
+
+// SealRangeError reports a seal outside [LogStartOffset,
+// LeaderLogEndOffset] (both inclusive). errors.Is matches
+// ErrRecoveryRefused and ErrSealOutOfRange.
+type SealRangeError struct {
+	// Seal is the refused seal.
+	Seal int64
+	// Leader is the broker whose log end bounds the range.
+	Leader int32
+	// LogStartOffset and LeaderLogEndOffset are the range's bounds,
+	// inclusive. The range is empty when the leader's log ends below the
+	// log start.
+	LogStartOffset, LeaderLogEndOffset int64
+}
+
+func (e *SealRangeError) Error() string {
+	return fmt.Sprintf("tierstate: %s refused: seal %d outside [%d, %d] (log start, leader %d's log end)",
+		OpReseal, e.Seal, e.LogStartOffset, e.LeaderLogEndOffset, e.Leader)
+}
+
+// Unwrap returns ErrRecoveryRefused and ErrSealOutOfRange.
+func (e *SealRangeError) Unwrap() []error { return []error{ErrRecoveryRefused, ErrSealOutOfRange} }
+
+// ResealRequest is what kafka-topic-switch.sh seal works from.
+type ResealRequest struct {
+	// Seal is the new seal (>= 0; the tool's -1 and -2 are
+	// State.AbortSwitch and State.ArmSwitch).
+	Seal int64
+	// ClearProducerStates is --clear-producer-states.
+	ClearProducerStates bool
+	// Leader is the partition's leader (the last-known leader after
+	// KIP-966's election, fenced or not), -1 when it has none.
+	Leader int32
+	// LogStartOffset is the partition's log start offset: with a
+	// committed seal X, the cross-tier log start the leader's
+	// description reports (ReplicaDescription.CrossTierLogStartOffset);
+	// before it, the leader's log start offset.
+	LogStartOffset int64
+	// LeaderLogEndOffset is the leader's log end offset
+	// (ReplicaDescription.LogEndOffset: a fenced leader answers too).
+	LeaderLogEndOffset int64
+}
+
+// PlanReseal is kafka-topic-switch.sh seal S
+// (https://github.com/aiven/inkless/pull/871): the switch rules of
+// State.Reseal first (its *TransitionError: classic, phase 2, a negative
+// seal, a seal above the committed one), then the tool's range check, and
+// returns the State the controller commits. Refused with a
+// *RecoveryError (ErrNoLeader; ErrInvalidArgument for a negative bound)
+// or a *SealRangeError when S is outside [LogStartOffset,
+// LeaderLogEndOffset]. Pure: the caller describes the leader.
+func PlanReseal(s State, req ResealRequest) (State, error) {
+	next, err := s.Reseal(req.Seal, req.ClearProducerStates)
+	if err != nil {
+		return s, err
+	}
+	switch {
+	case req.Leader < 0:
+		return s, refuseRecovery(OpReseal, noReplica, ErrNoLeader, "seal %d", req.Seal)
+	case req.LogStartOffset < 0 || req.LeaderLogEndOffset < 0:
+		return s, refuseRecovery(OpReseal, req.Leader, ErrInvalidArgument, "log start %d, leader log end %d",
+			req.LogStartOffset, req.LeaderLogEndOffset)
+	case req.Seal < req.LogStartOffset || req.Seal > req.LeaderLogEndOffset:
+		return s, &SealRangeError{Seal: req.Seal, Leader: req.Leader, LogStartOffset: req.LogStartOffset,
+			LeaderLogEndOffset: req.LeaderLogEndOffset}
+	}
+	return next, nil
+}

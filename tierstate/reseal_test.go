@@ -1,0 +1,45 @@
+package tierstate
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The example of https://github.com/aiven/inkless/pull/871: seal 20, the
+// last-known leader's log ends at 15. `seal 18` is refused with the range
+// named; `seal 15` is the State the controller commits.
+func TestPlanResealLastKnownLeader(t *testing.T) {
+	s, err := State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	s, err = s.CommitSeal(20, nil)
+	require.NoError(t, err)
+	req := ResealRequest{Seal: 18, Leader: 3, LogStartOffset: 0, LeaderLogEndOffset: 15}
+
+	got, err := PlanReseal(s, req)
+	require.ErrorIs(t, err, ErrSealOutOfRange)
+	require.ErrorIs(t, err, ErrRecoveryRefused)
+	var rangeErr *SealRangeError
+	require.True(t, errors.As(err, &rangeErr))
+	require.Equal(t, SealRangeError{Seal: 18, Leader: 3, LogStartOffset: 0, LeaderLogEndOffset: 15}, *rangeErr)
+	require.Equal(t, s, got, "a refusal returns the State unchanged")
+
+	req.Seal = 15
+	got, err = PlanReseal(s, req)
+	require.NoError(t, err)
+	want, err := s.Reseal(15, false)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, int64(15), got.Seal())
+
+	// Below the log start, no leader, and the switch rules before the range.
+	_, err = PlanReseal(s, ResealRequest{Seal: 4, Leader: 3, LogStartOffset: 5, LeaderLogEndOffset: 15})
+	require.ErrorIs(t, err, ErrSealOutOfRange)
+	_, err = PlanReseal(s, ResealRequest{Seal: 15, Leader: -1})
+	require.ErrorIs(t, err, ErrNoLeader)
+	_, err = PlanReseal(s, ResealRequest{Seal: 21, Leader: 3, LeaderLogEndOffset: 30})
+	require.ErrorIs(t, err, ErrSealIncrease)
+	_, err = PlanReseal(State{}, ResealRequest{Seal: 0, Leader: 3})
+	require.ErrorIs(t, err, ErrNotSwitching)
+}
