@@ -43,6 +43,8 @@ var notAnswers = map[string]string{
 	"tierstate.ErrRecoveryRefused":           "the operator tool's refusal (kafka-topic-switch.sh), before any request",
 	"tierstate.ErrHighWatermarkNotAtSeal":    "the operator tool's refusal (kafka-topic-switch.sh elect), before any request",
 	"tierstate.ErrClassicPrefixGap":          "the operator tool's refusal (kafka-topic-switch.sh elect), before any request",
+	"tierstate.ErrSealOutOfRange":            "the operator tool's refusal (kafka-topic-switch.sh seal), before any request",
+	"tierstate.ErrNoLeader":                  "the operator tool's refusal (kafka-topic-switch.sh seal without a leader), before any request",
 	"tierstate.ErrReplicaHoldsClassicPrefix": "the operator tool's refusal (kafka-topic-switch.sh start-phase-2), before any request",
 	"tierstate.ErrDataLossNotAccepted":       "the operator tool's refusal (kafka-topic-switch.sh start-phase-2), before any request",
 	"tierstate.ErrReplicaNotDescribed":       "the operator tool's refusal: a broker did not answer the description",

@@ -66,6 +66,7 @@ func errorTypeSamples(t *testing.T) map[string]sample {
 		"consolidate.NotAtLogEndError":   {&consolidate.NotAtLogEndError{Want: 5, BaseOffset: 7}, consolidate.ErrNotAtLogEnd},
 
 		"tierstate.RecoveryError":        {&tierstate.RecoveryError{Reason: tierstate.ErrSealMismatch}, tierstate.ErrSealMismatch},
+		"tierstate.SealRangeError":       {&tierstate.SealRangeError{Seal: 18, LeaderLogEndOffset: 15}, tierstate.ErrSealOutOfRange},
 		"tierstate.RebuildError":         {&tierstate.RebuildError{Err: &tierstate.SegmentNotFoundError{}}, tierstate.ErrRemoteSegmentNotFound},
 		"tierstate.SegmentNotFoundError": {&tierstate.SegmentNotFoundError{}, tierstate.ErrRemoteSegmentNotFound},
 		"tierstate.TransitionError":      {&tierstate.TransitionError{Op: "arm", Reason: tierstate.ErrFencedEpoch}, tierstate.ErrFencedEpoch},
