@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -143,8 +144,8 @@ type scanEntry struct {
 
 func (m *Manager) scanDir(d string) dirScan {
 	s := dirScan{dir: d}
-	if err := m.fs.MkdirAll(d, 0o755); err != nil {
-		s.err = fmt.Errorf("logmanager: create %s: %w", d, err)
+	if err := m.createDir(d); err != nil {
+		s.err = err
 		return s
 	}
 	hw, err := readCheckpoint(m.fs, d, HighWatermarkCheckpointFile)
@@ -188,6 +189,27 @@ func (m *Manager) scanDir(d string) dirScan {
 		s.entries = append(s.entries, scanEntry{name: name, kind: kind, k: k})
 	}
 	return s
+}
+
+// createDir creates a missing log directory and makes it durable in its
+// parent (Kafka: createAndValidateLogDirs flushes the parent), so that
+// the logs' own fsyncs, which reach only their partition directories,
+// are not lost with it.
+func (m *Manager) createDir(d string) error {
+	if _, err := m.fs.Stat(d); err == nil {
+		return nil
+	} else if !errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("logmanager: stat %s: %w", d, err)
+	}
+	if err := m.fs.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("logmanager: create %s: %w", d, err)
+	}
+	for p := d; m.fs.PathDir(p) != p; p = m.fs.PathDir(p) {
+		if err := atomicfile.SyncDir(m.fs, m.fs.PathDir(p)); err != nil {
+			return fmt.Errorf("logmanager: create %s: %w", d, err)
+		}
+	}
+	return nil
 }
 
 func (m *Manager) load(ctx context.Context) error {
