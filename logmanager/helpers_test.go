@@ -20,8 +20,8 @@ const testNowMs = 1_700_000_000_000
 // clock is a manual clock.
 type clock struct{ now time.Time }
 
-func newClock() *clock                  { return &clock{now: time.UnixMilli(testNowMs)} }
-func (c *clock) Now() time.Time         { return c.now }
+func newClock() *clock                   { return &clock{now: time.UnixMilli(testNowMs)} }
+func (c *clock) Now() time.Time          { return c.now }
 func (c *clock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
 func testOptions(fs vfs.FS, c *clock, dirs ...string) Options {
