@@ -44,13 +44,17 @@ func openT(t testing.TB, o Options) *Manager {
 func appendN(t testing.TB, l *log.UnifiedLog, n int) {
 	t.Helper()
 	for range n {
-		b := record.NewBuilder(record.DefaultBuilderOptions())
-		b.Add(testNowMs, nil, []byte("value"))
-		buf, err := b.Build()
-		require.NoError(t, err)
-		_, err = l.AppendAsLeader(buf, 0, log.OriginClient)
+		_, err := l.AppendAsLeader(oneBatch(t), 0, log.OriginClient)
 		require.NoError(t, err)
 	}
+}
+
+func oneBatch(t testing.TB) []byte {
+	b := record.NewBuilder(record.DefaultBuilderOptions())
+	b.Add(testNowMs, nil, []byte("value"))
+	buf, err := b.Build()
+	require.NoError(t, err)
+	return buf
 }
 
 func getOrCreate(t testing.TB, m *Manager, tp remote.TopicIDPartition, dir string) *log.UnifiedLog {

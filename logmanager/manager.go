@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 )
@@ -204,7 +205,7 @@ func (m *Manager) createDir(d string) error {
 	if err := m.fs.MkdirAll(d, 0o755); err != nil {
 		return fmt.Errorf("logmanager: create %s: %w", d, err)
 	}
-	for p := d; m.fs.PathDir(p) != p; p = m.fs.PathDir(p) {
+	for p := d; m.fs.PathDir(p) != p && !mutation.Disabled(mutation.LogDirParentSync); p = m.fs.PathDir(p) {
 		if err := atomicfile.SyncDir(m.fs, m.fs.PathDir(p)); err != nil {
 			return fmt.Errorf("logmanager: create %s: %w", d, err)
 		}
@@ -617,6 +618,9 @@ func (m *Manager) deleteOpLocked(e *managed) error {
 	m.mu.deletes = append(m.mu.deletes, pendingDelete{dir: e.dir, path: gone, due: m.opts.Now().Add(m.opts.FileDeleteDelay)})
 	m.mu.Unlock()
 	m.counters.deleted.Add(1)
+	if mutation.Disabled(mutation.DeleteRewritesCheckpoints) {
+		return nil
+	}
 	return m.writeDirCheckpointsOpLocked(e.dir, allCheckpoints)
 }
 

@@ -278,6 +278,27 @@ func TestDelete(t *testing.T) {
 	require.NoError(t, m.Close())
 }
 
+// TestDeleteThenRecreateAfterCrash: a log deleted and created again
+// under the same name, then a power cut before any periodic checkpoint:
+// the new log's high watermark is its own (0), not the deleted log's.
+func TestDeleteThenRecreateAfterCrash(t *testing.T) {
+	mem, c := vfs.NewCrashableMem(), newClock()
+	m := openT(t, testOptions(mem, c, "/a"))
+	l := getOrCreate(t, m, tpOf("t", 0), "")
+	appendN(t, l, 4)
+	l.UpdateHighWatermark(4)
+	require.NoError(t, m.RunTask(TaskHighWatermarkCheckpoint))
+	require.NoError(t, m.Delete(tpOf("t", 0)))
+	l = getOrCreate(t, m, tpOf("t", 0), "")
+	appendN(t, l, 6)
+	require.NoError(t, l.Flush()) // six records durable, none committed
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	require.NoError(t, m.Close())
+	m = openT(t, testOptions(crashed, c, "/a"))
+	require.Equal(t, "/a/t-0 future=false log-start=0 hw=0 leo=6\n", describe(m))
+	require.NoError(t, m.Close())
+}
+
 // TestTopicID: the topic id is stored in partition.metadata in Kafka's
 // format, survives a restart, and a different one is refused.
 func TestTopicID(t *testing.T) {
