@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 )
 
@@ -41,6 +42,12 @@ const (
 	// PartitionMetadataFile, in a partition's directory, holds its topic
 	// id: "version: 0\ntopic_id: <id>" (Kafka's PartitionMetadataFile).
 	PartitionMetadataFile = "partition.metadata"
+	// CleanShutdownFile, in a log directory, exists while every log in it
+	// is closed cleanly: Close writes it last, Open removes it (durably)
+	// first and opens the logs as clean if it was there. Kafka:
+	// .kafka_cleanshutdown (empty, as before Kafka 3.7 added a broker
+	// epoch to it).
+	CleanShutdownFile = log.CleanShutdownFileName
 )
 
 // CheckpointEntry is one line of a checkpoint file.

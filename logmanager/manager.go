@@ -135,6 +135,9 @@ type dirScan struct {
 	entries []scanEntry
 	err     error // the directory is offline
 	stale   bool  // a checkpoint names a partition not present
+	// clean: the directory's clean-shutdown marker vouched for its logs
+	// (removed durably before the first of them is opened).
+	clean bool
 }
 
 type scanEntry struct {
@@ -155,6 +158,9 @@ func (m *Manager) scanDir(d string) dirScan {
 		return s
 	}
 	s.hw = hw
+	if s.clean, s.err = m.takeCleanShutdownMarker(d); s.err != nil {
+		return s
+	}
 	for _, name := range []string{RecoveryPointCheckpointFile, LogStartOffsetCheckpointFile} {
 		if _, err := readCheckpoint(m.fs, d, name); err != nil {
 			// Kafka resets these to 0 and the first segment's base; the
@@ -209,6 +215,41 @@ func (m *Manager) createDir(d string) error {
 		if err := atomicfile.SyncDir(m.fs, m.fs.PathDir(p)); err != nil {
 			return fmt.Errorf("logmanager: create %s: %w", d, err)
 		}
+	}
+	return nil
+}
+
+// takeCleanShutdownMarker reports whether dir's clean-shutdown marker
+// exists and removes it durably: before any log of dir is opened, so a
+// crash from then on (during Open, or later) is seen as unclean by every
+// log of the directory. Kafka removes its marker once the logs are
+// loaded; removing it first costs a recovery after a crash during Open
+// only, and never trusts a log that Open touched.
+func (m *Manager) takeCleanShutdownMarker(dir string) (bool, error) {
+	path := m.fs.PathJoin(dir, CleanShutdownFile)
+	if err := atomicfile.RemoveTemp(m.fs, path); err != nil {
+		return false, fmt.Errorf("logmanager: %w", err)
+	}
+	if _, err := m.fs.Stat(path); errors.Is(err, iofs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("logmanager: stat %s: %w", path, err)
+	}
+	if err := m.fs.Remove(path); err != nil {
+		return false, fmt.Errorf("logmanager: remove %s: %w", path, err)
+	}
+	if err := atomicfile.SyncDir(m.fs, dir); err != nil {
+		return false, fmt.Errorf("logmanager: remove %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// writeCleanShutdownMarker is the commit point of dir's clean shutdown:
+// written (atomically, durably) only after every log of dir closed
+// cleanly and the checkpoints were written.
+func (m *Manager) writeCleanShutdownMarker(dir string) error {
+	if err := atomicfile.Write(m.fs, m.fs.PathJoin(dir, CleanShutdownFile), nil); err != nil {
+		return m.failDir(dir, fmt.Errorf("logmanager: write %s: %w", CleanShutdownFile, err))
 	}
 	return nil
 }
@@ -323,7 +364,9 @@ func (m *Manager) openLog(s *dirScan, e scanEntry) error {
 		return err
 	}
 	tp := remote.TopicIDPartition{TopicID: id, Topic: e.k.topic, Partition: e.k.partition}
-	l, err := log.Open(path, m.logOptions(tp))
+	o := m.logOptions(tp)
+	o.CleanShutdown = s.clean
+	l, err := log.Open(path, o)
 	if err != nil {
 		return fmt.Errorf("logmanager: open %s: %w", path, err)
 	}
@@ -717,7 +760,9 @@ func (m *Manager) PromoteFuture(tp remote.TopicIDPartition) (*log.UnifiedLog, er
 	if tp.TopicID == (remote.UUID{}) {
 		tp.TopicID = cur.tp.TopicID
 	}
-	l, err := log.Open(promoted, m.logOptions(tp))
+	o := m.logOptions(tp)
+	o.CleanShutdown = true // closed cleanly above
+	l, err := log.Open(promoted, o)
 	if err != nil {
 		return nil, errors.Join(delErr, m.failDir(fut.dir, fmt.Errorf("logmanager: reopen promoted %s: %w", promoted, err)))
 	}
@@ -866,6 +911,7 @@ func (m *Manager) Close() error {
 		errsMu  sync.Mutex
 		errs    []error
 		entries = map[string]*dirEntries{}
+		failed  = map[string]bool{}
 	)
 	for dir, logs := range byDir {
 		de := &dirEntries{}
@@ -874,6 +920,9 @@ func (m *Manager) Close() error {
 			err := m.closeDir(dir, logs, de)
 			errsMu.Lock()
 			errs = append(errs, err)
+			if err != nil {
+				failed[dir] = true
+			}
 			errsMu.Unlock()
 		})
 	}
@@ -886,7 +935,11 @@ func (m *Manager) Close() error {
 		if de == nil {
 			de = &dirEntries{}
 		}
-		errs = append(errs, m.writeEntriesOpLocked(dir, *de, allCheckpoints))
+		err := m.writeEntriesOpLocked(dir, *de, allCheckpoints)
+		errs = append(errs, err)
+		if err == nil && !failed[dir] {
+			errs = append(errs, m.writeCleanShutdownMarker(dir))
+		}
 	}
 	m.mu.Lock()
 	m.mu.current, m.mu.future = map[key]*managed{}, map[key]*managed{}

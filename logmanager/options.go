@@ -148,6 +148,9 @@ func (m *Manager) logOptions(tp remote.TopicIDPartition) log.Options {
 		o = m.opts.LogOptions(tp)
 	}
 	o.FS, o.Now = m.opts.FS, m.opts.Now
+	// One marker per log directory (Kafka's .kafka_cleanshutdown): the
+	// logs write none of their own.
+	o.ManagedCleanShutdown, o.CleanShutdown = true, false
 	o.Logger = m.opts.Logger.With(zapPartition(tp))
 	return o
 }
