@@ -112,7 +112,9 @@ func TestOpenLogFailure(t *testing.T) {
 	require.Len(t, failures, 1)
 	require.ErrorIs(t, failures[0].Cause, ErrCorruption)
 	require.Equal(t, "/a/t-0 future=false log-start=0 hw=0 leo=1\n", describe(m))
-	_, err := m.Get(tpOf("t", 1))
-	require.ErrorIs(t, err, ErrLogDirOffline)
+	for _, p := range []int32{1, 2} {
+		_, err := m.Get(tpOf("t", p))
+		require.ErrorIs(t, err, ErrLogDirOffline)
+	}
 	require.NoError(t, m.Close())
 }

@@ -148,16 +148,18 @@ type scanEntry struct {
 
 func (m *Manager) scanDir(d string) dirScan {
 	s := dirScan{dir: d}
-	if err := m.createDir(d); err != nil {
-		s.err = err
+	if s.err = m.createDir(d); s.err != nil {
 		return s
 	}
-	hw, err := readCheckpoint(m.fs, d, HighWatermarkCheckpointFile)
-	if err != nil {
-		s.err = err
+	// The partitions first: if the directory fails below, they are known
+	// as offline rather than unknown (GetOrCreate must not create them
+	// in another directory).
+	if s.err = m.listDir(&s); s.err != nil {
 		return s
 	}
-	s.hw = hw
+	if s.hw, s.err = readCheckpoint(m.fs, d, HighWatermarkCheckpointFile); s.err != nil {
+		return s
+	}
 	if s.clean, s.err = m.takeCleanShutdownMarker(d); s.err != nil {
 		return s
 	}
@@ -172,30 +174,39 @@ func (m *Manager) scanDir(d string) dirScan {
 				zap.String("dir", d), zap.String("file", name), zap.Error(err))
 		}
 	}
-	names, err := m.fs.List(d)
+	return s
+}
+
+// listDir classifies the entries of s.dir into s.entries.
+func (m *Manager) listDir(s *dirScan) error {
+	names, err := m.fs.List(s.dir)
 	if err != nil {
-		s.err = fmt.Errorf("logmanager: list %s: %w", d, err)
-		return s
+		return fmt.Errorf("logmanager: list %s: %w", s.dir, err)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		fi, err := m.fs.Stat(m.fs.PathJoin(d, name))
-		if err != nil {
-			s.err = fmt.Errorf("logmanager: stat %s: %w", m.fs.PathJoin(d, name), err)
-			return s
-		}
-		if !fi.IsDir() {
-			continue
-		}
 		kind, k := classify(name)
-		if kind == kindStray {
-			m.counters.strays.Add(1)
-			m.logger.Warn("stray directory in a log directory left alone", zap.String("dir", d), zap.String("name", name))
-			continue
+		if kind == kindCurrent || kind == kindFuture {
+			// Recorded before the Stat: a failure below still knows it.
+			s.entries = append(s.entries, scanEntry{name: name, kind: kind, k: k})
 		}
-		s.entries = append(s.entries, scanEntry{name: name, kind: kind, k: k})
+		fi, err := m.fs.Stat(m.fs.PathJoin(s.dir, name))
+		if err != nil {
+			return fmt.Errorf("logmanager: stat %s: %w", m.fs.PathJoin(s.dir, name), err)
+		}
+		switch {
+		case !fi.IsDir():
+			if kind == kindCurrent || kind == kindFuture {
+				s.entries = s.entries[:len(s.entries)-1]
+			}
+		case kind == kindStray:
+			m.counters.strays.Add(1)
+			m.logger.Warn("stray directory in a log directory left alone", zap.String("dir", s.dir), zap.String("name", name))
+		case kind == kindDelete:
+			s.entries = append(s.entries, scanEntry{name: name, kind: kind, k: k})
+		}
 	}
-	return s
+	return nil
 }
 
 // createDir creates a missing log directory and makes it durable in its
@@ -281,6 +292,7 @@ func (m *Manager) load(ctx context.Context) error {
 	for _, s := range scans {
 		if s.err != nil {
 			m.failDir(s.dir, s.err)
+			m.markOffline(&s)
 			continue
 		}
 		for _, e := range s.entries {
@@ -347,11 +359,27 @@ func (m *Manager) openDir(ctx context.Context, s *dirScan) {
 	if p := failed.Load(); p != nil {
 		s.err = *p
 		m.failDir(s.dir, s.err)
+		m.markOffline(s)
 		return
 	}
 	for k := range s.hw {
 		if !present[k] {
 			s.stale = true // a deletion's rewrite did not happen: drop the entry
+		}
+	}
+}
+
+// markOffline records the partitions of a directory that failed at Open
+// as offline, the ones never opened included.
+func (m *Manager) markOffline(s *dirScan) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range s.entries {
+		switch e.kind {
+		case kindCurrent:
+			m.mu.offlineParts[e.k] = s.dir
+		case kindFuture:
+			m.mu.offlineFutures[e.k] = s.dir
 		}
 	}
 }

@@ -202,6 +202,8 @@ func TestHighWatermarkCheckpointDamaged(t *testing.T) {
 	require.ErrorIs(t, failures[0].Cause, ErrCorruption)
 	_, err := m.GetOrCreate(tpOf("t", 2), "/a")
 	require.ErrorIs(t, err, ErrLogDirOffline)
+	_, err = m.GetOrCreate(tpOf("t", 0), "")
+	require.ErrorIs(t, err, ErrLogDirOffline, "a partition of the offline directory is not created elsewhere")
 	l, err := m.GetOrCreate(tpOf("t", 3), "")
 	require.NoError(t, err)
 	require.Equal(t, "/b/t-3", l.Dir())
