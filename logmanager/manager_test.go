@@ -113,6 +113,8 @@ func TestHighWatermarkCleanRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Close())
 
+	require.ErrorIs(t, m.RunTask(TaskHighWatermarkCheckpoint), ErrClosed)
+	require.ErrorIs(t, m.RunTask(TaskOffsetCheckpoint), ErrClosed)
 	require.Equal(t, "0\n2\naudit 0 2\norders 0 4\n", readString(t, fs, "/a/"+HighWatermarkCheckpointFile))
 	require.Equal(t, "0\n2\naudit 0 2\norders 0 5\n", readString(t, fs, "/a/"+RecoveryPointCheckpointFile))
 	require.Equal(t, "0\n2\naudit 0 1\norders 0 0\n", readString(t, fs, "/a/"+LogStartOffsetCheckpointFile))

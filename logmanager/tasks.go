@@ -77,11 +77,19 @@ func (m *Manager) startTasks() {
 }
 
 // RunTask runs one task once over every log now and returns its errors
-// joined. Each error is also logged and counted (Metrics.Tasks); an I/O
+// joined (ErrClosed after Close, but for TaskDeleteLogs). Each error is also logged and counted (Metrics.Tasks); an I/O
 // error takes its directory offline. The background tasks call it.
 func (m *Manager) RunTask(t Task) error {
 	if t < 0 || t >= numTasks {
 		return fmt.Errorf("logmanager: unknown task %d: %w", t, ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	closed := m.mu.closed
+	m.mu.Unlock()
+	if closed && t != TaskDeleteLogs {
+		// Close wrote the last checkpoints: one from the emptied books
+		// would erase them. Tasks running when Close began finish first.
+		return ErrClosed
 	}
 	m.counters.taskRuns[t].Add(1)
 	var errs []error
