@@ -400,3 +400,23 @@ func TestDeleteWithFuture(t *testing.T) {
 	require.Empty(t, m.Partitions())
 	require.NoError(t, m.Close())
 }
+
+// TestGetOrCreateSpreadsLogs: without a directory, a new log goes to the
+// online directory holding the fewest logs, future logs counted (Kafka's
+// nextLogDirs); an existing log is returned wherever it is.
+func TestGetOrCreateSpreadsLogs(t *testing.T) {
+	fs, c := vfs.NewMem(), newClock()
+	m := openT(t, testOptions(fs, c, "/a", "/b", "/c"))
+	var dirs []string
+	for p := range int32(5) {
+		dirs = append(dirs, getOrCreate(t, m, tpOf("t", p), "").Dir())
+	}
+	require.Equal(t, []string{"/a/t-0", "/b/t-1", "/c/t-2", "/a/t-3", "/b/t-4"}, dirs)
+	_, err := m.CreateFuture(tpOf("t", 0), "/c")
+	require.NoError(t, err)
+	require.Equal(t, "/a/t-5", getOrCreate(t, m, tpOf("t", 5), "").Dir())
+	require.Equal(t, "/b/t-1", getOrCreate(t, m, tpOf("t", 1), "/c").Dir())
+	_, err = m.GetOrCreate(tpOf("t", 6), "/elsewhere")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.NoError(t, m.Close())
+}
