@@ -52,7 +52,11 @@
 // *DirOfflineError (ErrLogDirOffline) for its partitions,
 // Options.OnDirOffline is called and Metrics counts it (Kafka:
 // LogDirFailureChannel). A log that fails to open takes its directory
-// offline too. Open fails only when every directory is offline, or when a
+// offline too, and so does a damaged partition.metadata. The partitions of
+// a directory that failed at Open are offline, not unknown, so GetOrCreate
+// does not create them elsewhere; only a directory that cannot even be
+// listed hides its partitions (the broker's metadata must then say where
+// they live). Open fails only when every directory is offline, or when a
 // partition is in two directories (*DuplicateLogError, as Kafka).
 //
 // # Concurrency
