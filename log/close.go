@@ -19,7 +19,8 @@ import (
 // only if it exists. After a write failure (the log refuses writes) Close
 // writes no marker, so the next Open recovers, and returns the failure.
 // Every method called after Close returns ErrClosed; Close itself is
-// idempotent.
+// idempotent (with ManagedCleanShutdown a later Close returns the first
+// one's error again).
 func (l *UnifiedLog) Close() error {
 	l.mu.Lock()
 	l.mu.closing = true
@@ -30,8 +31,11 @@ func (l *UnifiedLog) Close() error {
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if l.mu.closed {
+		// A managed marker's owner must not take a second Close for a
+		// clean one.
+		err := l.mu.closeErr
 		l.mu.Unlock()
-		return nil
+		return err
 	}
 	stickyErr := l.mu.err
 	l.mu.closed = true
@@ -46,6 +50,11 @@ func (l *UnifiedLog) Close() error {
 		err = l.writeCleanShutdown(ckpt, snap)
 	} else {
 		err = errors.Join(stickyErr, flushErr)
+	}
+	if err != nil && l.opts.ManagedCleanShutdown {
+		l.mu.Lock()
+		l.mu.closeErr = err
+		l.mu.Unlock()
 	}
 	// Release the log's reference to the current view: the segments'
 	// handles close once the last reader is done with them.
@@ -82,14 +91,18 @@ func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint, snap pendingSnap
 	if err := l.epochs.Flush(); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
-	path := l.fs.PathJoin(l.dir, CleanShutdownFileName)
-	f, err := l.fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("log: create %s: %w", path, err)
+	if !l.opts.ManagedCleanShutdown {
+		path := l.fs.PathJoin(l.dir, CleanShutdownFileName)
+		f, err := l.fs.Create(path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return fmt.Errorf("log: create %s: %w", path, err)
+		}
+		if err := errors.Join(f.Sync(), f.Close()); err != nil {
+			return fmt.Errorf("log: sync %s: %w", path, err)
+		}
 	}
-	if err := errors.Join(f.Sync(), f.Close()); err != nil {
-		return fmt.Errorf("log: sync %s: %w", path, err)
-	}
+	// With a managed marker, this fsync still makes durable the index
+	// files OnBecomeInactive may have created.
 	if err := atomicfile.SyncDir(l.fs, l.dir); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}

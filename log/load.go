@@ -77,10 +77,11 @@ func (l *UnifiedLog) load(ev *events) error {
 	if err != nil {
 		return err
 	}
-	clean, err := l.fileExists(CleanShutdownFileName)
+	ownMarker, err := l.fileExists(CleanShutdownFileName)
 	if err != nil {
 		return err
 	}
+	clean := ownMarker || (l.opts.ManagedCleanShutdown && l.opts.CleanShutdown)
 	ckpt, _, err := readOffsetsCheckpoint(l.fs, l.dir)
 	if err != nil {
 		return err
@@ -141,7 +142,7 @@ func (l *UnifiedLog) load(ev *events) error {
 	if emptied {
 		l.mu.producers.TruncateFullyAndStartAt(ckpt.logStartOffset)
 	}
-	return l.finishLoad(clean, recovered && !emptied, ckpt)
+	return l.finishLoad(clean, ownMarker, recovered && !emptied, ckpt)
 }
 
 // scanDir removes leftovers of interrupted writes and returns the base
@@ -392,8 +393,9 @@ func (l *UnifiedLog) ensureStartLocked(logStart int64, ev *events) (emptied bool
 // offset: the checkpointed one when remote storage is enabled, else at
 // least the first segment's base, as in LogLoader), repairs the epoch
 // cache, publishes the segments and removes the clean-shutdown
-// marker.
-func (l *UnifiedLog) finishLoad(clean, recovered bool, ckpt offsetsCheckpoint) error {
+// marker (ownMarker: the log's own; a ManagedCleanShutdown caller
+// removes its own).
+func (l *UnifiedLog) finishLoad(clean, ownMarker, recovered bool, ckpt offsetsCheckpoint) error {
 	segs := l.mu.segments
 	leo, err := segs[len(segs)-1].ReadNextOffset()
 	if err != nil {
@@ -444,7 +446,7 @@ func (l *UnifiedLog) finishLoad(clean, recovered bool, ckpt offsetsCheckpoint) e
 	if err := l.epochs.Flush(); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
-	if clean {
+	if ownMarker {
 		if err := l.fs.Remove(l.fs.PathJoin(l.dir, CleanShutdownFileName)); err != nil {
 			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
 		}

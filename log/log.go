@@ -103,6 +103,9 @@ type UnifiedLog struct {
 		segments []*segmentRef
 		// truncationCount counts truncations that changed the log.
 		truncationCount truncation.Count
+		// closeErr is the failed Close's error, returned by later Closes
+		// with Options.ManagedCleanShutdown.
+		closeErr error
 		// recoveryPoint: offsets below it are fsynced.
 		recoveryPoint int64
 		// segmentPoint is the segment recovery point the offsets

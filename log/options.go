@@ -161,6 +161,21 @@ type Options struct {
 	// broker leaves the CRC to consumers (check.crcs).
 	VerifyReads bool
 
+	// ManagedCleanShutdown hands the clean-shutdown marker to the caller,
+	// a log manager keeping one marker per log directory as Kafka does
+	// (logmanager): Close makes durable everything the marker vouches
+	// for, as always, but writes no marker of its own (one fsync less),
+	// and Open trusts the segments after a clean shutdown when
+	// CleanShutdown is set (or the log's own marker exists, which it then
+	// removes) and removes no marker of the caller's (one fsync less).
+	// The caller writes its marker only once every such log's Close
+	// returned nil, and removes it durably before any of them is written
+	// again. Default false: the log keeps its own marker.
+	ManagedCleanShutdown bool
+	// CleanShutdown, with ManagedCleanShutdown: the caller's marker
+	// vouches that the log was closed cleanly.
+	CleanShutdown bool
+
 	// FS is where the log's files live. Default vfs.Default.
 	FS vfs.FS
 	// Logger receives the log's events. Default zap.NewNop().

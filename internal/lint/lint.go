@@ -80,6 +80,10 @@ var layers = []layer{
 	{35, under("log/internal"), []string{pebbleVFS}},
 	{40, exact("log"), []string{pebbleVFS, zap}},
 	{50, either(under("remote/objstore"), exact("remote")), nil},
+	// The log manager: a broker's log directories of log.UnifiedLogs,
+	// named by remote.TopicIDPartition; below the replica driver, whose
+	// LogManager it serves through replica.ManagedLogs.
+	{55, exact("logmanager"), []string{pebbleVFS, zap}},
 	// The diskless WAL: the control-plane contract and its pure rules
 	// (standard library only so far), then the embedded control plane
 	// on Pebble, then the conformance suite every control plane runs

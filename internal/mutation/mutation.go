@@ -128,6 +128,18 @@ const (
 	// segment (log.snapshotFloor), so a recovery of that segment rebuilds
 	// the state of producers whose batches lie below the log start.
 	SnapshotFloor
+	// LogDirParentSync: a log directory the log manager creates is made
+	// durable in its parent before any log is opened in it
+	// (logmanager.Manager.createDir; Kafka's createAndValidateLogDirs), so
+	// a crash does not take the directory, and every log fsynced beneath
+	// it, away.
+	LogDirParentSync
+	// DeleteRewritesCheckpoints: a log manager's Delete rewrites its
+	// directory's checkpoints without the deleted partition before it
+	// returns (logmanager.Manager.deleteOpLocked), so a later log of the
+	// same name never starts from the deleted log's high watermark after a
+	// crash.
+	DeleteRewritesCheckpoints
 
 	numGuards = iota + 1
 )
@@ -150,6 +162,8 @@ var names = [numGuards]string{
 	RecoverySnapshots:               "recovery-snapshots",
 	ProducerBatchesWindow:           "producer-batches-window",
 	SnapshotFloor:                   "snapshot-floor",
+	LogDirParentSync:                "log-dir-parent-sync",
+	DeleteRewritesCheckpoints:       "delete-rewrites-checkpoints",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -111,6 +111,9 @@ var catches = []catch{
 	{mutation.ProducerBatchesWindow, "log", "TestDataDriven/producer_recovery"},
 
 	{mutation.SnapshotFloor, "log", "TestProducerStateRestartProperty"},
+	{mutation.LogDirParentSync, "logmanager", "TestHighWatermarkAfterCrash"},
+	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDelete"},
+	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDeleteThenRecreateAfterCrash"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
