@@ -83,6 +83,7 @@ import (
 	"github.com/tierlog/tierlog/consolidate"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/logmanager"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/replica"
@@ -155,6 +156,7 @@ var rules = []rule{
 	{log.ErrIsDir, kerr.KafkaStorageError},
 	{log.ErrNotDir, kerr.KafkaStorageError},
 	{replica.ErrOffline, kerr.KafkaStorageError},
+	{logmanager.ErrLogDirOffline, kerr.KafkaStorageError},
 	{wal.ErrUploadFailed, kerr.KafkaStorageError},
 	{wal.ErrCommitFailed, kerr.KafkaStorageError},
 	{wal.ErrObjectRead, kerr.KafkaStorageError},
@@ -195,6 +197,8 @@ var rules = []rule{
 	{consolidate.ErrNotLeaderOrFollower, kerr.NotLeaderForPartition},
 	{tierstate.ErrNotLeader, kerr.NotLeaderForPartition},
 	{replica.ErrNoLog, kerr.NotLeaderForPartition},
+	{logmanager.ErrNotFound, kerr.NotLeaderForPartition},
+	{logmanager.ErrInconsistentTopicID, kerr.InconsistentTopicID},
 	{tierstate.ErrLeaderEpochAhead, kerr.NotController},
 	{wal.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
 	{consolidate.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},

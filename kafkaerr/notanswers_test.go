@@ -12,6 +12,10 @@ var notAnswers = map[string]string{
 	"log.ErrOffsetsOutOfOrder":      "a follower append out of order: the replica fetcher's own failure (Kafka's OffsetsOutOfOrderException is no ApiException)",
 	"log.ErrHighWatermarkBeyondEnd": "a caller bug: the leader moved the high watermark past its log end",
 
+	// logmanager: refusals at a broker's start or of an operator's move
+	"logmanager.ErrDuplicateLog": "Open's refusal of a partition in two log directories: the broker does not start (as Kafka)",
+	"logmanager.ErrFutureExists": "a log directory move already under way elsewhere: the broker's AlterReplicaLogDirs handling, before any log",
+
 	// remote: the background tasks and the metadata manager
 	"remote.ErrTaskCancelled":          "a copy, follower or expiration task stopped by a leadership change or shutdown: no request waits on it",
 	"remote.ErrCustomMetadataTooLarge": "the copy task's refusal of a storage manager's metadata (Kafka cancels the copy task)",

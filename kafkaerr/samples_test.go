@@ -11,6 +11,7 @@ import (
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/logmanager"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/tierstate"
@@ -64,6 +65,11 @@ func errorTypeSamples(t *testing.T) map[string]sample {
 		"consolidate.ClassicAppendError": {&consolidate.ClassicAppendError{Phase: tierstate.PhaseSealPending}, consolidate.ErrSealPending},
 		"consolidate.DisklessHeldError":  {&consolidate.DisklessHeldError{Phase: tierstate.PhaseOne}, consolidate.ErrAwaitingPhaseTwo},
 		"consolidate.NotAtLogEndError":   {&consolidate.NotAtLogEndError{Want: 5, BaseOffset: 7}, consolidate.ErrNotAtLogEnd},
+
+		"logmanager.CheckpointError":          {&logmanager.CheckpointError{}, logmanager.ErrCorruption},
+		"logmanager.DirOfflineError":          {&logmanager.DirOfflineError{Cause: log.ErrIO}, logmanager.ErrLogDirOffline},
+		"logmanager.DuplicateLogError":        {&logmanager.DuplicateLogError{}, logmanager.ErrDuplicateLog},
+		"logmanager.InconsistentTopicIDError": {&logmanager.InconsistentTopicIDError{}, logmanager.ErrInconsistentTopicID},
 
 		"tierstate.RecoveryError":        {&tierstate.RecoveryError{Reason: tierstate.ErrSealMismatch}, tierstate.ErrSealMismatch},
 		"tierstate.SealRangeError":       {&tierstate.SealRangeError{Seal: 18, LeaderLogEndOffset: 15}, tierstate.ErrSealOutOfRange},

@@ -7,6 +7,7 @@ import (
 	epochcache "github.com/tierlog/tierlog/epochcache"
 	log "github.com/tierlog/tierlog/log"
 	log_record "github.com/tierlog/tierlog/log/record"
+	logmanager "github.com/tierlog/tierlog/logmanager"
 	promexport "github.com/tierlog/tierlog/promexport"
 	remote "github.com/tierlog/tierlog/remote"
 	remote_objstore "github.com/tierlog/tierlog/remote/objstore"
@@ -64,6 +65,14 @@ var sentinels = map[string]error{
 	"log/record.ErrDecompressedTooLarge":          log_record.ErrDecompressedTooLarge,
 	"log/record.ErrInvalidArgument":               log_record.ErrInvalidArgument,
 	"log/record.ErrTornTail":                      log_record.ErrTornTail,
+	"logmanager.ErrClosed":                        logmanager.ErrClosed,
+	"logmanager.ErrCorruption":                    logmanager.ErrCorruption,
+	"logmanager.ErrDuplicateLog":                  logmanager.ErrDuplicateLog,
+	"logmanager.ErrFutureExists":                  logmanager.ErrFutureExists,
+	"logmanager.ErrInconsistentTopicID":           logmanager.ErrInconsistentTopicID,
+	"logmanager.ErrInvalidArgument":               logmanager.ErrInvalidArgument,
+	"logmanager.ErrLogDirOffline":                 logmanager.ErrLogDirOffline,
+	"logmanager.ErrNotFound":                      logmanager.ErrNotFound,
 	"promexport.ErrDuplicate":                     promexport.ErrDuplicate,
 	"promexport.ErrInvalidArgument":               promexport.ErrInvalidArgument,
 	"remote.ErrClosed":                            remote.ErrClosed,
