@@ -196,9 +196,7 @@ func (l *UnifiedLog) Flush() error {
 //
 // A segment wholly below the log start is skipped: no read returns its
 // aborted transactions (their markers lie below any fetch offset), and
-// retention, which does not take flushMu, may be deleting it (a write
-// racing that would leave an orphan .txnindex, which Open ignores and a
-// segment created at its base removes).
+// retention deletes it next.
 //
 // REQUIRES: l.flushMu held (the writer of txnPersisted); l.mu may be held.
 func (l *UnifiedLog) writeCheckpoint(segs []*segmentRef, c offsetsCheckpoint) error {

@@ -1,5 +1,7 @@
 package log
 
+import "slices"
+
 // deletePredicate decides whether segment s (with successor next, nil for
 // the active segment) breaches a retention rule. Predicates may keep
 // state across calls (the size rule counts down), so each is called at
@@ -17,7 +19,14 @@ type deletePredicate func(s, next *segmentRef) bool
 //
 // Local retention settings resolve from the total ones when they are
 // LocalRetentionDefault (-2), and apply only while segments are copied.
+//
+// It holds flushMu for its whole duration, as truncations do: a flush
+// fsyncs segments and writes their indexes with mu released, and without
+// flushMu it could write the index of a segment retention has just
+// removed (a stray file) or race its removal.
 func (l *UnifiedLog) DeleteOldSegments() (int, error) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	var ev events
 	startBefore := l.logStartOffset.Load()
@@ -30,7 +39,10 @@ func (l *UnifiedLog) DeleteOldSegments() (int, error) {
 	l.mu.Unlock()
 	l.fire(ev)
 	if len(ev.rolled) > 0 {
-		if werr := l.writePendingSnapshots(); err == nil {
+		l.mu.Lock()
+		snaps := slices.Clone(l.mu.pendingSnapshots)
+		l.mu.Unlock()
+		if werr := l.writeSnapshotsFlushMuHeld(snaps); err == nil {
 			err = werr
 		}
 	}
