@@ -27,7 +27,8 @@ package lint
 //     (`remote.log.copy.disable`) and are not checked. Names whose first element is not one of these packages
 //     (Kafka's `LogSegment.recover`, pebble's `vfs.FS`) are not checked.
 //
-// Fenced code blocks are not checked; inline code spans and links are.
+// Inline code spans and links are checked. Of fenced code blocks, only
+// those marked go are, and only for the qualified names above.
 
 import (
 	"fmt"
@@ -322,6 +323,8 @@ type docText struct {
 	prose []string
 	// spans are the inline code spans with their line numbers.
 	spans []codeSpan
+	// goLines are the lines of fenced blocks marked go.
+	goLines []codeSpan
 }
 
 type codeSpan struct {
@@ -351,17 +354,20 @@ func scanDoc(src string) docText {
 	var d docText
 	lines := strings.Split(src, "\n")
 	// Lines outside fences; fenced lines become empty.
-	fence := ""
+	fence, goFence := "", false
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		if fence != "" {
 			if m := fenceMarker(l); m != "" && strings.HasPrefix(m, fence) && strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), fence[:1])) == "" {
 				fence = ""
+			} else if goFence {
+				d.goLines = append(d.goLines, codeSpan{line: i + 1, text: l})
 			}
 			continue
 		}
 		if m := fenceMarker(l); m != "" {
 			fence = m
+			goFence = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), m[:1])) == "go"
 			continue
 		}
 		out[i] = l
@@ -491,6 +497,16 @@ func CheckDoc(docPath, src string, idx *DocIndex, exceptions []DocException) []s
 		for _, m := range linkRE.FindAllStringSubmatch(l, -1) {
 			if msg := checkLink(dir, docPath, m[1], idx); msg != "" {
 				report(i+1, "%s", msg)
+			}
+		}
+	}
+	for _, s := range d.goLines {
+		for _, m := range qualRE.FindAllStringSubmatch(s.text, -1) {
+			pkg, rest := m[2], strings.Split(m[3][1:], ".")
+			if pkgs := idx.Packages[pkg]; len(pkgs) > 0 && !except[pkg+"."+strings.Join(rest, ".")] {
+				if msg := checkName(pkg, rest, pkgs); msg != "" {
+					report(s.line, "%s", msg)
+				}
 			}
 		}
 	}

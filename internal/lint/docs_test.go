@@ -141,7 +141,8 @@ func Open() {}
 		{"method without its type", "`log.Read`, `log.SegmentBytes`", nil},
 		{"three elements are checked strictly", "`log.Options.Read`", []string{"log.Options.Read is not declared"}},
 		{"kafka configuration keys", "`log.segment.bytes`, `remote.log.copy.disable`", nil},
-		{"fenced code is not checked", "```go\nlog.Opne()\n```\n", nil},
+		{"fenced code is not checked", "```\nlog.Opne()\n```\n", nil},
+		{"fenced go code is", "```go\nl, err := log.Open(dir, log.Options{})\nlog.Opne()\n```\n", []string{"x.md:3: log.Opne is not declared"}},
 		{"second line", "ok\n\n`log.Opne`", []string{"x.md:3:"}},
 	}
 	for _, c := range cases {
