@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// area names the kind of input a row damages. The README's reliability
-// section counts rows per area.
+// area names the kind of input a row damages. docs/reliability.md's tests table
+// counts rows per area.
 type area string
 
 const (
