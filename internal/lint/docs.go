@@ -74,12 +74,15 @@ type PackageDecls struct {
 	// accepted for them).
 	Embeds map[string][]string
 	Open   map[string]bool
+	// Foreign maps a type defined as another package's type (type A =
+	// pkg.B, type A pkg.B) to that type, as written: pkg and B.
+	Foreign map[string][2]string
 }
 
 func newPackageDecls(dir string) *PackageDecls {
 	return &PackageDecls{Dir: dir, Top: map[string]bool{}, Types: map[string]bool{},
 		AnyMember: map[string]bool{}, Members: map[string]map[string]bool{},
-		Embeds: map[string][]string{}, Open: map[string]bool{}}
+		Embeds: map[string][]string{}, Open: map[string]bool{}, Foreign: map[string][2]string{}}
 }
 
 func (p *PackageDecls) member(typ, name string) {
@@ -242,7 +245,10 @@ func addTypeMembers(pd *PackageDecls, typ string, t ast.Expr) {
 		pd.Embeds[typ] = append(pd.Embeds[typ], t.Name)
 		return
 	case *ast.SelectorExpr:
-		// type A = pkg.B or type A pkg.B: members not followed.
+		// type A = pkg.B or type A pkg.B: B's members, if pkg is ours.
+		if x, ok := t.X.(*ast.Ident); ok {
+			pd.Foreign[typ] = [2]string{x.Name, t.Sel.Name}
+		}
 		pd.Open[typ] = true
 		return
 	default:
@@ -504,7 +510,7 @@ func CheckDoc(docPath, src string, idx *DocIndex, exceptions []DocException) []s
 		for _, m := range qualRE.FindAllStringSubmatch(s.text, -1) {
 			pkg, rest := m[2], strings.Split(m[3][1:], ".")
 			if pkgs := idx.Packages[pkg]; len(pkgs) > 0 && !except[pkg+"."+strings.Join(rest, ".")] {
-				if msg := checkName(pkg, rest, pkgs); msg != "" {
+				if msg := checkName(pkg, rest, idx); msg != "" {
 					report(s.line, "%s", msg)
 				}
 			}
@@ -533,7 +539,7 @@ func CheckDoc(docPath, src string, idx *DocIndex, exceptions []DocException) []s
 			if len(pkgs) == 0 {
 				continue
 			}
-			if msg := checkName(pkg, rest, pkgs); msg != "" {
+			if msg := checkName(pkg, rest, idx); msg != "" {
 				report(s.line, "`%s`: %s", t, msg)
 			}
 		}
@@ -541,7 +547,8 @@ func CheckDoc(docPath, src string, idx *DocIndex, exceptions []DocException) []s
 	return problems
 }
 
-func checkName(pkg string, rest []string, pkgs []*PackageDecls) string {
+func checkName(pkg string, rest []string, idx *DocIndex) string {
+	pkgs := idx.Packages[pkg]
 	for _, p := range pkgs {
 		if len(rest) == 1 {
 			// `pkg.Name`: a top-level name, or a method or field
@@ -555,7 +562,17 @@ func checkName(pkg string, rest []string, pkgs []*PackageDecls) string {
 			continue
 		}
 		// Only a type's members are known; a var's or func's are not.
-		if !p.Types[rest[0]] || p.hasMember(rest[0], rest[1], map[string]bool{}) {
+		if !p.Types[rest[0]] {
+			return ""
+		}
+		if f, ok := p.Foreign[rest[0]]; ok && len(idx.Packages[f[0]]) > 0 && f[0] != pkg {
+			// Another of the module's packages: its type's members.
+			if checkName(f[0], []string{f[1], rest[1]}, idx) == "" {
+				return ""
+			}
+			continue
+		}
+		if p.hasMember(rest[0], rest[1], map[string]bool{}) {
 			return ""
 		}
 	}

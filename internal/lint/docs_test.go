@@ -19,6 +19,7 @@ var docExceptions = []DocException{
 	{"record.SyncConcurrency", "pebble's record package, not log/record"},
 	{"wal.SegmentSizeBytes", "tidwall/wal's option, not package wal"},
 	{"internal/base.DiskFileNum", "pebble's internal/base, not tierlog's"},
+	{"truncation.EpochEndOffset.LeaderEpoch", "DESIGN.md 7.1 names the field a rename removed"},
 }
 
 // repoRoot is the repository root: the directory of the module's go.mod.
@@ -90,7 +91,7 @@ func TestDocsCheckerCatches(t *testing.T) {
 		GoFiles: []string{"log/log.go", "log/internal/segment/segment.go", "wal/pebblecp/cp.go"},
 		Markdown: map[string]string{
 			"docs/a.md": "# Page A\n\n## The upstream rebuild\n\n```\n## not a heading\n```\n\n" +
-				"## Inspect a partition: `cmd/tierlog`\n\n## Twice\n\n## Twice\n",
+				"## Inspect a partition: `cmd/tierlog`\n\n## Twice\n\n## Twice\n\n### 7.1 API renames, and (more)\n",
 		},
 		Packages: map[string][]*PackageDecls{},
 	}
@@ -107,6 +108,14 @@ func Open() {}
 func (l *UnifiedLog) Read() {}
 var ErrCorruption error
 `))
+	must(idx.AddSource("truncation", `package truncation
+import "x/epochcache"
+type EpochEndOffset = epochcache.EpochEndOffset
+type Ext vfs.File
+`))
+	must(idx.AddSource("epochcache", `package epochcache
+type EpochEndOffset struct{ Epoch int32 }
+`))
 	must(idx.AddSource("internal/fs", `package fs
 type Store struct{}
 func (s *Store) Put() {}
@@ -120,6 +129,7 @@ func Open() {}
 	}{
 		{"good link", "see [a](docs/a.md) and [b](docs/a.md#the-upstream-rebuild)", nil},
 		{"heading with code", "[i](docs/a.md#inspect-a-partition-cmdtierlog)", nil},
+		{"heading with punctuation", "[p](docs/a.md#71-api-renames-and-more)", nil},
 		{"repeated heading", "[t](docs/a.md#twice) [t1](docs/a.md#twice-1)", nil},
 		{"external link", "[k](https://example.com/x.md#nothing)", nil},
 		{"broken link", "see [a](docs/missing.md)", []string{"link docs/missing.md: docs/missing.md does not exist"}},
@@ -140,6 +150,8 @@ func Open() {}
 		{"file names are not names", "`log.md`", nil},
 		{"method without its type", "`log.Read`, `log.SegmentBytes`", nil},
 		{"three elements are checked strictly", "`log.Options.Read`", []string{"log.Options.Read is not declared"}},
+		{"alias of another package's type", "`truncation.EpochEndOffset.Epoch`, `truncation.Ext.Anything`", nil},
+		{"alias, misspelled member", "`truncation.EpochEndOffset.LeaderEpoch`", []string{"truncation.EpochEndOffset.LeaderEpoch is not declared"}},
 		{"kafka configuration keys", "`log.segment.bytes`, `remote.log.copy.disable`", nil},
 		{"fenced code is not checked", "```\nlog.Opne()\n```\n", nil},
 		{"fenced go code is", "```go\nl, err := log.Open(dir, log.Options{})\nlog.Opne()\n```\n", []string{"x.md:3: log.Opne is not declared"}},
