@@ -1,8 +1,12 @@
 // Package lint checks the structure DESIGN.md section 2 fixes: which
 // tierlog package may import which, which third-party modules the lower
 // layers may use, that minio-go stays inside remote/objstore/s3 and
-// client_golang inside promexport; and (api.go) that the API of every
-// non-internal package names no type of an internal package.
+// client_golang inside promexport; (api.go) that the API of every
+// non-internal package names no type of an internal package; and
+// (docs.go) that the repository's Markdown files link to files and
+// headings that exist and name Go files and identifiers of the module
+// that exist, with README.md and DESIGN.md kept under a size bound
+// (size_test.go).
 //
 // The rules are data (the layers table below) so a reader can check them
 // against DESIGN.md line by line; lint_test.go applies them to the module
