@@ -1,0 +1,41 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	set := flag.NewFlagSet("broker", flag.ExitOnError)
+	var opts Options
+	var partitions int
+	set.StringVar(&opts.Addr, "addr", "127.0.0.1:9092", "listen address")
+	set.StringVar(&opts.Dir, "dir", "", "data directory (required): the log directory and the producer id block")
+	set.IntVar(&partitions, "partitions", 1, "partition count of auto-created topics")
+	_ = set.Parse(os.Args[1:])
+	opts.Partitions = int32(partitions)
+	if err := run(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until SIGINT or SIGTERM, then shuts down cleanly.
+func run(opts Options) error {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	s, err := Start(opts)
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	opts.Logger.Info("shutting down", "signal", got.String())
+	return s.Close()
+}
