@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
 )
 
@@ -43,10 +45,10 @@ func newClient(t *testing.T, s *Server, opts ...kgo.Opt) *kgo.Client {
 
 // createTopic creates the test topic with CreateTopics (the broker's
 // default is one partition).
-func createTopic(ctx context.Context, t *testing.T, cl *kgo.Client) {
+func createTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string) {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = testTopic, testPartitions, 1
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, testPartitions, 1
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl)
 	require.NoError(t, err)
@@ -63,11 +65,11 @@ type key struct {
 
 // testRecord builds record i: a key, a value of varying size, and
 // headers (one with a nil value).
-func testRecord(i int) *kgo.Record {
+func testRecord(topic string, i int) *kgo.Record {
 	v := bytes.Repeat([]byte{byte(i)}, i%300)
 	v = append(v, fmt.Sprintf("value-%d", i)...)
 	return &kgo.Record{
-		Topic: testTopic,
+		Topic: topic,
 		Key:   fmt.Appendf(nil, "key-%d", i%97),
 		Value: v,
 		Headers: []kgo.RecordHeader{
@@ -79,12 +81,12 @@ func testRecord(i int) *kgo.Record {
 
 // produceAll produces n records with idempotence (kgo's default) and
 // acks=all, and returns them by their acknowledged position.
-func produceAll(ctx context.Context, t *testing.T, cl *kgo.Client, n int) map[key]*kgo.Record {
+func produceAll(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, n int) map[key]*kgo.Record {
 	t.Helper()
 	acked := make(map[key]*kgo.Record, n)
 	done := make(chan error, n)
 	for i := range n {
-		cl.Produce(ctx, testRecord(i), func(r *kgo.Record, err error) {
+		cl.Produce(ctx, testRecord(topic, i), func(r *kgo.Record, err error) {
 			if err == nil {
 				// Callbacks run one at a time per partition, and in
 				// order across the client's single callback goroutine.
@@ -103,9 +105,9 @@ func produceAll(ctx context.Context, t *testing.T, cl *kgo.Client, n int) map[ke
 // consumeAll reads the topic from the start until it has want records or
 // ctx ends, and checks what it read against acked: the same set,
 // byte-identical, no duplicate, each partition in offset order.
-func consumeAll(ctx context.Context, t *testing.T, s *Server, acked map[key]*kgo.Record) {
+func consumeAll(ctx context.Context, t *testing.T, s *Server, topic string, acked map[key]*kgo.Record) {
 	t.Helper()
-	cl := newClient(t, s, kgo.ConsumeTopics(testTopic), kgo.FetchMaxWait(200*time.Millisecond))
+	cl := newClient(t, s, kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200*time.Millisecond))
 	seen := make(map[key]bool, len(acked))
 	last := map[int32]int64{}
 	for len(seen) < len(acked) {
@@ -137,20 +139,17 @@ func consumeAll(ctx context.Context, t *testing.T, s *Server, acked map[key]*kgo
 	require.Len(t, seen, len(acked))
 }
 
-// highWatermarks returns each test partition's high watermark, read from
-// the log manager, and checks that it is the end of the acknowledged
+// checkHighWatermarks checks that each partition's high watermark and
+// log end, read from the log manager, are the end of the acknowledged
 // records.
-func checkHighWatermarks(t *testing.T, s *Server, acked map[key]*kgo.Record) {
+func checkHighWatermarks(t *testing.T, s *Server, topic string, acked map[key]*kgo.Record) {
 	t.Helper()
 	end := map[int32]int64{}
 	for k := range acked {
 		end[k.partition] = max(end[k.partition], k.offset+1)
 	}
-	tp, ok := s.topics.get(testTopic)
-	require.True(t, ok)
 	for p := range int32(testPartitions) {
-		l, err := s.mgr.Get(remote.TopicIDPartition{TopicID: tp.id, Topic: testTopic, Partition: p})
-		require.NoError(t, err)
+		l := testLog(t, s, topic, p)
 		require.Equal(t, end[p], l.HighWatermark(), "partition %d", p)
 		require.Equal(t, end[p], l.LogEndOffset(), "partition %d", p)
 	}
@@ -164,10 +163,10 @@ func TestKgoProduceConsume(t *testing.T) {
 	defer cancel()
 	s := startBroker(t, t.TempDir())
 	prod := newClient(t, s, kgo.RequiredAcks(kgo.AllISRAcks()))
-	createTopic(ctx, t, prod)
-	acked := produceAll(ctx, t, prod, 10_000)
-	checkHighWatermarks(t, s, acked)
-	consumeAll(ctx, t, s, acked)
+	createTopic(ctx, t, prod, testTopic)
+	acked := produceAll(ctx, t, prod, testTopic, 10_000)
+	checkHighWatermarks(t, s, testTopic, acked)
+	consumeAll(ctx, t, s, testTopic, acked)
 }
 
 // TestKgoRestart: the same with a clean restart of the broker between
@@ -179,8 +178,8 @@ func TestKgoRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := startBroker(t, dir)
 	prod := newClient(t, s, kgo.RequiredAcks(kgo.AllISRAcks()))
-	createTopic(ctx, t, prod)
-	acked := produceAll(ctx, t, prod, 10_000)
+	createTopic(ctx, t, prod, testTopic)
+	acked := produceAll(ctx, t, prod, testTopic, 10_000)
 	before, _ := s.topics.get(testTopic)
 	pid1 := initProducerID(ctx, t, prod)
 	prod.Close()
@@ -190,10 +189,10 @@ func TestKgoRestart(t *testing.T) {
 	after, ok := s.topics.get(testTopic)
 	require.True(t, ok)
 	require.Equal(t, before, after, "topic id and partition count survive")
-	checkHighWatermarks(t, s, acked)
+	checkHighWatermarks(t, s, testTopic, acked)
 	pid2 := initProducerID(ctx, t, newClient(t, s))
 	require.Greater(t, pid2, pid1, "producer ids never repeat across restarts")
-	consumeAll(ctx, t, s, acked)
+	consumeAll(ctx, t, s, testTopic, acked)
 }
 
 func initProducerID(ctx context.Context, t *testing.T, cl *kgo.Client) int64 {
@@ -202,4 +201,54 @@ func initProducerID(ctx context.Context, t *testing.T, cl *kgo.Client) int64 {
 	require.NoError(t, err)
 	require.Zero(t, resp.ErrorCode)
 	return resp.ProducerID
+}
+
+// testLog returns a partition's log from the broker's log manager.
+func testLog(t *testing.T, s *Server, topic string, partition int32) *log.UnifiedLog {
+	t.Helper()
+	tp, ok := s.topics.get(topic)
+	require.True(t, ok)
+	l, err := s.mgr.Get(remote.TopicIDPartition{TopicID: tp.id, Topic: topic, Partition: partition})
+	require.NoError(t, err)
+	return l
+}
+
+// TestKgoCompression: each of kgo's codecs round-trips, and the log
+// stores the batches compressed as the producer sent them (it
+// decompresses them only to validate).
+func TestKgoCompression(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		codec kgo.CompressionCodec
+		attr  int16 // the batch attributes' compression bits
+	}{
+		{"none", kgo.NoCompression(), 0},
+		{"gzip", kgo.GzipCompression(), 1},
+		{"snappy", kgo.SnappyCompression(), 2},
+		{"lz4", kgo.Lz4Compression(), 3},
+		{"zstd", kgo.ZstdCompression(), 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s := startBroker(t, t.TempDir())
+			topic := "compressed-" + c.name
+			prod := newClient(t, s, kgo.ProducerBatchCompression(c.codec))
+			createTopic(ctx, t, prod, topic)
+			acked := produceAll(ctx, t, prod, topic, 500)
+			batches := 0
+			for p := range int32(testPartitions) {
+				fd, err := testLog(t, s, topic, p).Read(nil, 0, 1<<30, log.IsolationHighWatermark, true)
+				require.NoError(t, err)
+				for b := fd.Records; len(b) > 0; batches++ {
+					batch, err := record.ReadBatch(b)
+					require.NoError(t, err)
+					require.Equal(t, c.attr, batch.Attributes()&7, "partition %d batch at %d", p, batch.BaseOffset())
+					b = b[batch.Size():]
+				}
+			}
+			require.NotZero(t, batches)
+			consumeAll(ctx, t, s, topic, acked)
+		})
+	}
 }
