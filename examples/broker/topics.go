@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"sort"
 	"sync"
 
@@ -102,6 +103,13 @@ func (t *topics) create(name string, n int32) (tp topic, existed bool, err error
 	t.mu.Unlock()
 	for i := range n {
 		if _, err := t.log(name, tp, i); err != nil {
+			if i == 0 && errors.Is(err, logmanager.ErrInvalidArgument) {
+				// A name the log manager refuses (Kafka's topic name
+				// rules): the topic does not exist.
+				t.mu.Lock()
+				delete(t.mu.byName, name)
+				t.mu.Unlock()
+			}
 			return tp, false, err
 		}
 	}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierlog/tierlog/log"
+)
+
+// rawBroker returns a handle that sends requests to the broker as they
+// are (kgo's Client.Request would route and split them).
+func rawBroker(ctx context.Context, t *testing.T, s *Server) (*kgo.Client, *kgo.Broker) {
+	t.Helper()
+	cl := newClient(t, s)
+	require.NoError(t, cl.Ping(ctx))
+	return cl, cl.Broker(nodeID)
+}
+
+// v1Message is a magic v1 message set of one record (Kafka's
+// LegacyRecord layout: offset, size, crc, magic, attributes, timestamp,
+// key, value).
+func v1Message() []byte {
+	body := []byte{1, 0} // magic 1, attributes
+	body = binary.BigEndian.AppendUint64(body, uint64(time.Now().UnixMilli()))
+	body = binary.BigEndian.AppendUint32(body, 0xffffffff) // null key
+	body = binary.BigEndian.AppendUint32(body, 1)
+	body = append(body, 'v')
+	msg := binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(body))
+	msg = append(msg, body...)
+	out := binary.BigEndian.AppendUint64(nil, 0)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(msg)))
+	return append(out, msg...)
+}
+
+// TestProduceRefusesOldMagic: a magic v1 message set is refused with
+// UNSUPPORTED_VERSION before it reaches the log.
+func TestProduceRefusesOldMagic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	cl, b := rawBroker(ctx, t, s)
+	createTopic(ctx, t, cl, testTopic)
+
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = testTopic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = v1Message()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, b)
+	require.NoError(t, err)
+	p := resp.Topics[0].Partitions[0]
+	require.Equal(t, kerr.UnsupportedVersion.Code, p.ErrorCode)
+	require.Equal(t, int64(-1), p.BaseOffset)
+	require.Equal(t, int64(0), testLog(t, s, testTopic, 0).LogEndOffset())
+}
+
+// TestMetadataInvalidTopic: a topic name the log manager refuses is
+// answered INVALID_TOPIC_EXCEPTION and does not exist afterwards.
+func TestMetadataInvalidTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	_, b := rawBroker(ctx, t, s)
+
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("bad/name")
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = true
+	resp, err := req.RequestWith(ctx, b)
+	require.NoError(t, err)
+	require.Equal(t, kerr.InvalidTopicException.Code, resp.Topics[0].ErrorCode)
+
+	all := kmsg.NewPtrMetadataRequest() // null topics: every topic
+	resp, err = all.RequestWith(ctx, b)
+	require.NoError(t, err)
+	require.Empty(t, resp.Topics)
+}
+
+// produceAt produces one record per timestamp to partition 0 of the test
+// topic, synchronously.
+func produceAt(ctx context.Context, t *testing.T, cl *kgo.Client, ms ...int64) {
+	t.Helper()
+	for _, m := range ms {
+		r := &kgo.Record{Topic: testTopic, Partition: 0, Value: []byte("x"), Timestamp: time.UnixMilli(m)}
+		require.NoError(t, cl.ProduceSync(ctx, r).FirstErr())
+	}
+}
+
+// TestListOffsets: earliest, latest, MAX_TIMESTAMP and a timestamp.
+func TestListOffsets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	cl := newClient(t, s, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	createTopic(ctx, t, cl, testTopic)
+	produceAt(ctx, t, cl, 1000, 3000, 2000, 3000)
+	_, b := rawBroker(ctx, t, s)
+
+	for _, c := range []struct {
+		name       string
+		ts         int64
+		wantOffset int64
+		wantTS     int64
+	}{
+		{"earliest", log.ListEarliest, 0, -1},
+		{"latest", log.ListLatest, 4, -1},
+		{"max timestamp", log.ListMaxTimestamp, 1, 3000},
+		{"timestamp 1500", 1500, 1, 3000},
+		{"timestamp 2000", 2000, 1, 3000},
+		{"timestamp 3001", 3001, -1, -1},
+	} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = testTopic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = c.ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, b)
+		require.NoError(t, err, c.name)
+		p := resp.Topics[0].Partitions[0]
+		require.Zero(t, p.ErrorCode, c.name)
+		require.Equal(t, c.wantOffset, p.Offset, c.name)
+		require.Equal(t, c.wantTS, p.Timestamp, c.name)
+	}
+}
+
+// fetchRequest is a read_uncommitted fetch of partition 0 at offset.
+func fetchRequest(offset int64, maxWait time.Duration) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(maxWait/time.Millisecond), 1, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = testTopic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes = offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// TestFetchLongPoll: a fetch at the log end waits (WaitFor) and returns
+// as soon as a record is committed; one with nothing to read returns
+// after MaxWaitMillis with an empty, non-null record set; the broker's
+// shutdown answers a waiting fetch at once.
+func TestFetchLongPoll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	cl := newClient(t, s, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	createTopic(ctx, t, cl, testTopic)
+	_, b := rawBroker(ctx, t, s)
+
+	start := time.Now()
+	resp, err := fetchRequest(0, 300*time.Millisecond).RequestWith(ctx, b)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "waited MaxWaitMillis")
+	p := resp.Topics[0].Partitions[0]
+	require.Zero(t, p.ErrorCode)
+	require.NotNil(t, p.RecordBatches, "never a null record set")
+	require.Empty(t, p.RecordBatches)
+
+	done := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		resp, err := fetchRequest(0, 10*time.Second).RequestWith(ctx, b)
+		if err != nil {
+			resp = nil
+		}
+		done <- resp
+	}()
+	time.Sleep(100 * time.Millisecond) // the fetch is waiting
+	start = time.Now()
+	produceAt(ctx, t, cl, 1000)
+	select {
+	case resp := <-done:
+		require.NotNil(t, resp)
+		p := resp.Topics[0].Partitions[0]
+		require.Zero(t, p.ErrorCode)
+		require.NotEmpty(t, p.RecordBatches)
+		require.Equal(t, int64(1), p.HighWatermark)
+		require.Less(t, time.Since(start), 5*time.Second, "woken by the append, not by MaxWaitMillis")
+	case <-ctx.Done():
+		t.Fatal("the waiting fetch never returned")
+	}
+
+	go func() {
+		resp, err := fetchRequest(1, 10*time.Second).RequestWith(ctx, b)
+		if err != nil {
+			resp = nil
+		}
+		done <- resp
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	require.NoError(t, s.Close())
+	require.Less(t, time.Since(start), 5*time.Second, "Close ends the long poll")
+	select {
+	case resp := <-done:
+		require.NotNil(t, resp, "the fetch in flight is answered before the connection closes")
+		require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	case <-ctx.Done():
+		t.Fatal("the waiting fetch never returned")
+	}
+}
