@@ -14,12 +14,13 @@ import (
 // TestKafkaGoReadsKgo: a second client, segmentio/kafka-go's Reader (its
 // own protocol code: ApiVersions, Metadata, ListOffsets, Fetch), reads
 // back what kgo wrote (snappy, kgo's default), partition by partition.
+// The topic is auto-created by kgo's metadata request, with the broker's
+// -partitions.
 func TestKafkaGoReadsKgo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := startBroker(t, t.TempDir())
-	prod := newClient(t, s, kgo.RequiredAcks(kgo.AllISRAcks()))
-	createTopic(ctx, t, prod, testTopic)
+	s := startBrokerWith(t, t.TempDir(), testPartitions)
+	prod := newClient(t, s, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowAutoTopicCreation())
 	acked := produceAll(ctx, t, prod, testTopic, 1000)
 	want := map[int32]int{}
 	for k := range acked {

@@ -23,7 +23,7 @@ const leaderEpoch = 0
 // offsets, AppendInfo.Duplicate); then
 // log.UnifiedLog.MaybeIncrementHighWatermark commits the records: with
 // one replica the high watermark follows the log end offset. acks=1 and
-// acks=-1 are the same here; acks=0 gets no response.
+// acks=-1 are the same here; acks=0 gets no response (handle).
 func (s *Server) produce(r *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	for _, rt := range r.Topics {
@@ -54,9 +54,6 @@ func (s *Server) produce(r *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
-	}
-	if r.Acks == 0 {
-		return nil
 	}
 	return resp
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
 )
 
 // rawBroker returns a handle that sends requests to the broker as they
@@ -212,4 +213,84 @@ func TestFetchLongPoll(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the waiting fetch never returned")
 	}
+}
+
+// produceRaw sends one partition's records with acks=-1 and returns the
+// partition's answer.
+func produceRaw(ctx context.Context, t *testing.T, b *kgo.Broker, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, b)
+	require.NoError(t, err)
+	return resp.Topics[0].Partitions[0]
+}
+
+// TestProduceIdempotentRetry: a batch of an idempotent producer sent
+// twice (a retry after a lost answer) is answered twice with the same
+// base offset and stored once (the log's producer state); a sequence gap
+// is OUT_OF_ORDER_SEQUENCE_NUMBER; an unknown topic is
+// UNKNOWN_TOPIC_OR_PARTITION.
+func TestProduceIdempotentRetry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	cl, b := rawBroker(ctx, t, s)
+	createTopic(ctx, t, cl, testTopic)
+	pid := initProducerID(ctx, t, cl)
+
+	batch := func(seq int32, n int) []byte {
+		opts := record.DefaultBuilderOptions()
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = pid, 0, seq
+		bl := record.NewBuilder(opts)
+		for range n {
+			bl.Add(time.Now().UnixMilli(), nil, []byte("v"))
+		}
+		out, err := bl.Build()
+		require.NoError(t, err)
+		return out
+	}
+	require.Equal(t, int64(0), produceRaw(ctx, t, b, testTopic, batch(0, 3)).BaseOffset)
+	second := batch(3, 2)
+	for range 2 {
+		p := produceRaw(ctx, t, b, testTopic, second)
+		require.Zero(t, p.ErrorCode)
+		require.Equal(t, int64(3), p.BaseOffset, "the retry gets the first copy's offset")
+	}
+	l := testLog(t, s, testTopic, 0)
+	require.Equal(t, int64(5), l.LogEndOffset(), "stored once")
+	require.Equal(t, int64(5), l.HighWatermark())
+
+	p := produceRaw(ctx, t, b, testTopic, batch(9, 1))
+	require.Equal(t, kerr.OutOfOrderSequenceNumber.Code, p.ErrorCode)
+	require.Equal(t, int64(5), l.LogEndOffset())
+
+	p = produceRaw(ctx, t, b, "no-such-topic", batch(5, 1))
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, p.ErrorCode)
+}
+
+// TestProduceAcksZero: acks=0 gets no answer (kgo would time out waiting
+// for one otherwise), and the records are appended and committed.
+func TestProduceAcksZero(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	cl := newClient(t, s, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(ctx, t, cl, testTopic)
+	for i := range 100 {
+		require.NoError(t, cl.ProduceSync(ctx, testRecord(testTopic, i)).FirstErr())
+	}
+	l := testLog(t, s, testTopic, 0)
+	for l.HighWatermark() < 100 {
+		require.NoError(t, ctx.Err(), "high watermark %d", l.HighWatermark())
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, int64(100), l.LogEndOffset())
 }

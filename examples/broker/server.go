@@ -303,7 +303,11 @@ func (s *Server) handle(req kmsg.Request) (kmsg.Response, error) {
 	case *kmsg.CreateTopicsRequest:
 		return s.createTopics(r), nil
 	case *kmsg.ProduceRequest:
-		return s.produce(r), nil
+		resp := s.produce(r)
+		if r.Acks == 0 {
+			return nil, nil // an untyped nil: no response
+		}
+		return resp, nil
 	case *kmsg.FetchRequest:
 		return s.fetch(r), nil
 	case *kmsg.ListOffsetsRequest:
