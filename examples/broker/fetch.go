@@ -76,7 +76,7 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest, isolation log.Isolation) (*kmsg
 				// whole batch, even above the limits (Kafka's
 				// minOneMessage), so a large batch never stalls a consumer.
 				fd, err := l.Read(nil, rp.FetchOffset, max(maxBytes, 0), isolation, total == 0)
-				p.ErrorCode = kafkaerr.ErrorCode(err)
+				p.ErrorCode = s.errorCode(l, err)
 				p.HighWatermark = fd.HighWatermark
 				p.LastStableOffset = fd.LastStableOffset
 				p.LogStartOffset = fd.LogStartOffset

@@ -33,7 +33,9 @@ func (s *Server) listOffsets(r *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 			case rp.CurrentLeaderEpoch > leaderEpoch:
 				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				p.Timestamp, p.Offset, p.LeaderEpoch, p.ErrorCode = listOffset(l, rp.Timestamp, r.IsolationLevel)
+				var err error
+				p.Timestamp, p.Offset, p.LeaderEpoch, err = listOffset(l, rp.Timestamp, r.IsolationLevel)
+				p.ErrorCode = s.errorCode(l, err)
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
@@ -43,7 +45,7 @@ func (s *Server) listOffsets(r *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 }
 
 // listOffset answers one partition.
-func listOffset(l *log.UnifiedLog, ts int64, isolationLevel int8) (int64, int64, int32, int16) {
+func listOffset(l *log.UnifiedLog, ts int64, isolationLevel int8) (int64, int64, int32, error) {
 	o := l.Offsets()
 	bound := o.HighWatermark
 	if isolationLevel == 1 {
@@ -54,14 +56,14 @@ func listOffset(l *log.UnifiedLog, ts int64, isolationLevel int8) (int64, int64,
 		if e, ok := l.LatestEpoch(); ok {
 			epoch = e
 		}
-		return log.NoTimestamp, bound, epoch, 0
+		return log.NoTimestamp, bound, epoch, nil
 	}
 	r, found, err := l.FetchOffsetByTimestamp(ts)
 	switch {
 	case err != nil:
-		return log.NoTimestamp, -1, -1, kafkaerr.ErrorCode(err)
+		return log.NoTimestamp, -1, -1, err
 	case !found || (ts != log.ListEarliest && r.Offset >= bound):
-		return log.NoTimestamp, -1, -1, 0
+		return log.NoTimestamp, -1, -1, nil
 	}
-	return r.Timestamp, r.Offset, r.Epoch, 0
+	return r.Timestamp, r.Offset, r.Epoch, nil
 }

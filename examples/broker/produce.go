@@ -64,13 +64,13 @@ func (s *Server) produce(r *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 func (s *Server) appendAndCommit(l *log.UnifiedLog, records []byte) (base, logStart int64, code int16) {
 	info, err := l.AppendAsLeader(records, leaderEpoch, log.OriginClient)
 	if err != nil {
-		return -1, -1, kafkaerr.ErrorCode(err)
+		return -1, -1, s.errorCode(l, err)
 	}
 	// Single node: the append is on every replica, so it is committed. A
 	// concurrent append may have moved the log end further; the high
 	// watermark never moves back (MaybeIncrement, not Update).
 	if _, err := l.MaybeIncrementHighWatermark(l.LogEndOffset()); err != nil {
-		return -1, -1, kafkaerr.ErrorCode(err)
+		return -1, -1, s.errorCode(l, err)
 	}
 	return info.FirstOffset, l.LogStartOffset(), 0
 }

@@ -294,3 +294,13 @@ func TestProduceAcksZero(t *testing.T) {
 	}
 	require.Equal(t, int64(100), l.LogEndOffset())
 }
+
+// oneBatch is a batch of one record with no producer id.
+func oneBatch(t *testing.T) []byte {
+	t.Helper()
+	bl := record.NewBuilder(record.DefaultBuilderOptions())
+	bl.Add(time.Now().UnixMilli(), nil, []byte("v"))
+	out, err := bl.Build()
+	require.NoError(t, err)
+	return out
+}

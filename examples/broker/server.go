@@ -12,8 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tierlog/tierlog/kafkaerr"
+	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/logmanager"
 )
 
@@ -28,6 +31,8 @@ type Options struct {
 	Partitions int32
 	// Logger receives the broker's events. Default slog.Default().
 	Logger *slog.Logger
+	// FS is where the logs live. Default vfs.Default (tests inject faults).
+	FS vfs.FS
 }
 
 // maxRequestSize bounds a request's size field (Kafka: socket.request.max.bytes).
@@ -81,9 +86,14 @@ func Start(opts Options) (*Server, error) {
 	// Library: logmanager.Open opens every partition's log.UnifiedLog.
 	mgr, err := logmanager.Open(context.Background(), logmanager.Options{
 		Dirs: []string{filepath.Join(opts.Dir, "logs")},
+		FS:   opts.FS,
 		// Checkpoint the high watermarks often: a crash (not a clean
 		// Close, which always writes them) loses at most this much.
 		HighWatermarkCheckpointInterval: time.Second,
+		OnDirOffline: func(f logmanager.DirFailure) {
+			s.logger.Error("log directory offline: its partitions answer KAFKA_STORAGE_ERROR until a restart",
+				"dir", f.Dir, "cause", f.Cause, "partitions", len(f.Partitions))
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open the log directory: %w", err)
@@ -325,4 +335,16 @@ func (s *Server) hostPort() (string, int32) {
 		return s.ln.Addr().String(), 0
 	}
 	return a.IP.String(), int32(a.Port)
+}
+
+// errorCode is the Kafka error code for a log's error. An I/O error also
+// takes the log's directory offline (logmanager.Manager.ReportError,
+// Kafka's LogDirFailureChannel): its partitions then answer
+// KAFKA_STORAGE_ERROR without touching the disk again. Library:
+// kafkaerr.ErrorCode.
+func (s *Server) errorCode(l *log.UnifiedLog, err error) int16 {
+	if s.mgr.ReportError(l, err) {
+		s.logger.Error("I/O error: log directory taken offline", "dir", l.Dir(), "err", err)
+	}
+	return kafkaerr.ErrorCode(err)
 }
