@@ -263,19 +263,20 @@ func (s *Server) handleRaw(b []byte) ([]byte, error) {
 	if req == nil {
 		return nil, fmt.Errorf("unknown API key %d", h.key)
 	}
+	v, ok := supported[h.key]
+	if !ok || h.version < v.min || h.version > v.max {
+		if h.key == kmsg.ApiVersions.Int16() {
+			// KIP-511: a version 0 answer naming the version to retry
+			// with; the rest of the request is not read.
+			return frame(h, unsupportedApiVersions(), false), nil
+		}
+		return nil, fmt.Errorf("%s v%d not served (range %d-%d)", kmsg.NameForKey(h.key), h.version, v.min, v.max)
+	}
 	req.SetVersion(h.version)
 	if req.IsFlexible() {
 		if body, err = skipTags(body); err != nil {
 			return nil, err
 		}
-	}
-	v, ok := supported[h.key]
-	if !ok || h.version < v.min || h.version > v.max {
-		if h.key == kmsg.ApiVersions.Int16() {
-			// KIP-511: a version 0 answer naming the version to retry with.
-			return frame(h, unsupportedApiVersions(), false), nil
-		}
-		return nil, fmt.Errorf("%s v%d not served (range %d-%d)", kmsg.NameForKey(h.key), h.version, v.min, v.max)
 	}
 	if err := req.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.key), h.version, err)
