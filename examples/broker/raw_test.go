@@ -304,3 +304,42 @@ func oneBatch(t *testing.T) []byte {
 	require.NoError(t, err)
 	return out
 }
+
+// TestFetchMaxBytes: the first partition returns at least one whole batch
+// even above PartitionMaxBytes (so a large batch never stalls a
+// consumer), whole batches only, no more than fit; an offset past the
+// log end is OFFSET_OUT_OF_RANGE.
+func TestFetchMaxBytes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	cl, b := rawBroker(ctx, t, s)
+	createTopic(ctx, t, cl, testTopic)
+	one := oneBatch(t)
+	for range 3 {
+		require.Zero(t, produceRaw(ctx, t, b, testTopic, one).ErrorCode)
+	}
+	for _, c := range []struct {
+		maxBytes    int32
+		wantBatches int
+	}{
+		{1, 1},                            // below one batch: one whole batch
+		{int32(len(one)), 1},              // exactly one
+		{int32(2*len(one) + 1), 2},        // two and a bit: two
+		{int32(10 * len(one)), 3},         // all
+		{int32(len(one) + len(one)/2), 1}, // never a partial batch
+	} {
+		req := fetchRequest(0, 0)
+		req.Topics[0].Partitions[0].PartitionMaxBytes = c.maxBytes
+		resp, err := req.RequestWith(ctx, b)
+		require.NoError(t, err)
+		p := resp.Topics[0].Partitions[0]
+		require.Zero(t, p.ErrorCode)
+		require.Equal(t, c.wantBatches*len(one), len(p.RecordBatches), "PartitionMaxBytes %d", c.maxBytes)
+		require.Equal(t, int64(3), p.HighWatermark)
+	}
+
+	resp, err := fetchRequest(4, 0).RequestWith(ctx, b)
+	require.NoError(t, err)
+	require.Equal(t, kerr.OffsetOutOfRange.Code, resp.Topics[0].Partitions[0].ErrorCode)
+}
