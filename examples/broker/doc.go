@@ -33,7 +33,18 @@
 //     the directory clean.
 //
 // Errors are answered with kafkaerr.ErrorCode of the library's typed
-// errors. The logs live in DIR/logs (a logmanager directory).
+// errors; an I/O error takes the log directory offline
+// (logmanager.Manager.ReportError) and its partitions then answer
+// KAFKA_STORAGE_ERROR. The logs live in DIR/logs (a logmanager
+// directory).
+//
+// The tests start the broker in-process on 127.0.0.1:0: franz-go's kgo
+// produces 10,000 records (idempotent, acks=all) to three partitions and
+// consumes them back byte for byte, also across a clean restart (high
+// watermarks, topic ids and producer ids survive) and with each of its
+// compression codecs; segmentio/kafka-go reads what kgo wrote; raw
+// requests check the refusals, ListOffsets, the long poll and the
+// shutdown during one.
 //
 // What a real broker must still add: replication between brokers
 // (followers fetching, the ISR, a high watermark that follows the
