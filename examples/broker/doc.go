@@ -5,7 +5,11 @@
 //
 // Run it with:
 //
-//	go run ./examples/broker -addr 127.0.0.1:9092 -dir /tmp/tierlog-broker [-partitions N]
+//	go run ./examples/broker -addr 127.0.0.1:9092 -dir /tmp/tierlog-broker [-partitions N] [-flush-messages N]
+//
+// Acknowledged records are in the page cache, as Kafka's: with one
+// replica, a crash of the machine can lose them unless -flush-messages 1
+// fsyncs every append before its answer.
 //
 // What it serves (one goroutine per connection, requests answered in
 // order, framing and the request header v1/v2 parsed by hand, bodies by

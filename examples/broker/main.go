@@ -16,6 +16,7 @@ func main() {
 	set.StringVar(&opts.Addr, "addr", "127.0.0.1:9092", "listen address")
 	set.StringVar(&opts.Dir, "dir", "", "data directory (required): the log directory and the producer id block")
 	set.IntVar(&partitions, "partitions", 1, "partition count of auto-created topics")
+	set.Int64Var(&opts.FlushMessages, "flush-messages", 0, "fsync a log after this many records (1: before every acknowledgement; 0: never by count, as Kafka)")
 	_ = set.Parse(os.Args[1:])
 	opts.Partitions = int32(partitions)
 	if err := run(opts); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -342,4 +344,27 @@ func TestFetchMaxBytes(t *testing.T) {
 	resp, err := fetchRequest(4, 0).RequestWith(ctx, b)
 	require.NoError(t, err)
 	require.Equal(t, kerr.OffsetOutOfRange.Code, resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// TestFlushMessages: with FlushMessages 1 (-flush-messages 1) every
+// append is fsynced before it is acknowledged: the log's recovery point
+// is its log end; without it, nothing is fsynced by count.
+func TestFlushMessages(t *testing.T) {
+	for _, c := range []struct {
+		flush        int64
+		wantRecovery int64
+	}{{0, 0}, {1, 3}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := Start(Options{Addr: "127.0.0.1:0", Dir: t.TempDir(), FlushMessages: c.flush,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		cl, b := rawBroker(ctx, t, s)
+		createTopic(ctx, t, cl, testTopic)
+		for range 3 {
+			require.Zero(t, produceRaw(ctx, t, b, testTopic, oneBatch(t)).ErrorCode)
+		}
+		require.Equal(t, c.wantRecovery, testLog(t, s, testTopic, 0).Metrics().RecoveryPoint, "FlushMessages %d", c.flush)
+	}
 }

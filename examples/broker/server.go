@@ -31,6 +31,11 @@ type Options struct {
 	Partitions int32
 	// Logger receives the broker's events. Default slog.Default().
 	Logger *slog.Logger
+	// FlushMessages fsyncs a log after this many records (Kafka:
+	// flush.messages); 1 fsyncs every append before it is acknowledged.
+	// Default 0, Kafka's: no fsync by count, so with one replica a crash
+	// of the machine (not of the process) can lose acknowledged records.
+	FlushMessages int64
 	// FS is where the logs live. Default vfs.Default (tests inject faults).
 	FS vfs.FS
 }
@@ -87,6 +92,7 @@ func Start(opts Options) (*Server, error) {
 	mgr, err := logmanager.Open(context.Background(), logmanager.Options{
 		Dirs: []string{filepath.Join(opts.Dir, "logs")},
 		FS:   opts.FS,
+		Log:  log.Options{FlushMessages: opts.FlushMessages},
 		// Checkpoint the high watermarks often: a crash (not a clean
 		// Close, which always writes them) loses at most this much.
 		HighWatermarkCheckpointInterval: time.Second,
