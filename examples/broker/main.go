@@ -19,14 +19,17 @@ func main() {
 	set.Int64Var(&opts.FlushMessages, "flush-messages", 0, "fsync a log after this many records (1: before every acknowledgement; 0: never by count, as Kafka)")
 	_ = set.Parse(os.Args[1:])
 	opts.Partitions = int32(partitions)
-	if err := run(opts); err != nil {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	if err := run(opts, stop); err != nil {
 		fmt.Fprintln(os.Stderr, "broker:", err)
 		os.Exit(1)
 	}
 }
 
-// run serves until SIGINT or SIGTERM, then shuts down cleanly.
-func run(opts Options) error {
+// run serves until a signal arrives on stop (SIGINT or SIGTERM), then
+// shuts down cleanly.
+func run(opts Options, stop <-chan os.Signal) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -34,9 +37,7 @@ func run(opts Options) error {
 	if err != nil {
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	got := <-sig
+	got := <-stop
 	opts.Logger.Info("shutting down", "signal", got.String())
 	return s.Close()
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/logmanager"
 	"github.com/tierlog/tierlog/remote"
 )
 
@@ -262,4 +266,15 @@ func TestKgoCompression(t *testing.T) {
 			consumeAll(ctx, t, s, topic, acked)
 		})
 	}
+}
+
+// TestRunStopsOnSignal: run serves until a signal, then closes the log
+// manager cleanly (its clean-shutdown marker is in the log directory).
+func TestRunStopsOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	stop := make(chan os.Signal, 1)
+	stop <- syscall.SIGTERM
+	require.NoError(t, run(Options{Addr: "127.0.0.1:0", Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, stop))
+	_, err := os.Stat(filepath.Join(dir, "logs", logmanager.CleanShutdownFile))
+	require.NoError(t, err)
 }
