@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierlog/tierlog/kafkaerr"
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/logmanager"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Addr is the listen address, host:port ("127.0.0.1:0" picks a port).
+	Addr string
+	// Dir holds everything the broker keeps: the log directory (Dir/logs,
+	// a logmanager directory) and the producer id block (Dir/producer-id-block).
+	Dir string
+	// Partitions is the partition count of an auto-created topic. Default 1.
+	Partitions int32
+	// Logger receives the broker's events. Default slog.Default().
+	Logger *slog.Logger
+	// FlushMessages fsyncs a log after this many records (Kafka:
+	// flush.messages); 1 fsyncs every append before it is acknowledged.
+	// Default 0, Kafka's: no fsync by count, so with one replica a crash
+	// of the machine (not of the process) can lose acknowledged records.
+	FlushMessages int64
+	// FS is where the logs live. Default vfs.Default (tests inject faults).
+	FS vfs.FS
+}
+
+// maxRequestSize bounds a request's size field (Kafka: socket.request.max.bytes).
+const maxRequestSize = 100 << 20
+
+// Server is a single-node Kafka broker on a logmanager.Manager.
+type Server struct {
+	opts   Options
+	logger *slog.Logger
+	ln     net.Listener
+	mgr    *logmanager.Manager
+	topics *topics
+	pids   *producerIDs
+
+	// ctx ends at Close: it ends the long polls of in-flight fetches.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		conns  map[net.Conn]struct{}
+	}
+	wg        sync.WaitGroup // the accept loop and the connections
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start opens the log directory (logmanager.Open finds the partitions
+// and restores their high watermarks), loads the topics it holds, and
+// starts accepting connections.
+func Start(opts Options) (*Server, error) {
+	if opts.Partitions <= 0 {
+		opts.Partitions = 1
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("broker: no -dir")
+	}
+	s := &Server{opts: opts, logger: opts.Logger}
+	s.mu.conns = map[net.Conn]struct{}{}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	pids, err := openProducerIDs(filepath.Join(opts.Dir, "producer-id-block"))
+	if err != nil {
+		return nil, err
+	}
+	s.pids = pids
+	// Library: logmanager.Open opens every partition's log.UnifiedLog.
+	mgr, err := logmanager.Open(context.Background(), logmanager.Options{
+		Dirs: []string{filepath.Join(opts.Dir, "logs")},
+		FS:   opts.FS,
+		Log:  log.Options{FlushMessages: opts.FlushMessages},
+		// Checkpoint the high watermarks often: a crash (not a clean
+		// Close, which always writes them) loses at most this much.
+		HighWatermarkCheckpointInterval: time.Second,
+		OnDirOffline: func(f logmanager.DirFailure) {
+			s.logger.Error("log directory offline: its partitions answer KAFKA_STORAGE_ERROR until a restart",
+				"dir", f.Dir, "cause", f.Cause, "partitions", len(f.Partitions))
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: open the log directory: %w", err)
+	}
+	s.mgr = mgr
+	s.topics = loadTopics(mgr, opts.Partitions)
+
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		_ = mgr.Close()
+		return nil, err
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go s.accept()
+	s.logger.Info("broker listening", "addr", ln.Addr().String(), "dir", opts.Dir, "topics", s.topics.count())
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close shuts down cleanly: it stops accepting, ends the long polls,
+// lets every connection finish the request it is serving (and no more),
+// then closes the log manager, which checkpoints the high watermarks and
+// writes the clean-shutdown marker.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.mu.closed = true
+		for c := range s.mu.conns {
+			// A read blocked between requests returns at once; a request
+			// being served is answered first (handle does not read).
+			_ = c.SetReadDeadline(time.Now())
+		}
+		s.mu.Unlock()
+		_ = s.ln.Close()
+		s.cancel()
+		s.wg.Wait()
+		// Library: logmanager.Manager.Close closes every log.
+		s.closeErr = s.mgr.Close()
+		s.logger.Info("broker closed", "err", s.closeErr)
+	})
+	return s.closeErr
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		s.mu.Lock()
+		if s.mu.closed {
+			s.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		s.mu.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serve(c)
+	}
+}
+
+// serve reads requests from one connection and answers them in order, one
+// at a time, as Kafka requires.
+func (s *Server) serve(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.conns, c)
+		s.mu.Unlock()
+		_ = c.Close()
+	}()
+	var size [4]byte
+	for {
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(size[:])
+		if n > maxRequestSize {
+			s.logger.Warn("request too large, closing the connection", "size", n, "remote", c.RemoteAddr().String())
+			return
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
+		}
+		out, err := s.handleRaw(buf)
+		if err != nil {
+			s.logger.Warn("bad request, closing the connection", "err", err, "remote", c.RemoteAddr().String())
+			return
+		}
+		if out == nil {
+			continue // acks=0 produce: no response
+		}
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// header is a request header (v1, or v2 with tagged fields).
+type header struct {
+	key, version int16
+	correlation  int32
+	clientID     *string
+}
+
+// parseHeader reads the header up to the client id; the tagged fields of
+// a v2 header come after it, skipped by the caller when the request is
+// flexible.
+func parseHeader(b []byte) (header, []byte, error) {
+	var h header
+	if len(b) < 10 {
+		return h, nil, fmt.Errorf("request of %d bytes: %w", len(b), io.ErrUnexpectedEOF)
+	}
+	h.key = int16(binary.BigEndian.Uint16(b))
+	h.version = int16(binary.BigEndian.Uint16(b[2:]))
+	h.correlation = int32(binary.BigEndian.Uint32(b[4:]))
+	l := int16(binary.BigEndian.Uint16(b[8:]))
+	b = b[10:]
+	if l >= 0 {
+		if int(l) > len(b) {
+			return h, nil, fmt.Errorf("client id of %d bytes: %w", l, io.ErrUnexpectedEOF)
+		}
+		id := string(b[:l])
+		h.clientID = &id
+		b = b[l:]
+	}
+	return h, b, nil
+}
+
+// skipTags skips a tagged-field section (uvarint count, then per field a
+// uvarint tag, a uvarint size and the bytes).
+func skipTags(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errors.New("bad tagged fields count")
+	}
+	b = b[k:]
+	for range n {
+		if _, k = binary.Uvarint(b); k <= 0 {
+			return nil, errors.New("bad tag")
+		}
+		b = b[k:]
+		size, k := binary.Uvarint(b)
+		if k <= 0 || size > uint64(len(b)-k) {
+			return nil, errors.New("bad tagged field size")
+		}
+		b = b[k+int(size):]
+	}
+	return b, nil
+}
+
+// handleRaw parses one request and returns the framed response, nil for
+// none. An error closes the connection (Kafka does the same for a request
+// it cannot parse or an API version it does not serve).
+func (s *Server) handleRaw(b []byte) ([]byte, error) {
+	h, body, err := parseHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return nil, fmt.Errorf("unknown API key %d", h.key)
+	}
+	v, ok := supported[h.key]
+	if !ok || h.version < v.min || h.version > v.max {
+		if h.key == kmsg.ApiVersions.Int16() {
+			// KIP-511: a version 0 answer naming the version to retry
+			// with; the rest of the request is not read.
+			return frame(h, unsupportedApiVersions(), false), nil
+		}
+		return nil, fmt.Errorf("%s v%d not served (range %d-%d)", kmsg.NameForKey(h.key), h.version, v.min, v.max)
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		if body, err = skipTags(body); err != nil {
+			return nil, err
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.key), h.version, err)
+	}
+	resp, err := s.handle(req)
+	if err != nil || resp == nil {
+		return nil, err
+	}
+	resp.SetVersion(h.version)
+	// ApiVersions answers with a v0 header always, so that a client that
+	// does not know the broker's versions yet can read it.
+	return frame(h, resp, resp.IsFlexible() && h.key != kmsg.ApiVersions.Int16()), nil
+}
+
+// frame writes the size, the response header (the correlation id, and
+// an empty tagged-field section in a v1 header) and the body.
+func frame(h header, resp kmsg.Response, flexibleHeader bool) []byte {
+	out := make([]byte, 8, 64)
+	binary.BigEndian.PutUint32(out[4:], uint32(h.correlation))
+	if flexibleHeader {
+		out = append(out, 0)
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	return out
+}
+
+// handle dispatches one parsed request; it returns nil for no response.
+func (s *Server) handle(req kmsg.Request) (kmsg.Response, error) {
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		return s.apiVersions(r), nil
+	case *kmsg.MetadataRequest:
+		return s.metadata(r), nil
+	case *kmsg.CreateTopicsRequest:
+		return s.createTopics(r), nil
+	case *kmsg.ProduceRequest:
+		resp := s.produce(r)
+		if r.Acks == 0 {
+			return nil, nil // an untyped nil: no response
+		}
+		return resp, nil
+	case *kmsg.FetchRequest:
+		return s.fetch(r), nil
+	case *kmsg.ListOffsetsRequest:
+		return s.listOffsets(r), nil
+	case *kmsg.InitProducerIDRequest:
+		return s.initProducerID(r), nil
+	}
+	return nil, fmt.Errorf("%T is in the supported table but has no handler", req)
+}
+
+// hostPort is the address clients are told to connect to: the listener's.
+func (s *Server) hostPort() (string, int32) {
+	a, ok := s.ln.Addr().(*net.TCPAddr)
+	if !ok {
+		return s.ln.Addr().String(), 0
+	}
+	return a.IP.String(), int32(a.Port)
+}
+
+// errorCode is the Kafka error code for a log's error. An I/O error also
+// takes the log's directory offline (logmanager.Manager.ReportError,
+// Kafka's LogDirFailureChannel): its partitions then answer
+// KAFKA_STORAGE_ERROR without touching the disk again. Library:
+// kafkaerr.ErrorCode.
+func (s *Server) errorCode(l *log.UnifiedLog, err error) int16 {
+	if s.mgr.ReportError(l, err) {
+		s.logger.Error("I/O error: log directory taken offline", "dir", l.Dir(), "err", err)
+	}
+	return kafkaerr.ErrorCode(err)
+}

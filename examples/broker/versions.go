@@ -1,0 +1,54 @@
+package main
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// versionRange is the versions of one API this broker serves.
+type versionRange struct{ min, max int16 }
+
+// supported is what ApiVersions advertises, and what handleRaw accepts.
+// Each range is the versions whose fields the handlers read and fill:
+//   - Produce from 3 (magic v2 batches only) to 11 (12 is KIP-890's
+//     transaction verification, 13 names topics by id);
+//   - Fetch from 4 (isolation level, last stable offset) to 12 (13 names
+//     topics by id);
+//   - ListOffsets from 1 to 7 (KIP-734's MAX_TIMESTAMP; 8 and later are
+//     the tiered-storage timestamps);
+//   - Metadata from 1 (a null topic list means all) to 12;
+//   - InitProducerId 0 to 4 (idempotent producers only);
+//   - CreateTopics 2 to 7.
+var supported = map[int16]versionRange{
+	kmsg.ApiVersions.Int16():    {0, 3},
+	kmsg.Metadata.Int16():       {1, 12},
+	kmsg.CreateTopics.Int16():   {2, 7},
+	kmsg.Produce.Int16():        {3, 11},
+	kmsg.Fetch.Int16():          {4, 12},
+	kmsg.ListOffsets.Int16():    {1, 7},
+	kmsg.InitProducerID.Int16(): {0, 4},
+}
+
+// apiVersions answers with the table above. Library: none.
+func (s *Server) apiVersions(r *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
+	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
+	for key, v := range supported {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = key, v.min, v.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	return resp
+}
+
+// unsupportedApiVersions is the answer to an ApiVersions request of a
+// version above ours (KIP-511): UNSUPPORTED_VERSION, read as version 0,
+// with the ApiVersions versions to retry with.
+func unsupportedApiVersions() *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	k := kmsg.NewApiVersionsResponseApiKey()
+	v := supported[kmsg.ApiVersions.Int16()]
+	k.ApiKey, k.MinVersion, k.MaxVersion = kmsg.ApiVersions.Int16(), v.min, v.max
+	resp.ApiKeys = append(resp.ApiKeys, k)
+	return resp
+}
