@@ -160,6 +160,7 @@ var rules = []rule{
 	{wal.ErrUploadFailed, kerr.KafkaStorageError},
 	{wal.ErrCommitFailed, kerr.KafkaStorageError},
 	{wal.ErrObjectRead, kerr.KafkaStorageError},
+	{wal.ErrFindFailed, kerr.KafkaStorageError},
 	{wal.ErrInconsistentAnswer, kerr.KafkaStorageError},
 
 	// 3. Fencing and producer state.

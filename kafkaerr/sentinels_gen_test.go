@@ -147,6 +147,7 @@ var sentinels = map[string]error{
 	"wal.ErrCommitFailed":                         wal.ErrCommitFailed,
 	"wal.ErrCorruption":                           wal.ErrCorruption,
 	"wal.ErrDuplicateSequence":                    wal.ErrDuplicateSequence,
+	"wal.ErrFindFailed":                           wal.ErrFindFailed,
 	"wal.ErrInconsistentAnswer":                   wal.ErrInconsistentAnswer,
 	"wal.ErrInvalidArgument":                      wal.ErrInvalidArgument,
 	"wal.ErrInvalidProducerEpoch":                 wal.ErrInvalidProducerEpoch,

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -35,6 +36,11 @@ var (
 	// ErrObjectRead: a fetch could not read an object (the store failed,
 	// or the object is gone). Retriable.
 	ErrObjectRead = errors.New("wal: object read failed")
+	// ErrFindFailed: a fetch's FindBatches call failed (the control plane
+	// is unreachable, or answered with an error of its own); nothing was
+	// read. It wraps the control plane's error. Retriable. Kafka:
+	// KAFKA_STORAGE_ERROR (56).
+	ErrFindFailed = errors.New("wal: finding the batches failed")
 	// ErrInconsistentAnswer: a control plane answered something that
 	// contradicts the request (a wrong number of results, an accepted
 	// batch without an offset, a batch outside its object). The writer
@@ -45,7 +51,19 @@ var (
 // IsRetriable reports whether err is a failure a producer or consumer
 // should retry: an upload, commit or object read that failed.
 func IsRetriable(err error) bool {
-	return errors.Is(err, ErrUploadFailed) || errors.Is(err, ErrCommitFailed) || errors.Is(err, ErrObjectRead)
+	return errors.Is(err, ErrUploadFailed) || errors.Is(err, ErrCommitFailed) || errors.Is(err, ErrObjectRead) ||
+		errors.Is(err, ErrFindFailed)
+}
+
+// findFailed wraps a FindBatches failure in ErrFindFailed, except the
+// errors that already say what happened to the call: a canceled or
+// expired context, a closed plane, an invalid request.
+func findFailed(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrFindFailed, err)
 }
 
 // ProduceError says why one request of a Produce call was refused before

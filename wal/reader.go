@@ -151,13 +151,15 @@ type objectRange struct {
 // partition's bytes of each object once (one ranged GET from its first to
 // its last needed byte, unless the cache holds the object), checks every
 // batch (see FetchResult) and writes in its assigned offsets. The
-// returned error is for the whole call (the control plane failed);
-// results[i] answers req.Partitions[i].
+// returned error is for the whole call: the control plane failed
+// (ErrFindFailed wrapping its error; retriable), or ctx ended, or the
+// plane is closed or refused the request as invalid (those errors as
+// they are). results[i] answers req.Partitions[i].
 func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResult, error) {
 	r.metrics.fetches.Add(1)
 	found, err := r.opts.ControlPlane.FindBatches(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, findFailed(err)
 	}
 	if len(found) != len(req.Partitions) {
 		return nil, fmt.Errorf("%w: %d find results for %d partitions", ErrInconsistentAnswer, len(found), len(req.Partitions))
