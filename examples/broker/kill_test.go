@@ -11,12 +11,14 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The environment of a broker child process (TestKillDuringIdempotentProduce
@@ -38,14 +40,29 @@ func TestMain(m *testing.M) {
 // runChild serves as a broker with -partitions 3 on the address and
 // directory from the environment, prints its address on stdout, and
 // serves until killed (or a SIGTERM, which closes it cleanly).
+//
+// After a SIGUSR1 it answers no more Produce requests: the first one
+// appended after it blocks before its answer and "held" is printed, so
+// the test can kill the broker with batches written but unacknowledged.
 func runChild() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	hold := make(chan os.Signal, 1)
+	signal.Notify(hold, syscall.SIGUSR1)
+	var holding atomic.Bool
+	go func() { <-hold; holding.Store(true) }()
+	var printHeld sync.Once
 	s, err := Start(Options{
 		Addr:       os.Getenv(childAddrEnv),
 		Dir:        os.Getenv(childDirEnv),
 		Partitions: testPartitions,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		beforeAnswer: func(key int16) {
+			if key == kmsg.Produce.Int16() && holding.Load() {
+				printHeld.Do(func() { fmt.Println("held") })
+				select {} // until killed
+			}
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "broker child:", err)
@@ -56,9 +73,15 @@ func runChild() {
 	_ = s.Close()
 }
 
+// child is a broker process.
+type child struct {
+	cmd *exec.Cmd
+	out *bufio.Reader // its stdout
+}
+
 // startChild starts a broker process on addr and dir and waits for it to
 // listen.
-func startChild(ctx context.Context, t *testing.T, addr, dir string) *exec.Cmd {
+func startChild(ctx context.Context, t *testing.T, addr, dir string) child {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=1", childAddrEnv+"="+addr, childDirEnv+"="+dir)
@@ -67,10 +90,26 @@ func startChild(ctx context.Context, t *testing.T, addr, dir string) *exec.Cmd {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	c := child{cmd: cmd, out: bufio.NewReader(out)}
+	line, err := c.out.ReadString('\n')
 	require.NoError(t, err, "the broker child did not start")
 	require.Equal(t, addr, strings.TrimSpace(line))
-	return cmd
+	return c
+}
+
+// kill kills the broker with SIGKILL; with hold, it first makes the
+// broker hold back a Produce answer (runChild) and waits until one is
+// held, so that batches are written but unacknowledged at the kill.
+func (c child) kill(t *testing.T, hold bool) {
+	t.Helper()
+	if hold {
+		require.NoError(t, c.cmd.Process.Signal(syscall.SIGUSR1))
+		line, err := c.out.ReadString('\n') // ends when the test's context kills the child
+		require.NoError(t, err, "no Produce answer held")
+		require.Equal(t, "held", strings.TrimSpace(line))
+	}
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
+	_ = c.cmd.Wait()
 }
 
 // freeLoopbackAddr returns a loopback address with a port no one listens
@@ -87,9 +126,10 @@ func freeLoopbackAddr(t *testing.T) string {
 
 // TestKillDuringIdempotentProduce: kgo produces (idempotent, acks=all, 3
 // partitions) to a broker process, which is killed with SIGKILL while
-// batches are in flight and restarted on the same directory; the same
-// kgo client retries its unanswered batches with the same producer id
-// and sequences, and goes on producing. Every acknowledged record is read
+// batches are in flight, one Produce request of them written but not
+// answered (runChild holds its answer back), and restarted on the same
+// directory; the same kgo client retries its unanswered batches with the
+// same producer id and sequences, and goes on producing. Every acknowledged record is read
 // back once, byte-identical, in order: without -flush-messages the
 // records are in the page cache, which survives a process kill, and the
 // log's producer state, rebuilt from the log after the unclean
@@ -145,9 +185,7 @@ func TestKillDuringIdempotentProduce(t *testing.T) {
 	}
 
 	waitFor("records acknowledged before the kill", func() bool { return ackedCount() >= 5_000 })
-	require.Positive(t, prod.BufferedProduceRecords(), "records in flight at the kill")
-	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
-	_ = child.Wait()
+	child.kill(t, true)
 	beforeKill := ackedCount()
 	time.Sleep(100 * time.Millisecond) // the producer's requests now fail
 	startChild(ctx, t, addr, dir)
@@ -177,8 +215,7 @@ func TestKillAfterAcknowledgedProduce(t *testing.T) {
 	prod := newClientAt(t, addr, kgo.RequiredAcks(kgo.AllISRAcks()))
 	createTopic(ctx, t, prod, testTopic)
 	acked := produceAll(ctx, t, prod, testTopic, 3_000)
-	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
-	_ = child.Wait()
+	child.kill(t, false)
 	startChild(ctx, t, addr, dir)
 	// Bounded: a consumer waits for records beyond the high watermark
 	// until its context ends.

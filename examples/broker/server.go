@@ -38,6 +38,11 @@ type Options struct {
 	FlushMessages int64
 	// FS is where the logs live. Default vfs.Default (tests inject faults).
 	FS vfs.FS
+
+	// beforeAnswer, when set, is called with a request's API key after
+	// the request is handled and before its response is written (tests
+	// hold answers back to kill the broker between the two).
+	beforeAnswer func(key int16)
 }
 
 // maxRequestSize bounds a request's size field (Kafka: socket.request.max.bytes).
@@ -201,6 +206,9 @@ func (s *Server) serve(c net.Conn) {
 		}
 		if out == nil {
 			continue // acks=0 produce: no response
+		}
+		if s.opts.beforeAnswer != nil && len(buf) >= 2 {
+			s.opts.beforeAnswer(int16(binary.BigEndian.Uint16(buf)))
 		}
 		if _, err := c.Write(out); err != nil {
 			return
