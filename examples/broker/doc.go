@@ -9,7 +9,10 @@
 //
 // Acknowledged records are in the page cache, as Kafka's: with one
 // replica, a crash of the machine can lose them unless -flush-messages 1
-// fsyncs every append before its answer.
+// fsyncs every append before its answer; a kill of the process loses
+// nothing. At start every log's high watermark moves to its log end (one
+// replica: everything on the log is committed), since after a crash the
+// checkpointed one can be older than acknowledged records.
 //
 // What it serves (one goroutine per connection, requests answered in
 // order, framing and the request header v1/v2 parsed by hand, bodies by
@@ -46,7 +49,11 @@
 // produces 10,000 records (idempotent, acks=all) to three partitions and
 // consumes them back byte for byte, also across a clean restart (high
 // watermarks, topic ids and producer ids survive) and with each of its
-// compression codecs; segmentio/kafka-go reads what kgo wrote; raw
+// compression codecs, and across a SIGKILL of the broker process (the
+// test binary re-executed) with a Produce request written but not
+// answered: the same kgo client's retry is answered as a duplicate, and
+// every acknowledged record is read back once; segmentio/kafka-go reads
+// what kgo wrote; raw
 // requests check the refusals, ListOffsets, the long poll and the
 // shutdown during one.
 //

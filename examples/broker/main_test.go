@@ -49,7 +49,13 @@ func startBrokerWith(t *testing.T, dir string, partitions int32) *Server {
 
 func newClient(t *testing.T, s *Server, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Addr().String())}, opts...)...)
+	return newClientAt(t, s.Addr().String(), opts...)
+}
+
+// newClientAt is newClient for a broker at addr (host:port).
+func newClientAt(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl
@@ -119,7 +125,13 @@ func produceAll(ctx context.Context, t *testing.T, cl *kgo.Client, topic string,
 // byte-identical, no duplicate, each partition in offset order.
 func consumeAll(ctx context.Context, t *testing.T, s *Server, topic string, acked map[key]*kgo.Record, opts ...kgo.Opt) {
 	t.Helper()
-	cl := newClient(t, s, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
+	consumeAllAt(ctx, t, s.Addr().String(), topic, acked, opts...)
+}
+
+// consumeAllAt is consumeAll for a broker at addr (host:port).
+func consumeAllAt(ctx context.Context, t *testing.T, addr string, topic string, acked map[key]*kgo.Record, opts ...kgo.Opt) {
+	t.Helper()
+	cl := newClientAt(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
 	seen := make(map[key]bool, len(acked))
 	last := map[int32]int64{}
 	for len(seen) < len(acked) {

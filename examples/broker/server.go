@@ -38,6 +38,11 @@ type Options struct {
 	FlushMessages int64
 	// FS is where the logs live. Default vfs.Default (tests inject faults).
 	FS vfs.FS
+
+	// beforeAnswer, when set, is called with a request's API key after
+	// the request is handled and before its response is written (tests
+	// hold answers back to kill the broker between the two).
+	beforeAnswer func(key int16)
 }
 
 // maxRequestSize bounds a request's size field (Kafka: socket.request.max.bytes).
@@ -106,6 +111,10 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.mgr = mgr
 	s.topics = loadTopics(mgr, opts.Partitions)
+	if err := s.commitLogEnds(); err != nil {
+		_ = mgr.Close()
+		return nil, err
+	}
 
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
@@ -197,6 +206,9 @@ func (s *Server) serve(c net.Conn) {
 		}
 		if out == nil {
 			continue // acks=0 produce: no response
+		}
+		if s.opts.beforeAnswer != nil && len(buf) >= 2 {
+			s.opts.beforeAnswer(int16(binary.BigEndian.Uint16(buf)))
 		}
 		if _, err := c.Write(out); err != nil {
 			return
@@ -342,6 +354,31 @@ func (s *Server) hostPort() (string, int32) {
 		return s.ln.Addr().String(), 0
 	}
 	return a.IP.String(), int32(a.Port)
+}
+
+// commitLogEnds moves each log's high watermark to its log end offset at
+// start. The high watermark comes back from the checkpoint, which after a
+// crash (a kill -9) can be older than records already acknowledged;
+// with one replica everything on the log is on every replica, so it is
+// committed, as Kafka's leader does when it becomes leader with only
+// itself in the ISR (Partition.makeLeader, maybeIncrementLeaderHW).
+// Without this, acknowledged records stay invisible to consumers until
+// the next produce to their partition.
+func (s *Server) commitLogEnds() error {
+	for _, p := range s.mgr.Partitions() {
+		if p.Future {
+			continue
+		}
+		l, err := s.mgr.Get(p.Partition)
+		if err != nil {
+			s.logger.Warn("partition not served", "topic", p.Partition.Topic, "partition", p.Partition.Partition, "err", err)
+			continue
+		}
+		if _, err := l.MaybeIncrementHighWatermark(l.LogEndOffset()); err != nil {
+			return fmt.Errorf("broker: commit the log end of %s-%d: %w", p.Partition.Topic, p.Partition.Partition, err)
+		}
+	}
+	return nil
 }
 
 // errorCode is the Kafka error code for a log's error. An I/O error also
