@@ -343,6 +343,8 @@ func (s *Server) handle(req kmsg.Request) (kmsg.Response, error) {
 		return s.listOffsets(r), nil
 	case *kmsg.InitProducerIDRequest:
 		return s.initProducerID(r), nil
+	case *kmsg.FindCoordinatorRequest:
+		return s.findCoordinator(r), nil
 	}
 	return nil, fmt.Errorf("%T is in the supported table but has no handler", req)
 }

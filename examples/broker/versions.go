@@ -18,15 +18,17 @@ type versionRange struct{ min, max int16 }
 //     the tiered-storage timestamps);
 //   - Metadata from 1 (a null topic list means all) to 12;
 //   - InitProducerId 0 to 4 (idempotent producers only);
-//   - CreateTopics 2 to 7.
+//   - CreateTopics 2 to 7;
+//   - FindCoordinator 0 to 4 (every key: this broker).
 var supported = map[int16]versionRange{
-	kmsg.ApiVersions.Int16():    {0, 3},
-	kmsg.Metadata.Int16():       {1, 12},
-	kmsg.CreateTopics.Int16():   {2, 7},
-	kmsg.Produce.Int16():        {3, 11},
-	kmsg.Fetch.Int16():          {4, 12},
-	kmsg.ListOffsets.Int16():    {1, 7},
-	kmsg.InitProducerID.Int16(): {0, 4},
+	kmsg.ApiVersions.Int16():     {0, 3},
+	kmsg.Metadata.Int16():        {1, 12},
+	kmsg.CreateTopics.Int16():    {2, 7},
+	kmsg.Produce.Int16():         {3, 11},
+	kmsg.Fetch.Int16():           {4, 12},
+	kmsg.ListOffsets.Int16():     {1, 7},
+	kmsg.InitProducerID.Int16():  {0, 4},
+	kmsg.FindCoordinator.Int16(): {0, 4},
 }
 
 // apiVersions answers with the table above. Library: none.
