@@ -148,8 +148,8 @@ type Options struct {
 	ControlPlane wal.ControlPlane
 	// BrokerID is this broker's id, sent with the phase-2 request.
 	BrokerID int32
-	// NowMs is the clock of the seal's abort markers. Default: the wall
-	// clock.
+	// NowMs is the clock of the seal's abort markers and of the wait at
+	// the seal for ISR admission (HandOff). Default: the wall clock.
 	NowMs func() int64
 	// Pruner, if set, is armed for a consolidating leader at or past the
 	// seal and disarmed when that ends (*consolidate.Pruner).
@@ -181,6 +181,10 @@ type Replica struct {
 		// gateState is the switch state the gates are in (that of the
 		// delta being applied, from its check on).
 		gateState tierstate.State
+		// isrWait is the follower's wait at the seal for ISR admission
+		// (HandOff), reset when the classic fetcher gains or loses the
+		// partition.
+		isrWait isrWait
 	}
 	// app is the leader's classic append path (AppendAsLeader). It is
 	// never held with mu waited for: Apply and the hooks take app
@@ -264,6 +268,14 @@ type Metrics struct {
 	Removals, Promotions int64
 	// Offline and Fenced are the replica's current state.
 	Offline, Fenced bool
+	// IsrWaitMs is how long this follower has been waiting at the seal
+	// for ISR admission (HandOff's HandOffWaitForIsr), 0 when it is not:
+	// the partition-level signal of a replica stuck outside the ISR
+	// (https://github.com/aiven/inkless/pull/760). IsrWaitWarnings counts
+	// the warnings logged about it (the first after a minute, then one
+	// a minute).
+	IsrWaitMs       int64
+	IsrWaitWarnings int64
 }
 
 // Metrics returns a snapshot.
@@ -272,6 +284,7 @@ func (r *Replica) Metrics() Metrics {
 	defer r.mu.Unlock()
 	m := r.mu.metrics
 	m.Offline, m.Fenced = r.mu.prior.Offline, r.mu.prior.Fenced
+	m.IsrWaitMs = r.mu.isrWait.waitedMs(r.opts.NowMs())
 	return m
 }
 
@@ -298,6 +311,8 @@ func (r *Replica) countLocked(k Kind) {
 type events struct {
 	r   *Replica
 	out []Event
+	// logs are log lines to write after mu is released.
+	logs []func()
 }
 
 // add records one performed action. REQUIRES: e.r.mu held.
@@ -321,6 +336,9 @@ func (e *events) setCheck(d tierstate.ReplicaDecision, res tierstate.RecreateRes
 }
 
 func (e *events) report() {
+	for _, l := range e.logs {
+		l()
+	}
 	if e.r.opts.OnEvent == nil {
 		return
 	}
@@ -495,11 +513,13 @@ func (r *Replica) performLocked(ctx context.Context, d Delta, a Action) error {
 	case BecomeFollower:
 		return r.opts.Remote.OnLeadershipChange(nil, []remote.Partition{remotePartition(tp, r.mu.log, d.State)})
 	case StartClassic:
+		r.mu.isrWait.reset() // a new stay on the classic fetcher
 		if err := r.opts.Consolidation.RemovePartition(ctx, tp); err != nil {
 			return err
 		}
 		return r.opts.Classic.AddPartition(ctx, tp, d.LeaderID, a.Offset)
 	case StartConsolidation:
+		r.mu.isrWait.reset()
 		if err := r.opts.Classic.RemovePartition(ctx, tp); err != nil {
 			return err
 		}
@@ -522,6 +542,7 @@ func (r *Replica) consolidationStartLocked(d Delta, offset int64) ConsolidationS
 // stopFetchersLocked removes the partition from both fetchers.
 // REQUIRES: r.mu held.
 func (r *Replica) stopFetchersLocked(ctx context.Context) error {
+	r.mu.isrWait.reset()
 	tp := r.opts.Partition
 	return errors.Join(r.opts.Classic.RemovePartition(ctx, tp), r.opts.Consolidation.RemovePartition(ctx, tp))
 }

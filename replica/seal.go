@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 
+	"go.uber.org/zap"
+
 	"github.com/tierlog/tierlog/tierstate"
 )
 
@@ -19,7 +21,10 @@ type IsrExpander interface {
 // partition that leaves the classic fetcher is removed from it, and a
 // consolidating one starts the consolidation fetcher at its log end. The
 // answer tells the classic fetcher whether to back off
-// (SealHandOff.BacksOff).
+// (SealHandOff.BacksOff). Call it after every fetch of the classic
+// fetcher at the seal, an empty one too: a follower waiting there for
+// ISR admission appends nothing, and HandOff is what measures its wait
+// (Metrics.IsrWaitMs) and warns after a minute, then once a minute.
 func (r *Replica) HandOff(ctx context.Context) (tierstate.SealHandOff, error) {
 	ev := &events{r: r}
 	defer ev.report()
@@ -36,6 +41,7 @@ func (r *Replica) HandOff(ctx context.Context) (tierstate.SealHandOff, error) {
 	if h.Evicts() {
 		r.mu.metrics.HandOffs++
 	}
+	r.observeIsrWaitLocked(ev, h, d.State.Seal(), r.mu.log.LogEndOffset())
 	var err error
 	tp := r.opts.Partition
 	switch h.Action {
@@ -50,6 +56,23 @@ func (r *Replica) HandOff(ctx context.Context) (tierstate.SealHandOff, error) {
 		ev.add(act(StopFetching, -1, "hand-off at the seal: %s", h.Reason), err)
 	}
 	return h, err
+}
+
+// observeIsrWaitLocked tracks the wait at the seal for ISR admission and
+// warns after a minute, then once a minute, with the time waited, the
+// seal and the log end (https://github.com/aiven/inkless/pull/760). The
+// warning is logged after mu is released. REQUIRES: r.mu held.
+func (r *Replica) observeIsrWaitLocked(ev *events, h tierstate.SealHandOff, seal, leo int64) {
+	warn, waited := r.mu.isrWait.observe(h.Action == tierstate.HandOffWaitForIsr, r.opts.NowMs())
+	if !warn {
+		return
+	}
+	r.mu.metrics.IsrWaitWarnings++
+	tp, logger := r.opts.Partition, r.opts.Logger
+	ev.logs = append(ev.logs, func() {
+		logger.Warn("replica waiting at the classic-to-diskless seal for ISR admission: it stays on the classic fetcher until the leader admits it",
+			zap.Stringer("partition", tp), zap.Int64("waited_ms", waited), zap.Int64("seal", seal), zap.Int64("log_end_offset", leo))
+	})
 }
 
 // AdmitAtSeal is the leader's hook after an at-seal follower fetch whose
