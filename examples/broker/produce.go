@@ -22,8 +22,10 @@ const leaderEpoch = 0
 // producer state (a retried batch is answered with the first copy's
 // offsets, AppendInfo.Duplicate); then
 // log.UnifiedLog.MaybeIncrementHighWatermark commits the records: with
-// one replica the high watermark follows the log end offset. acks=1 and
-// acks=-1 are the same here; acks=0 gets no response (handle).
+// one replica the high watermark follows the log end offset. A
+// transactional batch goes through the transaction coordinator's check
+// first (produceInTxn). acks=1 and acks=-1 are the same here; acks=0
+// gets no response (handle).
 func (s *Server) produce(r *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	for _, rt := range r.Topics {
@@ -34,7 +36,7 @@ func (s *Server) produce(r *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 			p.Partition = rp.Partition
 			p.BaseOffset, p.LogStartOffset = -1, -1
 			p.LogAppendTime = -1 // CreateTime: the producer's timestamps are kept
-			if code := s.refuseBatches(r, rt.Topic, rp.Partition, rp.Records); code != 0 {
+			if code := s.refuseBatches(rt.Topic, rp.Partition, rp.Records); code != 0 {
 				p.ErrorCode = code
 				t.Partitions = append(t.Partitions, p)
 				continue
@@ -46,7 +48,11 @@ func (s *Server) produce(r *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 			case !ok:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				p.BaseOffset, p.LogStartOffset, p.ErrorCode = s.appendAndCommit(l, rp.Records)
+				if pid, epoch, ok := transactionalProducer(rp.Records); ok {
+					p.BaseOffset, p.LogStartOffset, p.ErrorCode = s.produceInTxn(l, topicPartition{rt.Topic, rp.Partition}, pid, epoch, rp.Records)
+				} else {
+					p.BaseOffset, p.LogStartOffset, p.ErrorCode = s.appendAndCommit(l, rp.Records)
+				}
 			}
 			if p.ErrorCode != 0 {
 				s.logger.Debug("produce refused", "topic", rt.Topic, "partition", rp.Partition, "err", kerr.ErrorForCode(p.ErrorCode))
@@ -82,30 +88,34 @@ func (s *Server) appendAndCommit(l *log.UnifiedLog, records []byte) (base, logSt
 // DefaultRecordBatch layout; the magic byte is at the same place in the
 // v0 and v1 message formats).
 const (
-	lengthOffset     = 8
-	magicOffset      = 16
-	attributesOffset = 21
-	attrTransaction  = 0x10
+	lengthOffset        = 8
+	magicOffset         = 16
+	attributesOffset    = 21
+	attrTransaction     = 0x10
+	producerIDOffset    = 43
+	producerEpochOffset = 51
 )
 
 // refuseBatches returns the error code for batches this broker does not
 // take before they reach the log, 0 otherwise: the v0 and v1 message
 // formats (the log reads only magic v2; Kafka 4 refuses them too), and
-// transactional batches (no transaction coordinator here). Damaged
-// framing is left to the log, which answers it with a typed error.
-func (s *Server) refuseBatches(r *kmsg.ProduceRequest, topic string, partition int32, records []byte) int16 {
-	if r.TransactionID != nil {
-		s.logger.Warn("transactional produce refused: this broker has no transaction coordinator", "topic", topic, "partition", partition, "transactional_id", *r.TransactionID)
-		return kerr.TransactionalIDAuthorizationFailed.Code
-	}
+// transactional batches of more than one producer (Produce v3 and later
+// carry one batch per partition; Kafka: INVALID_RECORD). Damaged framing
+// is left to the log, which answers it with a typed error.
+func (s *Server) refuseBatches(topic string, partition int32, records []byte) int16 {
+	txnPID := int64(-1)
 	for b := records; len(b) > attributesOffset+1; {
 		if m := int8(b[magicOffset]); m != 2 {
 			s.logger.Warn("produce refused: only magic v2 record batches are accepted", "topic", topic, "partition", partition, "magic", m)
 			return kerr.UnsupportedVersion.Code
 		}
-		if binary.BigEndian.Uint16(b[attributesOffset:])&attrTransaction != 0 {
-			s.logger.Warn("produce refused: transactional batch, and this broker has no transaction coordinator", "topic", topic, "partition", partition)
-			return kerr.TransactionalIDAuthorizationFailed.Code
+		if binary.BigEndian.Uint16(b[attributesOffset:])&attrTransaction != 0 && len(b) >= producerIDOffset+8 {
+			pid := int64(binary.BigEndian.Uint64(b[producerIDOffset:]))
+			if txnPID >= 0 && pid != txnPID {
+				s.logger.Warn("produce refused: transactional batches of two producers", "topic", topic, "partition", partition)
+				return kerr.InvalidRecord.Code
+			}
+			txnPID = pid
 		}
 		n := int64(int32(binary.BigEndian.Uint32(b[lengthOffset:])))
 		if n <= 0 || n > int64(len(b)-12) {
@@ -114,4 +124,14 @@ func (s *Server) refuseBatches(r *kmsg.ProduceRequest, topic string, partition i
 		b = b[12+n:]
 	}
 	return 0
+}
+
+// transactionalProducer returns the producer id and epoch of the first
+// batch when it is transactional (refuseBatches checked that the others
+// are of the same producer; the log checks their epochs and sequences).
+func transactionalProducer(records []byte) (pid int64, epoch int16, ok bool) {
+	if len(records) < producerEpochOffset+2 || binary.BigEndian.Uint16(records[attributesOffset:])&attrTransaction == 0 {
+		return -1, -1, false
+	}
+	return int64(binary.BigEndian.Uint64(records[producerIDOffset:])), int16(binary.BigEndian.Uint16(records[producerEpochOffset:])), true
 }

@@ -99,16 +99,15 @@ func writeFileAtomic(path string, data []byte) error {
 
 // initProducerID gives an idempotent producer a new id, epoch 0. A
 // producer that asks again (KIP-360's epoch bump after an error) gets a
-// new id too, as Kafka gives a non-transactional producer. Transactional
-// ids are refused: there is no transaction coordinator here. Library:
-// none (the log's producer state learns the id from the producer's
-// first batch, in AppendAsLeader).
+// new id too, as Kafka gives a non-transactional producer. A
+// transactional id is the transaction coordinator's
+// (initTransactionalProducerID). Library: none (the log's producer state
+// learns the id from the producer's first batch, in AppendAsLeader).
 func (s *Server) initProducerID(r *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if r.TransactionalID != nil {
-		s.logger.Warn("InitProducerId refused: transactions are not served", "transactional_id", *r.TransactionalID)
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		s.initTransactionalProducerID(r, resp)
 		return resp
 	}
 	id, err := s.pids.next()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -26,7 +27,8 @@ type Options struct {
 	// Addr is the listen address, host:port ("127.0.0.1:0" picks a port).
 	Addr string
 	// Dir holds everything the broker keeps: the log directory (Dir/logs,
-	// a logmanager directory) and the producer id block (Dir/producer-id-block).
+	// a logmanager directory), the producer id block (Dir/producer-id-block)
+	// and the transaction coordinator's state (Dir/transaction-state).
 	Dir string
 	// Partitions is the partition count of an auto-created topic. Default 1.
 	Partitions int32
@@ -44,6 +46,10 @@ type Options struct {
 	// compare command's baseline for produce through this broker. Not
 	// for use otherwise: nothing is validated and Fetch sees nothing.
 	BaselinePlainFile bool
+	// TransactionAbortInterval is how often transactions older than their
+	// timeout are aborted. Default 10s. Kafka:
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
+	TransactionAbortInterval time.Duration
 
 	// beforeAnswer, when set, is called with a request's API key after
 	// the request is handled and before its response is written (tests
@@ -63,6 +69,7 @@ type Server struct {
 	topics *topics
 	pids   *producerIDs
 	plain  *plainFiles // Options.BaselinePlainFile, else nil
+	txns   *txnCoordinator
 
 	// ctx ends at Close: it ends the long polls of in-flight fetches.
 	ctx    context.Context
@@ -79,7 +86,8 @@ type Server struct {
 }
 
 // Start opens the log directory (logmanager.Open finds the partitions
-// and restores their high watermarks), loads the topics it holds, and
+// and restores their high watermarks), loads the topics it holds, ends
+// the transactions the last run left open (recoverTransactions), and
 // starts accepting connections.
 func Start(opts Options) (*Server, error) {
 	if opts.Partitions <= 0 {
@@ -106,6 +114,9 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if s.txns, err = openTxnCoordinator(filepath.Join(opts.Dir, "transaction-state")); err != nil {
+		return nil, err
+	}
 	// Library: logmanager.Open opens every partition's log.UnifiedLog.
 	mgr, err := logmanager.Open(context.Background(), logmanager.Options{
 		Dirs: []string{filepath.Join(opts.Dir, "logs")},
@@ -128,6 +139,10 @@ func Start(opts Options) (*Server, error) {
 		_ = mgr.Close()
 		return nil, err
 	}
+	if err := s.recoverTransactions(); err != nil {
+		_ = mgr.Close()
+		return nil, err
+	}
 
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
@@ -135,8 +150,9 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.ln = ln
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.accept()
+	go s.abortExpiredTransactions(cmp.Or(opts.TransactionAbortInterval, defaultTxnAbortInterval))
 	s.logger.Info("broker listening", "addr", ln.Addr().String(), "dir", opts.Dir, "topics", s.topics.count())
 	return s, nil
 }
@@ -361,6 +377,10 @@ func (s *Server) handle(req kmsg.Request) (kmsg.Response, error) {
 		return s.initProducerID(r), nil
 	case *kmsg.FindCoordinatorRequest:
 		return s.findCoordinator(r), nil
+	case *kmsg.AddPartitionsToTxnRequest:
+		return s.addPartitionsToTxn(r), nil
+	case *kmsg.EndTxnRequest:
+		return s.endTxn(r), nil
 	}
 	return nil, fmt.Errorf("%T is in the supported table but has no handler", req)
 }

@@ -17,9 +17,11 @@ type versionRange struct{ min, max int16 }
 //   - ListOffsets from 1 to 7 (KIP-734's MAX_TIMESTAMP; 8 and later are
 //     the tiered-storage timestamps);
 //   - Metadata from 1 (a null topic list means all) to 12;
-//   - InitProducerId 0 to 4 (idempotent producers only);
+//   - InitProducerId 0 to 4 (idempotent and transactional producers);
 //   - CreateTopics 2 to 7;
-//   - FindCoordinator 0 to 4 (every key: this broker).
+//   - FindCoordinator 0 to 4 (every key: this broker);
+//   - AddPartitionsToTxn 0 to 3 (4 and later are KIP-890's broker-to-broker
+//     batches), EndTxn 0 to 4 (5 is KIP-890 part 2's epoch bump).
 var supported = map[int16]versionRange{
 	kmsg.ApiVersions.Int16():     {0, 3},
 	kmsg.Metadata.Int16():        {1, 12},
@@ -29,6 +31,9 @@ var supported = map[int16]versionRange{
 	kmsg.ListOffsets.Int16():     {1, 7},
 	kmsg.InitProducerID.Int16():  {0, 4},
 	kmsg.FindCoordinator.Int16(): {0, 4},
+
+	kmsg.AddPartitionsToTxn.Int16(): {0, 3},
+	kmsg.EndTxn.Int16():             {0, 4},
 }
 
 // apiVersions answers with the table above. Library: none.
