@@ -275,10 +275,10 @@ func (c *txnCoordinator) save(recs map[*txn]txnRecord) error {
 		return fmt.Errorf("broker: write the transaction state: %w", err)
 	}
 	for t, r := range recs {
-		if r.ProducerID != old[t].ProducerID {
-			delete(c.mu.byPID, old[t].ProducerID)
-			c.mu.byPID[r.ProducerID] = t
+		if o := old[t].ProducerID; o != r.ProducerID && c.mu.byPID[o] == t {
+			delete(c.mu.byPID, o)
 		}
+		c.mu.byPID[r.ProducerID] = t
 	}
 	return nil
 }
