@@ -390,3 +390,81 @@ func TestTransactionTimeout(t *testing.T) {
 	require.Equal(t, pid, fd.AbortedTransactions[0].ProducerID)
 	require.Equal(t, kerr.ProducerFenced.Code, endTxn(ctx, t, b, id, pid, epoch, true))
 }
+
+// markerAt reads the batch at offset of a partition (read_uncommitted)
+// and returns the type and producer id of the control record there.
+func markerAt(ctx context.Context, t *testing.T, b *kgo.Broker, partition int32, offset int64) (record.ControlType, int64) {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes = 1 << 20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = testTopic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, b)
+	require.NoError(t, err)
+	fp := resp.Topics[0].Partitions[0]
+	require.Zero(t, fp.ErrorCode)
+	batch, err := record.ReadBatch(fp.RecordBatches)
+	require.NoError(t, err)
+	require.Equal(t, offset, batch.BaseOffset(), "partition %d", partition)
+	require.True(t, batch.IsControl(), "partition %d offset %d is not a marker", partition, offset)
+	it := record.NewIter(record.IterOptions{})
+	it.Reset(batch)
+	require.True(t, it.Next(), "%v", it.Err())
+	k, err := record.ParseControlKey(it.Record().Key)
+	require.NoError(t, err)
+	return k.Type, batch.ProducerID()
+}
+
+// TestKillDuringTransaction: a kgo transactional producer commits a
+// transaction, begins another and has its records acknowledged, and the
+// broker process is killed with SIGKILL before the EndTxn. The restarted
+// broker aborts the open transaction before it serves
+// (recoverTransactions): a read_committed consumer reads past it to a
+// transaction committed after the restart (it is not held at the last
+// stable offset) and sees none of its records; a read_uncommitted one
+// sees them, each partition's followed by the ABORT marker of the
+// producer at the next offset.
+func TestKillDuringTransaction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dir, addr := t.TempDir(), freeLoopbackAddr(t)
+	child := startChild(ctx, t, addr, dir)
+	prod := newClientAt(t, addr, kgo.TransactionalID("kill-txn"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	createTopic(ctx, t, prod, testTopic)
+	before := produceTxn(ctx, t, prod, testTopic, 0, 100, true)
+	require.NoError(t, prod.BeginTransaction())
+	open := produceRange(ctx, t, prod, testTopic, 100, 100)
+	pid, _, err := prod.ProducerID(ctx)
+	require.NoError(t, err)
+	child.kill(t, false)
+
+	startChild(ctx, t, addr, dir)
+	after := produceTxn(ctx, t, newClientAt(t, addr, kgo.TransactionalID("after-kill-txn"), kgo.RequiredAcks(kgo.AllISRAcks())),
+		testTopic, 200, 100, true)
+	requireBelow(t, open, after)
+	committed := maps.Clone(before)
+	maps.Copy(committed, after)
+	// Bounded: a consumer held at the last stable offset waits until then.
+	cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+	defer ccancel()
+	consumeAllAt(cctx, t, addr, testTopic, committed, readCommitted)
+	all := maps.Clone(committed)
+	maps.Copy(all, open)
+	consumeAllAt(ctx, t, addr, testTopic, all)
+
+	last := map[int32]int64{}
+	for k := range open {
+		last[k.partition] = max(last[k.partition], k.offset)
+	}
+	cl := newClientAt(t, addr)
+	require.NoError(t, cl.Ping(ctx))
+	for p, o := range last {
+		typ, markerPID := markerAt(ctx, t, cl.Broker(nodeID), p, o+1)
+		require.Equal(t, record.ControlAbort, typ, "partition %d", p)
+		require.Equal(t, pid, markerPID, "partition %d", p)
+	}
+}
