@@ -122,7 +122,10 @@ func (s *Server) recoverTransactions() error {
 		t.mu.producerID, t.mu.epoch, t.mu.state = r.ProducerID, r.ProducerEpoch, r.State
 		save[t] = r
 	}
-	err := s.txns.save(save)
+	var err error
+	if len(save) > 0 {
+		err = s.txns.save(save)
+	}
 	for t := range save {
 		t.mu.Unlock()
 	}

@@ -468,3 +468,42 @@ func TestKillDuringTransaction(t *testing.T) {
 		require.Equal(t, pid, markerPID, "partition %d", p)
 	}
 }
+
+// TestPlanTxnRecovery: the decision of a start, from the state file's
+// records and the transactions the logs hold open.
+func TestPlanTxnRecovery(t *testing.T) {
+	tp := func(p int32) topicPartition { return topicPartition{"t", p} }
+	ot := func(p int32, pid int64, epoch int16) openTxn {
+		return openTxn{tp(p), log.OngoingTransaction{ProducerID: pid, ProducerEpoch: epoch}}
+	}
+	recs := []txnRecord{
+		{TransactionalID: "ongoing", ProducerID: 1, ProducerEpoch: 3, TimeoutMs: 1000, State: txnOngoing},
+		{TransactionalID: "ongoing-idle", ProducerID: 2, ProducerEpoch: 0, TimeoutMs: 1000, State: txnOngoing},
+		{TransactionalID: "commit", ProducerID: 3, ProducerEpoch: 5, TimeoutMs: 1000, State: txnPrepareCommit},
+		{TransactionalID: "abort", ProducerID: 4, ProducerEpoch: 5, TimeoutMs: 1000, State: txnPrepareAbort},
+		{TransactionalID: "stale", ProducerID: 5, ProducerEpoch: 1, TimeoutMs: 1000, State: txnCompleteCommit},
+		{TransactionalID: "exhausted", ProducerID: 6, ProducerEpoch: maxEpochBeforeExhausted, TimeoutMs: 1000, State: txnOngoing},
+		{TransactionalID: "done", ProducerID: 7, ProducerEpoch: 9, TimeoutMs: 1000, State: txnCompleteCommit},
+	}
+	open := []openTxn{ot(0, 1, 3), ot(1, 1, 3), ot(0, 3, 5), ot(2, 4, 5), ot(1, 5, 2), ot(2, 6, maxEpochBeforeExhausted), ot(0, 99, 7)}
+	plan := planTxnRecovery(recs, open)
+
+	rec := func(r txnRecord, epoch int16, s txnState) txnRecord {
+		r.ProducerEpoch, r.State = epoch, s
+		return r
+	}
+	require.Equal(t, map[string]txnRecord{
+		"ongoing":      rec(recs[0], 4, txnPrepareAbort), // fenced
+		"ongoing-idle": rec(recs[1], 1, txnPrepareAbort),
+		"stale":        rec(recs[4], 2, txnPrepareAbort), // open in a log, raised to its epoch
+		"exhausted":    rec(recs[5], maxEpochBeforeExhausted, txnPrepareAbort),
+	}, plan.records)
+	require.Equal(t, map[string][]topicPartition{
+		"ongoing":   {tp(0), tp(1)},
+		"commit":    {tp(0)},
+		"abort":     {tp(2)},
+		"stale":     {tp(1)},
+		"exhausted": {tp(2)},
+	}, plan.mark)
+	require.Equal(t, []openTxn{ot(0, 99, 7)}, plan.unknown)
+}
