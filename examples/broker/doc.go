@@ -87,15 +87,16 @@
 // metadata log (topics here are rebuilt from the directories at start),
 // security (TLS, SASL, ACLs), consumer groups and committed offsets
 // (FindCoordinator, JoinGroup, OffsetCommit: consumers here assign
-// partitions themselves), of transactions: offsets committed in a
-// transaction (AddOffsetsToTxn, TxnOffsetCommit), KIP-890 (the
-// broker-to-broker verification of AddPartitionsToTxn v4+, and part 2's
-// epoch bump per transaction: Produce v12, EndTxn v5), a coordinator that
-// survives its broker (a replicated __transaction_state log; here one
-// JSON file rewritten per change, and a transaction open across a
-// restart is aborted rather than resumed), transactional id expiration
-// and the admin APIs (DescribeTransactions, ListTransactions,
-// DescribeProducers), fetch sessions, per-topic configs,
-// quotas, DeleteRecords and the admin APIs, and topic ids in Produce v13
-// and Fetch v13+.
+// partitions themselves), fetch sessions, per-topic configs, quotas,
+// DeleteRecords and the admin APIs, topic ids in Produce v13 and Fetch
+// v13+, and of transactions: offsets committed in a transaction
+// (AddOffsetsToTxn, TxnOffsetCommit), KIP-890 (AddPartitionsToTxn v4+,
+// the broker-to-broker verification, is not served: the leader asks
+// the coordinator in its own process; nor part 2's epoch bump per
+// transaction, Produce v12 and EndTxn v5), a coordinator that moves to
+// another broker (Kafka's replicated __transaction_state log; here one
+// JSON file rewritten whole at each change, and a transaction open
+// across a restart is aborted, not resumed), transactional id
+// expiration, and DescribeTransactions, ListTransactions and
+// DescribeProducers.
 package main
