@@ -43,6 +43,12 @@ import (
 //     decision. A restart that finds PrepareCommit completes the commit on
 //     the partitions whose transaction the logs still hold open.
 //
+// The markers are log records: like every record they are fsynced before
+// the answer only with -flush-messages 1 (Options.FlushMessages); without
+// it a crash of the machine (not of the process) can lose a marker whose
+// Prepare record a later transaction's Ongoing has replaced, and the
+// restart then aborts that transaction's records, if they survived.
+//
 // Complete states are not written: the next transaction's Ongoing replaces
 // the Prepare record, and a Prepare record whose markers are all in the
 // logs has nothing left to do at a restart. The partitions of a
