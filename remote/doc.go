@@ -112,8 +112,8 @@
 // copy task then derives its copied offset again. The decisions are pure
 // functions with their own tests: CopyCandidates, FindHighestRemoteOffset,
 // FilterLineage, SegmentWithinLineage, PlanRetention, PlanEpochCleanup
-// (with the consolidating-partition guard). Commit points and the crash
-// argument: DESIGN.md 5.7.
+// (with the consolidating-partition guard). Commit points: DESIGN.md 5.7;
+// the crash argument: docs/remote-tier.md.
 //
 // # Nothing corrupt is tiered or served
 //
