@@ -78,4 +78,34 @@ func BenchmarkFetchTail(b *testing.B) {
 		lat.report(b, "fetch", "us")
 		b.ReportMetric(1, "GETs/fetch")
 	})
+
+	// A consolidator's fetch: every partition's last batch, all in the
+	// last object, with the partitions' ranges coalesced into one GET
+	// (the default) beside one GET per partition (MaxCoalesceGap -1).
+	all := wal.FindBatchesRequest{MaxBytes: 1 << 30}
+	for p := range int32(partitions) {
+		all.Partitions = append(all.Partitions, wal.FindPartition{Partition: benchTP(p), Offset: last.BaseOffset, MaxPartitionBytes: 1 << 20})
+	}
+	for _, c := range []struct {
+		name string
+		gap  int64
+	}{{"impl=cold-64-partitions-coalesced", 0}, {"impl=cold-64-partitions-get-each", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			r, err := wal.NewReader(wal.ReaderOptions{Store: e.store, ControlPlane: e.cp, MaxCoalesceGap: c.gap})
+			require.NoError(b, err)
+			var lat latencies
+			b.SetBytes(info.Size * partitions)
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				res, err := r.Fetch(ctx, all)
+				if err != nil || res[partitions-1].Err != nil || len(res[partitions-1].Records) != int(info.Size) {
+					b.Fatal(err)
+				}
+				lat.add(time.Since(t0))
+			}
+			lat.report(b, "fetch", "us")
+			b.ReportMetric(float64(r.Metrics().Gets)/float64(b.N), "GETs/fetch")
+		})
+	}
 }

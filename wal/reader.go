@@ -1,9 +1,11 @@
 package wal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -25,9 +27,20 @@ type ReaderOptions struct {
 	Cache *ObjectCache
 	// ReadConcurrency is how many GETs one Fetch runs at once. Default 8.
 	ReadConcurrency int
+	// MaxCoalesceGap: the ranges one Fetch needs from one object (one
+	// per partition) are read with one GET when the bytes between them
+	// are at most this many; the bytes in between are read and dropped.
+	// Default 1 MiB; negative: one GET per partition and object.
+	MaxCoalesceGap int64
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
 }
+
+// defaultMaxCoalesceGap is ReaderOptions.MaxCoalesceGap's default: a
+// GET's fixed cost (tens of milliseconds on S3) buys about 1 MiB of
+// transfer, so reading up to that much of other partitions' bytes is
+// cheaper than a second request.
+const defaultMaxCoalesceGap = 1 << 20
 
 // Reader serves fetches of many partitions from WAL objects.
 //
@@ -44,6 +57,9 @@ func NewReader(opts ReaderOptions) (*Reader, error) {
 		return nil, invalidf("reader needs a Store and a ControlPlane")
 	}
 	setDefault(&opts.ReadConcurrency, defaultUploads)
+	if opts.MaxCoalesceGap == 0 {
+		opts.MaxCoalesceGap = defaultMaxCoalesceGap
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -147,9 +163,10 @@ type objectRange struct {
 	err        error
 }
 
-// Fetch finds the batches of every partition of req, reads each
-// partition's bytes of each object once (one ranged GET from its first to
-// its last needed byte, unless the cache holds the object), checks every
+// Fetch finds the batches of every partition of req, reads the bytes it
+// needs of each object once (one ranged GET per object, or per group of
+// nearby partitions: MaxCoalesceGap; none when the cache holds the
+// object), checks every
 // batch (see FetchResult) and writes in its assigned offsets. The
 // returned error is for the whole call: the control plane failed
 // (ErrFindFailed wrapping its error; retriable), or ctx ended, or the
@@ -182,10 +199,8 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 // planRanges returns, per partition and object, the smallest range
 // covering every batch the fetch needs from it. A partition's batches in
 // one object are contiguous (the object groups them by partition), so
-// coalescing them costs no extra bytes; the ranges of different
-// partitions are never coalesced, so a short object or one partition's
-// bad coordinates fail only the partitions whose bytes are missing. The
-// cost is one GET per (object, partition) instead of one per object.
+// this costs no extra bytes. readRanges then reads the ranges of one
+// object that lie close together with one GET (coalesce).
 func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 	ranges := map[rangeKey]*objectRange{}
 	for i, f := range found {
@@ -205,17 +220,24 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 	return ranges
 }
 
-// readRanges fills every range from the cache or with one GET each, at
-// most ReadConcurrency at once.
+// readRanges fills every range: the ranges of one object that lie within
+// maxCoalesceGap of each other share one read (from the cache or one GET),
+// at most ReadConcurrency GETs at once. Coalescing does not change what
+// a partition is served: a shared read that finds the object short is
+// read to the object's end (read), and each range is then cut from it
+// as if read alone (fill), so a short object or one partition's
+// past-the-end coordinate still fails only the partitions whose bytes
+// are missing.
 func (r *Reader) readRanges(ctx context.Context, ranges map[rangeKey]*objectRange) {
 	sem := make(chan struct{}, r.opts.ReadConcurrency)
 	var wg sync.WaitGroup
-	for _, rg := range ranges {
+	for _, g := range coalesce(ranges, r.opts.MaxCoalesceGap) {
 		if c := r.opts.Cache; c != nil {
-			if obj, ok := c.Get(rg.key); ok {
+			if obj, ok := c.Get(g.key); ok {
 				// The cache holds whole objects: one shorter than the
 				// range is short, as a store's would be.
-				rg.clip(obj)
+				g.clip(obj)
+				g.fillMembers()
 				r.metrics.cacheHits.Add(1)
 				continue
 			}
@@ -224,10 +246,61 @@ func (r *Reader) readRanges(ctx context.Context, ranges map[rangeKey]*objectRang
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r.read(ctx, rg)
+			r.read(ctx, &g.objectRange)
+			g.fillMembers()
 		}()
 	}
 	wg.Wait()
+}
+
+// readGroup is one read of an object serving the ranges of several
+// partitions: objectRange is the span read, members the ranges cut from it.
+type readGroup struct {
+	objectRange
+	members []*objectRange
+}
+
+// coalesce groups the ranges by object and, within an object, merges
+// ranges (in start order) whose gap is at most maxGap bytes (negative:
+// never merge). A merged read fetches the bytes in the gaps too (other
+// partitions' batches), traded for one GET fewer.
+func coalesce(ranges map[rangeKey]*objectRange, maxGap int64) []*readGroup {
+	byKey := map[string][]*objectRange{}
+	for _, rg := range ranges {
+		byKey[rg.key] = append(byKey[rg.key], rg)
+	}
+	var groups []*readGroup
+	for key, rgs := range byKey {
+		slices.SortFunc(rgs, func(a, b *objectRange) int { return cmp.Compare(a.start, b.start) })
+		var g *readGroup
+		for _, rg := range rgs {
+			if g == nil || maxGap < 0 || rg.start-g.end > maxGap {
+				g = &readGroup{objectRange: objectRange{key: key, start: rg.start, end: rg.end, objectSize: -1}}
+				groups = append(groups, g)
+			}
+			g.end = max(g.end, rg.end)
+			g.members = append(g.members, rg)
+		}
+	}
+	return groups
+}
+
+// fillMembers cuts each member range out of the group's read.
+func (g *readGroup) fillMembers() {
+	for _, rg := range g.members {
+		if g.err != nil {
+			rg.err = g.err
+			continue
+		}
+		// g.data holds [g.start, g.start+len(g.data)); the object
+		// ends there when g.objectSize >= 0.
+		have := g.start + int64(len(g.data))
+		if g.objectSize >= 0 && g.objectSize < rg.end {
+			rg.objectSize = g.objectSize
+		}
+		lo, hi := min(rg.start, have), min(rg.end, have)
+		rg.data = g.data[lo-g.start : hi-g.start]
+	}
 }
 
 // clip sets rg's data from the whole object obj.
@@ -425,7 +498,8 @@ type ReaderMetrics struct {
 	GetBytes  int64
 	GetErrors int64
 	// CacheHits counts reads served from the cache instead of a GET
-	// (like Gets, one per object and partition of a fetch).
+	// (like Gets, one per coalesced range of an object: see
+	// ReaderOptions.MaxCoalesceGap).
 	CacheHits int64
 	// FailedPartitions counts partitions answered with an error because
 	// their first batch failed; TruncatedPartitions those served a

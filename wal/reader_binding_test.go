@@ -402,7 +402,7 @@ func TestReaderTruncatedObjectServesEachPartitionsPrefix(t *testing.T) {
 				if cached {
 					require.Zero(t, m.Gets)
 				} else {
-					require.LessOrEqual(t, m.Gets, int64(4), "a GET per partition, a second one for a short object")
+					require.LessOrEqual(t, m.Gets, int64(4), "one GET per coalesced range, a second one for a short object")
 				}
 			}
 		})

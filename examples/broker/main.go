@@ -17,6 +17,7 @@ func main() {
 	set.StringVar(&opts.Dir, "dir", "", "data directory (required): the log directory and the producer id block")
 	set.IntVar(&partitions, "partitions", 1, "partition count of auto-created topics")
 	set.Int64Var(&opts.FlushMessages, "flush-messages", 0, "fsync a log after this many records (1: before every acknowledgement; 0: never by count, as Kafka)")
+	set.BoolVar(&opts.BaselinePlainFile, "baseline-plain-file", false, "benchmark baseline: Produce appends to plain files, not to the logs (see baseline.go)")
 	_ = set.Parse(os.Args[1:])
 	opts.Partitions = int32(partitions)
 	stop := make(chan os.Signal, 1)

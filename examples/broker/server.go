@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -38,6 +39,11 @@ type Options struct {
 	FlushMessages int64
 	// FS is where the logs live. Default vfs.Default (tests inject faults).
 	FS vfs.FS
+	// BaselinePlainFile makes Produce append to a plain file per
+	// partition in Dir/plain instead of the log (baseline.go): the
+	// compare command's baseline for produce through this broker. Not
+	// for use otherwise: nothing is validated and Fetch sees nothing.
+	BaselinePlainFile bool
 
 	// beforeAnswer, when set, is called with a request's API key after
 	// the request is handled and before its response is written (tests
@@ -56,6 +62,7 @@ type Server struct {
 	mgr    *logmanager.Manager
 	topics *topics
 	pids   *producerIDs
+	plain  *plainFiles // Options.BaselinePlainFile, else nil
 
 	// ctx ends at Close: it ends the long polls of in-flight fetches.
 	ctx    context.Context
@@ -93,6 +100,12 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.pids = pids
+	if opts.BaselinePlainFile {
+		s.plain = &plainFiles{dir: filepath.Join(opts.Dir, "plain"), files: map[string]*plainFile{}}
+		if err := os.MkdirAll(s.plain.dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	// Library: logmanager.Open opens every partition's log.UnifiedLog.
 	mgr, err := logmanager.Open(context.Background(), logmanager.Options{
 		Dirs: []string{filepath.Join(opts.Dir, "logs")},
@@ -150,6 +163,9 @@ func (s *Server) Close() error {
 		s.wg.Wait()
 		// Library: logmanager.Manager.Close closes every log.
 		s.closeErr = s.mgr.Close()
+		if s.plain != nil {
+			s.plain.close()
+		}
 		s.logger.Info("broker closed", "err", s.closeErr)
 	})
 	return s.closeErr

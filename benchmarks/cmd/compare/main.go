@@ -92,6 +92,8 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.BoolVar(&cfg.s3.testServer, "s3-test-server", false, "run the S3 rows against the tests' S3 server (versitygw, started on 127.0.0.1; $TIERLOG_VERSITYGW or a cached build) instead of -s3-endpoint")
 	var walMiB int64
 	fl.Int64Var(&walMiB, "wal-mib", 1024, "MiB per diskless-WAL produce row and repetition, at least 10x the writer's 72 MiB in-flight budget or a row is one burst (0 skips the WAL rows)")
+	var brokerMiB int64
+	fl.Int64Var(&brokerMiB, "broker-mib", 64, "MiB per broker produce row and repetition (examples/broker built with go build, produced to by kgo; 0 skips the broker rows)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -113,6 +115,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 		return fmt.Errorf("-wal-mib must not be negative")
 	}
 	cfg.walBytes = walMiB << 20
+	if brokerMiB < 0 {
+		return fmt.Errorf("-broker-mib must not be negative")
+	}
 	if cfg.s3.testServer {
 		fmt.Fprintf(stderr, "starting the tests' S3 server (versitygw)\n")
 		srv, err := s3test.StartServer(context.Background())
@@ -144,6 +149,11 @@ func run(stdout, stderr io.Writer, args []string) error {
 	var wr *walRun
 	if cfg.walBytes > 0 {
 		wr = newWALRun(filepath.Join(root, "wal"), cfg)
+	}
+	var br *brokerRun
+	if brokerMiB > 0 {
+		fmt.Fprintf(stderr, "[%6.1fs] broker: go build ./examples/broker\n", time.Since(start).Seconds())
+		br = newBrokerRun(filepath.Join(root, "broker-bin"), brokerMiB<<20)
 	}
 	for rep := 0; rep < cfg.reps; rep++ {
 		// Round-robin over the implementations within each workload,
@@ -182,6 +192,11 @@ func run(stdout, stderr io.Writer, args []string) error {
 		if wr != nil {
 			wr.runRep(rep, res, stderr, func() float64 { return time.Since(start).Seconds() })
 		}
+		// The broker rows: the example broker on tierlog beside the same
+		// broker writing to a plain file.
+		if br != nil {
+			br.runRep(rep, base, res, stderr, func() float64 { return time.Since(start).Seconds() })
+		}
 		_ = os.RemoveAll(base)
 	}
 	if rr != nil {
@@ -218,6 +233,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	if wr != nil {
 		printWAL(stdout, wr, res)
+	}
+	if br != nil {
+		printBroker(stdout, res, br.total)
 	}
 	printPending(stdout, rr != nil)
 	printGoals(stdout, res, impls, cfg.partitions)
