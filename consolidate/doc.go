@@ -29,8 +29,10 @@
 // not hold S-1 yet (retry; never consolidate below the seal), and
 // OFFSET_MOVED_TO_TIERED_STORAGE otherwise (the fetcher rebuilds its log
 // from remote storage with tierstate.Machine). DecideFetch is that
-// decision as a pure function; Endpoint runs it over a wal.Reader, a
-// wal.ControlPlane and the remote metadata.
+// decision as a pure function (with DisklessStart, WholeLogStart,
+// PartitionBudget, TrimBatches, EarliestLocalOffset, LatestOffset and
+// PlanEpochEnd for the other answers); Endpoint runs it over a
+// wal.Reader, a wal.ControlPlane and the remote metadata.
 //
 // DecidePrune is the pruner's decision per partition: prune the WAL up to
 // h = highestOffsetInRemoteStorage once h reaches the partition's floor
@@ -46,7 +48,9 @@
 // only below the seal) and resets on OFFSET_OUT_OF_RANGE. PlanStart is the
 // reconciler's start rule. Reporter and CrossTierCache carry X from the
 // leader's remote-log manager through the control plane to every reader
-// (remote.ConsolidationState). PlanClassicPrefixRequest is the leader's
+// (remote.ConsolidationState); ReportingLog wraps the remote.PartitionLog
+// given to remote.Manager so that its log start reports reach the
+// Reporter. PlanClassicPrefixRequest is the leader's
 // decision to ask for phase 2.
 //
 // A switched partition takes no diskless record before its phase-2 flag

@@ -656,7 +656,7 @@ type StartDecision struct {
 //
 // A ready switched partition arms the pruner at S - 1 (Inkless arms it at
 // max(S, log start); the first prune at S - 1 is
-// github.com/aiven/inkless/pull/857's bound, DESIGN.md section 11).
+// github.com/aiven/inkless/pull/857's bound, docs/consolidation.md).
 func PlanStart(s tierstate.State, logEndOffset, highWatermark int64, leader, remoteStorageEnabled bool) StartDecision {
 	seal := s.Seal()
 	switch {

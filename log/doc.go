@@ -85,7 +85,6 @@
 //
 // # Not here (yet)
 //
-// Log compaction, LogAppendTime stamping by the broker, transaction
-// verification (KIP-890) and the remote tier itself (package remote) are
+// Log compaction, transaction verification (KIP-890) and the remote tier itself (package remote) are
 // outside this package.
 package log

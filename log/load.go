@@ -202,7 +202,7 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, segmentPoint, logStart int64
 		}
 	}
 	// Resume inside the first segment at the segment recovery point when
-	// the checkpoint names one there (DESIGN.md 5.2): its producer
+	// the checkpoint names one there (docs/log.md): its producer
 	// snapshot, index files and transaction index were durable before
 	// the checkpoint was written.
 	resume := int64(0)

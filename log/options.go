@@ -117,7 +117,7 @@ type Options struct {
 	// its last segment recovery point and the log end, the next flush
 	// also makes the log end a segment recovery point (the segment's
 	// index files, its transaction index and a producer snapshot there,
-	// then the offsets checkpoint; DESIGN.md 5.2), so recovery starts at
+	// then the offsets checkpoint; docs/log.md), so recovery starts at
 	// that position instead of the segment's start. Without a flush
 	// policy (FlushMessages and FlushMs 0), an append that leaves this
 	// many bytes unflushed also starts a flush in the background (one at
@@ -140,7 +140,7 @@ type Options struct {
 	// first read and reads copy from the mapping instead of issuing a
 	// pread, so a point read makes no system call, and ReadSlice returns
 	// the bytes (FileSlice.Data). A mapping lives until the last reader
-	// of its segment is done (DESIGN.md 5.2). The cost of leaving it on:
+	// of its segment is done (docs/log.md). The cost of leaving it on:
 	// a read of a page the disk cannot return is a fault, turned into an
 	// I/O error for Read but not for a caller reading FileSlice.Data.
 	// Default false (mapped). tierlog's own; Kafka maps its index files,

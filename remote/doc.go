@@ -104,7 +104,10 @@
 // expiration task on leaders and a follower task on followers, at a fixed
 // delay or by hand (RunCopy, RunExpiration, RunFollower, each returning
 // what the run did: CopyResult, ExpirationResult, FollowerResult), and
-// serves reads below the local log start (Read). Every install of the log's highest
+// serves reads below the local log start (Read: whole, CRC-checked
+// batches with their aborted transactions). StopPartitions cancels a
+// partition's tasks, waits for running ones and deletes local or remote
+// data, keeping the metadata when asked (KeepRemoteLogMetadata). Every install of the log's highest
 // offset in remote storage carries the truncation count read under the log
 // lock before the task read the epoch cache or the segments (the Inkless
 // truncation counter of https://github.com/aiven/inkless/pull/857), so
@@ -112,8 +115,8 @@
 // copy task then derives its copied offset again. The decisions are pure
 // functions with their own tests: CopyCandidates, FindHighestRemoteOffset,
 // FilterLineage, SegmentWithinLineage, PlanRetention, PlanEpochCleanup
-// (with the consolidating-partition guard). Commit points and the crash
-// argument: DESIGN.md 5.7.
+// (with the consolidating-partition guard). Commit points: DESIGN.md 5.7;
+// the crash argument: docs/remote-tier.md.
 //
 // # Nothing corrupt is tiered or served
 //

@@ -306,7 +306,7 @@ type SegmentMetadataUpdate struct {
 	EventTimestampMs int64
 	BrokerID         int32
 	// CustomMetadata replaces the segment's custom metadata when non-nil;
-	// nil keeps it (see DESIGN.md, deviations).
+	// nil keeps it (see docs/deviations.md).
 	CustomMetadata []byte
 }
 

@@ -82,7 +82,7 @@ type MetadataManager struct {
 
 // Open opens (creating if needed) the metadata database in dir on fs and
 // loads it into memory. Use the same fs as the log's, so one simulated
-// crash hits both (DESIGN.md section 4).
+// crash hits both (DESIGN.md 5.4).
 //
 // Open checks the stored metadata against itself (checksums, keys against
 // values, per-epoch mappings against their segments) and fails with an

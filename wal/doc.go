@@ -38,8 +38,11 @@
 // The pure rules every control plane shares live here: the idempotent
 // producer check (CheckSequence), the WAL start after a prune
 // (PrunedLogStart), retention (RetentionScan), the fetch budgets
-// (FindBudget) and the commit request's own checks
-// (CommitFileRequest.Validate). So does the object format (object.go):
+// (FindBudget), the commit request's own checks
+// (CommitFileRequest.Validate, InitDisklessLogRequest.Validate), the
+// ListOffsets answers the row alone decides (FixedListOffset) and the
+// stored commit answer (BatchStatus, StoredBatchResult, RejectedResult,
+// CommitAnswer), so that a retried commit answers as the first did. So does the object format (object.go):
 // batches grouped by partition and a footer from which ParseObject
 // rebuilds an object's commit coordinates.
 //
@@ -55,6 +58,7 @@
 // deletes objects the control plane marked, after a grace period, and
 // reaps orphans (objects uploaded but never committed).
 //
-// Control planes: package wal/pebblecp (embedded, on Pebble). Package
+// Control planes: package wal/pebblecp (embedded, on Pebble) and package
+// wal/pgcp (on PostgreSQL, shared by many brokers). Package
 // wal/controlplanetest is the conformance suite each runs.
 package wal

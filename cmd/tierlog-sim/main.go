@@ -1,5 +1,5 @@
 // Command tierlog-sim runs random schedules of the deterministic cluster
-// simulation (internal/sim, DESIGN.md section 12): three brokers, the
+// simulation (internal/sim, docs/simulation.md): three brokers, the
 // controller, remote storage and the WAL in one process, with the
 // invariants checked after every step.
 //
@@ -18,7 +18,7 @@
 // a usage error.
 //
 // Search mode looks for a seed that a disabled safety guard breaks
-// (internal/mutation; DESIGN.md section 9):
+// (internal/mutation; docs/reliability.md, "Mutation check"):
 //
 //	go run -tags tierlog_mutation ./cmd/tierlog-sim -mutation GUARD -seeds N [-seed S] [-steps K]
 //

@@ -19,7 +19,7 @@ var docExceptions = []DocException{
 	{"record.SyncConcurrency", "pebble's record package, not log/record"},
 	{"wal.SegmentSizeBytes", "tidwall/wal's option, not package wal"},
 	{"internal/base.DiskFileNum", "pebble's internal/base, not tierlog's"},
-	{"truncation.EpochEndOffset.LeaderEpoch", "DESIGN.md 7.1 names the field a rename removed"},
+	{"truncation.EpochEndOffset.LeaderEpoch", "CHANGELOG.md names the field a rename removed"},
 }
 
 // repoRoot is the repository root: the directory of the module's go.mod.

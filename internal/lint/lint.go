@@ -5,8 +5,8 @@
 // non-internal package names no type of an internal package; and
 // (docs.go) that the repository's Markdown files link to files and
 // headings that exist and name Go files and identifiers of the module
-// that exist, with README.md and DESIGN.md kept under a size bound
-// (size_test.go).
+// that exist, with README.md, DESIGN.md and docs/performance.md kept
+// under a size bound (size_test.go).
 //
 // The rules are data (the layers table below) so a reader can check them
 // against DESIGN.md line by line; lint_test.go applies them to the module

@@ -25,7 +25,7 @@ type catch struct {
 	test  string // test name; "TestX/sub" names one subtest (a datadriven file)
 }
 
-// catches is the mutation table (DESIGN.md section 9, "Mutation check").
+// catches is the mutation table (docs/reliability.md, "Mutation check").
 // A guard without a row fails TestMutations. The internal/sim rows are
 // the cluster simulation's scripted runs of the seeds' worked examples
 // (and, for the two retention guards, a scripted Go test): each guard

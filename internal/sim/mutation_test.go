@@ -32,9 +32,10 @@ type simCatch struct {
 	seeds   []uint64
 }
 
-// simCatches is the simulation's column of the mutation table (DESIGN.md
-// section 9). Guards without a row are not reached by random runs (see
-// DESIGN.md section 12, "Left out"). The seeds come from
+// simCatches is the simulation's column of the mutation table
+// (docs/reliability.md, "Mutation check"). Guards without a row are not
+// reached by random runs (see docs/simulation.md, "Guards the random runs
+// do not reach"). The seeds come from
 // `go run -tags tierlog_mutation ./cmd/tierlog-sim -mutation GUARD[,GUARD] -seeds N`.
 //
 // first-prune-bound needs wal-read-gap off too: without the bound a

@@ -45,8 +45,24 @@
 // file) and stops at the first torn or corrupt one, reporting the valid
 // prefix: what log recovery keeps. An Iter decodes a batch's records, with
 // no allocation for uncompressed batches and into a reused, size-capped
-// buffer for compressed ones. A Builder writes batches, and
-// AppendEndTxnBatch writes transaction markers.
+// buffer for compressed ones; it checks exactly RecordsCount records
+// filling the section, with offset deltas strictly increasing within
+// [0, LastOffsetDelta]. A Builder writes batches, and AppendEndTxnBatch
+// writes transaction markers. Batch.Validate also refuses a records count
+// of 0 with bytes after the header and a last offset above MaxInt64;
+// Batch.SetMaxTimestamp rewrites the timestamp type and MaxTimestamp and
+// recomputes the CRC.
+//
+// # Codecs
+//
+// None, gzip (klauspost), snappy (klauspost; written in the xerial
+// framing of Kafka's Java producer, read in both xerial and raw-block
+// form, since franz-go writes raw blocks), lz4 (pierrec/lz4 v4, the
+// standard LZ4 frame) and zstd (klauspost). Decompression is bounded by a
+// size limit (default 64 MiB per batch): a batch that expands beyond it is
+// a *DecompressedSizeError, never an out-of-memory. franz-go's kmsg and kgo
+// compressors are the oracle in the tests, in both directions, for every
+// codec, control batches, null keys and values, and headers.
 //
 // # Errors
 //

@@ -296,7 +296,7 @@ func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
 // rewrite replaces the segment's files with the prefix [0, cut) of the
 // .log and the given index entries, and returns the segment object for
-// them. Steps (DESIGN.md, "Commit points"):
+// them. Steps (docs/log.md, "Each operation, step by step"):
 //
 //  1. copy [0, cut) to <base>.log.tmp, fsync it;
 //  2. write <base>.index.tmp and <base>.timeindex.tmp, fsync, rename them
