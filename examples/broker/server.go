@@ -36,7 +36,8 @@ type Options struct {
 	// Default 0, Kafka's: no fsync by count, so with one replica a crash
 	// of the machine (not of the process) can lose acknowledged records.
 	FlushMessages int64
-	// FS is where the logs live. Default vfs.Default (tests inject faults).
+	// FS is where the logs and the committed offsets live. Default
+	// vfs.Default (tests inject faults and crashes).
 	FS vfs.FS
 
 	// beforeAnswer, when set, is called with a request's API key after
@@ -56,6 +57,8 @@ type Server struct {
 	mgr    *logmanager.Manager
 	topics *topics
 	pids   *producerIDs
+	// offsets are the consumer groups' committed offsets (offsets_store.go).
+	offsets *offsets
 
 	// ctx ends at Close: it ends the long polls of in-flight fetches.
 	ctx    context.Context
@@ -93,6 +96,13 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.pids = pids
+	offsetsFS := opts.FS
+	if offsetsFS == nil {
+		offsetsFS = vfs.Default
+	}
+	if s.offsets, err = openOffsets(offsetsFS, filepath.Join(opts.Dir, offsetsDirName)); err != nil {
+		return nil, err
+	}
 	// Library: logmanager.Open opens every partition's log.UnifiedLog.
 	mgr, err := logmanager.Open(context.Background(), logmanager.Options{
 		Dirs: []string{filepath.Join(opts.Dir, "logs")},
@@ -345,6 +355,12 @@ func (s *Server) handle(req kmsg.Request) (kmsg.Response, error) {
 		return s.initProducerID(r), nil
 	case *kmsg.FindCoordinatorRequest:
 		return s.findCoordinator(r), nil
+	case *kmsg.OffsetCommitRequest:
+		return s.offsetCommit(r), nil
+	case *kmsg.OffsetFetchRequest:
+		return s.offsetFetch(r), nil
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return s.offsetForLeaderEpoch(r), nil
 	}
 	return nil, fmt.Errorf("%T is in the supported table but has no handler", req)
 }

@@ -19,7 +19,11 @@ type versionRange struct{ min, max int16 }
 //   - Metadata from 1 (a null topic list means all) to 12;
 //   - InitProducerId 0 to 4 (idempotent producers only);
 //   - CreateTopics 2 to 7;
-//   - FindCoordinator 0 to 4 (every key: this broker).
+//   - FindCoordinator 0 to 4 (every key: this broker);
+//   - OffsetCommit 2 to 9 (Kafka 4 dropped 0 and 1; 10 names topics by id);
+//   - OffsetFetch 1 to 9 (8 asks for several groups; 10 names topics by id);
+//   - OffsetForLeaderEpoch 2 to 4 (2 adds the CurrentLeaderEpoch check
+//     that kgo requires; Kafka 4 dropped 0 and 1).
 var supported = map[int16]versionRange{
 	kmsg.ApiVersions.Int16():     {0, 3},
 	kmsg.Metadata.Int16():        {1, 12},
@@ -29,6 +33,10 @@ var supported = map[int16]versionRange{
 	kmsg.ListOffsets.Int16():     {1, 7},
 	kmsg.InitProducerID.Int16():  {0, 4},
 	kmsg.FindCoordinator.Int16(): {0, 4},
+
+	kmsg.OffsetCommit.Int16():         {2, 9},
+	kmsg.OffsetFetch.Int16():          {1, 9},
+	kmsg.OffsetForLeaderEpoch.Int16(): {2, 4},
 }
 
 // apiVersions answers with the table above. Library: none.
