@@ -25,7 +25,8 @@ type Options struct {
 	// Addr is the listen address, host:port ("127.0.0.1:0" picks a port).
 	Addr string
 	// Dir holds everything the broker keeps: the log directory (Dir/logs,
-	// a logmanager directory) and the producer id block (Dir/producer-id-block).
+	// a logmanager directory), the producer id block (Dir/producer-id-block)
+	// and the committed offsets (Dir/consumer-offsets).
 	Dir string
 	// Partitions is the partition count of an auto-created topic. Default 1.
 	Partitions int32
