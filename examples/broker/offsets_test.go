@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -409,4 +410,44 @@ func FuzzDecodeGroupOffsets(f *testing.F) {
 			require.Equal(t, committed, committed2)
 		}
 	})
+}
+
+// TestKafkaGoOffsets: segmentio/kafka-go commits as a simple group
+// (OffsetCommit v7, whose leader epoch kafka-go always sends as 0, its
+// zero value) and reads the offsets back (OffsetFetch v5); kgo reads the
+// same.
+func TestKafkaGoOffsets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	createTopic(ctx, t, newClient(t, s), testTopic)
+	kc := &kafkago.Client{Addr: s.Addr(), Timeout: 10 * time.Second}
+
+	cresp, err := kc.OffsetCommit(ctx, &kafkago.OffsetCommitRequest{
+		GroupID:      "kafka-go",
+		GenerationID: -1,
+		Topics: map[string][]kafkago.OffsetCommit{testTopic: {
+			{Partition: 0, Offset: 11, Metadata: "a"},
+			{Partition: 2, Offset: 4},
+		}},
+	})
+	require.NoError(t, err)
+	require.Len(t, cresp.Topics[testTopic], 2)
+	for _, p := range cresp.Topics[testTopic] {
+		require.NoError(t, p.Error, "partition %d", p.Partition)
+	}
+
+	fresp, err := kc.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: "kafka-go", Topics: map[string][]int{testTopic: {0, 1, 2}}})
+	require.NoError(t, err)
+	require.NoError(t, fresp.Error)
+	got := map[int]int64{}
+	for _, p := range fresp.Topics[testTopic] {
+		require.NoError(t, p.Error)
+		got[p.Partition] = p.CommittedOffset
+	}
+	require.Equal(t, map[int]int64{0: 11, 1: -1, 2: 4}, got)
+	require.Equal(t, map[int32]committedOffset{
+		0: {offset: 11, leaderEpoch: 0, metadata: "a"},
+		2: {offset: 4, leaderEpoch: 0},
+	}, fetchCommitted(ctx, t, newClient(t, s), "kafka-go", nil))
 }
