@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -450,4 +452,41 @@ func TestKafkaGoOffsets(t *testing.T) {
 		0: {offset: 11, leaderEpoch: 0, metadata: "a"},
 		2: {offset: 4, leaderEpoch: 0},
 	}, fetchCommitted(ctx, t, newClient(t, s), "kafka-go", nil))
+}
+
+// TestOffsetCommitWriteFailure: a commit whose file cannot be written is
+// answered NOT_COORDINATOR (as Kafka answers a failed append to
+// __consumer_offsets) and changes nothing; the next commit, once the
+// disk works, is stored.
+func TestOffsetCommitWriteFailure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	var armed atomic.Bool
+	prefix := filepath.Join(dir, offsetsDirName) + "/"
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if armed.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasPrefix(op.Path, prefix) {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	s, err := Start(Options{Addr: "127.0.0.1:0", Dir: dir, FS: fs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	cl, b := rawBroker(ctx, t, s)
+	createTopic(ctx, t, cl, testTopic)
+	require.Equal(t, map[int32]int16{0: 0, 1: 0, 2: 0}, commit(ctx, t, b, commitRequest("simple", -1, testCommits)))
+
+	armed.Store(true)
+	moved := map[int32]committedOffset{0: {offset: 70, leaderEpoch: 0}, 1: {offset: 30, leaderEpoch: 0}}
+	req := commitRequest("simple", -1, moved)
+	missing := kmsg.NewOffsetCommitRequestTopicPartition()
+	missing.Partition = testPartitions
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, missing)
+	require.Equal(t, map[int32]int16{0: kerr.NotCoordinator.Code, 1: kerr.NotCoordinator.Code, testPartitions: kerr.UnknownTopicOrPartition.Code}, commit(ctx, t, b, req))
+	checkCommitted(ctx, t, b, "simple")
+
+	armed.Store(false)
+	require.Equal(t, map[int32]int16{0: 0, 1: 0}, commit(ctx, t, b, commitRequest("simple", -1, moved)))
+	require.Equal(t, map[int32]committedOffset{0: moved[0], 1: moved[1], 2: testCommits[2]}, fetchCommitted(ctx, t, b, "simple", nil))
 }
