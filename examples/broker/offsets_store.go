@@ -30,9 +30,11 @@ import (
 // appended to by the coordinator: the library has no log compaction
 // (logmanager has no LogCleaner), so such a log would grow with every
 // commit and be replayed whole at each start. A file per group is
-// bounded by the group's partition count, is read once at start, and
-// needs no record format of its own beyond the one below. The price is
-// two fsyncs per commit; Kafka's consumers commit every few seconds.
+// bounded by the group's partition count and read once at start. The
+// price is two fsyncs per commit (the file's and the directory's), which
+// also keep a commit across a crash of the machine, where one replica of
+// Kafka's topic holds it in the page cache; consumers commit every few
+// seconds, so the price is small.
 //
 //	DIR/consumer-offsets/<sha256 of the group id, hex>.offsets
 //
