@@ -34,7 +34,8 @@
 //     offset), MAX_TIMESTAMP and timestamps;
 //   - InitProducerId: ids from blocks of 1000 reserved durably in
 //     DIR/producer-id-block, so they never repeat across restarts;
-//   - FindCoordinator: this broker coordinates every group;
+//   - FindCoordinator: this broker coordinates every group and every
+//     transactional id;
 //   - OffsetCommit and OffsetFetch for simple consumer groups (consumers
 //     that assign partitions themselves and commit in generation -1):
 //     each partition's offset, leader epoch and metadata, kept in one
