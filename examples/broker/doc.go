@@ -52,6 +52,26 @@
 //     decided commit is completed, anything else aborted, including the
 //     transactions of producers the state file does not know (lost), so
 //     that no last stable offset stays behind;
+//   - FindCoordinator: this broker coordinates every group and every
+//     transactional id;
+//   - OffsetCommit and OffsetFetch for simple consumer groups (consumers
+//     that assign partitions themselves and commit in generation -1):
+//     each partition's offset, leader epoch and metadata, kept in one
+//     file per group in DIR/consumer-offsets, replaced atomically and
+//     fsynced before the commit is answered, so an acknowledged commit
+//     survives a kill of the process and a crash of the machine; fetched
+//     by partition, for a whole group, or for several groups at once
+//     (v8+); -1 for what was never committed. A commit in a generation is
+//     answered as Kafka answers one for a group with no members
+//     (GROUP_ID_NOT_FOUND, ILLEGAL_GENERATION before v9,
+//     UNKNOWN_MEMBER_ID);
+//   - OffsetForLeaderEpoch: the end offset of a leader epoch
+//     (log.UnifiedLog.EndOffsetForEpoch, from the leader-epoch cache),
+//     after the CurrentLeaderEpoch check; consumers ask it to validate a
+//     position (a committed one, or after a leader change) and detect a
+//     truncated log. The broker leads every partition in epoch 0, the
+//     epoch Metadata announces: it records epoch 0 at the log end of each
+//     log it serves, as Kafka's Partition.makeLeader does;
 //   - shutdown on SIGINT or SIGTERM: no new connections or requests, the
 //     requests in flight answered (long polls end early), then
 //     logmanager.Manager.Close checkpoints the high watermarks and marks
@@ -80,23 +100,31 @@
 // survive a restart; a transaction open at a SIGKILL (its records
 // acknowledged) is aborted at the restart, and read_committed consumers
 // read past it.
+// Committed offsets are read back after a clean
+// restart, after a SIGKILL of the broker process, and from a crash clone
+// of an in-memory file system that keeps only what was fsynced; a
+// consumer resumes from a committed offset and epoch, kgo validating it
+// with OffsetForLeaderEpoch, and a position past its epoch's end is
+// reported as kgo.ErrDataLoss.
 //
 // What a real broker must still add: replication between brokers
 // (followers fetching, the ISR, a high watermark that follows the
 // replicas, leader epochs from the controller), the controller and its
 // metadata log (topics here are rebuilt from the directories at start),
-// security (TLS, SASL, ACLs), consumer groups and committed offsets
-// (FindCoordinator, JoinGroup, OffsetCommit: consumers here assign
-// partitions themselves), fetch sessions, per-topic configs, quotas,
-// DeleteRecords and the admin APIs, topic ids in Produce v13 and Fetch
-// v13+, and of transactions: offsets committed in a transaction
-// (AddOffsetsToTxn, TxnOffsetCommit), KIP-890 (AddPartitionsToTxn v4+,
-// the broker-to-broker verification, is not served: the leader asks
-// the coordinator in its own process; nor part 2's epoch bump per
-// transaction, Produce v12 and EndTxn v5), a coordinator that moves to
-// another broker (Kafka's replicated __transaction_state log; here one
-// JSON file rewritten whole at each change, and a transaction open
-// across a restart is aborted, not resumed), transactional id
-// expiration, and DescribeTransactions, ListTransactions and
-// DescribeProducers.
+// security (TLS, SASL, ACLs), the group membership protocol (JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup, KIP-848's ConsumerGroupHeartbeat:
+// consumers here assign partitions themselves), ListGroups,
+// DescribeGroups, DeleteGroups and OffsetDelete, the expiry of committed
+// offsets (offsets.retention.minutes: they are kept forever), fetch
+// sessions, per-topic configs, quotas, DeleteRecords and the admin APIs,
+// topic ids in Produce v13 and Fetch v13+, and of transactions: offsets
+// committed in a transaction (AddOffsetsToTxn, TxnOffsetCommit), KIP-890
+// (AddPartitionsToTxn v4+, the broker-to-broker verification, is not
+// served: the leader asks the coordinator in its own process; nor part
+// 2's epoch bump per transaction, Produce v12 and EndTxn v5), a
+// coordinator that moves to another broker (Kafka's replicated
+// __transaction_state log; here one JSON file rewritten whole at each
+// change, and a transaction open across a restart is aborted, not
+// resumed), transactional id expiration, and DescribeTransactions,
+// ListTransactions and DescribeProducers.
 package main

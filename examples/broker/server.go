@@ -28,7 +28,8 @@ type Options struct {
 	Addr string
 	// Dir holds everything the broker keeps: the log directory (Dir/logs,
 	// a logmanager directory), the producer id block (Dir/producer-id-block)
-	// and the transaction coordinator's state (Dir/transaction-state).
+	// the transaction coordinator's state (Dir/transaction-state) and the
+	// committed offsets (Dir/consumer-offsets).
 	Dir string
 	// Partitions is the partition count of an auto-created topic. Default 1.
 	Partitions int32
@@ -39,7 +40,8 @@ type Options struct {
 	// Default 0, Kafka's: no fsync by count, so with one replica a crash
 	// of the machine (not of the process) can lose acknowledged records.
 	FlushMessages int64
-	// FS is where the logs live. Default vfs.Default (tests inject faults).
+	// FS is where the logs and the committed offsets live. Default
+	// vfs.Default (tests inject faults and crashes).
 	FS vfs.FS
 	// BaselinePlainFile makes Produce append to a plain file per
 	// partition in Dir/plain instead of the log (baseline.go): the
@@ -70,6 +72,8 @@ type Server struct {
 	pids   *producerIDs
 	plain  *plainFiles // Options.BaselinePlainFile, else nil
 	txns   *txnCoordinator
+	// offsets are the consumer groups' committed offsets (offsets_store.go).
+	offsets *offsets
 
 	// ctx ends at Close: it ends the long polls of in-flight fetches.
 	ctx    context.Context
@@ -115,6 +119,13 @@ func Start(opts Options) (*Server, error) {
 		}
 	}
 	if s.txns, err = openTxnCoordinator(filepath.Join(opts.Dir, "transaction-state")); err != nil {
+		return nil, err
+	}
+	offsetsFS := opts.FS
+	if offsetsFS == nil {
+		offsetsFS = vfs.Default
+	}
+	if s.offsets, err = openOffsets(offsetsFS, filepath.Join(opts.Dir, offsetsDirName)); err != nil {
 		return nil, err
 	}
 	// Library: logmanager.Open opens every partition's log.UnifiedLog.
@@ -381,6 +392,12 @@ func (s *Server) handle(req kmsg.Request) (kmsg.Response, error) {
 		return s.addPartitionsToTxn(r), nil
 	case *kmsg.EndTxnRequest:
 		return s.endTxn(r), nil
+	case *kmsg.OffsetCommitRequest:
+		return s.offsetCommit(r), nil
+	case *kmsg.OffsetFetchRequest:
+		return s.offsetFetch(r), nil
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return s.offsetForLeaderEpoch(r), nil
 	}
 	return nil, fmt.Errorf("%T is in the supported table but has no handler", req)
 }

@@ -116,11 +116,16 @@ func (t *topics) create(name string, n int32) (tp topic, existed bool, err error
 	return tp, false, nil
 }
 
-// log returns a partition's log. Library: logmanager.Manager.GetOrCreate
-// (a Get when the log exists; it checks the topic id against
+// log returns a partition's log, this broker its leader
+// (assumeLeadership). Library: logmanager.Manager.GetOrCreate (a Get
+// when the log exists; it checks the topic id against
 // partition.metadata).
 func (t *topics) log(name string, tp topic, partition int32) (*log.UnifiedLog, error) {
-	return t.mgr.GetOrCreate(remote.TopicIDPartition{TopicID: tp.id, Topic: name, Partition: partition}, "")
+	l, err := t.mgr.GetOrCreate(remote.TopicIDPartition{TopicID: tp.id, Topic: name, Partition: partition}, "")
+	if err != nil {
+		return nil, err
+	}
+	return l, assumeLeadership(l)
 }
 
 // partitionLog returns the log of topic name's partition, or ok false when

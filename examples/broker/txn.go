@@ -109,7 +109,8 @@ const (
 	maxEpochBeforeExhausted = math.MaxInt16 - 1
 )
 
-// topicPartition names a partition of a transaction.
+// topicPartition names a partition by topic name (of a transaction, of
+// a group's committed offsets).
 type topicPartition struct {
 	topic     string
 	partition int32

@@ -21,7 +21,11 @@ type versionRange struct{ min, max int16 }
 //   - CreateTopics 2 to 7;
 //   - FindCoordinator 0 to 4 (every key: this broker);
 //   - AddPartitionsToTxn 0 to 3 (4 and later are KIP-890's broker-to-broker
-//     batches), EndTxn 0 to 4 (5 is KIP-890 part 2's epoch bump).
+//     batches), EndTxn 0 to 4 (5 is KIP-890 part 2's epoch bump);
+//   - OffsetCommit 2 to 9 (Kafka 4 dropped 0 and 1; 10 names topics by id);
+//   - OffsetFetch 1 to 9 (8 asks for several groups; 10 names topics by id);
+//   - OffsetForLeaderEpoch 2 to 4 (2 adds the CurrentLeaderEpoch check
+//     that kgo requires; Kafka 4 dropped 0 and 1).
 var supported = map[int16]versionRange{
 	kmsg.ApiVersions.Int16():     {0, 3},
 	kmsg.Metadata.Int16():        {1, 12},
@@ -34,6 +38,10 @@ var supported = map[int16]versionRange{
 
 	kmsg.AddPartitionsToTxn.Int16(): {0, 3},
 	kmsg.EndTxn.Int16():             {0, 4},
+
+	kmsg.OffsetCommit.Int16():         {2, 9},
+	kmsg.OffsetFetch.Int16():          {1, 9},
+	kmsg.OffsetForLeaderEpoch.Int16(): {2, 4},
 }
 
 // apiVersions answers with the table above. Library: none.
