@@ -271,20 +271,24 @@ func produceSarama(ctx context.Context, t *testing.T, addr, topic string, codec 
 }
 
 // consumeSarama reads with sarama's Consumer, one PartitionConsumer per
-// partition from the oldest offset.
+// partition from the oldest offset, all opened first (so they fetch
+// together) and closed together (each close waits out its long poll).
 func consumeSarama(ctx context.Context, t *testing.T, addr, topic string, counts map[int32]int) []testRec {
 	t.Helper()
 	cfg := saramaConfig()
 	cfg.Consumer.Return.Errors = true
-	cfg.Consumer.MaxWaitTime = 200 * time.Millisecond
+	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
 	c, err := sarama.NewConsumer([]string{addr}, cfg)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
-	var out []testRec
-	for p, n := range counts {
+	pcs := map[int32]sarama.PartitionConsumer{}
+	for p := range counts {
 		pc, err := c.ConsumePartition(topic, p, sarama.OffsetOldest)
 		require.NoError(t, err)
-		for range n {
+		pcs[p] = pc
+	}
+	var out []testRec
+	for p, pc := range pcs {
+		for range counts[p] {
 			select {
 			case m := <-pc.Messages():
 				r := testRec{partition: m.Partition, offset: m.Offset, key: m.Key, value: m.Value, timestamp: m.Timestamp.UnixMilli()}
@@ -298,8 +302,14 @@ func consumeSarama(ctx context.Context, t *testing.T, addr, topic string, counts
 				t.Fatalf("sarama consume %s-%d: %v", topic, p, ctx.Err())
 			}
 		}
+	}
+	for _, pc := range pcs {
+		pc.AsyncClose()
+	}
+	for _, pc := range pcs {
 		require.NoError(t, pc.Close())
 	}
+	require.NoError(t, c.Close())
 	return out
 }
 
@@ -351,21 +361,32 @@ func produceKafkaGo(ctx context.Context, t *testing.T, addr, topic string, codec
 }
 
 // consumeKafkaGo reads with kafka-go's Reader, one per partition (no
-// consumer group), from the first offset. The Reader exposes an empty key,
+// consumer group), from the first offset; all are opened first (so they
+// fetch together) and closed together. The Reader exposes an empty key,
 // value or header value as nil, as it does a null one (readNewBytes), so
 // its reads are compared with nullsKept false.
 func consumeKafkaGo(ctx context.Context, t *testing.T, addr, topic string, counts map[int32]int) []testRec {
 	t.Helper()
-	var out []testRec
-	for p, n := range counts {
-		rd := kafkago.NewReader(kafkago.ReaderConfig{
+	rds := map[int32]*kafkago.Reader{}
+	for p := range counts {
+		rds[p] = kafkago.NewReader(kafkago.ReaderConfig{
 			Brokers:   []string{addr},
 			Topic:     topic,
 			Partition: int(p),
-			MaxWait:   200 * time.Millisecond,
+			MaxWait:   100 * time.Millisecond,
 			MaxBytes:  4 << 20,
 		})
-		for range n {
+	}
+	defer func() {
+		var wg sync.WaitGroup
+		for _, rd := range rds {
+			wg.Go(func() { _ = rd.Close() }) // it returns nil
+		}
+		wg.Wait()
+	}()
+	var out []testRec
+	for p, rd := range rds {
+		for range counts[p] {
 			m, err := rd.ReadMessage(ctx)
 			require.NoError(t, err, "kafka-go consume %s-%d", topic, p)
 			r := testRec{partition: int32(m.Partition), offset: m.Offset, key: m.Key, value: m.Value, timestamp: m.Time.UnixMilli()}
@@ -374,7 +395,6 @@ func consumeKafkaGo(ctx context.Context, t *testing.T, addr, topic string, count
 			}
 			out = append(out, r)
 		}
-		require.NoError(t, rd.Close())
 	}
 	return out
 }
@@ -546,10 +566,6 @@ func TestClientsCrossRead(t *testing.T) {
 		}
 	}
 }
-
-// crossRecords is how many records each writer produces per codec in
-// TestClientsCrossRead.
-const crossRecords = 10_000
 
 // TestKgoIdempotentCodecs: kgo produces kgoRecordsPerCodec records with
 // each codec, idempotent, acks=all, to a topic of 3 partitions

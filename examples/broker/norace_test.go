@@ -2,6 +2,11 @@
 
 package main
 
-// kgoRecordsPerCodec is TestKgoIdempotentCodecs' record count per codec
-// (race_test.go lowers it under -race).
-const kgoRecordsPerCodec = 100_000
+const (
+	// kgoRecordsPerCodec is how many records TestKgoIdempotentCodecs
+	// produces with each codec (race_test.go lowers it under -race).
+	kgoRecordsPerCodec = 100_000
+	// crossRecords is how many records each writer produces per codec in
+	// TestClientsCrossRead (race_test.go lowers it under -race).
+	crossRecords = 10_000
+)
