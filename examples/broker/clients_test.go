@@ -22,7 +22,7 @@ import (
 // against the broker: franz-go's kgo, IBM's sarama and segmentio's
 // kafka-go. Each has one producer and one consumer function below, on a
 // client-neutral record (testRec), so that every (writer, reader) pair is
-// one line of TestClientsCrossRead.
+// one subtest of TestClientsCrossRead.
 
 // testRec is a record as every client can write and read it.
 type testRec struct {
@@ -62,7 +62,11 @@ var codecNames = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 // millisecond apart. The value bytes are slices of a pseudo-random text
 // seeded by tag, so compression has work to do.
 func genRecords(tag string, n int) []testRec {
-	rng := rand.New(rand.NewPCG(uint64(len(tag)), uint64(n)))
+	seed := uint64(n)
+	for _, c := range tag {
+		seed = seed*31 + uint64(c)
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
 	text := make([]byte, 64<<10)
 	for j := range text {
 		text[j] = byte('a' + rng.IntN(8)) // compressible, not trivially
@@ -95,8 +99,8 @@ func genRecords(tag string, n int) []testRec {
 	return recs
 }
 
-// acked is a produced record as its producer's acknowledgement placed it.
-func acked(r testRec, partition int32, offset int64) testRec {
+// withAck is a produced record as its producer's acknowledgement placed it.
+func withAck(r testRec, partition int32, offset int64) testRec {
 	r.partition, r.offset = partition, offset
 	return r
 }
@@ -151,7 +155,7 @@ func produceKgo(ctx context.Context, t *testing.T, addr, topic string, codec int
 				mu.Unlock()
 				return
 			}
-			out[i] = acked(r, kr.Partition, kr.Offset) // one promise per index
+			out[i] = withAck(r, kr.Partition, kr.Offset) // one promise per index
 		})
 	}
 	wg.Wait()
@@ -260,7 +264,7 @@ func produceSarama(ctx context.Context, t *testing.T, addr, topic string, codec 
 		select {
 		case m := <-p.Successes():
 			i := m.Metadata.(int)
-			out[i] = acked(recs[i], m.Partition, m.Offset)
+			out[i] = withAck(recs[i], m.Partition, m.Offset)
 		case pe := <-p.Errors():
 			t.Fatalf("sarama produce record %v: %v", pe.Msg.Metadata, pe.Err)
 		case <-ctx.Done():
@@ -341,7 +345,7 @@ func produceKafkaGo(ctx context.Context, t *testing.T, addr, topic string, codec
 			defer mu.Unlock()
 			for _, m := range msgs {
 				i := m.WriterData.(int)
-				out[i] = acked(recs[i], int32(m.Partition), m.Offset)
+				out[i] = withAck(recs[i], int32(m.Partition), m.Offset)
 			}
 		},
 	}
@@ -422,6 +426,9 @@ func checkConsumed(t *testing.T, acks, consumed []testRec, nullsKept bool) {
 	ids := make(map[string]bool, len(acks))
 	for i := range acks {
 		a := &acks[i]
+		if len(a.headers) == 0 {
+			t.Fatalf("record %d of %d has no acknowledgement", i, len(acks)) // left zero by its producer
+		}
 		k := key{a.partition, a.offset}
 		if want[k] != nil {
 			t.Fatalf("records %s and %s acknowledged at %v", want[k].headers[0].value, a.headers[0].value, k)
