@@ -86,26 +86,27 @@
 // The tests start the broker in-process on 127.0.0.1:0: franz-go's kgo
 // produces 10,000 records (idempotent, acks=all) to three partitions and
 // consumes them back byte for byte, also across a clean restart (high
-// watermarks, topic ids and producer ids survive) and with each of its
-// compression codecs, and across a SIGKILL of the broker process (the
+// watermarks, topic ids and producer ids survive), 100,000 with each of
+// its compression codecs, and across a SIGKILL of the broker process (the
 // test binary re-executed) with a Produce request written but not
 // answered: the same kgo client's retry is answered as a duplicate, and
-// every acknowledged record is read back once; segmentio/kafka-go reads
-// what kgo wrote; raw
-// requests check the refusals, ListOffsets, the long poll and the
+// every acknowledged record is read back once; kgo, IBM/sarama and
+// segmentio/kafka-go each produce 10,000 records with their default codec
+// and with a compressed one, and each client reads back what every one of
+// them wrote; kcat (librdkafka) produces and consumes with every codec;
+// raw requests check the refusals, ListOffsets, the long poll and the
 // shutdown during one. Transactions: kgo runs 30 of 100 records, every
 // third aborted, read back read_committed (the committed ones exactly)
 // and read_uncommitted (all); a second producer with the same
 // transactional id fences the first; the id's producer id and epoch
 // survive a restart; a transaction open at a SIGKILL (its records
 // acknowledged) is aborted at the restart, and read_committed consumers
-// read past it.
-// Committed offsets are read back after a clean
-// restart, after a SIGKILL of the broker process, and from a crash clone
-// of an in-memory file system that keeps only what was fsynced; a
-// consumer resumes from a committed offset and epoch, kgo validating it
-// with OffsetForLeaderEpoch, and a position past its epoch's end is
-// reported as kgo.ErrDataLoss.
+// read past it. Committed offsets are read back after a clean restart,
+// after a SIGKILL of the broker process, and from a crash clone of an
+// in-memory file system that keeps only what was fsynced; a consumer
+// resumes from a committed offset and epoch, kgo validating it with
+// OffsetForLeaderEpoch, and a position past its epoch's end is reported
+// as kgo.ErrDataLoss.
 //
 // What a real broker must still add: replication between brokers
 // (followers fetching, the ISR, a high watermark that follows the

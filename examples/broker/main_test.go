@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tierlog/tierlog/log"
-	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/logmanager"
 	"github.com/tierlog/tierlog/remote"
 )
@@ -238,46 +237,6 @@ func testLog(t *testing.T, s *Server, topic string, partition int32) *log.Unifie
 	l, err := s.mgr.Get(remote.TopicIDPartition{TopicID: tp.id, Topic: topic, Partition: partition})
 	require.NoError(t, err)
 	return l
-}
-
-// TestKgoCompression: each of kgo's codecs round-trips, and the log
-// stores the batches compressed as the producer sent them (it
-// decompresses them only to validate).
-func TestKgoCompression(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		codec kgo.CompressionCodec
-		attr  int16 // the batch attributes' compression bits
-	}{
-		{"none", kgo.NoCompression(), 0},
-		{"gzip", kgo.GzipCompression(), 1},
-		{"snappy", kgo.SnappyCompression(), 2},
-		{"lz4", kgo.Lz4Compression(), 3},
-		{"zstd", kgo.ZstdCompression(), 4},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			s := startBroker(t, t.TempDir())
-			topic := "compressed-" + c.name
-			prod := newClient(t, s, kgo.ProducerBatchCompression(c.codec))
-			createTopic(ctx, t, prod, topic)
-			acked := produceAll(ctx, t, prod, topic, 500)
-			batches := 0
-			for p := range int32(testPartitions) {
-				fd, err := testLog(t, s, topic, p).Read(nil, 0, 1<<30, log.IsolationHighWatermark, true)
-				require.NoError(t, err)
-				for b := fd.Records; len(b) > 0; batches++ {
-					batch, err := record.ReadBatch(b)
-					require.NoError(t, err)
-					require.Equal(t, c.attr, batch.Attributes()&7, "partition %d batch at %d", p, batch.BaseOffset())
-					b = b[batch.Size():]
-				}
-			}
-			require.NotZero(t, batches)
-			consumeAll(ctx, t, s, topic, acked)
-		})
-	}
 }
 
 // TestRunStopsOnSignal: run serves until a signal, then closes the log
