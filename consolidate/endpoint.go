@@ -155,7 +155,9 @@ type PartitionResponse struct {
 	Err  error
 	// Records are whole batches from the fetch offset with their assigned
 	// offsets, trimmed to the partition budget. The leader epoch in them
-	// is the producer's; the fetcher stamps E_d.
+	// is the producer's; the fetcher stamps E_d. Never nil: empty when
+	// nothing is served, so an encoder writes an empty record set, not a
+	// null one (size -1, which consumers refuse).
 	Records []byte
 	// HighWatermark is the WAL's (HW_d), LogStartOffset the whole-log
 	// start L (-1 when unknown).
@@ -197,7 +199,7 @@ func (e *Endpoint) Fetch(ctx context.Context, parts []FetchPartition) ([]Partiti
 // answer runs DecideFetch for one partition over the WAL's result f.
 func (e *Endpoint) answer(p FetchPartition, f wal.FetchResult) PartitionResponse {
 	tp := p.Partition
-	r := PartitionResponse{Partition: tp, HighWatermark: f.HighWatermark, LogStartOffset: base.UndefinedOffset}
+	r := PartitionResponse{Partition: tp, Records: []byte{}, HighWatermark: f.HighWatermark, LogStartOffset: base.UndefinedOffset}
 	state, local, ok := e.opts.Partitions.Partition(tp)
 	if !ok {
 		r.Code, r.Err = FetchDiskless, f.Err
@@ -308,7 +310,7 @@ func trimRecords(buf []byte, fetchOffset, budget int64) []byte {
 	}
 	from, to := TrimBatches(spans, fetchOffset, budget)
 	if from == to {
-		return nil
+		return []byte{}
 	}
 	start := 0
 	if from > 0 {

@@ -144,6 +144,11 @@ func TestEndpointTrimsToBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.Empty(t, res[0].Records, "at the high watermark")
+	require.NotNil(t, res[0].Records, "an empty record set, not a null one")
+	res, err = ep.Fetch(e.ctx, []FetchPartition{{Partition: remote.TopicIDPartition{Topic: "unknown"}, Offset: 0}})
+	require.NoError(t, err)
+	require.Error(t, res[0].Err)
+	require.NotNil(t, res[0].Records, "an empty record set with an error too")
 }
 
 func offsetOf(t *testing.T, v string) int64 {
