@@ -35,7 +35,7 @@ func TestEndpointRecreatedLeaderBeforeFirstPrune(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, res[0].Err, ErrNotLeaderOrFollower)
 	require.True(t, res[0].RemotePrefixUnknown)
-	require.Nil(t, res[0].Records, "never consolidate below the seal")
+	require.Empty(t, res[0].Records, "never consolidate below the seal")
 	require.Equal(t, int64(0), res[0].LogStartOffset)
 
 	// A segment holding 99 in a discarded epoch does not cover the seal.
