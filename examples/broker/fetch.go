@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tierlog/tierlog/kafkaerr"
 	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/remote"
 )
 
 // fetch reads each partition. Library: log.UnifiedLog.Read returns whole
@@ -76,6 +78,14 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest, isolation log.Isolation) (*kmsg
 				// whole batch, even above the limits (Kafka's
 				// minOneMessage), so a large batch never stalls a consumer.
 				fd, err := l.Read(nil, rp.FetchOffset, max(maxBytes, 0), isolation, total == 0)
+				remoteRead := errors.Is(err, log.ErrOffsetMovedToTieredStorage) && s.tier != nil
+				if remoteRead {
+					// Below the local log start: the remote tier's
+					// batches, under the offsets the local read loaded.
+					var rr remote.ReadResult
+					rr, err = s.readRemote(rt.Topic, rp.Partition, rp.FetchOffset, max(maxBytes, 0), isolation, total == 0)
+					fd.Records, fd.AbortedTransactions = log.NonNilRecords(rr.Records), rr.AbortedTransactions
+				}
 				p.ErrorCode = s.errorCode(l, err)
 				p.HighWatermark = fd.HighWatermark
 				p.LastStableOffset = fd.LastStableOffset
@@ -87,7 +97,9 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest, isolation log.Isolation) (*kmsg
 					p.AbortedTransactions = append(p.AbortedTransactions, at)
 				}
 				total += len(fd.Records)
-				if err == nil {
+				if err == nil && !remoteRead {
+					// A remote read has data below the bound: waiting
+					// would not bring more.
 					waits = append(waits, fetchWait{l, rp.FetchOffset})
 				}
 			}

@@ -8,7 +8,10 @@ import (
 	"github.com/tierlog/tierlog/log"
 )
 
-// listOffsets answers earliest (-2), latest (-1), MAX_TIMESTAMP (-3) and
+// listOffsets answers earliest (-2), latest (-1), MAX_TIMESTAMP (-3),
+// earliest-local (-4, v8, KIP-405: the local log start offset, above the
+// log start once the remote tier holds the oldest segments), latest-tiered
+// (-5, v9, KIP-1005: the highest offset in remote storage) and
 // timestamps. Library: log.UnifiedLog.FetchOffsetByTimestamp finds the
 // offset and its leader epoch (and the record's timestamp); the broker
 // then applies the consumer's isolation as Kafka's
@@ -62,8 +65,16 @@ func listOffset(l *log.UnifiedLog, ts int64, isolationLevel int8) (int64, int64,
 	switch {
 	case err != nil:
 		return log.NoTimestamp, -1, -1, err
-	case !found || (ts != log.ListEarliest && r.Offset >= bound):
+	case !found || (!unbounded(ts) && r.Offset >= bound):
 		return log.NoTimestamp, -1, -1, nil
 	}
 	return r.Timestamp, r.Offset, r.Epoch, nil
+}
+
+// unbounded reports whether the answer to special timestamp ts stands
+// whatever the isolation bound, as Kafka's Partition.fetchOffsetForTimestamp
+// answers earliest, earliest-local and latest-tiered: they name where a
+// tier starts or ends, not a record to read.
+func unbounded(ts int64) bool {
+	return ts == log.ListEarliest || ts == log.ListEarliestLocal || ts == log.ListLatestTiered
 }

@@ -53,6 +53,34 @@ type Options struct {
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
 	TransactionAbortInterval time.Duration
 
+	// SegmentBytes is the size at which a log's active segment rolls.
+	// Default 1 GiB. Kafka: segment.bytes.
+	SegmentBytes int64
+	// RetentionCheckInterval is how often local retention runs on every
+	// log (deleting, with the remote tier on, only segments already
+	// copied). Default 5 min; negative: never. Kafka:
+	// log.retention.check.interval.ms.
+	RetentionCheckInterval time.Duration
+
+	// RemoteDisabled turns the remote tier (KIP-405) off: logs are local
+	// only. Default false: on, with the objects in Dir/remote (or S3) and
+	// their metadata in Dir/remote-metadata. Kafka:
+	// remote.log.storage.system.enable and remote.storage.enable.
+	RemoteDisabled bool
+	// S3, when S3.Bucket is set, keeps the remote tier's objects in S3.
+	S3 S3Options
+	// RemoteTaskInterval is the delay between two runs of a partition's
+	// copy task (and of its remote retention). Default 30 s. Kafka:
+	// remote.log.manager.task.interval.ms.
+	RemoteTaskInterval time.Duration
+	// LocalRetentionMs and LocalRetentionBytes bound what stays on local
+	// disk once copied. Default log.LocalRetentionDefault (-2: follow
+	// retention.ms, 7 days, and retention.bytes, none);
+	// log.RetentionNone for zero (keep only the active segment). Kafka:
+	// local.retention.ms, local.retention.bytes.
+	LocalRetentionMs    int64
+	LocalRetentionBytes int64
+
 	// beforeAnswer, when set, is called with a request's API key after
 	// the request is handled and before its response is written (tests
 	// hold answers back to kill the broker between the two).
@@ -68,6 +96,7 @@ type Server struct {
 	logger *slog.Logger
 	ln     net.Listener
 	mgr    *logmanager.Manager
+	tier   *tier // nil with Options.RemoteDisabled
 	topics *topics
 	pids   *producerIDs
 	plain  *plainFiles // Options.BaselinePlainFile, else nil
@@ -128,11 +157,19 @@ func Start(opts Options) (*Server, error) {
 	if s.offsets, err = openOffsets(offsetsFS, filepath.Join(opts.Dir, offsetsDirName)); err != nil {
 		return nil, err
 	}
+	if !opts.RemoteDisabled {
+		if s.tier, err = openTier(opts, s.logger); err != nil {
+			return nil, err
+		}
+	}
+	logOpts := tierLogOptions(opts)
+	logOpts.FlushMessages, logOpts.SegmentBytes = opts.FlushMessages, opts.SegmentBytes
 	// Library: logmanager.Open opens every partition's log.UnifiedLog.
 	mgr, err := logmanager.Open(context.Background(), logmanager.Options{
-		Dirs: []string{filepath.Join(opts.Dir, "logs")},
-		FS:   opts.FS,
-		Log:  log.Options{FlushMessages: opts.FlushMessages},
+		Dirs:                   []string{filepath.Join(opts.Dir, "logs")},
+		FS:                     opts.FS,
+		Log:                    logOpts,
+		RetentionCheckInterval: opts.RetentionCheckInterval,
 		// Checkpoint the high watermarks often: a crash (not a clean
 		// Close, which always writes them) loses at most this much.
 		HighWatermarkCheckpointInterval: time.Second,
@@ -142,22 +179,24 @@ func Start(opts Options) (*Server, error) {
 		},
 	})
 	if err != nil {
+		s.closeTier()
 		return nil, fmt.Errorf("broker: open the log directory: %w", err)
 	}
 	s.mgr = mgr
 	s.topics = loadTopics(mgr, opts.Partitions)
 	if err := s.commitLogEnds(); err != nil {
-		_ = mgr.Close()
+		_ = s.closeStorage()
 		return nil, err
 	}
 	if err := s.recoverTransactions(); err != nil {
-		_ = mgr.Close()
+		_ = s.closeStorage()
 		return nil, err
 	}
+	s.registerTiered()
 
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
-		_ = mgr.Close()
+		_ = s.closeStorage()
 		return nil, err
 	}
 	s.ln = ln
@@ -173,8 +212,11 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Close shuts down cleanly: it stops accepting, ends the long polls,
 // lets every connection finish the request it is serving (and no more),
-// then closes the log manager, which checkpoints the high watermarks and
-// writes the clean-shutdown marker.
+// stops the remote tier's tasks (a copy in flight is cancelled; its
+// dangling objects are deleted by the next start's first copy run), then
+// closes the log manager, which checkpoints the high watermarks and
+// writes the clean-shutdown marker, and last the remote metadata and the
+// object store.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -188,8 +230,7 @@ func (s *Server) Close() error {
 		_ = s.ln.Close()
 		s.cancel()
 		s.wg.Wait()
-		// Library: logmanager.Manager.Close closes every log.
-		s.closeErr = s.mgr.Close()
+		s.closeErr = s.closeStorage()
 		if s.plain != nil {
 			s.plain.close()
 		}

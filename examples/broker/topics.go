@@ -136,5 +136,8 @@ func (s *Server) partitionLog(name string, partition int32) (l *log.UnifiedLog, 
 		return nil, false, nil
 	}
 	l, err = s.topics.log(name, tp, partition)
+	if err == nil {
+		s.maybeRegisterTiered(name, tp, partition, l)
+	}
 	return l, true, err
 }

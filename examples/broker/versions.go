@@ -14,8 +14,9 @@ type versionRange struct{ min, max int16 }
 //     transaction verification, 13 names topics by id);
 //   - Fetch from 4 (isolation level, last stable offset) to 12 (13 names
 //     topics by id);
-//   - ListOffsets from 1 to 7 (KIP-734's MAX_TIMESTAMP; 8 and later are
-//     the tiered-storage timestamps);
+//   - ListOffsets from 1 to 9 (7: KIP-734's MAX_TIMESTAMP; 8: KIP-405's
+//     earliest-local; 9: KIP-1005's latest-tiered; 10 is KIP-1075's
+//     remote lookup timeout);
 //   - Metadata from 1 (a null topic list means all) to 12;
 //   - InitProducerId 0 to 4 (idempotent and transactional producers);
 //   - CreateTopics 2 to 7;
@@ -32,7 +33,7 @@ var supported = map[int16]versionRange{
 	kmsg.CreateTopics.Int16():    {2, 7},
 	kmsg.Produce.Int16():         {3, 11},
 	kmsg.Fetch.Int16():           {4, 12},
-	kmsg.ListOffsets.Int16():     {1, 7},
+	kmsg.ListOffsets.Int16():     {1, 9},
 	kmsg.InitProducerID.Int16():  {0, 4},
 	kmsg.FindCoordinator.Int16(): {0, 4},
 
