@@ -295,3 +295,115 @@ func TestTieredKcat(t *testing.T) {
 	require.Equal(t, want.String(), string(out))
 	require.Greater(t, s.tier.mgr.Metrics().RemoteReads, reads, "kcat was served from remote storage")
 }
+
+// appendTxnLog writes to l, as its leader, n plain batches of one padded
+// record each; after every tenth a transaction of producer pid (two
+// batches, then its marker: abort for odd transactions, commit for even
+// ones). It returns the values a read_committed consumer must read, in
+// order, and the first offsets of the aborted transactions.
+func appendTxnLog(t *testing.T, l *log.UnifiedLog, n int, pid int64) (committed []string, aborted []int64) {
+	t.Helper()
+	now := time.Now().UnixMilli()
+	pad := strings.Repeat("p", 300)
+	seq, txn := int32(0), 0
+	for i := range n {
+		b := record.NewBuilder(record.DefaultBuilderOptions())
+		v := fmt.Sprintf("plain-%04d-%s", i, pad)
+		b.Add(now, nil, []byte(v))
+		_, err := l.AppendBuilderAsLeader(b, leaderEpoch, log.OriginClient)
+		require.NoError(t, err)
+		committed = append(committed, v)
+		if i%10 != 9 {
+			continue
+		}
+		abort := txn%2 == 1
+		var vals []string
+		first := int64(-1)
+		for range 2 {
+			o := record.DefaultBuilderOptions()
+			o.ProducerID, o.ProducerEpoch, o.BaseSequence, o.Transactional = pid, 0, seq, true
+			b := record.NewBuilder(o)
+			v := fmt.Sprintf("txn-%d-seq-%d-%s", txn, seq, pad)
+			b.Add(now, nil, []byte(v))
+			info, err := l.AppendBuilderAsLeader(b, leaderEpoch, log.OriginClient)
+			require.NoError(t, err)
+			if first < 0 {
+				first = info.FirstOffset
+			}
+			vals = append(vals, v)
+			seq++
+		}
+		ctl := record.ControlCommit
+		if abort {
+			ctl = record.ControlAbort
+			aborted = append(aborted, first)
+		} else {
+			committed = append(committed, vals...)
+		}
+		o := record.DefaultBuilderOptions()
+		o.ProducerID, o.ProducerEpoch = pid, 0
+		marker, err := record.AppendEndTxnBatch(nil, o, now, ctl, 0)
+		require.NoError(t, err)
+		_, err = l.AppendAsLeader(marker, leaderEpoch, log.OriginCoordinator)
+		require.NoError(t, err)
+		txn++
+	}
+	_, err := l.MaybeIncrementHighWatermark(l.LogEndOffset())
+	require.NoError(t, err)
+	return committed, aborted
+}
+
+// TestTieredReadCommitted: a partition with committed and aborted
+// transactions is tiered until it is in remote storage only. A
+// read_committed fetch from 0 returns the local log's batches from remote
+// storage with the aborted transactions of the remote transaction indexes
+// (each aborted transaction, and no other), and kgo reading committed
+// consumes the plain and committed records only, in order.
+func TestTieredReadCommitted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := startTiered(t, tieredOptions(t.TempDir(), log.RetentionNone, -1))
+	const topic, pid = "txn-tiered", 4242
+	_, _, err := s.topics.create(topic, 1)
+	require.NoError(t, err)
+	l := testLog(t, s, topic, 0)
+	s.maybeRegisterTiered(topic, mustTopic(t, s, topic), 0, l)
+	committed, aborted := appendTxnLog(t, l, 120, pid)
+	require.NotEmpty(t, aborted)
+	local := readLocal(t, l)
+
+	waitAllTiered(ctx, t, s, topic, 1, true)
+	_, b := rawBroker(ctx, t, s)
+	got, abortedGot := fetchAllRaw(ctx, t, b, topic, 0, l.HighWatermark(), 1)
+	require.True(t, bytes.Equal(local, got), "remote batches differ from the local ones")
+	firsts := map[int64]bool{}
+	for _, a := range abortedGot {
+		require.Equal(t, int64(pid), a.ProducerID)
+		firsts[a.FirstOffset] = true
+	}
+	want := map[int64]bool{}
+	for _, f := range aborted {
+		want[f] = true
+	}
+	require.Equal(t, want, firsts, "aborted transactions listed by the remote reads")
+	_, abortedUncommitted := fetchAllRaw(ctx, t, b, topic, 0, l.HighWatermark(), 0)
+	require.Empty(t, abortedUncommitted, "read_uncommitted lists no aborted transaction")
+
+	cl := newClient(t, s, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	var values []string
+	for len(values) < len(committed) {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "consumed %d of %d", len(values), len(committed))
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) { values = append(values, string(r.Value)) })
+	}
+	require.Equal(t, committed, values)
+}
+
+func mustTopic(t *testing.T, s *Server, name string) topic {
+	t.Helper()
+	tp, ok := s.topics.get(name)
+	require.True(t, ok)
+	return tp
+}
