@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -406,4 +408,26 @@ func mustTopic(t *testing.T, s *Server, name string) topic {
 	tp, ok := s.topics.get(name)
 	require.True(t, ok)
 	return tp
+}
+
+// TestRemoteDisabled: with -remote=false the logs are local only and no
+// remote store or metadata is created.
+func TestRemoteDisabled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	opts := tieredOptions(dir, log.RetentionNone, -1)
+	opts.RemoteDisabled = true
+	s := startTiered(t, opts)
+	require.Nil(t, s.tier)
+	prod := tieredProducer(t, s)
+	createTopic(ctx, t, prod, testTopic)
+	acked := produceAll(ctx, t, prod, testTopic, 200)
+	require.False(t, testLog(t, s, testTopic, 0).RemoteStorageEnabled())
+	consumeAll(ctx, t, s, testTopic, acked)
+	require.NoError(t, s.Close())
+	for _, name := range []string{"remote", "remote-metadata"} {
+		_, err := os.Stat(filepath.Join(dir, name))
+		require.ErrorIs(t, err, os.ErrNotExist, name)
+	}
 }
