@@ -37,7 +37,7 @@ func (s *Server) listOffsets(r *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
 				var err error
-				p.Timestamp, p.Offset, p.LeaderEpoch, err = listOffset(l, rp.Timestamp, r.IsolationLevel)
+				p.Timestamp, p.Offset, p.LeaderEpoch, err = s.listOffset(l, rt.Topic, rp.Partition, rp.Timestamp, r.IsolationLevel)
 				p.ErrorCode = s.errorCode(l, err)
 			}
 			t.Partitions = append(t.Partitions, p)
@@ -47,8 +47,11 @@ func (s *Server) listOffsets(r *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 	return resp
 }
 
-// listOffset answers one partition.
-func listOffset(l *log.UnifiedLog, ts int64, isolationLevel int8) (int64, int64, int32, error) {
+// listOffset answers one partition. A timestamp is looked up in the
+// remote tier first when it holds offsets below the local log start
+// (Library: remote.Manager.FindOffsetByTimestamp), then in the local
+// segments, as Kafka's UnifiedLog.fetchOffsetByTimestamp does.
+func (s *Server) listOffset(l *log.UnifiedLog, name string, partition int32, ts int64, isolationLevel int8) (int64, int64, int32, error) {
 	o := l.Offsets()
 	bound := o.HighWatermark
 	if isolationLevel == 1 {
@@ -61,7 +64,10 @@ func listOffset(l *log.UnifiedLog, ts int64, isolationLevel int8) (int64, int64,
 		}
 		return log.NoTimestamp, bound, epoch, nil
 	}
-	r, found, err := l.FetchOffsetByTimestamp(ts)
+	r, found, err := s.findRemoteOffset(l, name, partition, ts)
+	if err == nil && !found {
+		r, found, err = l.FetchOffsetByTimestamp(ts)
+	}
 	switch {
 	case err != nil:
 		return log.NoTimestamp, -1, -1, err

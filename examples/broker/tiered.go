@@ -259,3 +259,21 @@ func (s *Server) closeTier() {
 		_ = s.tier.closeStores()
 	}
 }
+
+// findRemoteOffset answers ListOffsets for a timestamp (ts >= 0) from the
+// remote tier when it holds offsets below the local log start: the first
+// record there at or above the log start with a timestamp >= ts. found
+// is false when the remote tier has none (or is off, or ts is special):
+// the local segments answer.
+func (s *Server) findRemoteOffset(l *log.UnifiedLog, name string, partition int32, ts int64) (log.TimestampAndOffset, bool, error) {
+	start := l.LogStartOffset()
+	if s.tier == nil || ts < 0 || start >= l.LocalLogStartOffset() {
+		return log.TimestampAndOffset{}, false, nil
+	}
+	tp, ok := s.topics.get(name)
+	if !ok {
+		return log.TimestampAndOffset{}, false, nil
+	}
+	id := remote.TopicIDPartition{TopicID: tp.id, Topic: name, Partition: partition}
+	return s.tier.mgr.FindOffsetByTimestamp(context.Background(), id, ts, start)
+}

@@ -431,3 +431,39 @@ func TestRemoteDisabled(t *testing.T) {
 		require.ErrorIs(t, err, os.ErrNotExist, name)
 	}
 }
+
+// TestTieredListOffsetsByTimestamp: once a partition is in remote storage
+// only, ListOffsets by timestamp (v1 and v9) finds the first record at or
+// after the timestamp in the remote tier; kgo starting at a timestamp
+// consumes from there.
+func TestTieredListOffsetsByTimestamp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := startTiered(t, tieredOptions(t.TempDir(), log.RetentionNone, -1))
+	const topic, n = "time-tiered", 600
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	prod := tieredProducer(t, s, kgo.AllowAutoTopicCreation())
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%04d-%s", i, strings.Repeat("t", 100)),
+			Timestamp: base.Add(time.Duration(i) * 10 * time.Millisecond)}
+		require.NoError(t, prod.ProduceSync(ctx, r).FirstErr())
+	}
+	waitAllTiered(ctx, t, s, topic, 1, true)
+	_, b := rawBroker(ctx, t, s)
+	for _, i := range []int{0, 1, 17, 300, n - 1} {
+		ts := base.Add(time.Duration(i)*10*time.Millisecond - 5*time.Millisecond).UnixMilli()
+		for _, v := range []int16{1, 9} {
+			require.Equal(t, []int64{int64(i)}, listOffsetsRaw(ctx, t, b, topic, 0, v, ts), "ListOffsets v%d (record %d)", v, i)
+		}
+	}
+	past := base.Add(n * 10 * time.Millisecond).UnixMilli()
+	require.Equal(t, []int64{-1}, listOffsetsRaw(ctx, t, b, topic, 0, 9, past), "no record at or after the last")
+
+	cl := newClient(t, s, kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(base.Add(2995*time.Millisecond).UnixMilli())))
+	fs := cl.PollFetches(ctx)
+	require.NoError(t, fs.Err())
+	first := fs.Records()[0]
+	require.Equal(t, int64(300), first.Offset)
+	require.Equal(t, fmt.Sprintf("v%04d-%s", 300, strings.Repeat("t", 100)), string(first.Value))
+}
