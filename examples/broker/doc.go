@@ -6,6 +6,8 @@
 // Run it with:
 //
 //	go run ./examples/broker -addr 127.0.0.1:9092 -dir /tmp/tierlog-broker [-partitions N] [-flush-messages N]
+//	    [-segment-bytes N] [-local-retention-ms MS] [-local-retention-bytes N]
+//	    [-remote=false | -s3-endpoint host:port -s3-bucket B [-s3-region R] [-s3-insecure]]
 //
 // Acknowledged records are in the page cache, as Kafka's: with one
 // replica, a crash of the machine can lose them unless -flush-messages 1
@@ -29,9 +31,13 @@
 //     compression codecs (the log decompresses to validate);
 //   - Fetch: read_uncommitted and read_committed, MaxWaitMillis and
 //     MinBytes through log.UnifiedLog.WaitFor, MaxBytes and
-//     PartitionMaxBytes; no fetch sessions;
-//   - ListOffsets: earliest, latest (the high watermark or the last stable
-//     offset), MAX_TIMESTAMP and timestamps;
+//     PartitionMaxBytes; below the local log start from the remote tier
+//     (below); no fetch sessions;
+//   - ListOffsets: earliest (the log start, the remote tier's start),
+//     earliest-local (v8), latest-tiered (v9), latest (the high watermark
+//     or the last stable offset), MAX_TIMESTAMP and timestamps (looked up
+//     in the remote tier first when it holds offsets below the local log
+//     start: remote.Manager.FindOffsetByTimestamp);
 //   - InitProducerId: ids from blocks of 1000 reserved durably in
 //     DIR/producer-id-block, so they never repeat across restarts;
 //   - transactions (KIP-98, transaction version 1), a coordinator in the
@@ -77,11 +83,33 @@
 //     logmanager.Manager.Close checkpoints the high watermarks and marks
 //     the directory clean.
 //
+// The remote tier (KIP-405) is on by default (-remote=false turns it
+// off): the objects go to DIR/remote (a directory object store,
+// remote/objstore/fs) or to S3 (-s3-endpoint, -s3-bucket; credentials
+// from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), their metadata to a
+// Pebble database in DIR/remote-metadata (remote.MetadataManager). Every
+// partition is registered with a remote.Manager as its leader (at start,
+// and when a request first uses it): its copy task uploads each rolled
+// segment below the last stable offset (never the active one) every
+// -remote-task-interval, and its expiration task applies retention.ms to
+// local plus remote data. Local retention (-local-retention-ms,
+// -local-retention-bytes: Kafka's local.retention.*, default following
+// retention.ms) runs every -retention-check-interval and deletes only
+// segments already copied, so the log start offset stays at the remote
+// tier's start while the local log start moves up. A fetch below the
+// local log start (the log answers ErrOffsetMovedToTieredStorage) is
+// served by remote.Manager.Read: the batches as the producer sent them,
+// each CRC-checked, and for read_committed the aborted transactions of
+// the remote transaction indexes; the seal and lineage checks are the
+// library's. Close stops the remote tasks before the logs close.
+//
 // Errors are answered with kafkaerr.ErrorCode of the library's typed
 // errors; an I/O error takes the log directory offline
 // (logmanager.Manager.ReportError) and its partitions then answer
 // KAFKA_STORAGE_ERROR. The logs live in DIR/logs (a logmanager
-// directory).
+// directory). A remote read's errors map the same way (a corrupt remote
+// batch is CORRUPT_MESSAGE, a segment expired meanwhile
+// OFFSET_OUT_OF_RANGE); they never take the log directory offline.
 //
 // The tests start the broker in-process on 127.0.0.1:0: franz-go's kgo
 // produces 10,000 records (idempotent, acks=all) to three partitions and
@@ -106,7 +134,13 @@
 // in-memory file system that keeps only what was fsynced; a consumer
 // resumes from a committed offset and epoch, kgo validating it with
 // OffsetForLeaderEpoch, and a position past its epoch's end is reported
-// as kgo.ErrDataLoss.
+// as kgo.ErrDataLoss. The tiered tests
+// (tiered_test.go) roll 8 KiB segments, wait until the remote tier holds
+// them and local retention deleted them, and consume from offset 0 with
+// kgo and kcat: the fetched batches are byte for byte the ones the local
+// log held, the aborted transactions come from the remote transaction
+// indexes, ListOffsets by timestamp finds records in the remote tier, and
+// a clean restart keeps it all.
 //
 // What a real broker must still add: replication between brokers
 // (followers fetching, the ISR, a high watermark that follows the

@@ -86,7 +86,13 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest, isolation log.Isolation) (*kmsg
 					rr, err = s.readRemote(rt.Topic, rp.Partition, rp.FetchOffset, max(maxBytes, 0), isolation, total == 0)
 					fd.Records, fd.AbortedTransactions = log.NonNilRecords(rr.Records), rr.AbortedTransactions
 				}
-				p.ErrorCode = s.errorCode(l, err)
+				if remoteRead {
+					// The remote tier's errors never take the log
+					// directory offline.
+					p.ErrorCode = kafkaerr.ErrorCode(err)
+				} else {
+					p.ErrorCode = s.errorCode(l, err)
+				}
 				p.HighWatermark = fd.HighWatermark
 				p.LastStableOffset = fd.LastStableOffset
 				p.LogStartOffset = fd.LogStartOffset

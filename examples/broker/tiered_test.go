@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -466,4 +467,59 @@ func TestTieredListOffsetsByTimestamp(t *testing.T) {
 	first := fs.Records()[0]
 	require.Equal(t, int64(300), first.Offset)
 	require.Equal(t, fmt.Sprintf("v%04d-%s", 300, strings.Repeat("t", 100)), string(first.Value))
+}
+
+// TestTieredFetchErrors: remote read failures are answered with the
+// Kafka error of the library's typed error (kafkaerr) and leave the log
+// directory online: a flipped byte in a remote data object is
+// CORRUPT_MESSAGE, a remote store that lost the objects
+// KAFKA_STORAGE_ERROR; reads at or above the local log start still work.
+func TestTieredFetchErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	s := startTiered(t, tieredOptions(dir, log.RetentionNone, -1))
+	prod := tieredProducer(t, s, kgo.AllowAutoTopicCreation())
+	const topic = "broken-tier"
+	for i := range 300 {
+		require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "%04d-%s", i, strings.Repeat("b", 200))}).FirstErr())
+	}
+	waitAllTiered(ctx, t, s, topic, 1, true)
+	l := testLog(t, s, topic, 0)
+	_, b := rawBroker(ctx, t, s)
+
+	// The largest objects are segment data.
+	var largest string
+	var size int64
+	require.NoError(t, filepath.Walk(filepath.Join(dir, "remote"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() && info.Size() > size {
+			largest, size = p, info.Size()
+		}
+		return err
+	}))
+	require.NotEmpty(t, largest)
+	data, err := os.ReadFile(largest)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0x40
+	require.NoError(t, os.WriteFile(largest, data, 0o644))
+	corrupt := false
+	for off := int64(0); off < l.LocalLogStartOffset() && !corrupt; off += 10 {
+		r := fetchRaw(ctx, t, b, topic, 0, off, 0)
+		corrupt = r.ErrorCode == kerr.CorruptMessage.Code
+		if !corrupt {
+			require.Zero(t, r.ErrorCode, "fetch at %d", off)
+		} else {
+			require.Empty(t, r.RecordBatches, "no record of a corrupt read")
+		}
+	}
+	require.True(t, corrupt, "a fetch over the damaged object answered CORRUPT_MESSAGE")
+	require.Positive(t, s.tier.mgr.Metrics().RemoteReadCorruptions)
+
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "remote")))
+	require.Equal(t, kerr.KafkaStorageError.Code, fetchRaw(ctx, t, b, topic, 0, 0, 0).ErrorCode)
+	require.Empty(t, s.mgr.OfflineDirs(), "remote failures leave the log directory online")
+	require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("after")}).FirstErr())
+	r := fetchRaw(ctx, t, b, topic, 0, l.LocalLogStartOffset(), 0)
+	require.Zero(t, r.ErrorCode)
+	require.NotEmpty(t, r.RecordBatches)
 }
