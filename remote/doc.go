@@ -105,7 +105,10 @@
 // delay or by hand (RunCopy, RunExpiration, RunFollower, each returning
 // what the run did: CopyResult, ExpirationResult, FollowerResult), and
 // serves reads below the local log start (Read: whole, CRC-checked
-// batches with their aborted transactions). StopPartitions cancels a
+// batches with their aborted transactions) and ListOffsets by timestamp
+// there (FindOffsetByTimestamp: the segments of the log's lineage whose
+// largest timestamp reaches the target, through their uploaded time and
+// offset indexes). StopPartitions cancels a
 // partition's tasks, waits for running ones and deletes local or remote
 // data, keeping the metadata when asked (KeepRemoteLogMetadata). Every install of the log's highest
 // offset in remote storage carries the truncation count read under the log
