@@ -16,15 +16,19 @@ type stamped struct{ offset, ts int64 }
 
 // appendStamped appends n batches to l as leader (epoch 0 for the first
 // half, 1 for the rest): batch i holds 1 + i%3 records whose timestamps
-// go back and forth inside the batch, every other batch zstd-compressed.
+// go back and forth inside the batch, every other batch compressed (lz4
+// or snappy).
 // It returns every record in offset order.
 func appendStamped(t *testing.T, l *log.UnifiedLog, n int) []stamped {
 	t.Helper()
 	var out []stamped
 	for i := range n {
 		o := record.DefaultBuilderOptions()
-		if i%2 == 0 {
-			o.Compression = record.CompressionZstd
+		switch i % 4 {
+		case 1:
+			o.Compression = record.CompressionLZ4
+		case 3:
+			o.Compression = record.CompressionSnappy
 		}
 		b := record.NewBuilder(o)
 		var tss []int64
@@ -79,9 +83,12 @@ func TestFindOffsetByTimestamp(t *testing.T) {
 	require.Less(t, local, l.LogEndOffset(), "some segments still local")
 	require.Greater(t, len(finished(t, e.meta, tp)), 10)
 
+	// Every 13th millisecond: batches are 10 ms apart, so the sweep
+	// lands at every distance from a record's timestamp.
+	const step = 13
 	check := func(seal int64) {
 		for _, from := range []int64{0, 57, local / 2, local - 1, local} {
-			for ts := int64(1_999_990); ts <= 2_000_000+300*10+10; ts += 13 {
+			for ts := int64(1_999_990); ts <= 2_000_000+300*10+10; ts += step {
 				got, found, err := e.mgr.FindOffsetByTimestamp(ctx, tp, ts, from)
 				require.NoError(t, err, "ts %d from %d", ts, from)
 				want, ok := firstAtOrAfter(recs, ts, from)
