@@ -13,9 +13,6 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/tierlog/tierlog/log"
-	"github.com/tierlog/tierlog/log/record"
 )
 
 // This file runs three Kafka clients, each with its own protocol code,
@@ -505,19 +502,8 @@ func checkStored(t *testing.T, s *Server, topic string, acks []testRec, codec in
 		l := testLog(t, s, topic, p)
 		require.Equal(t, int64(counts[p]), l.LogEndOffset(), "partition %d", p)
 		require.Equal(t, int64(counts[p]), l.HighWatermark(), "partition %d", p)
-		for next := int64(0); next < l.HighWatermark(); {
-			fd, err := l.Read(nil, next, 4<<20, log.IsolationHighWatermark, true)
-			require.NoError(t, err)
-			require.NotEmpty(t, fd.Records, "partition %d at %d", p, next)
-			for b := fd.Records; len(b) > 0; {
-				batch, err := record.ReadBatch(b)
-				require.NoError(t, err)
-				require.Equal(t, codec, batch.Attributes()&7, "partition %d batch at %d", p, batch.BaseOffset())
-				next = batch.LastOffset() + 1
-				b = b[batch.Size():]
-			}
-		}
 	}
+	checkCodec(t, s, topic, testPartitions, codec, true)
 }
 
 // clientCase is one client under test: its producer, its consumer,

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
 )
 
 // kcatRequiredEnv makes the kcat tests fail instead of skip when kcat is
@@ -74,9 +77,46 @@ func TestKcat(t *testing.T) {
 					kcat(t, bin, s, in.Bytes(), args...)
 					out := kcat(t, bin, s, nil, "-C", "-t", topic, "-e", "-q", "-f", "%p|%h|%k:%s\n")
 					checkKcatOutput(t, in.String(), string(out), parts)
+					checkCodec(t, s, topic, parts, kcatCodecs[codec], true)
 				})
 			}
 		}
+	}
+}
+
+// kcatCodecs is the attributes' codec of kcat's -z names.
+var kcatCodecs = map[string]int16{"none": codecNone, "gzip": codecGzip, "snappy": codecSnappy, "lz4": codecLz4, "zstd": codecZstd}
+
+// checkCodec checks that every batch of the topic's partitions carries
+// codec: librdkafka falls back to uncompressed batches, silently, when
+// the broker's ApiVersions answer leaves out what it ties a codec to.
+// With smallUncompressed, a batch of fewer than 10 records may be
+// uncompressed (librdkafka, kgo and others send a batch as it is when
+// compressing does not shrink it), but each partition must hold a
+// compressed one.
+func checkCodec(t *testing.T, s *Server, topic string, parts int, codec int16, smallUncompressed bool) {
+	t.Helper()
+	for p := range int32(parts) {
+		compressed := 0
+		l := testLog(t, s, topic, p)
+		for next := int64(0); next < l.HighWatermark(); {
+			fd, err := l.Read(nil, next, 4<<20, log.IsolationHighWatermark, true)
+			require.NoError(t, err)
+			require.NotEmpty(t, fd.Records, "partition %d at %d", p, next)
+			for b := fd.Records; len(b) > 0; {
+				batch, err := record.ReadBatch(b)
+				require.NoError(t, err)
+				got := batch.Attributes() & 7
+				if got == codec {
+					compressed++
+				} else if !smallUncompressed || got != codecNone || batch.RecordsCount() >= 10 {
+					require.Equal(t, codec, got, "codec of partition %d batch at %d (%d records)", p, batch.BaseOffset(), batch.RecordsCount())
+				}
+				next = batch.LastOffset() + 1
+				b = b[batch.Size():]
+			}
+		}
+		require.Positive(t, compressed, "partition %d: no batch with codec %d", p, codec)
 	}
 }
 

@@ -10,8 +10,12 @@ type versionRange struct{ min, max int16 }
 
 // supported is what ApiVersions advertises, and what handleRaw accepts.
 // Each range is the versions whose fields the handlers read and fill:
-//   - Produce from 3 (magic v2 batches only) to 11 (12 is KIP-890's
-//     transaction verification, 13 names topics by id);
+//   - Produce from 0 to 11 (12 is KIP-890's transaction verification, 13
+//     names topics by id). Only magic v2 batches are taken (from v3 on),
+//     but 0 is advertised: librdkafka enables gzip, snappy and lz4 only
+//     when the broker lists Produce v0, and otherwise sends those
+//     batches uncompressed without a word. A v0-v2 request's magic 0
+//     or 1 message set is refused with UNSUPPORTED_VERSION;
 //   - Fetch from 4 (isolation level, last stable offset) to 12 (13 names
 //     topics by id);
 //   - ListOffsets from 1 to 9 (7: KIP-734's MAX_TIMESTAMP; 8: KIP-405's
@@ -31,7 +35,7 @@ var supported = map[int16]versionRange{
 	kmsg.ApiVersions.Int16():     {0, 3},
 	kmsg.Metadata.Int16():        {1, 12},
 	kmsg.CreateTopics.Int16():    {2, 7},
-	kmsg.Produce.Int16():         {3, 11},
+	kmsg.Produce.Int16():         {0, 11},
 	kmsg.Fetch.Int16():           {4, 12},
 	kmsg.ListOffsets.Int16():     {1, 9},
 	kmsg.InitProducerID.Int16():  {0, 4},
