@@ -144,6 +144,9 @@ type scanEntry struct {
 	name string
 	kind dirKind
 	k    key
+	// promoted: a future log directory with a PromotedFutureFile, the
+	// partition's current log (kind kindCurrent; finishPromotions).
+	promoted bool
 }
 
 func (m *Manager) scanDir(d string) dirScan {
@@ -204,6 +207,14 @@ func (m *Manager) listDir(s *dirScan) error {
 			m.logger.Warn("stray directory in a log directory left alone", zap.String("dir", s.dir), zap.String("name", name))
 		case kind == kindDelete:
 			s.entries = append(s.entries, scanEntry{name: name, kind: kind, k: k})
+		case kind == kindFuture:
+			promoted, err := m.isPromotedFuture(m.fs.PathJoin(s.dir, name))
+			if err != nil {
+				return err
+			}
+			if promoted {
+				s.entries[len(s.entries)-1] = scanEntry{name: name, kind: kindCurrent, k: k, promoted: true}
+			}
 		}
 	}
 	return nil
@@ -272,6 +283,7 @@ func (m *Manager) load(ctx context.Context) error {
 		wg.Go(func() { scans[i] = m.scanDir(d) })
 	}
 	wg.Wait()
+	m.finishPromotions(scans)
 	// Duplicates, before any log is opened.
 	for _, future := range []bool{false, true} {
 		where := map[key][]string{}
@@ -670,7 +682,8 @@ func (m *Manager) deleteOpLocked(e *managed) error {
 	m.mu.Lock()
 	if e.future {
 		delete(m.mu.future, e.key())
-	} else {
+	} else if m.mu.current[e.key()] == e {
+		// (PromoteFutureInPlace put the promoted log there first.)
 		delete(m.mu.current, e.key())
 	}
 	m.mu.Unlock()
