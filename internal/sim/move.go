@@ -145,4 +145,3 @@ func (f moveFetcher) RemovePartition(context.Context, remote.TopicIDPartition) e
 	f.b.moving = false
 	return nil
 }
-
