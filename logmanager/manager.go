@@ -28,6 +28,10 @@ type managed struct {
 	path   string // the partition's directory in it
 	future bool
 	log    *log.UnifiedLog
+	// promotedGen is the generation of a current log promoted in place
+	// (PromoteFutureInPlace), still in its marked future directory; 0:
+	// none.
+	promotedGen int
 }
 
 func (e *managed) info() PartitionInfo {
@@ -144,9 +148,10 @@ type scanEntry struct {
 	name string
 	kind dirKind
 	k    key
-	// promoted: a future log directory with a PromotedFutureFile, the
-	// partition's current log (kind kindCurrent; finishPromotions).
-	promoted bool
+	// promoted: the generation in the PromotedFutureFile of a future log
+	// directory, which makes it the partition's current log (kind
+	// kindCurrent; finishPromotions); 0: none.
+	promoted int
 }
 
 func (m *Manager) scanDir(d string) dirScan {
@@ -208,12 +213,12 @@ func (m *Manager) listDir(s *dirScan) error {
 		case kind == kindDelete:
 			s.entries = append(s.entries, scanEntry{name: name, kind: kind, k: k})
 		case kind == kindFuture:
-			promoted, err := m.isPromotedFuture(m.fs.PathJoin(s.dir, name))
+			gen, err := m.readPromotedFuture(m.fs.PathJoin(s.dir, name))
 			if err != nil {
 				return err
 			}
-			if promoted {
-				s.entries[len(s.entries)-1] = scanEntry{name: name, kind: kindCurrent, k: k, promoted: true}
+			if gen > 0 {
+				s.entries[len(s.entries)-1] = scanEntry{name: name, kind: kindCurrent, k: k, promoted: gen}
 			}
 		}
 	}
@@ -761,7 +766,8 @@ func (m *Manager) CreateFuture(tp remote.TopicIDPartition, dir string) (*log.Uni
 // lost, an operator deletes one copy.
 //
 // The *log.UnifiedLog values of both logs are closed afterwards; use the
-// returned one.
+// returned one. A current log promoted in place (PromoteFutureInPlace) is
+// not promoted over until the manager reopens: ErrInvalidArgument.
 func (m *Manager) PromoteFuture(tp remote.TopicIDPartition) (*log.UnifiedLog, error) {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
@@ -775,6 +781,12 @@ func (m *Manager) PromoteFuture(tp remote.TopicIDPartition) (*log.UnifiedLog, er
 	m.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if cur.promotedGen > 0 {
+		// Its marker would outrank the renamed future log at the next
+		// Open after a crash between the two renames.
+		return nil, fmt.Errorf("logmanager: %s was promoted in place: PromoteFutureInPlace, or PromoteFuture after the manager reopened: %w",
+			cur.key(), ErrInvalidArgument)
 	}
 	k := cur.key()
 	hw := cur.log.HighWatermark()

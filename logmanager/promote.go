@@ -3,7 +3,10 @@ package logmanager
 import (
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
+	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -13,9 +16,11 @@ import (
 )
 
 // PromotedFutureFile, in a future log's directory, marks it as the
-// partition's current log (PromoteFutureInPlace): Open renames such a
-// directory to "<topic>-<partition>" before it opens it, and deletes any
-// other current log of the partition.
+// partition's current log (PromoteFutureInPlace); it holds the
+// promotion's generation, one above the promoted-over log's own (0 for a
+// log in its "<topic>-<partition>" directory). Open renames the
+// directory of the highest generation to "<topic>-<partition>" before it
+// opens it, and deletes every other current log of the partition.
 const PromotedFutureFile = "promoted-future"
 
 // PromoteFutureInPlace makes the partition's future log its current log,
@@ -33,7 +38,8 @@ const PromotedFutureFile = "promoted-future"
 // both directories' checkpoints are rewritten. The promoted log keeps its
 // "-future" directory name while it stays open (PartitionInfo.Path); the
 // next Open renames it into place. A crash after the commit point leaves
-// at most the old log beside the marked one: Open deletes the old one,
+// at most the old log beside the marked one: Open deletes the old one
+// (a log promoted in place before included: its generation is lower),
 // renames the marked one into place, and opens it as the current log.
 func (m *Manager) PromoteFutureInPlace(tp remote.TopicIDPartition) (*log.UnifiedLog, error) {
 	m.opMu.Lock()
@@ -49,8 +55,9 @@ func (m *Manager) PromoteFutureInPlace(tp remote.TopicIDPartition) (*log.Unified
 	if err != nil {
 		return nil, err
 	}
+	gen := cur.promotedGen + 1
 	marker := m.fs.PathJoin(fut.path, PromotedFutureFile)
-	if err := atomicfile.Write(m.fs, marker, nil); err != nil {
+	if err := atomicfile.Write(m.fs, marker, []byte(strconv.Itoa(gen)+"\n")); err != nil {
 		return nil, m.failDir(fut.dir, fmt.Errorf("logmanager: promote %s: %w", fut.path, err))
 	}
 	k := cur.key()
@@ -58,7 +65,7 @@ func (m *Manager) PromoteFutureInPlace(tp remote.TopicIDPartition) (*log.Unified
 	if id.TopicID == (remote.UUID{}) {
 		id.TopicID = cur.tp.TopicID
 	}
-	promoted := &managed{tp: id, dir: fut.dir, path: fut.path, log: fut.log}
+	promoted := &managed{tp: id, dir: fut.dir, path: fut.path, log: fut.log, promotedGen: gen}
 	m.mu.Lock()
 	delete(m.mu.future, k)
 	m.mu.current[k] = promoted
@@ -74,69 +81,90 @@ func (m *Manager) PromoteFutureInPlace(tp remote.TopicIDPartition) (*log.Unified
 	return fut.log, errors.Join(delErr, m.writeDirCheckpointsOpLocked(fut.dir, allCheckpoints))
 }
 
-// isPromotedFuture reports whether the future log directory path holds a
-// PromotedFutureFile.
-func (m *Manager) isPromotedFuture(path string) (bool, error) {
-	_, err := m.fs.Stat(m.fs.PathJoin(path, PromotedFutureFile))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, iofs.ErrNotExist):
-		return false, nil
+// readPromotedFuture returns the generation in the future log directory
+// path's PromotedFutureFile, 0 without one. A marker that does not parse
+// is an error: it is written atomically.
+func (m *Manager) readPromotedFuture(path string) (int, error) {
+	name := m.fs.PathJoin(path, PromotedFutureFile)
+	f, err := m.fs.Open(name)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return 0, nil
+	} else if err != nil {
+		return 0, fmt.Errorf("logmanager: open %s: %w", name, err)
 	}
-	return false, fmt.Errorf("logmanager: stat %s: %w", m.fs.PathJoin(path, PromotedFutureFile), err)
+	data, err := io.ReadAll(f)
+	if err = errors.Join(err, f.Close()); err != nil {
+		return 0, fmt.Errorf("logmanager: read %s: %w", name, err)
+	}
+	gen, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || gen <= 0 {
+		return 0, fmt.Errorf("logmanager: %s holds %q, not a promotion generation: %w", name, data, ErrCorruption)
+	}
+	return gen, nil
 }
 
 // finishPromotions completes the promotions of PromoteFutureInPlace that
-// Open found (entries marked promoted by listDir): every other current
-// log of the partition in a listed directory is renamed for deletion
-// (durably), then the promoted directory is renamed to
-// "<topic>-<partition>" (durably) and its marker removed. Each rename is
-// a commit point: a crash in between leaves a state this repeats. A
-// directory whose rename fails goes offline (its scan's err).
+// Open found (entries marked promoted by listDir): for each partition,
+// every current log but the one of the highest generation, in every
+// listed directory, is renamed for deletion (durably), then the winner's
+// directory is renamed to "<topic>-<partition>" (durably) and its marker
+// removed. Each rename is a commit point: a crash in between leaves a
+// state this repeats. A directory whose rename fails goes offline (its
+// scan's err).
 func (m *Manager) finishPromotions(scans []dirScan) {
+	type at struct{ scan, entry int }
+	winners := map[key]at{}
 	for i := range scans {
-		s := &scans[i]
-		for j := range s.entries {
-			e := &s.entries[j]
-			if !e.promoted || s.err != nil {
+		for j, e := range scans[i].entries {
+			// A winner in a directory that failed after it was listed
+			// still supersedes the others (the partition is offline
+			// there), though it is not renamed.
+			if e.promoted == 0 {
 				continue
 			}
-			for o := range scans {
-				if o != i {
-					m.dropSuperseded(&scans[o], e.k)
-				}
+			if w, ok := winners[e.k]; !ok || e.promoted > scans[w.scan].entries[w.entry].promoted {
+				winners[e.k] = at{i, j}
 			}
-			from, to := m.fs.PathJoin(s.dir, e.name), m.fs.PathJoin(s.dir, e.k.String())
-			if err := m.fs.Rename(from, to); err != nil {
-				s.err = fmt.Errorf("logmanager: promote %s: %w", from, err)
-				break
-			}
-			if err := atomicfile.SyncDir(m.fs, s.dir); err != nil {
-				s.err = fmt.Errorf("logmanager: promote %s: %w", from, err)
-				break
-			}
-			// A marker left by a crash here is ignored: only "-future"
-			// directories are checked for one.
-			if err := m.fs.Remove(m.fs.PathJoin(to, PromotedFutureFile)); err != nil {
-				s.err = fmt.Errorf("logmanager: promote %s: %w", from, err)
-				break
-			}
-			e.name, e.promoted = e.k.String(), false
-			m.logger.Info("promoted future log renamed into place", zap.String("dir", s.dir), zap.String("partition", e.k.String()))
 		}
+	}
+	for k, w := range winners {
+		for i := range scans {
+			m.dropSuperseded(&scans[i], k, w.scan == i, w.entry)
+		}
+		s := &scans[w.scan]
+		if s.err != nil {
+			continue
+		}
+		e := &s.entries[w.entry]
+		from, to := m.fs.PathJoin(s.dir, e.name), m.fs.PathJoin(s.dir, k.String())
+		if err := m.fs.Rename(from, to); err != nil {
+			s.err = fmt.Errorf("logmanager: promote %s: %w", from, err)
+			continue
+		}
+		if err := atomicfile.SyncDir(m.fs, s.dir); err != nil {
+			s.err = fmt.Errorf("logmanager: promote %s: %w", from, err)
+			continue
+		}
+		// A marker left by a crash here is ignored: only "-future"
+		// directories are checked for one.
+		if err := m.fs.Remove(m.fs.PathJoin(to, PromotedFutureFile)); err != nil {
+			s.err = fmt.Errorf("logmanager: promote %s: %w", from, err)
+			continue
+		}
+		e.name, e.promoted = k.String(), 0
+		m.logger.Info("promoted future log renamed into place", zap.String("dir", s.dir), zap.String("partition", k.String()))
 	}
 }
 
-// dropSuperseded renames s's current log of k, superseded by a promoted
-// future log in another directory, for deletion.
-func (m *Manager) dropSuperseded(s *dirScan, k key) {
+// dropSuperseded renames s's current logs of k, superseded by a promoted
+// future log (entry winner of s when inS), for deletion.
+func (m *Manager) dropSuperseded(s *dirScan, k key, inS bool, winner int) {
 	if s.err != nil {
 		return
 	}
 	for j := range s.entries {
 		e := &s.entries[j]
-		if e.kind != kindCurrent || e.promoted || e.k != k {
+		if e.kind != kindCurrent || e.k != k || (inS && j == winner) {
 			continue
 		}
 		from := m.fs.PathJoin(s.dir, e.name)
@@ -149,7 +177,7 @@ func (m *Manager) dropSuperseded(s *dirScan, k key) {
 			s.err = fmt.Errorf("logmanager: delete superseded %s: %w", from, err)
 			return
 		}
-		e.name, e.kind = gone, kindDelete
+		e.name, e.kind, e.promoted = gone, kindDelete, 0
 		m.logger.Info("log superseded by a promoted future log renamed for deletion", zap.String("path", from))
 	}
 }
