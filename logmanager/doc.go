@@ -26,7 +26,10 @@
 // checked by Get and GetOrCreate (*InconsistentTopicIDError). A partition
 // has at most one current log in all directories, and at most one future
 // log (in another directory) during a move (CreateFuture, PromoteFuture,
-// DeleteFuture).
+// DeleteFuture). PromoteFutureInPlace promotes a future log without
+// closing it (its holders keep the same value): its directory keeps the
+// "-future" name, marked by a PromotedFutureFile, until the next Open
+// renames it into place.
 //
 // # Checkpoints
 //

@@ -18,7 +18,7 @@ var (
 	// ErrInvalidArgument marks bad options or a bad partition name.
 	ErrInvalidArgument = base.ErrInvalidArgument
 	// ErrCorruption marks a damaged checkpoint or partition.metadata
-	// file (a *CheckpointError).
+	// file (a *CheckpointError), or a damaged PromotedFutureFile.
 	ErrCorruption = base.ErrCorruption
 	// ErrNotFound: the manager holds no log for the partition.
 	ErrNotFound = errors.New("logmanager: no log for the partition")

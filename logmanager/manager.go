@@ -28,6 +28,10 @@ type managed struct {
 	path   string // the partition's directory in it
 	future bool
 	log    *log.UnifiedLog
+	// promotedGen is the generation of a current log promoted in place
+	// (PromoteFutureInPlace), still in its marked future directory; 0:
+	// none.
+	promotedGen int
 }
 
 func (e *managed) info() PartitionInfo {
@@ -144,6 +148,10 @@ type scanEntry struct {
 	name string
 	kind dirKind
 	k    key
+	// promoted: the generation in the PromotedFutureFile of a future log
+	// directory, which makes it the partition's current log (kind
+	// kindCurrent; finishPromotions); 0: none.
+	promoted int
 }
 
 func (m *Manager) scanDir(d string) dirScan {
@@ -204,6 +212,14 @@ func (m *Manager) listDir(s *dirScan) error {
 			m.logger.Warn("stray directory in a log directory left alone", zap.String("dir", s.dir), zap.String("name", name))
 		case kind == kindDelete:
 			s.entries = append(s.entries, scanEntry{name: name, kind: kind, k: k})
+		case kind == kindFuture:
+			gen, err := m.readPromotedFuture(m.fs.PathJoin(s.dir, name))
+			if err != nil {
+				return err
+			}
+			if gen > 0 {
+				s.entries[len(s.entries)-1] = scanEntry{name: name, kind: kindCurrent, k: k, promoted: gen}
+			}
 		}
 	}
 	return nil
@@ -272,6 +288,7 @@ func (m *Manager) load(ctx context.Context) error {
 		wg.Go(func() { scans[i] = m.scanDir(d) })
 	}
 	wg.Wait()
+	m.finishPromotions(scans)
 	// Duplicates, before any log is opened.
 	for _, future := range []bool{false, true} {
 		where := map[key][]string{}
@@ -670,7 +687,8 @@ func (m *Manager) deleteOpLocked(e *managed) error {
 	m.mu.Lock()
 	if e.future {
 		delete(m.mu.future, e.key())
-	} else {
+	} else if m.mu.current[e.key()] == e {
+		// (PromoteFutureInPlace put the promoted log there first.)
 		delete(m.mu.current, e.key())
 	}
 	m.mu.Unlock()
@@ -748,7 +766,8 @@ func (m *Manager) CreateFuture(tp remote.TopicIDPartition, dir string) (*log.Uni
 // lost, an operator deletes one copy.
 //
 // The *log.UnifiedLog values of both logs are closed afterwards; use the
-// returned one.
+// returned one. A current log promoted in place (PromoteFutureInPlace) is
+// not promoted over until the manager reopens: ErrInvalidArgument.
 func (m *Manager) PromoteFuture(tp remote.TopicIDPartition) (*log.UnifiedLog, error) {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
@@ -762,6 +781,12 @@ func (m *Manager) PromoteFuture(tp remote.TopicIDPartition) (*log.UnifiedLog, er
 	m.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if cur.promotedGen > 0 {
+		// Its marker would outrank the renamed future log at the next
+		// Open after a crash between the two renames.
+		return nil, fmt.Errorf("logmanager: %s was promoted in place: PromoteFutureInPlace, or PromoteFuture after the manager reopened: %w",
+			cur.key(), ErrInvalidArgument)
 	}
 	k := cur.key()
 	hw := cur.log.HighWatermark()

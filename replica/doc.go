@@ -30,7 +30,8 @@
 // RemoteLogManager (*remote.Manager), and optionally
 // consolidate.SwitchController with a wal.ControlPlane (the leader's
 // switch), PrunerArming (*consolidate.Pruner), MoveFetcher and
-// FutureLogManager (log directory moves).
+// FutureLogManager (log directory moves). ManagedLogs is both log-manager
+// interfaces over a *logmanager.Manager.
 //
 // Hooks complete the switch between deltas: HandOff after each follower
 // append (evict at the seal, start consolidation), AdmitAtSeal on the

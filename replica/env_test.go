@@ -18,6 +18,7 @@ import (
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/logmanager"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/wal"
@@ -44,43 +45,71 @@ func (r *recorder) call(name, format string, args ...any) error {
 	return nil
 }
 
-// fakeLogs is a LogManager over mem logs: CreateLog opens log-N on the
-// shared vfs.FS, DeleteLog deletes it.
-type fakeLogs struct {
-	rec *recorder
-	fs  vfs.FS
-	n   int
-}
+// testDirs are every env broker's log directories, on the env's FS.
+var testDirs = []string{"/a", "/b", "/c"}
 
-func openLog(fs vfs.FS, dir string) (*log.UnifiedLog, error) {
-	return log.Open(dir, log.Options{FS: fs, SegmentIndexBytes: 4096, RemoteStorageEnabled: true,
-		Now: func() time.Time { return time.UnixMilli(testNowMs) }})
-}
-
-func openTestLog(t testing.TB, fs vfs.FS, dir string) *log.UnifiedLog {
-	l, err := openLog(fs, dir)
+// openManager opens a broker's log manager over the log directories
+// testDirs of fs, with the tasks run by hand (none runs in these tests)
+// and the tests' clock.
+func openManager(t testing.TB, fs vfs.FS) *logmanager.Manager {
+	m, err := logmanager.Open(context.Background(), logmanager.Options{Dirs: testDirs, FS: fs,
+		Log:               log.Options{SegmentIndexBytes: 4096, RemoteStorageEnabled: true},
+		NoBackgroundTasks: true, Now: func() time.Time { return time.UnixMilli(testNowMs) }})
 	require.NoError(t, err)
-	return l
+	return m
 }
 
-func (f *fakeLogs) CreateLog(_ context.Context, tp remote.TopicIDPartition) (Log, error) {
+// brokerLogs is the broker's log manager as the driver sees it:
+// ManagedLogs over a logmanager.Manager, recording each call and failing
+// the ones a test names (before the manager acts).
+type brokerLogs struct {
+	rec  *recorder
+	m    *logmanager.Manager
+	logs LogManagers
+	// n counts the logs created: "create-log log-<n>".
+	n int
+}
+
+func newBrokerLogs(rec *recorder, m *logmanager.Manager) *brokerLogs {
+	return &brokerLogs{rec: rec, m: m, logs: ManagedLogs(m)}
+}
+
+func (f *brokerLogs) CreateLog(ctx context.Context, tp remote.TopicIDPartition) (Log, error) {
 	f.n++
-	dir := fmt.Sprintf("log-%d", f.n)
-	if err := f.rec.call("create-log", "%s", dir); err != nil {
+	if err := f.rec.call("create-log", "log-%d", f.n); err != nil {
 		return nil, err
 	}
-	return openLog(f.fs, dir)
+	return f.logs.CreateLog(ctx, tp)
 }
 
-func (f *fakeLogs) DeleteLog(_ context.Context, _ remote.TopicIDPartition, l Log) error {
+func (f *brokerLogs) DeleteLog(ctx context.Context, tp remote.TopicIDPartition, l Log) error {
 	if err := f.rec.call("delete-log", "leo=%d", l.LogEndOffset()); err != nil {
 		return err
 	}
-	return l.Delete()
+	return f.logs.DeleteLog(ctx, tp, l)
 }
 
-func (f *fakeLogs) DeleteFutureLog(context.Context, remote.TopicIDPartition) error {
-	return f.rec.call("delete-future-log", "")
+func (f *brokerLogs) DeleteFutureLog(ctx context.Context, tp remote.TopicIDPartition) error {
+	if err := f.rec.call("delete-future-log", ""); err != nil {
+		return err
+	}
+	return f.logs.DeleteFutureLog(ctx, tp)
+}
+
+func (f *brokerLogs) ReplaceCurrentWithFutureLog(ctx context.Context, tp remote.TopicIDPartition, current, future Log) error {
+	if err := f.rec.call("replace-with-future", "current-leo=%d future-leo=%d", current.LogEndOffset(), future.LogEndOffset()); err != nil {
+		return err
+	}
+	return f.logs.ReplaceCurrentWithFutureLog(ctx, tp, current, future)
+}
+
+// createFuture is the broker's half of starting a move (Kafka:
+// alterReplicaLogDirs): the future log in the online directory with the
+// fewest logs other than the current log's.
+func (f *brokerLogs) createFuture(t testing.TB) *log.UnifiedLog {
+	l, err := f.m.CreateFuture(testTP, "")
+	require.NoError(t, err)
+	return l
 }
 
 type fakeClassic struct{ rec *recorder }
@@ -127,11 +156,10 @@ func (f fakeIsr) ExpandIsr(_ context.Context, id int32) error {
 type env struct {
 	fs     vfs.FS
 	rec    *recorder
+	logs   *brokerLogs
 	r      *Replica
 	state  tierstate.State
 	events []Event
-	// futures counts the future logs created.
-	futures int
 }
 
 func newEnv(t *testing.T, withLog bool) *env {
@@ -143,19 +171,24 @@ func newEnv(t *testing.T, withLog bool) *env {
 // fetcher and a future log manager) when asked.
 func newEnvWith(t *testing.T, withLog, withSwitch, withMove bool) *env {
 	e := &env{fs: vfs.NewMem(), rec: &recorder{fail: map[string]bool{}}}
-	logs := &fakeLogs{rec: e.rec, fs: e.fs}
-	opts := Options{Partition: testTP, Logs: logs, Classic: fakeClassic{e.rec},
+	m := openManager(t, e.fs)
+	t.Cleanup(func() { require.NoError(t, m.Close()) })
+	e.logs = newBrokerLogs(e.rec, m)
+	opts := Options{Partition: testTP, Logs: e.logs, Classic: fakeClassic{e.rec},
 		Consolidation: fakeConsolidation{e.rec}, Remote: fakeRemote{e.rec},
 		OnEvent: func(ev Event) { e.events = append(e.events, ev) }}
 	if withLog {
-		opts.Log = openTestLog(t, e.fs, "log-0")
+		// The log the broker finds in its log manager at startup.
+		l, err := m.GetOrCreate(testTP, "")
+		require.NoError(t, err)
+		opts.Log = l
 	}
 	if withSwitch {
 		opts.Controller, opts.ControlPlane, opts.Pruner = fakeController{e.rec}, fakeCP{rec: e.rec}, fakePruner{e.rec}
 		opts.BrokerID, opts.NowMs = 1, func() int64 { return testNowMs }
 	}
 	if withMove {
-		opts.Move, opts.FutureLogs = fakeMove{e.rec}, logs
+		opts.Move, opts.FutureLogs = fakeMove{e.rec}, e.logs
 	}
 	r, err := New(opts)
 	require.NoError(t, err)
@@ -201,13 +234,6 @@ func (f fakeMove) AddPartition(_ context.Context, _ remote.TopicIDPartition, cur
 
 func (f fakeMove) RemovePartition(context.Context, remote.TopicIDPartition) error {
 	return f.rec.call("move-remove", "")
-}
-
-func (f *fakeLogs) ReplaceCurrentWithFutureLog(_ context.Context, _ remote.TopicIDPartition, current, future Log) error {
-	if err := f.rec.call("replace-with-future", "current-leo=%d future-leo=%d", current.LogEndOffset(), future.LogEndOffset()); err != nil {
-		return err
-	}
-	return current.Delete()
 }
 
 func forEachFile(t *testing.T, pattern string, f func(t *testing.T, path string)) {
@@ -398,6 +424,8 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 		e.r = r
 		return e.logString() + "\n" + e.priorString()
 	case "log-dir-failure":
+		// The driver's half only: the log manager keeps the directory
+		// online (a removal after it still deletes the log).
 		require.NoError(t, e.r.LogDirFailure(ctx))
 		return e.flush() + e.priorString()
 	case "produce":
@@ -432,9 +460,16 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("prune partition: %s leo=%d remote=%d awaiting-rebuild=%t", p.State, p.Log.LogEndOffset(),
 			p.Log.HighestOffsetInRemoteStorage(), p.AwaitingRebuild)
 	case "start-move":
-		e.futures++
-		f := openTestLog(t, e.fs, fmt.Sprintf("future-%d", e.futures))
-		err := e.r.StartMove(ctx, f)
+		// The log manager holds one future log per partition: a new move
+		// cancels the one in progress first (Kafka's alterReplicaLogDirs
+		// removes the future replica before it creates the new one).
+		var err error
+		if e.r.FutureLog() != nil {
+			err = e.r.CancelMove(ctx)
+		}
+		if err == nil {
+			err = e.r.StartMove(ctx, e.logs.createFuture(t))
+		}
 		return e.flush() + e.futureString() + e.errString(err)
 	case "move-copy":
 		// The move fetcher: copy the current log into the future log.
@@ -457,21 +492,32 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 		err := e.r.CancelMove(ctx)
 		return e.flush() + e.futureString() + e.errString(err)
 	case "future-dir-failure":
+		// The future log's directory fails in the log manager (its logs
+		// closed), which tells the driver.
+		f, ok := e.r.FutureLog().(*log.UnifiedLog)
+		require.True(t, ok)
+		require.True(t, e.logs.m.ReportError(f, fmt.Errorf("future log directory: %w", log.ErrIO)))
 		err := e.r.FutureLogDirFailure(ctx)
 		return e.flush() + e.futureString() + e.errString(err)
 	case "metrics":
 		return fmt.Sprintf("%+v", e.r.Metrics())
 	case "future-log":
 		if d.HasArg("none") {
+			require.NoError(t, e.logs.m.DeleteFuture(testTP))
 			e.r.SetFutureLog(nil)
 			return "future log: none"
 		}
+		// A future log found at startup: leo records in leader epoch epoch.
 		var leo int64
 		var epoch int32
 		d.ScanArgs(t, "leo", &leo)
 		d.ScanArgs(t, "epoch", &epoch)
-		e.r.SetFutureLog(fakeFuture{leo: leo, epoch: epoch})
-		return fmt.Sprintf("future log: leo=%d epoch=%d", leo, epoch)
+		f := e.logs.createFuture(t)
+		require.Zero(t, f.LogEndOffset())
+		_, err := f.AppendAsLeader(batch(t, int(leo)), epoch, log.OriginClient)
+		require.NoError(t, err)
+		e.r.SetFutureLog(f)
+		return fmt.Sprintf("future log: leo=%d epoch=%d", f.LogEndOffset(), epoch)
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""

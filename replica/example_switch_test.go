@@ -61,8 +61,13 @@ func Example_leaderSwitch() {
 	pruner, _ := consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: cp})
 	ctrl := &controller{leader: tierstate.Leadership{Leader: 1}}
 
-	b := broker{fs: fs}
-	r, _ := replica.New(replica.Options{Partition: tp, Logs: b, Classic: classic{}, Consolidation: consolidation{},
+	logs, err := openLogs(fs)
+	if err != nil {
+		fmt.Println("open the log manager:", err)
+		return
+	}
+	defer logs.Close()
+	r, _ := replica.New(replica.Options{Partition: tp, Logs: replica.ManagedLogs(logs), Classic: classic{}, Consolidation: consolidation{},
 		Remote: rlm, BrokerID: 1, Controller: ctrl, ControlPlane: cp, Pruner: pruner, NowMs: func() int64 { return 0 },
 		OnEvent: func(e replica.Event) { fmt.Println(" ", e.Action.Kind, e.Action.Reason) }})
 	apply := func(title string, d replica.Delta) {
@@ -89,7 +94,7 @@ func Example_leaderSwitch() {
 	ctrl.state, _ = tierstate.State{}.WithConsolidating(true).ArmSwitch()
 	ctrl.leader.LeaderEpoch = 1
 	apply("switch armed:", replica.Delta{Leader: true, LeaderEpoch: 1, InIsr: true, State: ctrl.state})
-	_, err := r.AppendAsLeader(batch, 1, log.OriginClient)
+	_, err = r.AppendAsLeader(batch, 1, log.OriginClient)
 	fmt.Println("  produce:", err)
 
 	apply("seal committed:", replica.Delta{Leader: true, LeaderEpoch: 1, PartitionEpoch: 1, InIsr: true, State: ctrl.state})

@@ -7,24 +7,26 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/logmanager"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/replica"
 	"github.com/tierlog/tierlog/tierstate"
 )
 
-// broker is what a broker author writes: its log manager, its two
-// fetcher managers and its remote log manager, here reduced to prints.
-type broker struct{ fs vfs.FS }
+// broker is what a broker author writes: its two fetcher managers and
+// its remote log manager, here reduced to prints. Its logs live in a
+// logmanager.Manager (openLogs), which replica.ManagedLogs adapts.
+type broker struct{}
 
-func (b broker) CreateLog(_ context.Context, tp remote.TopicIDPartition) (replica.Log, error) {
-	return log.Open(tp.Topic, log.Options{FS: b.fs, RemoteStorageEnabled: true})
+func (broker) StopPartitions(context.Context, []remote.StopPartition) error { return nil }
+func (broker) OnLeadershipChange(_, _ []remote.Partition) error             { return nil }
+
+// openLogs opens the broker's log manager: one log directory on fs, the
+// background tasks off (an example's run is too short for them).
+func openLogs(fs vfs.FS) (*logmanager.Manager, error) {
+	return logmanager.Open(context.Background(), logmanager.Options{Dirs: []string{"/data"}, FS: fs,
+		Log: log.Options{RemoteStorageEnabled: true}, NoBackgroundTasks: true})
 }
-func (broker) DeleteLog(_ context.Context, _ remote.TopicIDPartition, l replica.Log) error {
-	return l.Delete()
-}
-func (broker) DeleteFutureLog(context.Context, remote.TopicIDPartition) error { return nil }
-func (broker) StopPartitions(context.Context, []remote.StopPartition) error   { return nil }
-func (broker) OnLeadershipChange(_, _ []remote.Partition) error               { return nil }
 
 type classic struct{}
 
@@ -57,8 +59,14 @@ func Example() {
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	tp := remote.TopicIDPartition{TopicID: remote.UUID{7}, Topic: "orders", Partition: 0}
-	b := broker{fs: fs}
-	r, _ := replica.New(replica.Options{Partition: tp, Logs: b, Classic: classic{},
+	logs, err := openLogs(fs)
+	if err != nil {
+		fmt.Println("open the log manager:", err)
+		return
+	}
+	defer logs.Close()
+	b := broker{}
+	r, _ := replica.New(replica.Options{Partition: tp, Logs: replica.ManagedLogs(logs), Classic: classic{},
 		Consolidation: consolidation{}, Remote: b,
 		OnEvent: func(e replica.Event) { fmt.Println(" ", e.Action.Kind, e.Action.Reason) }})
 

@@ -27,8 +27,11 @@ func TestIsrWaitAtSealWarns(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	var now int64
 	tp := remote.TopicIDPartition{TopicID: remote.UUID{7}, Topic: "orders", Partition: 0}
-	b := broker{fs: vfs.NewMem()}
-	r, err := replica.New(replica.Options{Partition: tp, Logs: b, Classic: classic{}, Consolidation: consolidation{},
+	lm, err := openLogs(vfs.NewMem())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, lm.Close()) }()
+	b := broker{}
+	r, err := replica.New(replica.Options{Partition: tp, Logs: replica.ManagedLogs(lm), Classic: classic{}, Consolidation: consolidation{},
 		Remote: b, Logger: zap.New(core), NowMs: func() int64 { return now }})
 	require.NoError(t, err)
 	apply := func(d replica.Delta) {

@@ -117,7 +117,7 @@ func TestNewNeedsControlPlaneWithController(t *testing.T) {
 // holdingLogs checks, while it swaps the logs, that no leader append can
 // start, then starts one; it must land on the promoted log.
 type holdingLogs struct {
-	*fakeLogs
+	*brokerLogs
 	t    *testing.T
 	r    *Replica
 	done chan error
@@ -132,21 +132,21 @@ func (h *holdingLogs) ReplaceCurrentWithFutureLog(ctx context.Context, tp remote
 		_, err := h.r.AppendAsLeader(batch(h.t, 1), 1, log.OriginClient)
 		h.done <- err
 	}()
-	return h.fakeLogs.ReplaceCurrentWithFutureLog(ctx, tp, current, future)
+	return h.brokerLogs.ReplaceCurrentWithFutureLog(ctx, tp, current, future)
 }
 
 // The promotion holds leader appends: one that arrives during the swap
 // waits and lands on the promoted log, never on the deleted one.
 func TestPromotionHoldsLeaderAppends(t *testing.T) {
 	e := newEnvWith(t, true, false, true)
-	hl := &holdingLogs{fakeLogs: e.r.opts.Logs.(*fakeLogs), t: t, r: e.r, done: make(chan error, 1)}
+	hl := &holdingLogs{brokerLogs: e.logs, t: t, r: e.r, done: make(chan error, 1)}
 	e.r.opts.FutureLogs = hl
 	ctx := context.Background()
 	_, err := e.r.Apply(ctx, Delta{Leader: true, LeaderEpoch: 1, InIsr: true})
 	require.NoError(t, err)
 	_, err = e.r.AppendAsLeader(batch(t, 5), 1, log.OriginClient)
 	require.NoError(t, err)
-	future := openTestLog(t, e.fs, "future")
+	future := e.logs.createFuture(t)
 	require.NoError(t, e.r.StartMove(ctx, future))
 	cur := e.r.Log().(*log.UnifiedLog)
 	fd, err := cur.Read(nil, 0, 1<<20, log.IsolationLogEnd, true)
@@ -217,7 +217,7 @@ func TestConcurrentSwitchHooks(t *testing.T) {
 func TestMoveMisuse(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, true)
-	require.ErrorIs(t, e.r.StartMove(ctx, openTestLog(t, e.fs, "future")), ErrInvalidArgument)
+	require.ErrorIs(t, e.r.StartMove(ctx, e.logs.createFuture(t)), ErrInvalidArgument)
 	e.r.SetFutureLog(fakeFuture{leo: 0})
 	_, err := e.r.MaybePromoteFutureLog(ctx)
 	require.ErrorIs(t, err, ErrNoMove)
@@ -226,7 +226,10 @@ func TestMoveMisuse(t *testing.T) {
 	require.NoError(t, e.r.CancelMove(ctx))
 
 	m := newEnvWith(t, false, false, true)
-	require.ErrorIs(t, m.r.StartMove(ctx, openTestLog(t, m.fs, "future")), ErrNoLog)
+	// Any log will do: the driver refuses before it looks at it.
+	other, err := m.logs.m.GetOrCreate(remote.TopicIDPartition{Topic: "other", Partition: 0}, "")
+	require.NoError(t, err)
+	require.ErrorIs(t, m.r.StartMove(ctx, other), ErrNoLog)
 	require.ErrorIs(t, m.r.StartMove(ctx, nil), ErrInvalidArgument)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/tierlog/tierlog/consolidate"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/logmanager"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/wal"
 )
@@ -36,6 +37,11 @@ func (c *Cluster) do(action string, broker int32, f func() (string, error)) erro
 		if b.up {
 			if ferr := b.reporter.Flush(c.ctx); ferr != nil {
 				c.trace.detail("b%d cross-tier flush: %v", b.ID, ferr)
+			}
+			// The log manager's background removal of deleted logs, run
+			// by the step (no goroutine races the scheduler).
+			if derr := b.logs.RunTask(logmanager.TaskDeleteLogs); derr != nil {
+				c.trace.detail("b%d removal of deleted logs: %v", b.ID, derr)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	iofs "io/fs"
 	"math/rand/v2"
 	"time"
 
@@ -11,24 +12,31 @@ import (
 	"github.com/tierlog/tierlog/consolidate"
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/logmanager"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/replica"
 	"github.com/tierlog/tierlog/tierstate"
 )
 
-// logDir is the partition's directory on every broker's disk.
-const logDir = "orders-0"
+// logDirs are the log directories on every broker's disk (Kafka:
+// log.dirs): the partition's log is in one of them, the future log of a
+// log directory move in the other.
+var logDirs = []string{"/data-1", "/data-2"}
 
 // Broker is one broker hosting the partition: its own crashable disk
-// with the partition's log, the replica driver, a remote-log manager,
-// the consolidation fetcher with its endpoint, and a WAL pruner. Its
-// background work (fetching, tiering, pruning) runs only when the
-// scheduler calls the Cluster's action for it.
+// with its log manager (logmanager.Manager, holding the partition's
+// log), the replica driver, a remote-log manager, the consolidation
+// fetcher with its endpoint, and a WAL pruner. Its background work
+// (fetching, tiering, pruning, the log manager's removal of deleted
+// logs) runs only when the scheduler calls the Cluster's action for it.
 type Broker struct {
 	c  *Cluster
 	ID int32
 	fs *vfs.MemFS
 	up bool
+	// logs is the log manager on fs (nil while down); the driver's
+	// LogManager and FutureLogManager are replica.ManagedLogs over it.
+	logs *logmanager.Manager
 
 	driver   *replica.Replica
 	mgr      *remote.Manager
@@ -49,13 +57,9 @@ type Broker struct {
 	// task is a remote log task's lookup awaiting its install (scripted
 	// runs: Cluster.RemoteTaskLookup).
 	task *remoteTaskLookup
-	// future is the future log of a log directory move (nil: none), in
-	// the disk's other directory; moving: the move fetcher holds the
-	// partition; promoted: the current log is in futureLogDir (a
-	// promotion swapped the directories). Scripted runs only (move.go).
-	future   *log.UnifiedLog
-	moving   bool
-	promoted bool
+	// moving: the move fetcher holds the partition (a log directory
+	// move, scripted runs only: move.go).
+	moving bool
 }
 
 // classicFetch is where the classic fetcher fetches from.
@@ -102,41 +106,67 @@ func (b *Broker) Epochs() []epochcache.Entry {
 	return nil
 }
 
+// logOptions are the partition log's options (the log manager sets
+// its FS and clock: the broker's disk and the cluster's clock).
 func (b *Broker) logOptions() log.Options {
 	return log.Options{
-		FS: b.fs, RemoteStorageEnabled: true, SegmentBytes: b.c.opts.SegmentBytes, SegmentIndexBytes: 4096,
+		RemoteStorageEnabled: true, SegmentBytes: b.c.opts.SegmentBytes, SegmentIndexBytes: 4096,
 		// Every append is fsynced (flush.messages=1): an acknowledged
 		// record survives any crash image, and the background flush is
 		// off, so no goroutine of the log races the scheduler.
 		FlushMessages: 1, RecoveryPointIntervalBytes: -1,
 		LocalRetentionMs: 1,
-		Now:              b.c.now,
 	}
 }
 
-// openLog opens the partition's log if the disk holds its directory.
-func (b *Broker) openLog() (*log.UnifiedLog, error) {
-	if _, err := b.fs.Stat(b.currentDir()); err != nil {
-		return nil, nil
-	}
-	return log.Open(b.currentDir(), b.logOptions())
-}
-
-// start brings the broker up on its disk: the log as found (recovered
-// by log.Open), a new driver, remote-log manager, fetcher and pruner.
-// The controller's record reaches it with the next publish.
-func (b *Broker) start() error {
+// openLogs opens the broker's log manager on its disk (recovering the
+// logs a crash left) with no background task: the deleted logs' removal
+// runs at the end of every step (Cluster.do), the other tasks never
+// (their work is the scheduler's actions: flush.messages=1, retention in
+// Expire; Kafka's periodic high-watermark checkpoint is not modelled).
+// It returns the partition's current and future logs, nil when absent.
+//
+// The high watermark lives in the log manager's
+// replication-offset-checkpoint, which only a clean shutdown (Stop)
+// writes for the partition in the simulation's actions: start consumes
+// it, so that a later crash loses the high watermark as the model wants
+// (a checkpointed one over records an election discards would break the
+// checker's rule until the replica truncates).
+func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 	c := b.c
-	l, err := b.openLog()
+	m, err := logmanager.Open(c.ctx, logmanager.Options{Dirs: logDirs, FS: b.fs, Log: b.logOptions(),
+		NoBackgroundTasks: true, FileDeleteDelay: -1, Now: c.now})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if l != nil {
-		if err := b.restoreHighWatermark(l); err != nil {
-			return errors.Join(err, l.Close())
+	for _, d := range logDirs {
+		path := b.fs.PathJoin(d, logmanager.HighWatermarkCheckpointFile)
+		if err := b.fs.Remove(path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return nil, nil, errors.Join(err, m.Close())
 		}
 	}
-	if b.future, err = b.openFutureLog(); err != nil {
+	if cur, err = m.Get(Partition); errors.Is(err, logmanager.ErrNotFound) {
+		cur, err = nil, nil
+	}
+	if err == nil {
+		if fut, err = m.GetFuture(Partition); errors.Is(err, logmanager.ErrNotFound) {
+			fut, err = nil, nil
+		}
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, m.Close())
+	}
+	b.logs = m
+	return cur, fut, nil
+}
+
+// start brings the broker up on its disk: the logs as found (recovered
+// by the log manager's Open), a new driver, remote-log manager, fetcher
+// and pruner. The controller's record reaches it with the next publish.
+func (b *Broker) start() error {
+	c := b.c
+	l, future, err := b.openLogs()
+	if err != nil {
 		return err
 	}
 	// The cross-tier log start X, read from the control plane on every
@@ -172,17 +202,18 @@ func (b *Broker) start() error {
 	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.cp}); err != nil {
 		return err
 	}
-	opts := replica.Options{Partition: Partition, Logs: logManager{b}, Classic: classicFetcher{b},
+	logs := replica.ManagedLogs(b.logs)
+	opts := replica.Options{Partition: Partition, Logs: logs, Classic: classicFetcher{b},
 		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: reportingRemote{b.mgr, b.reporter},
-		Move: moveFetcher{b}, FutureLogs: futureLogManager{b}, OnEvent: b.onDriverEvent}
+		Move: moveFetcher{b}, FutureLogs: logs, OnEvent: b.onDriverEvent}
 	if l != nil {
 		opts.Log = l
 	}
 	if b.driver, err = replica.New(opts); err != nil {
 		return err
 	}
-	if b.future != nil {
-		b.driver.SetFutureLog(b.future)
+	if future != nil {
+		b.driver.SetFutureLog(future)
 	}
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
 	b.up = true
@@ -195,19 +226,17 @@ func (b *Broker) stop() error {
 		return nil
 	}
 	b.up = false
-	var errs []error
-	if l, _ := b.driver.Log().(*log.UnifiedLog); l != nil {
-		errs = append(errs, l.Close())
-	}
-	if b.future != nil {
-		errs = append(errs, b.future.Close())
-	}
-	return errors.Join(append(errs, b.mgr.Close())...)
+	// The log manager closes the logs, writes its checkpoints (the high
+	// watermark among them) and the directories' clean-shutdown markers.
+	err := b.logs.Close()
+	b.logs = nil
+	return errors.Join(err, b.mgr.Close())
 }
 
 // crash takes the broker down: its disk becomes a crash image keeping
-// unsyncedPercent of what was not synced (a lost disk: empty). Open
-// files of the old disk are abandoned, as a killed process leaves them.
+// unsyncedPercent of what was not synced (a lost disk: empty). The log
+// manager and the open files of the old disk are abandoned, as a killed
+// process leaves them.
 func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 	var img *vfs.MemFS
 	if loseDisk {
@@ -217,7 +246,7 @@ func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 			RNG: rand.New(rand.NewPCG(b.c.rng.Uint64(), b.c.rng.Uint64()))})
 	}
 	_ = b.mgr.Close()
-	b.up, b.fs, b.future, b.moving = false, img, nil, false
+	b.up, b.fs, b.logs, b.moving = false, img, nil, false
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
 }
 
@@ -233,46 +262,6 @@ func (p partitionSource) Partition(tp remote.TopicIDPartition) (tierstate.State,
 		return p.b.c.ctrl.rec.State, l, true
 	}
 	return p.b.c.ctrl.rec.State, nil, true
-}
-
-// logManager creates and deletes the partition's log on the broker's
-// disk (replica.LogManager).
-type logManager struct{ b *Broker }
-
-func (m logManager) CreateLog(context.Context, remote.TopicIDPartition) (replica.Log, error) {
-	return m.b.createLog(m.b.currentDir())
-}
-
-// createLog creates an empty log in directory dir of the broker's disk.
-func (b *Broker) createLog(dir string) (*log.UnifiedLog, error) {
-	if err := b.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	// The new directory's entry is made durable before the log is used:
-	// a crash must not take away a log that acknowledged records.
-	d, err := b.fs.OpenDir("")
-	if err != nil {
-		return nil, err
-	}
-	if err := errors.Join(d.Sync(), d.Close()); err != nil {
-		return nil, err
-	}
-	return log.Open(dir, b.logOptions())
-}
-
-func (logManager) DeleteLog(_ context.Context, _ remote.TopicIDPartition, l replica.Log) error {
-	return l.Delete()
-}
-
-func (m logManager) DeleteFutureLog(context.Context, remote.TopicIDPartition) error {
-	if m.b.future == nil {
-		return nil
-	}
-	if err := m.b.future.Delete(); err != nil {
-		return err
-	}
-	m.b.future = nil
-	return nil
 }
 
 // classicFetcher records whether the classic fetcher runs and from whom;

@@ -1,11 +1,7 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -16,8 +12,11 @@ import (
 // tail, and a lost disk with no other in-sync copy. The
 // random scheduler does not use them; scripted runs do.
 
-// Stop shuts broker id down cleanly (a controlled shutdown: the log is
-// flushed and closed). If loseTailFrom >= 0 the log first loses its
+// Stop shuts broker id down cleanly (a controlled shutdown: the log
+// manager closes the log and checkpoints its high watermark, Kafka's
+// replication-offset-checkpoint, which a follower restarted without would
+// report as 0 and fail the elect check of
+// github.com/aiven/inkless/pull/855). If loseTailFrom >= 0 the log first loses its
 // records from that offset on (a disk that lost writes the broker had
 // acknowledged; github.com/aiven/inkless/pull/871 truncates the leader's
 // log before it stops). The controller then fences the broker: it leaves
@@ -37,9 +36,8 @@ func (c *Cluster) Stop(id int32, loseTailFrom int64) error {
 			}
 		}
 		_, _, leo, hw := b.Offsets()
-		if err := b.checkpointHighWatermark(hw); err != nil {
-			return note, err
-		}
+		// The log manager's Close checkpoints the high watermark, which
+		// the restart restores (Broker.openLogs).
 		if err := b.stop(); err != nil {
 			return note, err
 		}
@@ -89,54 +87,6 @@ func (r partRecord) electionView() string {
 		s += " RECOVERING"
 	}
 	return s
-}
-
-// hwCheckpoint is the broker's high-watermark checkpoint (Kafka:
-// replication-offset-checkpoint, written by the ReplicaManager, also at
-// a controlled shutdown). The log does not keep its high watermark, so a
-// follower restarted without it would report 0 and fail the elect
-// check of github.com/aiven/inkless/pull/855. Only Stop writes it
-// (Kafka's periodic checkpoint is not modelled: a crash loses the high
-// watermark); start reads and removes it.
-const hwCheckpoint = "replication-offset-checkpoint"
-
-func (b *Broker) checkpointHighWatermark(hw int64) error {
-	if hw < 0 {
-		return nil
-	}
-	f, err := b.fs.Create(hwCheckpoint, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(f, strconv.FormatInt(hw, 10))
-	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
-		return err
-	}
-	d, err := b.fs.OpenDir("")
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
-}
-
-// restoreHighWatermark sets a log found at startup to the checkpointed
-// high watermark (clamped to its log end by the log), and removes the
-// checkpoint.
-func (b *Broker) restoreHighWatermark(l interface{ UpdateHighWatermark(int64) int64 }) error {
-	f, err := b.fs.Open(hwCheckpoint)
-	if err != nil {
-		return nil // none
-	}
-	data, err := io.ReadAll(f)
-	if err = errors.Join(err, f.Close()); err != nil {
-		return err
-	}
-	hw, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	if err != nil {
-		return fmt.Errorf("sim: broker %d: %s: %w", b.ID, hwCheckpoint, err)
-	}
-	l.UpdateHighWatermark(hw)
-	return b.fs.Remove(hwCheckpoint)
 }
 
 // LogDirFailure fails broker id's log directory for the partition

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
@@ -10,43 +11,39 @@ import (
 )
 
 // A log directory move (Kafka: alterReplicaLogDirs), the smallest model
-// of it for scripted runs: a broker's future log lives in the other
-// directory of the same crashable disk, so a crash keeps or tears it as
-// it does the current log, and a restart reopens it and hands it to the
-// driver (SetFutureLog), whose phase-2 check reads it. The move fetcher
-// (Kafka: ReplicaAlterLogDirsThread) copies only when MoveCopy runs, and
-// the promotion runs only when PromoteFuture does; the random scheduler
-// takes neither.
+// of it for scripted runs: a broker's future log is the log manager's
+// (logmanager.Manager.CreateFuture) in the other log directory of the
+// same crashable disk, so a crash keeps or tears it as it does the
+// current log, and a restart reopens it and hands it to the driver
+// (SetFutureLog), whose phase-2 check reads it. The move fetcher (Kafka:
+// ReplicaAlterLogDirsThread) copies only when MoveCopy runs, and the
+// promotion runs only when PromoteFuture does, through the log manager
+// (replica.ManagedLogs: logmanager.Manager.PromoteFutureInPlace, whose
+// commit point is a marker in the future log's directory); the random
+// scheduler takes neither.
 
-// futureLogDir is the disk's second directory. A promotion swaps the
-// roles of the two (Broker.promoted): Kafka renames the future directory
-// into place, the simulation's log manager records which one is current.
-// The record is the broker's, not the disk's: it survives a crash as the
-// broker's configuration does.
-const futureLogDir = logDir + "-future"
-
-// currentDir is the directory of the broker's current log.
-func (b *Broker) currentDir() string {
-	if b.promoted {
-		return futureLogDir
+// futureLog is the log manager's future log of the partition (nil: none).
+func (b *Broker) futureLog() *log.UnifiedLog {
+	if b.logs == nil {
+		return nil
 	}
-	return logDir
+	f, err := b.logs.GetFuture(Partition)
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
-// otherDir is the directory a future log is created in.
-func (b *Broker) otherDir() string {
-	if b.promoted {
-		return logDir
-	}
-	return futureLogDir
-}
+// logDirOf is the log directory holding l.
+func (b *Broker) logDirOf(l *log.UnifiedLog) string { return b.fs.PathDir(l.Dir()) }
 
-// openFutureLog opens the future log if the disk holds its directory.
-func (b *Broker) openFutureLog() (*log.UnifiedLog, error) {
-	if _, err := b.fs.Stat(b.otherDir()); err != nil {
-		return nil, nil
+// otherDir is the log directory a future log of the current log l is
+// created in.
+func otherDir(l *log.UnifiedLog) string {
+	if strings.HasPrefix(l.Dir(), logDirs[0]+"/") {
+		return logDirs[1]
 	}
-	return log.Open(b.otherDir(), b.logOptions())
+	return logDirs[0]
 }
 
 // StartMove starts moving broker id's log to the disk's other directory:
@@ -60,10 +57,10 @@ func (c *Cluster) StartMove(id int32) error {
 			return "", err
 		}
 		l := b.Log()
-		if l == nil || b.future != nil {
+		if l == nil || b.futureLog() != nil {
 			return "", notApplicable("broker %d has no log or moves it already", id)
 		}
-		f, err := b.createLog(b.otherDir())
+		f, err := b.logs.CreateFuture(Partition, otherDir(l))
 		if err != nil {
 			return "", err
 		}
@@ -72,9 +69,8 @@ func (c *Cluster) StartMove(id int32) error {
 				return "", err
 			}
 		}
-		b.future = f
 		err = b.driver.StartMove(c.ctx, f)
-		return fmt.Sprintf("future log in %s from %d (log end %d)", b.otherDir(), f.LogEndOffset(), l.LogEndOffset()), err
+		return fmt.Sprintf("future log in %s from %d (log end %d)", b.logDirOf(f), f.LogEndOffset(), l.LogEndOffset()), err
 	})
 }
 
@@ -89,7 +85,7 @@ func (c *Cluster) MoveCopy(id int32) error {
 		if err != nil {
 			return "", err
 		}
-		l, f := b.Log(), b.future
+		l, f := b.Log(), b.futureLog()
 		if l == nil || f == nil || !b.moving {
 			return "", notApplicable("broker %d runs no move", id)
 		}
@@ -121,7 +117,7 @@ func (c *Cluster) PromoteFuture(id int32) error {
 		if err != nil {
 			return "", err
 		}
-		f := b.future
+		f := b.futureLog()
 		if b.Log() == nil || f == nil {
 			return "", notApplicable("broker %d has no future log", id)
 		}
@@ -131,7 +127,7 @@ func (c *Cluster) PromoteFuture(id int32) error {
 			return fmt.Sprintf("not promoted: future log end %d, log end %d", fend, leo), err
 		}
 		b.moving = false
-		return fmt.Sprintf("promoted: the log in %s, leo=%d epochs=%s", b.currentDir(), b.Log().LogEndOffset(),
+		return fmt.Sprintf("promoted: the log in %s, leo=%d epochs=%s", b.logDirOf(b.Log()), b.Log().LogEndOffset(),
 			formatEpochs(b.Epochs())), err
 	})
 }
@@ -147,17 +143,5 @@ func (f moveFetcher) AddPartition(context.Context, remote.TopicIDPartition, repl
 
 func (f moveFetcher) RemovePartition(context.Context, remote.TopicIDPartition) error {
 	f.b.moving = false
-	return nil
-}
-
-// futureLogManager swaps the directories' roles and deletes the current
-// log (replica.FutureLogManager).
-type futureLogManager struct{ b *Broker }
-
-func (m futureLogManager) ReplaceCurrentWithFutureLog(_ context.Context, _ remote.TopicIDPartition, current, _ replica.Log) error {
-	if err := current.Delete(); err != nil {
-		return err
-	}
-	m.b.promoted, m.b.future = !m.b.promoted, nil
 	return nil
 }

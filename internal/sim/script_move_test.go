@@ -2,8 +2,13 @@ package sim
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/logmanager"
 )
 
 // Script commands for a log directory move (move.go):
@@ -25,13 +30,21 @@ func init() {
 		if b == nil || !b.Up() {
 			return fmt.Sprintf("b%d down\n", id)
 		}
-		if b.future == nil {
-			_, err := b.fs.Stat(b.otherDir())
-			return fmt.Sprintf("b%d no future log (%s on disk: %t); current log in %s\n", id, b.otherDir(), err == nil,
-				b.currentDir())
+		f := b.futureLog()
+		if f == nil {
+			l := b.Log()
+			if l == nil {
+				return fmt.Sprintf("b%d no future log; no current log\n", id)
+			}
+			// A future log directory left on the disk (one the log
+			// manager renamed for deletion is not).
+			names, err := b.fs.List(otherDir(l))
+			require.NoError(e.t, err)
+			onDisk := slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, logmanager.FutureDirSuffix) })
+			return fmt.Sprintf("b%d no future log (one in %s on disk: %t); current log in %s\n", id, otherDir(l), onDisk,
+				b.logDirOf(l))
 		}
-		f := b.future
-		return fmt.Sprintf("b%d future log in %s: log-start=%d leo=%d epochs=%s; move fetcher: %t\n", id, b.otherDir(),
+		return fmt.Sprintf("b%d future log in %s: log-start=%d leo=%d epochs=%s; move fetcher: %t\n", id, b.logDirOf(f),
 			f.LogStartOffset(), f.LogEndOffset(), formatEpochs(f.EpochEntries()), b.moving)
 	})
 }
