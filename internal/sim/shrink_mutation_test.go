@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/cryptotest"
 	"time"
@@ -42,6 +43,12 @@ func shrinkGuard(t *testing.T, gs []mutation.Guard, dir string) (string, Kind) {
 		script := s.Script(fmt.Sprintf("seed %d with %v disabled, shrunk from %d steps to %d", seed, gs,
 			res.Steps, len(s.Applied)))
 		require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+		if out := os.Getenv("TIERLOG_SHRINK_DIR"); out != "" {
+			// Keep a copy (for testdata/scripts: then -rewrite it with the
+			// guards on).
+			name := "shrunk_" + strings.ReplaceAll(joinGuardNames(gs), ",", "_")
+			require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(script), 0o644))
+		}
 		return path, res.Violation.Kind
 	}
 	t.Fatalf("no seed of 1 to 50 breaks an invariant with %v disabled", gs)
@@ -81,4 +88,27 @@ func joinGuardNames(gs []mutation.Guard) string {
 		s += g.String()
 	}
 	return s
+}
+
+// TestShrunkScripts: the shrunk scripts kept in testdata/scripts (which
+// TestScripts passes with every guard on) break their invariant with
+// their guards disabled.
+func TestShrunkScripts(t *testing.T) {
+	for _, r := range []struct {
+		file   string
+		guards []mutation.Guard
+		kind   Kind
+	}{
+		{"shrunk_phase2_gate", []mutation.Guard{mutation.Phase2Gate}, LineageDiverged},
+		{"shrunk_first_prune_bound", []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap}, LineageDiverged},
+	} {
+		t.Run(r.file, func(t *testing.T) {
+			for _, g := range r.guards {
+				mutation.Disable(t, g)
+			}
+			vs := runScriptFile(t, filepath.Join("testdata/scripts", r.file), false)
+			require.NotEmpty(t, vs, "%v disabled: no violation", r.guards)
+			require.Equal(t, r.kind, vs[0].Kind, "%v", vs[0])
+		})
+	}
 }
