@@ -203,8 +203,6 @@ type recorder struct {
 	on      bool
 	args    []Arg
 	actions []Action
-	// steps counts every step taken, recorded or not.
-	steps int
 }
 
 // note adds an argument to the action being run.
@@ -219,11 +217,7 @@ func (r *recorder) note(key string, val any) {
 func (r *recorder) done(action string, broker int32, applied bool) {
 	args := r.args
 	r.args = nil
-	if !applied {
-		return
-	}
-	r.steps++
-	if !r.on {
+	if !applied || !r.on {
 		return
 	}
 	if broker < 0 || noBrokerArg[action] {
