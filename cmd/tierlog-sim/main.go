@@ -5,8 +5,9 @@
 //
 // Usage:
 //
-//	tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-trace]
-//	tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...]
+//	tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-trace] [-shrink DIR]
+//	tierlog-sim -duration D [-seed S] [-steps K] [-weights name=N,...] [-progress P] [-shrink DIR]
+//	tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...] [-shrink DIR]
 //
 // -seed S runs seed S alone; -seeds N runs seeds 1 to N (with -seed, N
 // seeds from S on). -steps is the length of each schedule (default 500).
@@ -17,6 +18,22 @@
 // seed breaks an invariant (the first failing seed ends the run), 2 for
 // a usage error.
 //
+// -shrink DIR writes a failing seed's schedule, shrunk (sim.Shrink: steps
+// dropped, counts and offsets lowered while the same invariant still
+// breaks), as a script of internal/sim/testdata/scripts into DIR, named
+// shrunk_seed_S (shrunk_GUARD_seed_S in search mode), and prints a line
+// with the steps before and after and the path. Shrinking stops after
+// two minutes with the shortest schedule found.
+//
+// Soak mode, -duration D, runs seeds from S (-seed) or from a random
+// seed it prints, until D is up, with a progress line every P (-progress,
+// default 10s): seeds, steps and steps/s, the faults injected by kind
+// (the scheduler's fault actions, and the object-store Puts and Deletes
+// failed or whose response was lost) and the steps after which every
+// invariant was checked. It stops at the first failing seed, prints it
+// and writes its shrunk script (into DIR, default the current directory);
+// exit 1 then, 0 when the time ran out.
+//
 // Search mode looks for a seed that a disabled safety guard breaks
 // (internal/mutation; docs/reliability.md, "Mutation check"):
 //
@@ -24,7 +41,9 @@
 //
 // runs seeds 1 to N (or N seeds from S) with GUARD disabled until one
 // breaks an invariant, and prints exactly one line: "GUARD: caught at
-// seed S after K steps" or "GUARD: not caught in N seeds". -mutation all
+// seed S after K steps" or "GUARD: not caught in N seeds" (with -shrink,
+// a caught seed's shrink line follows, the guard still disabled while it
+// shrinks). -mutation all
 // searches every guard of the table in turn, one line each; a
 // comma-separated list (GUARD,GUARD) disables those guards together, for
 // a bug that two guards each stop (the line names the list). Guards named
@@ -67,6 +86,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	trace := fs.Bool("trace", false, "print every step as it runs")
 	weights := fs.String("weights", "", "action weights replacing the default menu's, name=N,... (e.g. lose-disk=4,crash=6)")
 	guard := fs.String("mutation", "", "search mode: disable this guard (or all, one at a time) and look for a seed that breaks an invariant")
+	duration := fs.Duration("duration", 0, "soak mode: run seeds (from -seed, or a random one) until this time is up")
+	progress := fs.Duration("progress", 10*time.Second, "soak mode: the interval of the progress lines")
+	shrinkDir := fs.String("shrink", "", "write a failing seed's shrunk schedule as a script into this directory (soak mode: default .)")
 	if err := fs.Parse(args); err != nil {
 		if *guard != "" {
 			return 1
@@ -82,8 +104,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *guard != "" {
-		return search(*guard, searchOptions{first: *seed, n: *seeds, steps: *steps, weights: w},
-			fs.NArg() > 0 || *trace, stdout, stderr)
+		return search(*guard, searchOptions{first: *seed, n: *seeds, steps: *steps, weights: w, dir: *shrinkDir},
+			fs.NArg() > 0 || *trace || *duration != 0, stdout, stderr)
+	}
+	if *duration != 0 {
+		if fs.NArg() > 0 || *steps <= 0 || *seeds != 0 || *trace || *duration < 0 || *progress <= 0 {
+			fmt.Fprintln(stderr, soakUsage)
+			return 2
+		}
+		if *shrinkDir == "" {
+			*shrinkDir = "."
+		}
+		return soak(soakOptions{duration: *duration, progress: *progress, first: *seed, steps: *steps, weights: w,
+			dir: *shrinkDir}, stdout, stderr)
 	}
 	if fs.NArg() > 0 || *steps <= 0 || *seeds < 0 || (*seed == 0 && *seeds == 0) {
 		fmt.Fprintln(stderr, "usage: tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-trace]")
@@ -115,6 +148,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "seed %d FAILED: %v\nrerun: go test ./internal/sim -run TestRandom -seed %d\n",
 				s, res.Violation, s)
+			if *shrinkDir != "" {
+				fmt.Fprint(stdout, shrinkTo(*shrinkDir, "", res, opts, stderr))
+			}
 			return 1
 		}
 		fmt.Fprintf(stdout, "seed %d: ok, %d steps, %d action errors\n", s, res.Steps, res.Errors)
@@ -125,7 +161,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-const searchUsage = "usage: tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...] " +
+const soakUsage = "usage: tierlog-sim -duration D [-seed S] [-steps K] [-weights name=N,...] [-progress P] [-shrink DIR]"
+
+const searchUsage = "usage: tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...] [-shrink DIR] " +
 	"(built with: go run -tags tierlog_mutation ./cmd/tierlog-sim ...)"
 
 // searchOptions are a search's seeds (n from first) and schedules.
@@ -134,6 +172,8 @@ type searchOptions struct {
 	n       int
 	steps   int
 	weights map[string]int
+	// dir, if set, receives the shrunk script of a seed caught.
+	dir string
 }
 
 // search is the search mode: for each guard named, the seeds from first
@@ -173,13 +213,13 @@ func search(name string, o searchOptions, extra bool, stdout, stderr io.Writer) 
 	}
 	for _, gs := range searches {
 		label := joinGuards(gs)
-		seed, at, err := searchGuards(gs, o)
+		seed, at, shrunk, err := searchGuards(gs, o, stderr)
 		switch {
 		case err != nil:
 			fmt.Fprintf(stderr, "tierlog-sim: %s: %v\n", label, err)
 			return 1
 		case seed != 0:
-			fmt.Fprintf(stdout, "%s: caught at seed %d after %d steps\n", label, seed, at)
+			fmt.Fprintf(stdout, "%s: caught at seed %d after %d steps\n%s", label, seed, at, shrunk)
 		default:
 			fmt.Fprintf(stdout, "%s: not caught in %d seeds\n", label, o.n)
 		}
@@ -190,25 +230,30 @@ func search(name string, o searchOptions, extra bool, stdout, stderr io.Writer) 
 // searchGuards runs o's seeds with gs disabled and returns the first
 // that breaks an invariant and its step count (seed 0: none). The guards
 // are on again when it returns (those TIERLOG_MUTATION names stay off).
-func searchGuards(gs []mutation.Guard, o searchOptions) (seed uint64, at int, err error) {
+func searchGuards(gs []mutation.Guard, o searchOptions, stderr io.Writer) (seed uint64, at int, shrunk string, err error) {
 	sc := &guardScope{}
 	defer sc.close()
 	for _, g := range gs {
 		mutation.Disable(sc, g)
 	}
 	if sc.skipped != "" {
-		return 0, 0, fmt.Errorf("cannot disable: %s", sc.skipped)
+		return 0, 0, "", fmt.Errorf("cannot disable: %s", sc.skipped)
 	}
+	opts := sim.RunOptions{Steps: o.steps, Weights: o.weights}
 	for s := o.first; s < o.first+uint64(o.n); s++ {
-		res, err := sim.Run(s, sim.RunOptions{Steps: o.steps, Weights: o.weights})
+		res, err := sim.Run(s, opts)
 		if err != nil {
-			return 0, 0, fmt.Errorf("seed %d: %w", s, err)
+			return 0, 0, "", fmt.Errorf("seed %d: %w", s, err)
 		}
 		if res.Failed() {
-			return s, res.Steps, nil
+			if o.dir != "" {
+				// Still disabled: the shrink's replays need the bug.
+				shrunk = shrinkTo(o.dir, joinGuards(gs), res, opts, stderr)
+			}
+			return s, res.Steps, shrunk, nil
 		}
 	}
-	return 0, 0, nil
+	return 0, 0, "", nil
 }
 
 // parseWeights reads -weights: name=N pairs separated by commas (sim.Run

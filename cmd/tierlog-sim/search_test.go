@@ -4,6 +4,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,5 +59,53 @@ func TestSearchNotCaught(t *testing.T) {
 		if want := g.String() + ": not caught in 1 seeds"; lines[i] != want {
 			t.Fatalf("line %d: %q, want %q", i, lines[i], want)
 		}
+	}
+}
+
+// With -shrink the search also writes the caught seed's shrunk script
+// (phase2-gate: seed 3, 159 steps) and prints its line after the result.
+func TestSearchShrinks(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	if code := run([]string{"-mutation", "phase2-gate", "-seeds", "3", "-shrink", dir}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	path := filepath.Join(dir, "shrunk_phase2_gate_seed_3")
+	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 3 after 159 steps" ||
+		!strings.HasPrefix(lines[1], "phase2-gate: seed 3 shrunk from 159 to ") || !strings.HasSuffix(lines[1], path) {
+		t.Fatalf("output:\n%s%s", out.String(), errs.String())
+	}
+	requireScript(t, path)
+}
+
+// A soak stops at the first seed that breaks an invariant (here with
+// phase2-gate disabled: seed 3), prints it and writes its shrunk script.
+func TestSoakStopsAndShrinks(t *testing.T) {
+	mutation.Disable(t, mutation.Phase2Gate)
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	if code := run([]string{"-duration", "10m", "-seed", "1", "-shrink", dir}, &out, &errs); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errs.String())
+	}
+	for _, want := range []string{"seed 3 FAILED after 159 steps: step 159: lineage-diverged",
+		"rerun: go test ./internal/sim -run TestRandom -seed 3\n", "seed 3 shrunk from 159 to "} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s%s", want, out.String(), errs.String())
+		}
+	}
+	requireScript(t, filepath.Join(dir, "shrunk_seed_3"))
+}
+
+// requireScript: path is a script of a new cluster ending in a violation.
+func requireScript(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if !strings.Contains(s, "\nnew seed=3\n----\n") || !strings.Contains(s, "\nviolation: step ") {
+		t.Fatalf("%s:\n%s", path, s)
 	}
 }

@@ -24,6 +24,7 @@ func (c *Cluster) do(action string, broker int32, f func() (string, error)) erro
 	c.step++
 	c.nowMs += 10
 	summary, err := f()
+	c.rec.done(action, broker, !errors.Is(err, ErrNotApplicable))
 	if errors.Is(err, ErrNotApplicable) {
 		c.step--
 		c.nowMs -= 10
@@ -78,6 +79,7 @@ func (c *Cluster) upBroker(id int32) (*Broker, error) {
 // producer's retry writes nothing.
 func (c *Cluster) Produce(n int) error {
 	return c.do("produce", c.ctrl.rec.Leader, func() (string, error) {
+		c.rec.note("n", n)
 		if st := c.ctrl.rec.State; st.SealCommitted() {
 			// Any broker takes diskless produce, on its metadata's
 			// state: the library's gate refuses it before the
@@ -228,7 +230,7 @@ func (c *Cluster) Crash(id int32) error {
 // CrashKeeping is Crash with the share of unsynced data the crash image
 // keeps given (0 to 100), for scripted runs.
 func (c *Cluster) CrashKeeping(id int32, unsyncedPercent int) error {
-	return c.crashKeeping(id, func() int { return unsyncedPercent })
+	return c.crashKeeping(id, func() int { c.rec.note("unsynced", unsyncedPercent); return unsyncedPercent })
 }
 
 func (c *Cluster) crashKeeping(id int32, unsynced func() int) error {
@@ -306,6 +308,7 @@ func (c *Cluster) Restart(id int32) error {
 // Put and Delete (0 turns faults off).
 func (c *Cluster) SetFaults(rate float64) error {
 	return c.do("faults", -1, func() (string, error) {
+		c.rec.note("rate", rate)
 		c.store.setRate(rate)
 		return fmt.Sprintf("rate=%.2f", rate), nil
 	})

@@ -88,6 +88,7 @@ type Cluster struct {
 	brokers []*Broker
 	model   model
 	trace   trace
+	rec     recorder // the steps taken, as script actions (shrink.go)
 }
 
 // startMs is the simulated clock's origin (a fixed instant, so that

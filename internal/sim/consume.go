@@ -20,6 +20,7 @@ import (
 func (c *Cluster) Consume(offset int64) error {
 	var bad *Violation
 	err := c.do("consume", c.ctrl.rec.Leader, func() (string, error) {
+		c.rec.note("offset", offset)
 		b := c.leaderBroker()
 		if b == nil {
 			return "", notApplicable("no leader")

@@ -24,6 +24,9 @@ import (
 // and another replica leads if it led.
 func (c *Cluster) Stop(id int32, loseTailFrom int64) error {
 	return c.do("stop", id, func() (string, error) {
+		if loseTailFrom >= 0 {
+			c.rec.note("lose-tail-from", loseTailFrom)
+		}
 		b, err := c.upBroker(id)
 		if err != nil {
 			return "", err

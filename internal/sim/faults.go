@@ -38,6 +38,7 @@ type faultStore struct {
 		rate  float64
 		calls map[string]uint64
 		fired int
+		lost  int // of fired, those that lost the response
 	}
 }
 
@@ -99,7 +100,11 @@ func (s *faultStore) draw(op, key string) int {
 		return 0
 	}
 	s.mu.fired++
-	return 1 + int(v>>32)%2
+	kind := 1 + int(v>>32)%2
+	if kind == 2 {
+		s.mu.lost++
+	}
+	return kind
 }
 
 func (s *faultStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts objstore.PutOptions) error {

@@ -113,6 +113,9 @@ func (c *Cluster) ElectReplica(id int32) error {
 // seal until Repair.
 func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
 	return c.do("start-phase-2", -1, func() (string, error) {
+		if acceptDataLoss {
+			c.rec.note("accept-data-loss", "")
+		}
 		k := &c.ctrl
 		var descs []tierstate.ReplicaDescription
 		for _, id := range k.replicas {
@@ -162,6 +165,7 @@ func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
 // until Repair. A refusal changes nothing.
 func (c *Cluster) Reseal(seal int64) error {
 	return c.do("reseal", -1, func() (string, error) {
+		c.rec.note("seal", seal)
 		k := &c.ctrl
 		old := k.rec.State.Seal()
 		req := tierstate.ResealRequest{Seal: seal, Leader: k.rec.Leader}

@@ -19,6 +19,10 @@ type Result struct {
 	// Errors counts actions that returned an error other than a
 	// violation (each is in the trace).
 	Errors int
+	// Actions are the steps taken, as script actions (Replay, Shrink).
+	Actions []Action
+	// StoreFaults are the object-store faults injected (shrink.go).
+	StoreFaults StoreFaults
 }
 
 // Failed reports whether the run broke an invariant.
@@ -132,6 +136,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Seed: seed}
+	c.rec.on = true
 	rng := rand.New(rand.NewPCG(seed, 0x7363686564)) // "sched"
 	for c.step < opts.Steps {
 		err := pick(rng, menu, total).run(c, rng)
@@ -147,6 +152,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 		}
 	}
 	res.Steps, res.Trace = c.step, c.Trace()
+	res.Actions, res.StoreFaults = c.rec.actions, c.store.faults()
 	if err := c.Close(); err != nil && res.Violation == nil {
 		return res, fmt.Errorf("sim: close after seed %d: %w", seed, err)
 	}

@@ -41,6 +41,18 @@ type scriptEnv struct {
 	c *Cluster
 	// lines are the trace lines written since the last command.
 	lines []string
+	// onViolation, if set, takes each violation instead of failing the
+	// test (shrink_test.go runs scripts expected to fail).
+	onViolation func(*Violation)
+}
+
+// violated fails the test with v, or hands it to onViolation.
+func (e *scriptEnv) violated(v *Violation) {
+	if e.onViolation != nil {
+		e.onViolation(v)
+		return
+	}
+	e.t.Errorf("invariant violated: %v", v)
 }
 
 // scriptCommand runs one command and returns its output.
@@ -111,32 +123,13 @@ func scriptBroker(t *testing.T, d *datadriven.TestData) int32 {
 // violation (which also fails the test), a precondition that did not
 // hold, or another error.
 func (e *scriptEnv) result(err error) string {
-	var sb strings.Builder
-	for _, l := range e.lines {
-		parts := strings.Split(l, " | ")
-		sb.WriteString(strings.TrimLeft(parts[0], " "))
-		sb.WriteByte('\n')
-		for _, p := range parts[1:] {
-			sb.WriteString("  ")
-			sb.WriteString(p)
-			sb.WriteByte('\n')
-		}
-	}
-	if len(e.lines) == 0 && err == nil {
-		sb.WriteString("(no step)\n")
-	}
-	e.lines = nil
 	var v *Violation
-	switch {
-	case errors.As(err, &v):
-		e.t.Errorf("invariant violated: %v", v)
-		fmt.Fprintf(&sb, "violation: %v\n", v)
-	case errors.Is(err, ErrNotApplicable):
-		fmt.Fprintf(&sb, "not applicable: %v\n", err)
-	case err != nil:
-		fmt.Fprintf(&sb, "error: %v\n", err)
+	if errors.As(err, &v) {
+		e.violated(v)
 	}
-	return sb.String()
+	s := formatStep(e.lines, err)
+	e.lines = nil
+	return s
 }
 
 // brokerAction is a command that runs one Cluster action on a broker.
@@ -219,7 +212,7 @@ func init() {
 	})
 	registerScriptCommand("check", func(e *scriptEnv, _ *datadriven.TestData) string {
 		if v := e.c.Check(); v != nil {
-			e.t.Errorf("invariant violated: %v", v)
+			e.violated(v)
 			return fmt.Sprintf("violation: %v\n", v)
 		}
 		return "ok\n"
@@ -227,21 +220,7 @@ func init() {
 }
 
 // stateString is the controller's record and the shared tiers.
-func (e *scriptEnv) stateString() string {
-	c := e.c
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "leader=%d leader-epoch=%d partition-epoch=%d isr=%v\n", c.Leader(), c.LeaderEpoch(),
-		c.PartitionEpoch(), c.ISR())
-	fmt.Fprintf(&sb, "switch: %s\n", c.State())
-	fmt.Fprintf(&sb, "seal=%d", c.Seal())
-	if w, hw, ok := c.WAL(); ok {
-		fmt.Fprintf(&sb, " wal: start=%d hw=%d", w, hw)
-	} else {
-		sb.WriteString(" wal: none")
-	}
-	fmt.Fprintf(&sb, " highest-remote-offset=%d committed-end=%d\n", c.HighestRemoteOffset(), c.Committed())
-	return sb.String()
-}
+func (e *scriptEnv) stateString() string { return e.c.stateString() }
 
 // brokerString is one broker's log and driver record.
 func (e *scriptEnv) brokerString(id int32) string {

@@ -108,6 +108,7 @@ type remoteTaskLookup struct {
 // may run between them, as the task runs concurrently with the broker.
 func (c *Cluster) RemoteTaskLookup(id int32, offset int64) error {
 	return c.do("task-lookup", id, func() (string, error) {
+		c.rec.note("offset", offset)
 		b, l, err := c.upLog(id)
 		if err != nil {
 			return "", err

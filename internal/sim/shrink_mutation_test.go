@@ -1,0 +1,114 @@
+//go:build tierlog_mutation
+
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/cryptotest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/internal/mutation"
+)
+
+// shrinkGuard finds the first seed from 1 on that breaks an invariant
+// with gs disabled (for the rest of t), shrinks its schedule and writes
+// the script to dir. It returns the script's path and the violation's
+// kind.
+func shrinkGuard(t *testing.T, gs []mutation.Guard, dir string) (string, Kind) {
+	for _, g := range gs {
+		mutation.Disable(t, g)
+	}
+	start := time.Now()
+	for seed := uint64(1); seed <= 50; seed++ {
+		cryptotest.SetGlobalRandom(t, seed)
+		res, err := Run(seed, RunOptions{Steps: 500})
+		require.NoError(t, err)
+		if !res.Failed() {
+			continue
+		}
+		found := time.Since(start)
+		s, err := Shrink(res.Actions, res.Violation.Kind, ShrinkOptions{Cluster: Options{Seed: seed},
+			Before: func() { cryptotest.SetGlobalRandom(t, seed) }})
+		require.NoError(t, err)
+		require.Less(t, len(s.Applied), res.Steps)
+		t.Logf("seed %d found in %v: %d steps -> %d steps in %v (%d replays): %v", seed, found.Round(time.Millisecond),
+			res.Steps, len(s.Applied), s.Elapsed.Round(time.Millisecond), s.Runs, s.Violation)
+		path := filepath.Join(dir, "shrunk")
+		script := s.Script(fmt.Sprintf("seed %d with %v disabled, shrunk from %d steps to %d", seed, gs,
+			res.Steps, len(s.Applied)))
+		require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+		if out := os.Getenv("TIERLOG_SHRINK_DIR"); out != "" {
+			// Keep a copy (for testdata/scripts: then -rewrite it with the
+			// guards on).
+			name := "shrunk_" + strings.ReplaceAll(joinGuardNames(gs), ",", "_")
+			require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(script), 0o644))
+		}
+		return path, res.Violation.Kind
+	}
+	t.Fatalf("no seed of 1 to 50 breaks an invariant with %v disabled", gs)
+	return "", 0
+}
+
+// TestShrinkGuardScript: with a guard the random runs catch disabled,
+// the first failing seed's schedule shrinks to a script that the script
+// runner fails with the same invariant while the guard is off (printing
+// what the replay printed) and passes with it on.
+func TestShrinkGuardScript(t *testing.T) {
+	for _, gs := range [][]mutation.Guard{{mutation.Phase2Gate}, {mutation.FirstPruneBound, mutation.WALReadGap}} {
+		t.Run(joinGuardNames(gs), func(t *testing.T) {
+			dir := t.TempDir()
+			var path string
+			var kind Kind
+			t.Run("off", func(t *testing.T) {
+				path, kind = shrinkGuard(t, gs, dir)
+				vs := runScriptFile(t, path, true)
+				require.NotEmpty(t, vs, "the shrunk script breaks no invariant")
+				require.Equal(t, kind, vs[0].Kind, "%v", vs[0])
+			})
+			require.NotEmpty(t, path)
+			t.Run("on", func(t *testing.T) {
+				require.Empty(t, runScriptFile(t, path, false), "with the guard on")
+			})
+		})
+	}
+}
+
+func joinGuardNames(gs []mutation.Guard) string {
+	s := ""
+	for i, g := range gs {
+		if i > 0 {
+			s += ","
+		}
+		s += g.String()
+	}
+	return s
+}
+
+// TestShrunkScripts: the shrunk scripts kept in testdata/scripts (which
+// TestScripts passes with every guard on) break their invariant with
+// their guards disabled.
+func TestShrunkScripts(t *testing.T) {
+	for _, r := range []struct {
+		file   string
+		guards []mutation.Guard
+		kind   Kind
+	}{
+		{"shrunk_phase2_gate", []mutation.Guard{mutation.Phase2Gate}, LineageDiverged},
+		{"shrunk_first_prune_bound", []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap}, LineageDiverged},
+	} {
+		t.Run(r.file, func(t *testing.T) {
+			for _, g := range r.guards {
+				mutation.Disable(t, g)
+			}
+			vs := runScriptFile(t, filepath.Join("testdata/scripts", r.file), false)
+			require.NotEmpty(t, vs, "%v disabled: no violation", r.guards)
+			require.Equal(t, r.kind, vs[0].Kind, "%v", vs[0])
+		})
+	}
+}

@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"testing/cryptotest"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReplayRecordedRun replays the actions a random run recorded: every
+// one takes a step again and writes the trace line the run wrote, so a
+// recorded schedule is the run (the ground Shrink stands on).
+func TestReplayRecordedRun(t *testing.T) {
+	for _, seed := range []uint64{3, 12} {
+		cryptotest.SetGlobalRandom(t, seed)
+		res, err := Run(seed, RunOptions{Steps: 300})
+		require.NoError(t, err)
+		require.False(t, res.Failed(), "seed %d: %v", seed, res.Violation)
+		require.Len(t, res.Actions, res.Steps)
+
+		cryptotest.SetGlobalRandom(t, seed)
+		r, err := Replay(Options{Seed: seed}, res.Actions)
+		require.NoError(t, err)
+		require.Nil(t, r.Violation)
+		require.Equal(t, res.Actions, r.Applied)
+		// The run's first line carries the initial record's delta, which
+		// a script (and a replay) leaves out.
+		for i := 1; i < len(res.Trace); i++ {
+			want := formatStep([]string{res.Trace[i]}, nil)
+			require.True(t, strings.HasPrefix(r.Outputs[i], want), "seed %d step %d: replay\n%s\nrun\n%s",
+				seed, i+1, r.Outputs[i], want)
+		}
+	}
+}
+
+// TestActionString: the script line of an action, and simpler's variants.
+func TestActionString(t *testing.T) {
+	require.Equal(t, "produce n=3", Action{Cmd: "produce", Args: []Arg{{"n", "3"}}}.String())
+	require.Equal(t, "crash broker=2", Action{Cmd: "crash", Broker: 2}.String())
+	require.Equal(t, "start-phase-2 accept-data-loss",
+		Action{Cmd: "start-phase-2", Args: []Arg{{"accept-data-loss", ""}}}.String())
+	var got []string
+	for _, a := range simpler(Action{Cmd: "consume", Args: []Arg{{"offset", "40"}}}) {
+		got = append(got, a.String())
+	}
+	require.Equal(t, []string{"consume offset=0", "consume offset=20"}, got)
+	got = nil
+	for _, a := range simpler(Action{Cmd: "crash", Broker: 1}) {
+		got = append(got, a.String())
+	}
+	require.Equal(t, []string{"crash broker=1 unsynced=0", "crash broker=1 unsynced=100"}, got)
+	_, err := Replay(Options{Seed: 1}, []Action{{Cmd: "reseal"}})
+	require.ErrorIs(t, err, ErrUnreplayable)
+}
+
+// runScriptFile runs the script at path through the script commands and
+// returns its violations (which fail no test here). compare: the output
+// must be the script's; otherwise only the violations count.
+func runScriptFile(t *testing.T, path string, compare bool) []*Violation {
+	var vs []*Violation
+	e := &scriptEnv{t: t, onViolation: func(v *Violation) { vs = append(vs, v) }}
+	defer func() {
+		if e.c != nil {
+			_ = e.c.Close()
+		}
+	}()
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		e.t = t
+		f, ok := scriptCommands[d.Cmd]
+		if !ok {
+			d.Fatalf(t, "unknown command %q", d.Cmd)
+		}
+		if d.Cmd != "new" && e.c == nil {
+			e.newCluster(Options{Seed: 1})
+		}
+		out := f(e, d)
+		if !compare {
+			return d.Expected
+		}
+		return out
+	})
+	return vs
+}
