@@ -140,6 +140,13 @@ const (
 	// same name never starts from the deleted log's high watermark after a
 	// crash.
 	DeleteRewritesCheckpoints
+	// GroupCommitStepCopy: a CommitFile written as a step of a pebblecp
+	// group commit changes a copy of each partition row it reads from the
+	// group (pebblecp's txn.log), so a commit that fails half way (an
+	// offset overflow after an accepted batch) leaves the group's high
+	// watermarks as they were instead of a gap the next commit of the
+	// group would start after.
+	GroupCommitStepCopy
 
 	numGuards = iota + 1
 )
@@ -164,6 +171,7 @@ var names = [numGuards]string{
 	SnapshotFloor:                   "snapshot-floor",
 	LogDirParentSync:                "log-dir-parent-sync",
 	DeleteRewritesCheckpoints:       "delete-rewrites-checkpoints",
+	GroupCommitStepCopy:             "group-commit-step-copy",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.
