@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/tierlog/tierlog/wal"
 )
 
 // CommitFile implements wal.ControlPlane. Calls that arrive while a
 // group is being written wait in the commit queue and are written
-// together, in arrival order, as the next group (see the package doc).
+// together, in arrival order, as a next group (see the package doc).
 func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileRequest) (wal.CommitFileResult, error) {
 	if err := req.Validate(); err != nil {
 		return wal.CommitFileResult{}, err
@@ -19,18 +18,8 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 	if err := ctx.Err(); err != nil {
 		return wal.CommitFileResult{}, err
 	}
-	c := &commitCall{ctx: ctx, req: &req, digest: req.Digest(), wake: make(chan struct{}, 1)}
-	if !cp.commits.enqueue(c) {
-		<-c.wake
-		if !c.lead {
-			return c.res, c.err
-		}
-	}
-	// The leader: it is the head of the queue, so its own call is in the
-	// group it writes.
-	group := cp.commits.take(maxCommitGroup)
-	cp.commitGroup(group)
-	cp.commits.handOff()
+	c := &commitCall{ctx: ctx, req: &req, digest: req.Digest()}
+	cp.commits.Do(c, maxCommitGroup, cp.commitGroup)
 	return c.res, c.err
 }
 
@@ -38,69 +27,14 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 // group's Pebble batch and its wait stay bounded.
 const maxCommitGroup = 128
 
-// commitQueue gathers the CommitFile calls that arrive while a group is
-// being written: LevelDB's and Pebble's writer queue. The first call to
-// find no leader leads: it takes the queue's head (its own call among
-// them), writes them as one group under writeMu with one synced Pebble
-// commit, answers each, and hands the lead to the new head, if any.
-type commitQueue struct {
-	mu sync.Mutex
-	// pending are the calls not yet taken, in arrival order. Guarded by
-	// mu.
-	pending []*commitCall
-	// leading is true from a leader's enqueue to the hand-off that finds
-	// the queue empty. Guarded by mu.
-	leading bool
-}
-
-// commitCall is one CommitFile waiting in the queue.
+// commitCall is one CommitFile in the commit queue; res and err are its
+// answer, set by the leader that writes it.
 type commitCall struct {
 	ctx    context.Context
 	req    *wal.CommitFileRequest
 	digest [32]byte
-	// res and err are the answer; lead is set instead when the call is to
-	// lead the next group. Written before wake is signalled.
-	res  wal.CommitFileResult
-	err  error
-	lead bool
-	wake chan struct{}
-}
-
-// enqueue appends c and reports whether c leads (no leader was active).
-func (q *commitQueue) enqueue(c *commitCall) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.pending = append(q.pending, c)
-	if q.leading {
-		return false
-	}
-	q.leading = true
-	return true
-}
-
-// take removes up to n calls from the head of the queue.
-func (q *commitQueue) take(n int) []*commitCall {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n = min(n, len(q.pending))
-	group := append([]*commitCall(nil), q.pending[:n]...)
-	rest := copy(q.pending, q.pending[n:])
-	clear(q.pending[rest:])
-	q.pending = q.pending[:rest]
-	return group
-}
-
-// handOff ends a leader's turn: the head of the queue leads next.
-func (q *commitQueue) handOff() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.pending) == 0 {
-		q.leading = false
-		return
-	}
-	next := q.pending[0]
-	next.lead = true
-	next.wake <- struct{}{}
+	res    wal.CommitFileResult
+	err    error
 }
 
 // commitGroup writes group in one update, each call as its own step in
@@ -108,7 +42,7 @@ func (q *commitQueue) handOff() {
 // overflow, a row it cannot read) is answered with its error and leaves
 // nothing in the group, whose other calls go on. If the update itself
 // fails, nothing of the group is written and every call gets its error.
-// Every call is answered before commitGroup returns.
+// Every call is answered when commitGroup returns.
 func (cp *ControlPlane) commitGroup(group []*commitCall) {
 	live := make([]*commitCall, 0, len(group))
 	for _, c := range group {
@@ -140,9 +74,6 @@ func (cp *ControlPlane) commitGroup(group []*commitCall) {
 				c.res, c.err = wal.CommitFileResult{}, err
 			}
 		}
-	}
-	for _, c := range group {
-		c.wake <- struct{}{}
 	}
 }
 

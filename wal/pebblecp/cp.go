@@ -14,10 +14,10 @@
 // One mutex, writeMu, serialises the mutating calls and is held across
 // their fsync: offsets are assigned from the high watermark read under it,
 // so two commits can never interleave. CommitFile calls that arrive while
-// a commit is being written wait in a queue (commitQueue, the writer
-// queue of LevelDB and Pebble): the first caller to find no leader leads,
-// takes up to maxCommitGroup calls from the head of the queue (its own
-// first), and writes them as one group: one update, each call a step
+// a commit is being written wait in a queue (package
+// internal/groupcommit: the writer queue of LevelDB and Pebble): the
+// first caller to find no leader leads, takes up to maxCommitGroup calls
+// from the head of the queue (its own first), and writes them as one group: one update, each call a step
 // decided in arrival order on a copy of the rows the group has so far
 // (so offsets are assigned exactly as one call after the other would),
 // one Pebble batch, one synced commit. It answers each call with its own
@@ -33,9 +33,9 @@
 // held for reading, which only Close takes for writing, so readers never
 // wait for an fsync.
 //
-// Lock order: ControlPlane.writeMu -> ControlPlane.mu; commitQueue.mu is
-// never held with another lock. None is held while calling out of the
-// package.
+// Lock order: ControlPlane.writeMu -> ControlPlane.mu; the commit
+// queue's lock is never held with another. None is held while calling
+// out of the package.
 //
 // The key and value layout is in keys.go and codec.go.
 package pebblecp
@@ -52,6 +52,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/internal/groupcommit"
 	"github.com/tierlog/tierlog/wal"
 )
 
@@ -77,7 +78,7 @@ type ControlPlane struct {
 	now func() time.Time
 
 	// commits is the CommitFile queue (commit.go).
-	commits commitQueue
+	commits groupcommit.Queue[*commitCall]
 
 	// writeMu serialises mutating calls; held across the Pebble commit.
 	writeMu sync.Mutex

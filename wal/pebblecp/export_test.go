@@ -16,7 +16,7 @@ func (cp *ControlPlane) CommitGroup(ctx context.Context, reqs []wal.CommitFileRe
 		if err := req.Validate(); err != nil {
 			panic(err)
 		}
-		group[i] = &commitCall{ctx: ctx, req: &req, digest: req.Digest(), wake: make(chan struct{}, 1)}
+		group[i] = &commitCall{ctx: ctx, req: &req, digest: req.Digest()}
 	}
 	cp.commitGroup(group)
 	res, errs := make([]wal.CommitFileResult, len(reqs)), make([]error, len(reqs))
