@@ -17,17 +17,17 @@
 // a commit is being written wait in a queue (package
 // internal/groupcommit: the writer queue of LevelDB and Pebble): the
 // first caller to find no leader leads, takes up to maxCommitGroup calls
-// from the head of the queue (its own first), and writes them as one group: one update, each call a step
-// decided in arrival order on a copy of the rows the group has so far
-// (so offsets are assigned exactly as one call after the other would),
-// one Pebble batch, one synced commit. It answers each call with its own
+// from the head of the queue (its own first), and writes them as one
+// group: one update, each call a step decided in arrival order on a copy
+// of the rows the group has so far (so offsets are assigned exactly as
+// one call after the other would), one Pebble batch, one synced commit. It answers each call with its own
 // result or error, then hands the lead to the new head of the queue. A
 // step that fails (a reused or reaped key, an offset overflow, a row it
 // cannot read) is answered with its error and leaves nothing in the
 // batch; the others go on. The commit point of every call of a group is
 // the one fsync of the group's batch: a crash before it leaves none of
-// them, after it all of them, and a failed commit fails them all (the
-// sticky write error below). Reads (FindBatches, ListOffsets, LogInfo,
+// them, after it all of them, and a failed commit fails them all (and
+// every later write, until the plane is reopened: writeErr). Reads (FindBatches, ListOffsets, LogInfo,
 // ProducerStates, FilesToDelete, IsSafeToDeleteObject) never take
 // writeMu: they read a Pebble snapshot (one consistent state) under mu
 // held for reading, which only Close takes for writing, so readers never
