@@ -3,7 +3,6 @@ package pebblecp_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -40,49 +39,12 @@ func groupRequest(key string, batches ...wal.CommitBatch) wal.CommitFileRequest 
 	return req
 }
 
-// TestGroupCommitFailingStep: a commit of a group that fails after one of
-// its batches was accepted (an offset overflow on its second partition)
-// fails alone and leaves nothing: the next commit of the same group gets
-// the offsets the failed one would have taken, and nothing refers to the
-// failed object.
+// TestGroupCommitFailingStep: see controlplanetest.GroupCommitFailingStep.
 func TestGroupCommitFailingStep(t *testing.T) {
-	ctx := context.Background()
 	cp, err := pebblecp.Open(vfs.NewMem(), "cp", pebblecp.Options{})
 	require.NoError(t, err)
 	defer cp.Close()
-	p0 := wal.TopicIDPartition{TopicID: wal.TopicID{1}, Partition: 0}
-	full := wal.TopicIDPartition{TopicID: wal.TopicID{2}, Partition: 0}
-	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: p0.TopicID, Topic: "a", NumPartitions: 1}}))
-	_, err = cp.InitDisklessLog(ctx, []wal.InitDisklessLogRequest{{Partition: full, Topic: "full",
-		LogStartOffset: 0, DisklessStartOffset: math.MaxInt64 - 5}})
-	require.NoError(t, err)
-
-	res, errs := cp.CommitGroup(ctx, []wal.CommitFileRequest{
-		groupRequest("g/0", groupBatch(p0, 0, 3)),
-		groupRequest("g/1", groupBatch(p0, 0, 4), groupBatch(full, 0, 10)), // overflows after p0's batch
-		groupRequest("g/2", groupBatch(p0, 0, 2), groupBatch(full, 0, 5)),
-	})
-	require.NoError(t, errs[0])
-	require.ErrorIs(t, errs[1], wal.ErrInvalidArgument)
-	require.NoError(t, errs[2])
-	require.Equal(t, int64(0), res[0].Batches[0].BaseOffset)
-	require.Equal(t, int64(3), res[2].Batches[0].BaseOffset, "the commit after the failed one")
-	require.Equal(t, int64(math.MaxInt64-5), res[2].Batches[1].BaseOffset)
-	info, err := cp.LogInfo(ctx, p0)
-	require.NoError(t, err)
-	require.Equal(t, int64(5), info.HighWatermark)
-	found, err := cp.FindBatches(ctx, wal.FindBatchesRequest{MaxBytes: 1 << 20,
-		Partitions: []wal.FindPartition{{Partition: p0, MaxPartitionBytes: 1 << 20}}})
-	require.NoError(t, err)
-	require.Len(t, found[0].Batches, 2)
-	require.Equal(t, []string{"g/0", "g/2"}, []string{found[0].Batches[0].ObjectKey, found[0].Batches[1].ObjectKey})
-	safe, err := cp.IsSafeToDeleteObject(ctx, "g/1")
-	require.NoError(t, err)
-	require.True(t, safe, "the failed commit registered its object")
-	// Its retry, alone, commits it after the others.
-	again, err := cp.CommitFile(ctx, groupRequest("g/1", groupBatch(p0, 0, 4)))
-	require.NoError(t, err)
-	require.Equal(t, int64(5), again.Batches[0].BaseOffset)
+	controlplanetest.GroupCommitFailingStep(t, cp, cp.CommitGroup)
 }
 
 // TestCrashGroupCommit cuts group commits at every mutating file

@@ -45,3 +45,18 @@ func TestConformance(t *testing.T) {
 		return openFresh(t, now)
 	}, controlplanetest.Options{Seed: testseed.Seed(t, 1)})
 }
+
+// TestConcurrentCommits: many goroutines commit to shared partitions
+// through the commit queue (see controlplanetest.ConcurrentCommits).
+func TestConcurrentCommits(t *testing.T) {
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	controlplanetest.ConcurrentCommits(t, cp, controlplanetest.ConcurrentOptions{})
+}
+
+// TestGroupCommitFailingStep: see controlplanetest.GroupCommitFailingStep.
+func TestGroupCommitFailingStep(t *testing.T) {
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	controlplanetest.GroupCommitFailingStep(t, cp, cp.CommitGroup)
+}

@@ -51,6 +51,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/internal/groupcommit"
 	"github.com/tierlog/tierlog/wal"
 )
 
@@ -119,6 +120,8 @@ type ControlPlane struct {
 	password    string // for redaction only
 	closed      atomic.Bool
 	metrics     counters
+	// commits is the CommitFile queue (commit.go).
+	commits groupcommit.Queue[*commitCall]
 }
 
 var _ wal.ControlPlane = (*ControlPlane)(nil)
