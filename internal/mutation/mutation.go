@@ -140,13 +140,12 @@ const (
 	// same name never starts from the deleted log's high watermark after a
 	// crash.
 	DeleteRewritesCheckpoints
-	// GroupCommitStepCopy: a CommitFile written as a step of a pebblecp
-	// group commit changes a copy of each partition row it reads from the
-	// group (pebblecp's txn.log), so a commit that fails half way (an
-	// offset overflow after an accepted batch) leaves the group's high
-	// watermarks as they were instead of a gap the next commit of the
-	// group would start after.
-	GroupCommitStepCopy
+	// GroupCommitStepUndo: a CommitFile that fails inside a group commit
+	// (an offset overflow after one of its batches was accepted) leaves
+	// the group's partition rows as it found them: pebblecp's step changes
+	// copies of the group's rows (txn.log), pgcp's decideCommit undoes its
+	// changes. Without it the next commit of the group starts after a gap.
+	GroupCommitStepUndo
 
 	numGuards = iota + 1
 )
@@ -171,7 +170,7 @@ var names = [numGuards]string{
 	SnapshotFloor:                   "snapshot-floor",
 	LogDirParentSync:                "log-dir-parent-sync",
 	DeleteRewritesCheckpoints:       "delete-rewrites-checkpoints",
-	GroupCommitStepCopy:             "group-commit-step-copy",
+	GroupCommitStepUndo:             "group-commit-step-undo",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -131,7 +131,7 @@ func (tx *txn) log(tp wal.TopicIDPartition) (*logEntry, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !mutation.Disabled(mutation.GroupCommitStepCopy) {
+		if !mutation.Disabled(mutation.GroupCommitStepUndo) {
 			c := *e
 			e = &c
 		}

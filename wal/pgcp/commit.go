@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/wal"
 )
 
@@ -341,7 +342,9 @@ func decideCommit(req *wal.CommitFileRequest, fileID int64, logs map[wal.TopicID
 		}
 		assigned := l.hw
 		if assigned > math.MaxInt64-b.OffsetCount() {
-			undo()
+			if !mutation.Disabled(mutation.GroupCommitStepUndo) {
+				undo()
+			}
 			return nil, fmt.Errorf("%w: pgcp: partition %s: %d offsets after the high watermark %d overflow",
 				wal.ErrInvalidArgument, b.Partition, b.OffsetCount(), assigned)
 		}
