@@ -152,7 +152,11 @@ func benchCommitsWith(b *testing.B, cp wal.ControlPlane, writers int, request fu
 	slices.Sort(all)
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "commits/s")
 	if m, ok := cp.(interface{ Metrics() pgcp.Metrics }); ok {
-		b.ReportMetric(float64(m.Metrics().Retries), "retries")
+		mm := m.Metrics()
+		b.ReportMetric(float64(mm.Retries), "retries")
+		if mm.CommitGroups > 0 {
+			b.ReportMetric(float64(mm.Commits+mm.CommitErrors)/float64(mm.CommitGroups), "commits/group")
+		}
 	}
 	for _, q := range []struct {
 		name string
