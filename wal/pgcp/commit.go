@@ -277,17 +277,7 @@ func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, now
 	for k := range dirtyProducers {
 		queueProducerWrite(&wb, k.tp, producers[k])
 	}
-	for i, id := range okIDs {
-		st, base, at, ls, detail := resultArrays(okResults[i])
-		marked := any(nil)
-		state := stateLive
-		if !anyAccepted(okResults[i]) {
-			marked, state = nowMs, stateDeleting
-		}
-		wb.Queue(`UPDATE files SET result_status = $2, result_base_offset = $3, result_append_time = $4, result_log_start = $5,
-				result_detail = $6, state = $7, marked_for_deletion_at = $8 WHERE file_id = $1`,
-			id, st, base, at, ls, detail, state, marked)
-	}
+	queueStoredAnswers(&wb, okIDs, okResults, nowMs)
 	if len(failedIDs) > 0 {
 		wb.Queue(`DELETE FROM files WHERE file_id = ANY($1::int8[])`, failedIDs)
 	}
@@ -374,6 +364,35 @@ func decideCommit(req *wal.CommitFileRequest, fileID int64, logs map[wal.TopicID
 		results[i] = storedResult{Status: wal.BatchAccepted, BaseOffset: assigned, LogAppendTime: nowMs, LogStartOffset: l.w}
 	}
 	return results, nil
+}
+
+// queueStoredAnswers stores each committed object's answer in its files
+// row (and marks an object with no accepted batch for deletion): one
+// statement for the group, each row's arrays a slice of the group's.
+func queueStoredAnswers(b *pgx.Batch, ids []int64, results [][]storedResult, nowMs int64) {
+	if len(ids) == 0 {
+		return
+	}
+	var all []storedResult
+	from, to := make([]int32, len(ids)), make([]int32, len(ids))
+	states := make([]int16, len(ids))
+	for i, rs := range results {
+		from[i] = int32(len(all)) + 1 // PostgreSQL arrays count from 1
+		all = append(all, rs...)
+		to[i] = int32(len(all))
+		states[i] = stateLive
+		if !anyAccepted(rs) {
+			states[i] = stateDeleting
+		}
+	}
+	st, base, at, ls, detail := resultArrays(all)
+	b.Queue(`UPDATE files f SET result_status = ($2::int2[])[v.s:v.e], result_base_offset = ($3::int8[])[v.s:v.e],
+			result_append_time = ($4::int8[])[v.s:v.e], result_log_start = ($5::int8[])[v.s:v.e],
+			result_detail = COALESCE(($6::text[])[v.s:v.e], '{}'), state = v.state,
+			marked_for_deletion_at = CASE WHEN v.state = $10 THEN $11::int8 END
+		FROM unnest($1::int8[], $7::int4[], $8::int4[], $9::int2[]) AS v(id, s, e, state)
+		WHERE f.file_id = v.id`,
+		ids, st, base, at, ls, detail, from, to, states, stateDeleting, nowMs)
 }
 
 // anyAccepted reports whether an object keeps a live batch.
