@@ -140,6 +140,12 @@ const (
 	// same name never starts from the deleted log's high watermark after a
 	// crash.
 	DeleteRewritesCheckpoints
+	// GroupCommitStepUndo: a CommitFile that fails inside a group commit
+	// (an offset overflow after one of its batches was accepted) leaves
+	// the group's partition rows as it found them: pebblecp's step changes
+	// copies of the group's rows (txn.log), pgcp's decideCommit undoes its
+	// changes. Without it the next commit of the group starts after a gap.
+	GroupCommitStepUndo
 
 	numGuards = iota + 1
 )
@@ -164,6 +170,7 @@ var names = [numGuards]string{
 	SnapshotFloor:                   "snapshot-floor",
 	LogDirParentSync:                "log-dir-parent-sync",
 	DeleteRewritesCheckpoints:       "delete-rewrites-checkpoints",
+	GroupCommitStepUndo:             "group-commit-step-undo",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

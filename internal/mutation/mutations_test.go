@@ -114,6 +114,7 @@ var catches = []catch{
 	{mutation.LogDirParentSync, "logmanager", "TestHighWatermarkAfterCrash"},
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDelete"},
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDeleteThenRecreateAfterCrash"},
+	{mutation.GroupCommitStepUndo, "wal/pebblecp", "TestGroupCommitFailingStep"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

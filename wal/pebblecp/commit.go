@@ -8,63 +8,120 @@ import (
 	"github.com/tierlog/tierlog/wal"
 )
 
-// CommitFile implements wal.ControlPlane.
+// CommitFile implements wal.ControlPlane. Calls that arrive while a
+// group is being written wait in the commit queue and are written
+// together, in arrival order, as a next group (see the package doc).
 func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileRequest) (wal.CommitFileResult, error) {
 	if err := req.Validate(); err != nil {
 		return wal.CommitFileResult{}, err
 	}
-	digest := req.Digest()
-	var res wal.CommitFileResult
-	err := cp.update(ctx, func(tx *txn) error {
-		f, err := tx.file(req.ObjectKey)
-		if err != nil {
-			return err
+	if err := ctx.Err(); err != nil {
+		return wal.CommitFileResult{}, err
+	}
+	c := &commitCall{ctx: ctx, req: &req, digest: req.Digest()}
+	cp.commits.Do(c, maxCommitGroup, cp.commitGroup)
+	return c.res, c.err
+}
+
+// maxCommitGroup caps the calls written in one group, so that one
+// group's Pebble batch and its wait stay bounded.
+const maxCommitGroup = 128
+
+// commitCall is one CommitFile in the commit queue; res and err are its
+// answer, set by the leader that writes it.
+type commitCall struct {
+	ctx    context.Context
+	req    *wal.CommitFileRequest
+	digest [32]byte
+	res    wal.CommitFileResult
+	err    error
+}
+
+// commitGroup writes group in one update, each call as its own step in
+// arrival order: a call that fails (a reused or reaped key, an offset
+// overflow, a row it cannot read) is answered with its error and leaves
+// nothing in the group, whose other calls go on. If the update itself
+// fails, nothing of the group is written and every call gets its error.
+// Every call is answered when commitGroup returns.
+func (cp *ControlPlane) commitGroup(group []*commitCall) {
+	live := make([]*commitCall, 0, len(group))
+	for _, c := range group {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			continue
 		}
-		if f.found {
-			// A retry answers as the first commit did; anything else
-			// under this key is a different object.
-			if f.row.Reason == reasonOrphan {
-				return errReaped(req.ObjectKey)
+		live = append(live, c)
+	}
+	if len(live) > 0 {
+		err := cp.update(context.Background(), func(tx *txn) error {
+			for _, c := range live {
+				s := tx.step()
+				res, err := commitStep(s, c.req, c.digest)
+				if err == nil {
+					err = tx.merge(s)
+					if err != nil {
+						_ = s.b.Close()
+						return err
+					}
+				}
+				_ = s.b.Close()
+				c.res, c.err = res, err
 			}
-			if !req.MatchesDigest(f.row.Digest) {
-				return fmt.Errorf("%w: %q is already registered with other content", wal.ErrObjectKeyReused, req.ObjectKey)
-			}
-			res = resultsOf(&req, &f.row)
 			return nil
-		}
-		// An orphan reaped and forgotten keeps its tombstone: without it
-		// a writer slower than the reaper would register batches in an
-		// object the cleaner deleted.
-		if reaped, err := get(tx.b, tombstoneKey(req.ObjectKey), func([]byte) error { return nil }); err != nil || reaped {
-			if err != nil {
-				return err
+		})
+		if err != nil {
+			for _, c := range live {
+				c.res, c.err = wal.CommitFileResult{}, err
 			}
-			return errReaped(req.ObjectKey)
 		}
-		f.found, f.dirty = true, true
-		f.row = fileRow{State: fileUploaded, Reason: reasonProduce, BrokerID: req.BrokerID,
-			BrokerEpoch: req.BrokerEpoch, Size: req.ObjectSize, CommittedAt: tx.nowMs, Digest: digest}
-		for i := range req.Batches {
-			r, err := commitBatch(tx, &req.Batches[i], req.ObjectKey, f)
-			if err != nil {
-				return err
-			}
-			f.row.Results = append(f.row.Results, r)
-		}
-		if f.row.LiveBatches == 0 {
-			f.row.State, f.row.MarkedAt = fileDeleting, tx.nowMs
-		}
-		// The reservation, if the writer made one, is confirmed.
-		if err := tx.b.Delete(reservationKey(req.ObjectKey), nil); err != nil {
-			return err
-		}
-		res = resultsOf(&req, &f.row)
-		return nil
-	})
+	}
+}
+
+// commitStep decides one CommitFile in tx, a step of its group.
+func commitStep(tx *txn, req *wal.CommitFileRequest, digest [32]byte) (wal.CommitFileResult, error) {
+	f, err := tx.file(req.ObjectKey)
 	if err != nil {
 		return wal.CommitFileResult{}, err
 	}
-	return res, nil
+	if f.found {
+		// A retry answers as the first commit did (also one earlier in
+		// the same group); anything else under this key is a different
+		// object.
+		if f.row.Reason == reasonOrphan {
+			return wal.CommitFileResult{}, errReaped(req.ObjectKey)
+		}
+		if !req.MatchesDigest(f.row.Digest) {
+			return wal.CommitFileResult{}, fmt.Errorf("%w: %q is already registered with other content", wal.ErrObjectKeyReused, req.ObjectKey)
+		}
+		return resultsOf(req, &f.row), nil
+	}
+	// An orphan reaped and forgotten keeps its tombstone: without it
+	// a writer slower than the reaper would register batches in an
+	// object the cleaner deleted.
+	if reaped, err := get(tx.reader(), tombstoneKey(req.ObjectKey), func([]byte) error { return nil }); err != nil || reaped {
+		if err != nil {
+			return wal.CommitFileResult{}, err
+		}
+		return wal.CommitFileResult{}, errReaped(req.ObjectKey)
+	}
+	f.found, f.dirty = true, true
+	f.row = fileRow{State: fileUploaded, Reason: reasonProduce, BrokerID: req.BrokerID,
+		BrokerEpoch: req.BrokerEpoch, Size: req.ObjectSize, CommittedAt: tx.nowMs, Digest: digest}
+	for i := range req.Batches {
+		r, err := commitBatch(tx, &req.Batches[i], req.ObjectKey, f)
+		if err != nil {
+			return wal.CommitFileResult{}, err
+		}
+		f.row.Results = append(f.row.Results, r)
+	}
+	if f.row.LiveBatches == 0 {
+		f.row.State, f.row.MarkedAt = fileDeleting, tx.nowMs
+	}
+	// The reservation, if the writer made one, is confirmed.
+	if err := tx.b.Delete(reservationKey(req.ObjectKey), nil); err != nil {
+		return wal.CommitFileResult{}, err
+	}
+	return resultsOf(req, &f.row), nil
 }
 
 // errReaped is CommitFile's answer for a key reaped as an orphan.

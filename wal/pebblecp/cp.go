@@ -13,17 +13,29 @@
 //
 // One mutex, writeMu, serialises the mutating calls and is held across
 // their fsync: offsets are assigned from the high watermark read under it,
-// so two commits can never interleave. This is the simplest correct
-// choice and, embedded, a commit costs one fsync; partition-ordered locks
-// would let commits of disjoint partitions share nothing but the fsync,
-// which Pebble already groups. Reads (FindBatches, ListOffsets, LogInfo,
+// so two commits can never interleave. CommitFile calls that arrive while
+// a commit is being written wait in a queue (package
+// internal/groupcommit: the writer queue of LevelDB and Pebble): the
+// first caller to find no leader leads, takes up to maxCommitGroup calls
+// from the head of the queue (its own first), and writes them as one
+// group: one update, each call a step decided in arrival order on a copy
+// of the rows the group has so far (so offsets are assigned exactly as
+// one call after the other would), one Pebble batch, one synced commit. It answers each call with its own
+// result or error, then hands the lead to the new head of the queue. A
+// step that fails (a reused or reaped key, an offset overflow, a row it
+// cannot read) is answered with its error and leaves nothing in the
+// batch; the others go on. The commit point of every call of a group is
+// the one fsync of the group's batch: a crash before it leaves none of
+// them, after it all of them, and a failed commit fails them all (and
+// every later write, until the plane is reopened: writeErr). Reads (FindBatches, ListOffsets, LogInfo,
 // ProducerStates, FilesToDelete, IsSafeToDeleteObject) never take
 // writeMu: they read a Pebble snapshot (one consistent state) under mu
 // held for reading, which only Close takes for writing, so readers never
 // wait for an fsync.
 //
-// Lock order: ControlPlane.writeMu -> ControlPlane.mu. Neither is held
-// while calling out of the package.
+// Lock order: ControlPlane.writeMu -> ControlPlane.mu; the commit
+// queue's lock is never held with another. None is held while calling
+// out of the package.
 //
 // The key and value layout is in keys.go and codec.go.
 package pebblecp
@@ -40,6 +52,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/internal/groupcommit"
 	"github.com/tierlog/tierlog/wal"
 )
 
@@ -63,6 +76,9 @@ type Options struct {
 // ControlPlane is the embedded wal.ControlPlane.
 type ControlPlane struct {
 	now func() time.Time
+
+	// commits is the CommitFile queue (commit.go).
+	commits groupcommit.Queue[*commitCall]
 
 	// writeMu serialises mutating calls; held across the Pebble commit.
 	writeMu sync.Mutex
@@ -230,6 +246,7 @@ func (cp *ControlPlane) update(ctx context.Context, fn func(tx *txn) error) erro
 		return cp.writeErr
 	}
 	tx := newTxn(db.NewIndexedBatch(), cp.now())
+	tx.db = db
 	defer tx.b.Close()
 	if err := fn(tx); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/wal"
 )
 
@@ -17,6 +18,13 @@ type txn struct {
 	b     *pebble.Batch
 	now   time.Time
 	nowMs int64
+	// db is the database b belongs to (for a step's own batch).
+	db *pebble.DB
+	// parent, if set, is the group transaction this one is a step of
+	// (see step): rows this step has not touched yet are copied from the
+	// parent's, so a step that fails leaves the parent as it was, and b
+	// is a write-only batch that merge applies to the parent's.
+	parent *txn
 
 	logs      map[wal.TopicIDPartition]*logEntry
 	files     map[string]*fileEntry
@@ -53,6 +61,44 @@ func newTxn(b *pebble.Batch, now time.Time) *txn {
 	}
 }
 
+// reader is what reads of tx go through: the group's indexed batch for a
+// step, which sees the earlier steps merged into it.
+func (tx *txn) reader() pebble.Reader {
+	if tx.parent != nil {
+		return tx.parent.reader()
+	}
+	return tx.b
+}
+
+// step starts a step of tx: a transaction over tx's state whose changes
+// reach tx only through merge. The caller closes the step's batch.
+func (tx *txn) step() *txn {
+	c := newTxn(tx.db.NewBatch(), tx.now)
+	c.db, c.parent = tx.db, tx
+	return c
+}
+
+// merge makes a step's changes part of tx. An error leaves tx unusable
+// (the group fails as a whole).
+func (tx *txn) merge(c *txn) error {
+	if err := tx.b.Apply(c.b, nil); err != nil {
+		return fmt.Errorf("pebblecp: merge a commit into its group: %w", err)
+	}
+	for k, e := range c.logs {
+		tx.logs[k] = e
+	}
+	for k, e := range c.files {
+		tx.files[k] = e
+	}
+	for k, st := range c.producers {
+		tx.producers[k] = st
+	}
+	for k := range c.dirtyProducers {
+		tx.dirtyProducers[k] = true
+	}
+	return nil
+}
+
 // get reads key through r; found is false if absent. decode gets the
 // value before the buffer is released.
 func get(r pebble.Reader, key []byte, decode func(v []byte) error) (bool, error) {
@@ -78,6 +124,18 @@ func readLog(r pebble.Reader, tp wal.TopicIDPartition) (logRow, bool, error) {
 // cached: change row and set dirty to write it back.
 func (tx *txn) log(tp wal.TopicIDPartition) (*logEntry, error) {
 	if e, ok := tx.logs[tp]; ok {
+		return e, nil
+	}
+	if tx.parent != nil {
+		e, err := tx.parent.log(tp)
+		if err != nil {
+			return nil, err
+		}
+		if !mutation.Disabled(mutation.GroupCommitStepUndo) {
+			c := *e
+			e = &c
+		}
+		tx.logs[tp] = e
 		return e, nil
 	}
 	e := &logEntry{}
@@ -114,6 +172,15 @@ func (tx *txn) file(objectKey string) (*fileEntry, error) {
 	if e, ok := tx.files[objectKey]; ok {
 		return e, nil
 	}
+	if tx.parent != nil {
+		pe, err := tx.parent.file(objectKey)
+		if err != nil {
+			return nil, err
+		}
+		e := *pe
+		tx.files[objectKey] = &e
+		return &e, nil
+	}
 	row, found, err := readFile(tx.b, objectKey)
 	if err != nil {
 		return nil, err
@@ -138,6 +205,16 @@ func readProducer(r pebble.Reader, tp wal.TopicIDPartition, pid int64) (*wal.Pro
 func (tx *txn) producer(tp wal.TopicIDPartition, pid int64) (*wal.ProducerState, error) {
 	k := producerKeyT{tp, pid}
 	if st, ok := tx.producers[k]; ok {
+		return st, nil
+	}
+	if tx.parent != nil {
+		// States are replaced (setProducer), never changed in place, so
+		// the parent's may be shared.
+		st, err := tx.parent.producer(tp, pid)
+		if err != nil {
+			return nil, err
+		}
+		tx.producers[k] = st
 		return st, nil
 	}
 	st, err := readProducer(tx.b, tp, pid)

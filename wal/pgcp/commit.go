@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/wal"
 )
 
@@ -25,11 +26,14 @@ const (
 // status as its wal.BatchStatus number).
 type storedResult = wal.StoredBatchResult
 
-// CommitFile implements wal.ControlPlane: one transaction that registers
-// the object, locks the partitions' rows in (topic_id, partition) order,
-// decides every batch in list order (wal.CheckSequence for idempotent
-// ones), inserts the accepted batches and writes each partition's high
-// watermark back once.
+// CommitFile implements wal.ControlPlane. Calls that arrive while a
+// group is being written wait in the commit queue and are written
+// together as the next group: one transaction that registers the
+// objects, locks the union of their partitions' rows in (topic_id,
+// partition) order, decides every call in arrival order and every batch
+// in list order (wal.CheckSequence for idempotent ones), inserts the
+// accepted batches and writes each partition's high watermark back once
+// (see commitGroupTx).
 func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileRequest) (wal.CommitFileResult, error) {
 	if err := cp.begin(ctx); err != nil {
 		return wal.CommitFileResult{}, err
@@ -37,34 +41,94 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 	if err := req.Validate(); err != nil {
 		return wal.CommitFileResult{}, err
 	}
-	digest := req.Digest()
 	start := time.Now()
-	var results []storedResult
-	err := cp.retry(ctx, true, func() error {
-		var err error
-		results, err = cp.commitOnce(ctx, &req, digest[:])
-		return err
-	})
+	c := &commitCall{ctx: ctx, req: &req, digest: req.Digest()}
+	cp.commits.Do(c, maxCommitGroup, cp.commitGroup)
 	cp.metrics.commitNanos.Add(int64(time.Since(start)))
-	if err != nil {
+	if c.err != nil {
 		cp.metrics.commitErrors.Add(1)
-		return wal.CommitFileResult{}, err
+		return wal.CommitFileResult{}, c.err
 	}
 	cp.metrics.commits.Add(1)
-	return wal.CommitAnswer(&req, results), nil
+	return wal.CommitAnswer(&req, c.results), nil
 }
 
-// commitOnce is one attempt of a commit, in two round trips on one pooled
-// connection: BEGIN, the partition locks and the reads, then the writes
-// and COMMIT in one pipeline. The partition rows are locked from the end
-// of the first pipeline to the COMMIT: one round trip and the decisions, where BEGIN, two pipelines and COMMIT each waited
-// for their answer before. A connection left inside the transaction (a
-// failed statement, a refused key, a decision error) is rolled back
-// before it returns to the pool, or closed.
-func (cp *ControlPlane) commitOnce(ctx context.Context, req *wal.CommitFileRequest, digest []byte) ([]storedResult, error) {
+// maxCommitGroup caps the calls of one group transaction, so that its
+// statements and its lock time stay bounded.
+const maxCommitGroup = 64
+
+// commitCall is one CommitFile in the commit queue; results and err are
+// its answer, set by the leader that writes it.
+type commitCall struct {
+	ctx     context.Context
+	req     *wal.CommitFileRequest
+	digest  [32]byte
+	results []storedResult
+	err     error
+}
+
+// commitGroup writes a group of the commit queue: the calls whose context
+// is still live, as transactions of calls with distinct keys (a key
+// repeated in the group, a retry racing its commit, starts the next
+// transaction, which answers it from the stored row). Every call is
+// answered when it returns.
+func (cp *ControlPlane) commitGroup(group []*commitCall) {
+	live := make([]*commitCall, 0, len(group))
+	for _, c := range group {
+		if err := cp.begin(c.ctx); err != nil {
+			c.err = err
+			continue
+		}
+		live = append(live, c)
+	}
+	for len(live) > 0 {
+		n := distinctKeys(live)
+		cp.commitCalls(live[:n])
+		live = live[n:]
+	}
+	cp.metrics.commitGroups.Add(1)
+}
+
+// distinctKeys is the length of the longest prefix of calls whose keys
+// are all different.
+func distinctKeys(calls []*commitCall) int {
+	seen := make(map[string]bool, len(calls))
+	for i, c := range calls {
+		if seen[c.req.ObjectKey] {
+			return i
+		}
+		seen[c.req.ObjectKey] = true
+	}
+	return len(calls)
+}
+
+// commitCalls runs the group transaction of calls (distinct keys), with
+// the retries of cp.retry; if it fails, every call gets its error.
+func (cp *ControlPlane) commitCalls(calls []*commitCall) {
+	// The group is the callers', not only the leader's: it runs to its end
+	// (bounded by the retries) whoever of them gives up waiting.
+	ctx := context.WithoutCancel(calls[0].ctx)
+	err := cp.retry(ctx, true, func() error {
+		for _, c := range calls {
+			c.results, c.err = nil, nil
+		}
+		return cp.commitOnce(ctx, calls)
+	})
+	if err != nil {
+		for _, c := range calls {
+			c.results, c.err = nil, err
+		}
+	}
+}
+
+// commitOnce is one attempt of a group transaction on one pooled
+// connection. A connection left inside the transaction (a failed
+// statement, a decision error) is rolled back before it returns to the
+// pool, or closed.
+func (cp *ControlPlane) commitOnce(ctx context.Context, calls []*commitCall) error {
 	c, err := cp.pool.Acquire(ctx)
 	if err != nil {
-		return nil, &stageError{err: err, began: false}
+		return &stageError{err: err, began: false}
 	}
 	defer func() {
 		conn := c.Conn()
@@ -75,7 +139,7 @@ func (cp *ControlPlane) commitOnce(ctx context.Context, req *wal.CommitFileReque
 		}
 		c.Release()
 	}()
-	return commitTx(ctx, c.Conn(), req, digest, cp.now().UnixMilli())
+	return commitGroupTx(ctx, c.Conn(), calls, cp.now().UnixMilli())
 }
 
 type logState struct {
@@ -92,30 +156,61 @@ const lockLogsSQL = `SELECT topic_id, partition, log_start_offset, high_watermar
 WHERE (topic_id, partition) IN (SELECT * FROM unnest($1::uuid[], $2::int4[]))
 ORDER BY topic_id, partition FOR UPDATE`
 
-func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, digest []byte, nowMs int64) ([]storedResult, error) {
-	// One round trip: begin, confirm the reservation, register the object,
-	// lock the partitions (held from here to the COMMIT of the next round
-	// trip), read the producers.
-	parts := partitionsOf(req)
+// commitGroupTx commits calls (distinct keys) in one transaction of two
+// round trips, more only for keys already registered:
+//
+//  1. BEGIN, the reservations' removal (their rows stay locked to the
+//     COMMIT, which IsSafeToDeleteObject waits for), the objects'
+//     registration (in key order), the lock of every partition of the
+//     group (in (topic_id, partition) order, held to the COMMIT), the
+//     producers' states.
+//  2. For a key already registered or reaped: its stored answer or its
+//     error (existingCommit), one round trip each.
+//  3. The decisions, in Go, call after call in arrival order, each on the
+//     rows as the calls before it left them. A call that fails (an
+//     offset overflow) gets its error and its changes are undone.
+//  4. The batches, the high watermarks, the producers, each object's
+//     stored answer, the failed calls' objects removed and reservations
+//     put back, and COMMIT, in one pipeline: the group's commit point.
+//     A statement's error makes the server skip the rest of the
+//     pipeline, COMMIT included, and fails the whole group.
+func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, nowMs int64) error {
+	keys := make([]string, len(calls))
+	brokers := make([]int32, len(calls))
+	epochs, sizes := make([]int64, len(calls)), make([]int64, len(calls))
+	digests := make([][]byte, len(calls))
+	var parts []wal.TopicIDPartition
+	seenPart := map[wal.TopicIDPartition]bool{}
 	var pTopics [][16]byte
 	var pParts []int32
 	var pIDs []int64
 	seen := map[producerKey]bool{}
-	for _, b := range req.Batches {
-		k := producerKey{b.Partition, b.ProducerID}
-		if b.Idempotent() && b.Partition.Partition >= 0 && !seen[k] {
-			seen[k] = true
-			pTopics, pParts, pIDs = append(pTopics, b.Partition.TopicID), append(pParts, b.Partition.Partition), append(pIDs, b.ProducerID)
+	for i, c := range calls {
+		keys[i], brokers[i], epochs[i], sizes[i], digests[i] = c.req.ObjectKey, c.req.BrokerID, c.req.BrokerEpoch, c.req.ObjectSize, c.digest[:]
+		for _, tp := range partitionsOf(c.req) {
+			if !seenPart[tp] {
+				seenPart[tp] = true
+				parts = append(parts, tp)
+			}
+		}
+		for _, b := range c.req.Batches {
+			k := producerKey{b.Partition, b.ProducerID}
+			if b.Idempotent() && b.Partition.Partition >= 0 && !seen[k] {
+				seen[k] = true
+				pTopics, pParts, pIDs = append(pTopics, b.Partition.TopicID), append(pParts, b.Partition.Partition), append(pIDs, b.ProducerID)
+			}
 		}
 	}
 	lt, lp := partitionArrays(parts)
 	var batch pgx.Batch
 	batch.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
-	batch.Queue(`DELETE FROM reservations WHERE object_key = $1`, req.ObjectKey)
+	batch.Queue(`DELETE FROM reservations WHERE object_key = ANY($1::text[]) RETURNING object_key, reserved_at`, keys)
 	batch.Queue(`INSERT INTO files (object_key, reason, state, uploader_broker_id, broker_epoch, size, committed_at, digest)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM reaped_keys WHERE object_key = $1)
-		ON CONFLICT (object_key) DO NOTHING RETURNING file_id`,
-		req.ObjectKey, reasonProduce, stateLive, req.BrokerID, req.BrokerEpoch, req.ObjectSize, nowMs, digest)
+		SELECT k, $2, $3, b, e, s, $7, d FROM unnest($1::text[], $4::int4[], $5::int8[], $6::int8[], $8::bytea[]) AS v(k, b, e, s, d)
+		WHERE NOT EXISTS (SELECT 1 FROM reaped_keys r WHERE r.object_key = v.k)
+		ORDER BY k
+		ON CONFLICT (object_key) DO NOTHING RETURNING object_key, file_id`,
+		keys, reasonProduce, stateLive, brokers, epochs, sizes, nowMs, digests)
 	batch.Queue(lockLogsSQL, lt, lp)
 	// Under the lock: READ COMMITTED gives this statement a snapshot
 	// taken after the lock was granted, so it sees the producer state of
@@ -123,30 +218,108 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 	batch.Queue(`SELECT topic_id, partition, producer_id, producer_epoch, base_sequences, last_sequences, assigned_offsets, timestamps
 		FROM producer_state WHERE (topic_id, partition, producer_id) IN (SELECT * FROM unnest($1::uuid[], $2::int4[], $3::int8[]))`,
 		pTopics, pParts, pIDs)
-	fileID, logs, producers, err := readPipeline(conn.SendBatch(ctx, &batch))
-	if errors.Is(err, pgx.ErrNoRows) {
-		// The key is registered (or reaped): answer from the stored row
-		// and commit the reservation's removal.
-		results, err := existingCommit(ctx, conn, req)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-			return nil, &stageError{err: err, began: true}
-		}
-		return results, nil
-	}
+	reserved, fileIDs, logs, producers, err := readPipeline(conn.SendBatch(ctx, &batch))
 	if err != nil {
 		// No COMMIT was sent: the server rolls the transaction back
 		// whatever became of the connection.
-		return nil, &stageError{err: err, began: false}
+		return &stageError{err: err, began: false}
 	}
 
-	// Decide every batch in list order.
-	results := make([]storedResult, len(req.Batches))
+	// Keys registered before (retries) or reaped: answered from the
+	// stored row, or refused, each alone.
+	for _, c := range calls {
+		if _, ok := fileIDs[c.req.ObjectKey]; ok {
+			continue
+		}
+		c.results, c.err = existingCommit(ctx, conn, c.req)
+		if c.err != nil && !errors.Is(c.err, wal.ErrObjectKeyReused) && !errors.Is(c.err, wal.ErrCorruption) {
+			return &stageError{err: c.err, began: true}
+		}
+	}
+
+	// Decide every new call in arrival order.
 	dirtyProducers := map[producerKey]bool{}
 	var rows batchRows
-	accepted := false
+	var okIDs []int64
+	var okResults [][]storedResult
+	var failedIDs []int64
+	var putBackKeys []string
+	var putBackAt []int64
+	for _, c := range calls {
+		fileID, ok := fileIDs[c.req.ObjectKey]
+		if !ok {
+			continue
+		}
+		c.results, c.err = decideCommit(c.req, fileID, logs, producers, dirtyProducers, &rows, nowMs)
+		if c.err != nil {
+			failedIDs = append(failedIDs, fileID)
+			if at, ok := reserved[c.req.ObjectKey]; ok {
+				putBackKeys, putBackAt = append(putBackKeys, c.req.ObjectKey), append(putBackAt, at)
+			}
+			continue
+		}
+		okIDs, okResults = append(okIDs, fileID), append(okResults, c.results)
+	}
+
+	var wb pgx.Batch
+	if len(rows.last) > 0 {
+		wb.Queue(`INSERT INTO batches (topic_id, partition, last_offset, base_offset, file_id, byte_offset, byte_size,
+				timestamp_type, batch_max_timestamp, log_append_timestamp,
+				crc, partition_leader_epoch, producer_id, producer_epoch, base_sequence)
+			SELECT t, p, l, b, f, bo, bs, tt, mt, at, crc, ple, pid, pe, seq
+			FROM unnest($1::uuid[], $2::int4[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::int2[], $9::int8[], $10::int8[],
+					$11::int8[], $12::int4[], $13::int8[], $14::int2[], $15::int4[])
+				AS v(t, p, l, b, f, bo, bs, tt, mt, at, crc, ple, pid, pe, seq)`,
+			rows.topic, rows.part, rows.last, rows.base, rows.file, rows.byteOffset, rows.size, rows.tsType, rows.maxTs, rows.appendTs,
+			rows.crc, rows.leaderEpoch, rows.producerID, rows.producerEpoch, rows.baseSequence)
+	}
+	queueLogWrites(&wb, logs)
+	for k := range dirtyProducers {
+		queueProducerWrite(&wb, k.tp, producers[k])
+	}
+	queueStoredAnswers(&wb, okIDs, okResults, nowMs)
+	if len(failedIDs) > 0 {
+		wb.Queue(`DELETE FROM files WHERE file_id = ANY($1::int8[])`, failedIDs)
+	}
+	if len(putBackKeys) > 0 {
+		wb.Queue(`INSERT INTO reservations (object_key, reserved_at) SELECT * FROM unnest($1::text[], $2::int8[])`, putBackKeys, putBackAt)
+	}
+	wb.Queue(`COMMIT`)
+	if testHookBeforeCommit != nil {
+		testHookBeforeCommit()
+	}
+	if err := conn.SendBatch(ctx, &wb).Close(); err != nil {
+		return &stageError{err: err, began: true}
+	}
+	return nil
+}
+
+// decideCommit decides the batches of one new object, in list order, on
+// the group's rows, and adds its accepted batches to rows. On an error
+// (an offset overflow) it leaves logs, producers, dirtyProducers and rows
+// as it found them.
+func decideCommit(req *wal.CommitFileRequest, fileID int64, logs map[wal.TopicIDPartition]*logState,
+	producers map[producerKey]*wal.ProducerState, dirtyProducers map[producerKey]bool, rows *batchRows, nowMs int64) ([]storedResult, error) {
+	type producerWas struct {
+		st    *wal.ProducerState
+		dirty bool
+	}
+	savedLogs := map[wal.TopicIDPartition]logState{}
+	savedProducers := map[producerKey]producerWas{}
+	savedRows := rows.len()
+	undo := func() {
+		for tp, l := range savedLogs {
+			*logs[tp] = l
+		}
+		for k, p := range savedProducers {
+			producers[k], dirtyProducers[k] = p.st, p.dirty
+			if !p.dirty {
+				delete(dirtyProducers, k)
+			}
+		}
+		rows.truncate(savedRows)
+	}
+	results := make([]storedResult, len(req.Batches))
 	for i := range req.Batches {
 		b := &req.Batches[i]
 		l := logs[b.Partition]
@@ -154,8 +327,14 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 			results[i] = wal.UnknownPartitionResult()
 			continue
 		}
+		if _, ok := savedLogs[b.Partition]; !ok {
+			savedLogs[b.Partition] = *l
+		}
 		assigned := l.hw
 		if assigned > math.MaxInt64-b.OffsetCount() {
+			if !mutation.Disabled(mutation.GroupCommitStepUndo) {
+				undo()
+			}
 			return nil, fmt.Errorf("%w: pgcp: partition %s: %d offsets after the high watermark %d overflow",
 				wal.ErrInvalidArgument, b.Partition, b.OffsetCount(), assigned)
 		}
@@ -166,6 +345,9 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 			if c.Err != nil {
 				results[i] = wal.RejectedResult(c, l.w)
 				continue
+			}
+			if _, ok := savedProducers[k]; !ok {
+				savedProducers[k] = producerWas{st, dirtyProducers[k]}
 			}
 			ts := b.MaxTimestamp
 			if b.TimestampType == wal.LogAppendTime {
@@ -178,64 +360,68 @@ func commitTx(ctx context.Context, conn *pgx.Conn, req *wal.CommitFileRequest, d
 		l.hw += b.OffsetCount()
 		l.byteSize += b.Size
 		l.dirty = true
-		rows.add(b, assigned, l.hw-1, nowMs)
+		rows.add(b, fileID, assigned, l.hw-1, nowMs)
 		results[i] = storedResult{Status: wal.BatchAccepted, BaseOffset: assigned, LogAppendTime: nowMs, LogStartOffset: l.w}
-		accepted = true
-	}
-
-	// One round trip: the batches, the high watermarks, the producers,
-	// the stored answer, COMMIT. A statement's error makes the server skip
-	// the rest of the pipeline, COMMIT included.
-	var wb pgx.Batch
-	if len(rows.last) > 0 {
-		wb.Queue(`INSERT INTO batches (topic_id, partition, last_offset, base_offset, file_id, byte_offset, byte_size,
-				timestamp_type, batch_max_timestamp, log_append_timestamp,
-				crc, partition_leader_epoch, producer_id, producer_epoch, base_sequence)
-			SELECT t, p, l, b, $5, bo, bs, tt, mt, at, crc, ple, pid, pe, seq
-			FROM unnest($1::uuid[], $2::int4[], $3::int8[], $4::int8[], $6::int8[], $7::int8[], $8::int2[], $9::int8[], $10::int8[],
-					$11::int8[], $12::int4[], $13::int8[], $14::int2[], $15::int4[])
-				AS v(t, p, l, b, bo, bs, tt, mt, at, crc, ple, pid, pe, seq)`,
-			rows.topic, rows.part, rows.last, rows.base, fileID, rows.byteOffset, rows.size, rows.tsType, rows.maxTs, rows.appendTs,
-			rows.crc, rows.leaderEpoch, rows.producerID, rows.producerEpoch, rows.baseSequence)
-	}
-	queueLogWrites(&wb, logs)
-	for k := range dirtyProducers {
-		queueProducerWrite(&wb, k.tp, producers[k])
-	}
-	st, base, at, ls, detail := resultArrays(results)
-	marked := any(nil)
-	state := stateLive
-	if !accepted {
-		marked, state = nowMs, stateDeleting
-	}
-	wb.Queue(`UPDATE files SET result_status = $2, result_base_offset = $3, result_append_time = $4, result_log_start = $5,
-			result_detail = $6, state = $7, marked_for_deletion_at = $8 WHERE file_id = $1`,
-		fileID, st, base, at, ls, detail, state, marked)
-	wb.Queue(`COMMIT`)
-	if testHookBeforeCommit != nil {
-		testHookBeforeCommit()
-	}
-	if err := conn.SendBatch(ctx, &wb).Close(); err != nil {
-		return nil, &stageError{err: err, began: true}
 	}
 	return results, nil
 }
 
-// readPipeline reads the first pipeline's answers: BEGIN, the
-// reservation's removal, the new file's id (pgx.ErrNoRows: the key is
-// taken), the locked partitions, the producers.
-func readPipeline(br pgx.BatchResults) (fileID int64, logs map[wal.TopicIDPartition]*logState, producers map[producerKey]*wal.ProducerState, err error) {
+// queueStoredAnswers stores each committed object's answer in its files
+// row (and marks an object with no accepted batch for deletion): one
+// statement for the group, each row's arrays a slice of the group's.
+func queueStoredAnswers(b *pgx.Batch, ids []int64, results [][]storedResult, nowMs int64) {
+	if len(ids) == 0 {
+		return
+	}
+	var all []storedResult
+	from, to := make([]int32, len(ids)), make([]int32, len(ids))
+	states := make([]int16, len(ids))
+	for i, rs := range results {
+		from[i] = int32(len(all)) + 1 // PostgreSQL arrays count from 1
+		all = append(all, rs...)
+		to[i] = int32(len(all))
+		states[i] = stateLive
+		if !anyAccepted(rs) {
+			states[i] = stateDeleting
+		}
+	}
+	st, base, at, ls, detail := resultArrays(all)
+	b.Queue(`UPDATE files f SET result_status = ($2::int2[])[v.s:v.e], result_base_offset = ($3::int8[])[v.s:v.e],
+			result_append_time = ($4::int8[])[v.s:v.e], result_log_start = ($5::int8[])[v.s:v.e],
+			result_detail = COALESCE(($6::text[])[v.s:v.e], '{}'), state = v.state,
+			marked_for_deletion_at = CASE WHEN v.state = $10 THEN $11::int8 END
+		FROM unnest($1::int8[], $7::int4[], $8::int4[], $9::int2[]) AS v(id, s, e, state)
+		WHERE f.file_id = v.id`,
+		ids, st, base, at, ls, detail, from, to, states, stateDeleting, nowMs)
+}
+
+// anyAccepted reports whether an object keeps a live batch.
+func anyAccepted(rs []storedResult) bool {
+	for _, r := range rs {
+		if r.Status == wal.BatchAccepted {
+			return true
+		}
+	}
+	return false
+}
+
+// readPipeline reads the first pipeline's answers: BEGIN, the removed
+// reservations (key to reserved_at), the new files' ids by key (a key
+// missing is taken or reaped), the locked partitions, the producers.
+func readPipeline(br pgx.BatchResults) (reserved map[string]int64, fileIDs map[string]int64, logs map[wal.TopicIDPartition]*logState,
+	producers map[producerKey]*wal.ProducerState, err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
 	}()
-	for range 2 {
-		if _, err = br.Exec(); err != nil {
-			return
-		}
+	if _, err = br.Exec(); err != nil {
+		return
 	}
-	if err = br.QueryRow().Scan(&fileID); err != nil {
+	if reserved, err = scanKeyInts(br); err != nil {
+		return
+	}
+	if fileIDs, err = scanKeyInts(br); err != nil {
 		return
 	}
 	if logs, err = scanLogStates(br); err != nil {
@@ -245,9 +431,29 @@ func readPipeline(br pgx.BatchResults) (fileID int64, logs map[wal.TopicIDPartit
 	return
 }
 
-// testHookBeforeCommit, if set (tests only), runs when a commit's
-// decisions are made and its last pipeline (the writes and COMMIT) is not
-// sent.
+// scanKeyInts reads (text, int8) rows into a map.
+func scanKeyInts(br pgx.BatchResults) (map[string]int64, error) {
+	r, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for r.Next() {
+		var k string
+		var v int64
+		if err := r.Scan(&k, &v); err != nil {
+			r.Close()
+			return nil, err
+		}
+		out[k] = v
+	}
+	r.Close()
+	return out, r.Err()
+}
+
+// testHookBeforeCommit, if set (tests only), runs when a group
+// transaction's decisions are made and its last pipeline (the writes and
+// COMMIT) is not sent.
 var testHookBeforeCommit func()
 
 // existingCommit answers a commit whose key is registered (or reaped): a
@@ -416,23 +622,32 @@ func queueLogWrites(b *pgx.Batch, logs map[wal.TopicIDPartition]*logState) {
 
 // batchRows collects the accepted batches as column arrays.
 type batchRows struct {
-	topic                                         [][16]byte
-	part                                          []int32
-	last, base, byteOffset, size, maxTs, appendTs []int64
-	tsType                                        []int16
+	topic                                               [][16]byte
+	part                                                []int32
+	last, base, file, byteOffset, size, maxTs, appendTs []int64
+	tsType                                              []int16
 	// The binding (wal.BatchBinding); crc is the unsigned CRC in an int8.
 	crc, producerID           []int64
 	leaderEpoch, baseSequence []int32
 	producerEpoch             []int16
 }
 
-func (r *batchRows) add(b *wal.CommitBatch, base, last, nowMs int64) {
+func (r *batchRows) add(b *wal.CommitBatch, fileID, base, last, nowMs int64) {
 	r.topic, r.part = append(r.topic, b.Partition.TopicID), append(r.part, b.Partition.Partition)
-	r.last, r.base = append(r.last, last), append(r.base, base)
+	r.last, r.base, r.file = append(r.last, last), append(r.base, base), append(r.file, fileID)
 	r.byteOffset, r.size = append(r.byteOffset, b.ByteOffset), append(r.size, b.Size)
 	r.tsType, r.maxTs, r.appendTs = append(r.tsType, int16(b.TimestampType)), append(r.maxTs, b.MaxTimestamp), append(r.appendTs, nowMs)
 	bb := b.Binding()
 	r.crc, r.leaderEpoch = append(r.crc, int64(bb.CRC)), append(r.leaderEpoch, bb.PartitionLeaderEpoch)
 	r.producerID, r.producerEpoch, r.baseSequence = append(r.producerID, bb.ProducerID), append(r.producerEpoch, bb.ProducerEpoch),
 		append(r.baseSequence, bb.BaseSequence)
+}
+
+func (r *batchRows) len() int { return len(r.last) }
+
+// truncate drops the rows added after the first n.
+func (r *batchRows) truncate(n int) {
+	r.topic, r.part, r.last, r.base, r.file = r.topic[:n], r.part[:n], r.last[:n], r.base[:n], r.file[:n]
+	r.byteOffset, r.size, r.maxTs, r.appendTs, r.tsType = r.byteOffset[:n], r.size[:n], r.maxTs[:n], r.appendTs[:n], r.tsType[:n]
+	r.crc, r.producerID, r.leaderEpoch, r.baseSequence, r.producerEpoch = r.crc[:n], r.producerID[:n], r.leaderEpoch[:n], r.baseSequence[:n], r.producerEpoch[:n]
 }

@@ -40,7 +40,7 @@ func benchRequestFrom(key string, n int, first, partitions int32) wal.CommitFile
 }
 
 // BenchmarkCommit commits objects of 10 and 1000 batches (over 16
-// partitions) from 1, 4 and 16 concurrent writers, on pgcp (the test
+// partitions) from 1, 4, 8 and 16 concurrent writers, on pgcp (the test
 // cluster: fsync off unless TIERLOG_PG_FSYNC=1) and on pebblecp
 // (vfs.Default, real fsync) in the same run; it reports commits/s and the
 // p50 and p99 of one CommitFile. Writers share the partitions, so commits
@@ -48,7 +48,7 @@ func benchRequestFrom(key string, n int, first, partitions int32) wal.CommitFile
 func BenchmarkCommit(b *testing.B) {
 	ctx := context.Background()
 	for _, batches := range []int{10, 1000} {
-		for _, writers := range []int{1, 4, 16} {
+		for _, writers := range []int{1, 4, 8, 16} {
 			for _, impl := range []string{"pgcp", "pebblecp"} {
 				b.Run(fmt.Sprintf("batches=%d/writers=%d/impl=%s", batches, writers, impl), func(b *testing.B) {
 					var cp wal.ControlPlane
@@ -152,7 +152,11 @@ func benchCommitsWith(b *testing.B, cp wal.ControlPlane, writers int, request fu
 	slices.Sort(all)
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "commits/s")
 	if m, ok := cp.(interface{ Metrics() pgcp.Metrics }); ok {
-		b.ReportMetric(float64(m.Metrics().Retries), "retries")
+		mm := m.Metrics()
+		b.ReportMetric(float64(mm.Retries), "retries")
+		if mm.CommitGroups > 0 {
+			b.ReportMetric(float64(mm.Commits+mm.CommitErrors)/float64(mm.CommitGroups), "commits/group")
+		}
 	}
 	for _, q := range []struct {
 		name string

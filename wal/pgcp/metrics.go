@@ -17,13 +17,16 @@ type Metrics struct {
 	// Retries is the transactions of any call run again after a
 	// serialization failure, a deadlock or a request that never left.
 	Retries int64
+	// CommitGroups is the groups of CommitFile calls written together
+	// (Commits+CommitErrors over CommitGroups is the mean group size).
+	CommitGroups int64
 	// OutcomeUnknown is the mutating calls that failed with
 	// ErrOutcomeUnknown (the connection was lost after a statement left).
 	OutcomeUnknown int64
 }
 
 type counters struct {
-	commits, commitErrors, commitNanos, retries, outcomeUnknown atomic.Int64
+	commits, commitErrors, commitNanos, commitGroups, retries, outcomeUnknown atomic.Int64
 }
 
 // Metrics returns a snapshot of the counters.
@@ -31,5 +34,5 @@ func (cp *ControlPlane) Metrics() Metrics {
 	m := &cp.metrics
 	return Metrics{Commits: m.commits.Load(), CommitErrors: m.commitErrors.Load(),
 		CommitLatencySum: time.Duration(m.commitNanos.Load()), Retries: m.retries.Load(),
-		OutcomeUnknown: m.outcomeUnknown.Load()}
+		CommitGroups: m.commitGroups.Load(), OutcomeUnknown: m.outcomeUnknown.Load()}
 }

@@ -27,6 +27,23 @@
 // object unmarked (github.com/aiven/inkless/pull/782). Lock order:
 // reservations -> logs -> files.
 //
+// # Group commit
+//
+// A commit holds its partitions' rows locked until its COMMIT is flushed,
+// so commits of one partition run one after the other, each paying its
+// round trips and its log flush. CommitFile calls of one ControlPlane
+// that arrive while a commit is being written therefore wait in a queue
+// (package internal/groupcommit) and go as one group: one transaction
+// (commitGroupTx) that registers their objects in key order, locks the
+// union of their partitions once, decides the calls in arrival order,
+// each on the rows as the calls before it left them, and commits them
+// with one COMMIT: the commit point of every call of the group. A call
+// that fails alone (an offset overflow) is undone within the
+// transaction; a key already registered is answered from its row; a
+// failed transaction fails every call of the group, none of which is
+// then visible. Brokers with their own ControlPlane still take turns on
+// shared partitions, one group each.
+//
 // # Failures
 //
 // A call failing with a serialization failure (40001) or a deadlock
@@ -51,6 +68,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/internal/groupcommit"
 	"github.com/tierlog/tierlog/wal"
 )
 
@@ -119,6 +137,8 @@ type ControlPlane struct {
 	password    string // for redaction only
 	closed      atomic.Bool
 	metrics     counters
+	// commits is the CommitFile queue (commit.go).
+	commits groupcommit.Queue[*commitCall]
 }
 
 var _ wal.ControlPlane = (*ControlPlane)(nil)

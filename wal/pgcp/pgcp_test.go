@@ -227,10 +227,18 @@ func TestConcurrentEmptyingMarksObject(t *testing.T) {
 // first's producer state and answer DUPLICATE_SEQUENCE with the first's
 // offset, not assign the sequence again (the producers are read under
 // the lock, not before it).
+//
+// The brokers are two control planes on one schema: the commits of one
+// plane would go as one group instead (see TestGroupCommitSeesProducerState).
 func TestConcurrentIdempotentCommitSeesProducerState(t *testing.T) {
-	cp := openFresh(t, time.Now)
-	defer cp.Close()
 	ctx := context.Background()
+	schema := fmt.Sprintf("t%d", schemaSeq.Add(1))
+	cp, err := pgcp.Open(ctx, pgcp.Options{ConnString: databaseURL(t), Schema: schema})
+	require.NoError(t, err)
+	defer cp.Close()
+	cp2, err := pgcp.Open(ctx, pgcp.Options{ConnString: databaseURL(t), Schema: schema})
+	require.NoError(t, err)
+	defer cp2.Close()
 	topic := wal.TopicID{0x1D, 0xE4}
 	tp := wal.TopicIDPartition{TopicID: topic}
 	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "idem", NumPartitions: 1}}))
@@ -258,7 +266,7 @@ func TestConcurrentIdempotentCommitSeesProducerState(t *testing.T) {
 	}()
 	<-paused
 	go func() {
-		res, err := cp.CommitFile(ctx, req("idem/2"))
+		res, err := cp2.CommitFile(ctx, req("idem/2"))
 		secondDone <- answer{res, err}
 	}()
 	url := databaseURL(t)
