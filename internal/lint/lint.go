@@ -73,7 +73,7 @@ const (
 // first match wins, so the catch-all "internal" row comes after the
 // specific internal packages.
 var layers = []layer{
-	{10, exact("internal/base", "internal/invariants", "internal/mutation", "remote/objstore"), []string{}},
+	{10, exact("internal/base", "internal/invariants", "internal/mutation", "internal/groupcommit", "remote/objstore"), []string{}},
 	// Atomic file replacement through a vfs.FS, shared by every checkpoint.
 	{15, exact("internal/atomicfile"), []string{pebbleVFS}},
 	{20, exact("log/record"), []string{"github.com/klauspost/compress", "github.com/pierrec/lz4/v4"}},
