@@ -239,9 +239,10 @@ func (c *Cluster) crashKeeping(id int32, unsynced func() int) error {
 }
 
 // LoseDisk kills broker id and replaces its disk with an empty one. It
-// is refused for the last ISR member of a partition whose classic
+// is refused for the last in-sync copy of a partition whose classic
 // prefix is not yet in remote storage (that is an unclean loss no
-// system survives).
+// system survives): a member of the ISR, the ELR or the last known
+// leader when no other running ISR or ELR member holds the records.
 func (c *Cluster) LoseDisk(id int32) error {
 	return c.do("lose-disk", id, func() (string, error) {
 		b := c.Broker(id)
@@ -249,7 +250,8 @@ func (c *Cluster) LoseDisk(id int32) error {
 			return "", notApplicable("no broker %d", id)
 		}
 		rec := c.ctrl.rec
-		if rec.inISR(id) && c.upISR(id) == 0 && rec.State.Phase() != tierstate.PhaseTwo {
+		inSync := rec.inISR(id) || slices.Contains(rec.ELR, id) || slices.Contains(rec.LastKnownELR, id)
+		if inSync && c.upISR(id) == 0 && rec.State.Phase() != tierstate.PhaseTwo {
 			return "", notApplicable("broker %d holds the only in-sync copy", id)
 		}
 		if b.up {
@@ -262,10 +264,11 @@ func (c *Cluster) LoseDisk(id int32) error {
 	})
 }
 
-// upISR counts the running ISR members other than id.
+// upISR counts the running ISR and ELR members other than id (each
+// holds every committed record).
 func (c *Cluster) upISR(id int32) int {
 	n := 0
-	for _, m := range c.ctrl.rec.ISR {
+	for _, m := range union(c.ctrl.rec.ISR, c.ctrl.rec.ELR) {
 		if m != id && c.Broker(m).up {
 			n++
 		}

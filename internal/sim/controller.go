@@ -22,7 +22,7 @@ type partRecord struct {
 	// ELR is KIP-966's eligible leader replicas (sorted): replicas that
 	// left the ISR while it was below min.insync.replicas, so they hold
 	// every record committed up to then, and did not shut down
-	// uncleanly since. Empty unless Options.EligibleLeaderReplicas.
+	// uncleanly since. Empty with Options.DisableEligibleLeaderReplicas.
 	ELR []int32
 	// LastKnownELR is KIP-966's last known leader: the leader when the
 	// ISR became empty, cleared once the partition has a leader again.
@@ -59,8 +59,8 @@ type controller struct {
 	fetched map[int32]int64
 	// replicas is the assignment: every broker, by id.
 	replicas []int32
-	// elr, minISR and unclean are Options.EligibleLeaderReplicas,
-	// MinInsyncReplicas and UncleanLeaderElection.
+	// elr is KIP-966 on (not Options.DisableEligibleLeaderReplicas);
+	// minISR and unclean are MinInsyncReplicas and UncleanLeaderElection.
 	elr     bool
 	minISR  int
 	unclean bool
@@ -77,7 +77,7 @@ func (k *controller) init(opts Options) {
 	}
 	k.replicas = slices.Clone(k.rec.ISR)
 	k.fetched = map[int32]int64{}
-	k.elr, k.minISR, k.unclean = opts.EligibleLeaderReplicas, opts.MinInsyncReplicas, opts.UncleanLeaderElection
+	k.elr, k.minISR, k.unclean = !opts.DisableEligibleLeaderReplicas, opts.MinInsyncReplicas, opts.UncleanLeaderElection
 	if k.minISR == 0 {
 		k.minISR = 1
 	}
@@ -298,8 +298,8 @@ func (k *controller) changeISR(isr []int32) {
 // checked before the election type, so phase 1 does not block it:
 // github.com/aiven/inkless/pull/871); then, if unclean elections are
 // on and the partition is not in phase 1, any running replica. An
-// election from outside the ISR and ELR makes the ISR the leader alone
-// and the leader RECOVERING; one from the ELR moves the leader to the
+// election from outside the ISR and ELR makes the ISR the leader alone,
+// clears the ELR (not a clean election) and makes the leader RECOVERING; one from the ELR moves the leader to the
 // ISR. A new leader gets a new leader epoch; one that stays does not.
 func (k *controller) electLeader(running func(int32) bool) election {
 	r := &k.rec
@@ -336,7 +336,10 @@ func (k *controller) electLeader(running func(int32) bool) election {
 		r.ELR = without(r.ELR, next)
 		r.ISR = []int32{next}
 	case lastKnownLeader, uncleanElection:
+		// Not a clean election: the ELR and the last known leader are
+		// cleared (PartitionChangeBuilder.maybePopulateTargetElr).
 		r.ISR = []int32{next}
+		r.ELR = nil
 		r.Recovering = true
 	}
 	if k.elr {

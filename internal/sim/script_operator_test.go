@@ -12,7 +12,7 @@ import (
 // operator's recovery of a phase-1 partition
 // (github.com/aiven/inkless/pull/855 and /pull/871):
 //
-//	new-kraft [elr] [min-isr=N] [unclean] [brokers=N] [seed=N] [segment-bytes=N]
+//	new-kraft [elr|no-elr] [min-isr=N] [unclean] [brokers=N] [seed=N] [segment-bytes=N]
 //	stop broker=N [lose-tail-from=N]     restart-unclean broker=N
 //	wipe-disk broker=N                   kip966
 //	log-dir-failure broker=N             rebuild broker=N
@@ -26,7 +26,9 @@ func init() {
 		d.MaybeScanArgs(e.t, "seed", &opts.Seed)
 		d.MaybeScanArgs(e.t, "segment-bytes", &opts.SegmentBytes)
 		d.MaybeScanArgs(e.t, "min-isr", &opts.MinInsyncReplicas)
-		opts.EligibleLeaderReplicas = d.HasArg("elr")
+		// KIP-966 is on by default; `elr` says so explicitly, `no-elr`
+		// turns it off.
+		opts.DisableEligibleLeaderReplicas = d.HasArg("no-elr")
 		opts.UncleanLeaderElection = d.HasArg("unclean")
 		// The runner built a default cluster for the first command that
 		// is not `new`; replace it (no step has run on it).
