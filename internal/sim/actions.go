@@ -345,3 +345,47 @@ func (c *Cluster) CatchUp(id int32) error {
 	}
 	return fmt.Errorf("sim: broker %d did not catch up", id)
 }
+
+// ElectLeaders is an ElectLeaders request for the partition
+// (kafka-leader-election.sh --election-type PREFERRED|UNCLEAN): the
+// controller's checks and choice (controller.electLeaders), then the
+// record published. A refusal (ErrElectionNotNeeded,
+// ErrPreferredLeaderNotAvailable, ErrEligibleLeadersNotAvailable) takes
+// no step. An unclean or last-known-leader election accepts the loss of
+// the committed records the new leader lacks, as acceptLossAtElection
+// records.
+func (c *Cluster) ElectLeaders(t ElectionType) error {
+	return c.do("elect-leaders", -1, func() (string, error) {
+		return c.runElection(t.String(), func() (election, error) { return c.ctrl.electLeaders(t, c.running) })
+	})
+}
+
+// RebalanceLeaders is the controller's automatic preferred-leader
+// election (auto.leader.rebalance.enable, on by default): for a
+// partition whose leader is not its preferred replica it runs the
+// builder with Election.PREFERRED, as a PREFERRED ElectLeaders request
+// does (so, with KIP-966, it also elects the last known leader of a
+// leaderless partition: github.com/aiven/inkless/pull/871). A partition
+// the election would not change is skipped.
+func (c *Cluster) RebalanceLeaders() error {
+	return c.do("rebalance", -1, func() (string, error) {
+		return c.runElection("auto preferred", func() (election, error) {
+			return c.ctrl.electLeaders(ElectPreferred, c.running)
+		})
+	})
+}
+
+// runElection runs choose on the controller and publishes the record it
+// changed.
+func (c *Cluster) runElection(name string, choose func() (election, error)) (string, error) {
+	before := c.ctrl.rec.Leader
+	kind, err := choose()
+	if err != nil {
+		return "", err
+	}
+	err = c.publish(fmt.Sprintf("%s election%s", name, kind.note()))
+	c.acceptLossAtElection(kind)
+	err = errors.Join(err, c.maybeRecovered())
+	return fmt.Sprintf("%s: %s election, leader %d -> %d epoch %d; %s", name, kind, before, c.ctrl.rec.Leader,
+		c.ctrl.rec.LeaderEpoch, c.ctrl.rec.electionView()), err
+}

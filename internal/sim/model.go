@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -137,4 +138,26 @@ func readLocal(l *log.UnifiedLog, from, to int64, f func(int64, string) error) e
 		off = next
 	}
 	return nil
+}
+
+// agreedEnd is where a newly elected leader's log stops agreeing with
+// the committed records: its log end, or the first offset of its local
+// log below the committed end whose record differs from the committed
+// value (a replica outside the ISR may hold a tail of an older leader
+// epoch that was never committed). An unclean or last-known-leader
+// election keeps the records below it.
+func (m *model) agreedEnd(l *log.UnifiedLog) int64 {
+	end := l.LogEndOffset()
+	errStop := errors.New("stop")
+	err := readLocal(l, 0, min(end, m.end), func(o int64, v string) error {
+		if want, ok := m.values[o]; ok && want != v {
+			end = o
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return min(end, l.LocalLogStartOffset()) // unreadable: keep only what lies below the local log
+	}
+	return end
 }
