@@ -383,7 +383,7 @@ func (c *Cluster) runElection(name string, choose func() (election, error)) (str
 	if err != nil {
 		return "", err
 	}
-	err = c.publish(fmt.Sprintf("%s election%s", name, kind.note()))
+	err = c.publish(fmt.Sprintf("%s request%s", name, kind.note()))
 	c.acceptLossAtElection(kind)
 	err = errors.Join(err, c.maybeRecovered())
 	return fmt.Sprintf("%s: %s election, leader %d -> %d epoch %d; %s", name, kind, before, c.ctrl.rec.Leader,

@@ -18,7 +18,8 @@ import (
 //	log-dir-failure broker=N             rebuild broker=N
 //	describe [broker=N]                  elect-replica broker=N
 //	start-phase-2 [accept-data-loss]     reseal seal=N
-//	repair
+//	repair                               elect-leaders type=preferred|unclean
+//	rebalance
 func init() {
 	registerScriptCommand("new-kraft", func(e *scriptEnv, d *datadriven.TestData) string {
 		opts := Options{Seed: 1}
@@ -66,6 +67,17 @@ func init() {
 		return e.result(e.c.Reseal(seal))
 	})
 	registerScriptCommand("repair", clusterAction((*Cluster).Repair))
+	registerScriptCommand("elect-leaders", func(e *scriptEnv, d *datadriven.TestData) string {
+		var typ string
+		d.ScanArgs(e.t, "type", &typ)
+		t := map[string]ElectionType{"preferred": ElectPreferred, "unclean": ElectUnclean}
+		et, ok := t[typ]
+		if !ok {
+			d.Fatalf(e.t, "type=%s: want preferred or unclean", typ)
+		}
+		return e.result(e.c.ElectLeaders(et))
+	})
+	registerScriptCommand("rebalance", clusterAction((*Cluster).RebalanceLeaders))
 	registerScriptCommand("kip966", func(e *scriptEnv, _ *datadriven.TestData) string { return e.kip966String() })
 }
 
