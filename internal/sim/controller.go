@@ -592,6 +592,14 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 	case !st.SealCommitted():
 		if end < c.model.end {
 			c.model.discardFrom(end, c.finishedSegments())
+			if c.model.staleFrom == nil {
+				c.model.staleFrom = map[int32]int64{}
+			}
+			for _, id := range c.ctrl.replicas {
+				if old, ok := c.model.staleFrom[id]; id != c.ctrl.rec.Leader && (!ok || end < old) {
+					c.model.staleFrom[id] = end
+				}
+			}
 		}
 	case st.Phase() == tierstate.PhaseOne:
 		c.model.acceptLoss(min(end, st.Seal()), st.Seal())

@@ -37,6 +37,13 @@ type model struct {
 	// them any more. Values stay: a replica still holding one must hold
 	// the committed value.
 	lost [][2]int64
+	// staleFrom maps a follower to the offset an unclean or
+	// last-known-leader election discarded from while it was outside the
+	// ISR: its high watermark may still cover the discarded records,
+	// which it holds until it fetches from the new leader and truncates.
+	// Below that offset it is checked as before; the entry goes when it
+	// rejoins the ISR.
+	staleFrom map[int32]int64
 }
 
 // given reports whether the accepted losses cover [from, to).
