@@ -51,7 +51,7 @@ var notAnswers = map[string]string{
 	"tierstate.ErrNoLeader":                  "the operator tool's refusal (kafka-topic-switch.sh seal without a leader), before any request",
 	"tierstate.ErrReplicaHoldsClassicPrefix": "the operator tool's refusal (kafka-topic-switch.sh start-phase-2), before any request",
 	"tierstate.ErrDataLossNotAccepted":       "the operator tool's refusal (kafka-topic-switch.sh start-phase-2), before any request",
-	"tierstate.ErrReplicaNotDescribed":       "the operator tool's refusal: a broker did not answer the description",
+	"tierstate.ErrReplicaNotDescribed":       "the operator tool's refusal: no broker answered the description",
 
 	// consolidate
 	"consolidate.ErrLogPastSeal": "the leader's switch step (InitDisklessLog) on a log that does not end at the seal: the driver retries it",

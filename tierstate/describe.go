@@ -38,8 +38,9 @@ import (
 //	replica 3 log   [=============================================)  hw  990: holds it, not electable
 //
 // start-phase-2 would lose [600, 1000) (the remote end becomes the seal),
-// so it is refused while replica 2 or 3 holds the prefix; without them
-// it needs --accept-data-loss.
+// so it is refused while replica 2 or 3 holds the prefix (replica 3 too,
+// although elect refuses it: only its log and remote storage count, as
+// describe reports them); without them it needs --accept-data-loss.
 //
 // All of it is pure: Describe reads a log's offsets and one listing of the
 // remote metadata; the rest are functions of the descriptions.
@@ -83,7 +84,11 @@ var (
 	ErrClassicPrefixGap = errors.New("tierstate: log and remote storage leave a gap in the classic prefix")
 
 	// ErrReplicaHoldsClassicPrefix: start-phase-2 gives up records, and a
-	// replica still holds the whole prefix: elect it instead. Refused by
+	// replica's log and remote storage still cover the whole prefix
+	// (https://github.com/aiven/inkless/pull/855: it "fails while a
+	// replica has the whole prefix"). The refusal says whether elect
+	// takes that replica (its high watermark at the seal) or refuses it
+	// too (ErrHighWatermarkNotAtSeal's limitation). Refused by
 	// kafka-topic-switch.sh start-phase-2.
 	ErrReplicaHoldsClassicPrefix = errors.New("tierstate: a replica holds the whole classic prefix")
 
@@ -91,9 +96,12 @@ var (
 	// records and --accept-data-loss was not given.
 	ErrDataLossNotAccepted = errors.New("tierstate: start-phase-2 loses records and data loss is not accepted")
 
-	// ErrReplicaNotDescribed: start-phase-2 needs the description of
-	// every replica of the partition: one left out might hold the prefix.
-	// The tool fails when a broker cannot answer.
+	// ErrReplicaNotDescribed: start-phase-2 needs at least one
+	// replica's description: the new seal is the remote end a replica
+	// reports (https://github.com/aiven/inkless/pull/855: it "needs a
+	// replica that reports the remote copy of the prefix"). A replica
+	// whose broker does not answer does not block it; the plan names it
+	// (StartPhaseTwoPlan.NotDescribed).
 	ErrReplicaNotDescribed = errors.New("tierstate: replica not described")
 )
 
@@ -464,8 +472,9 @@ func CheckElectReplica(s State, d ReplicaDescription) error {
 type StartPhaseTwoRequest struct {
 	// Replicas is the partition's replica assignment (broker ids).
 	Replicas []int32
-	// Descriptions holds one description per replica (Describe on each
-	// replica's broker), in any order.
+	// Descriptions holds the descriptions of the replicas whose brokers
+	// answered (Describe on each replica's broker), at most one each, in
+	// any order; at least one.
 	Descriptions []ReplicaDescription
 	// CurrentLeaderEpoch is the partition's leader epoch in the
 	// metadata; the record bumps it once (State.StartPhaseTwo).
@@ -486,6 +495,10 @@ type StartPhaseTwoPlan struct {
 	// when remote storage holds the whole prefix. Consumers reading
 	// inside it receive the diskless records from PreviousSeal on.
 	Lost OffsetRange
+	// NotDescribed are the assigned replicas without a description
+	// (their brokers did not answer), in assignment order: what they
+	// hold was not checked. Nil when every replica was described.
+	NotDescribed []int32
 	// Next is the State the controller commits: State.StartPhaseTwo(Seal,
 	// CurrentLeaderEpoch) of the State planned from (phase 2, flag set,
 	// no recorded epoch, E_d = CurrentLeaderEpoch + 1). The controller
@@ -509,8 +522,12 @@ func (p StartPhaseTwoPlan) Reminder() string {
 }
 
 func (p StartPhaseTwoPlan) String() string {
-	msg := fmt.Sprintf("start phase 2 at seal %d (was %d, remote end from replica %d), lost %s: %s",
-		p.Seal, p.PreviousSeal, p.RemoteEndFrom, p.Lost, p.Next)
+	msg := fmt.Sprintf("start phase 2 at seal %d (was %d, remote end from replica %d), lost %s",
+		p.Seal, p.PreviousSeal, p.RemoteEndFrom, p.Lost)
+	if len(p.NotDescribed) > 0 {
+		msg += fmt.Sprintf(", replicas not described %v", p.NotDescribed)
+	}
+	msg += fmt.Sprintf(": %s", p.Next)
 	if r := p.Reminder(); r != "" {
 		msg += "; " + r
 	}
@@ -524,14 +541,21 @@ func (p StartPhaseTwoPlan) String() string {
 //  1. the switch rules of State.StartPhaseTwo at the committed seal
 //     (phase 1, a valid leader epoch; its *TransitionError is returned as
 //     it is);
-//  2. one valid description per replica of the assignment, made under
-//     the committed seal: a replica without one is ErrReplicaNotDescribed
-//     (it might hold the prefix), a stale one ErrSealMismatch (describe
-//     again); no replicas, a description twice or of a broker outside
-//     the assignment, or one whose offsets contradict each other is
-//     ErrInvalidArgument;
-//  3. no replica holds the whole prefix (HoldsClassicPrefix;
-//     ErrReplicaHoldsClassicPrefix: elect it instead);
+//  2. valid descriptions made under the committed seal, at least one
+//     (ErrReplicaNotDescribed: the new seal is a replica's report); a
+//     stale one is ErrSealMismatch (describe again); no replicas, a
+//     description twice or of a broker outside the assignment, or one
+//     whose offsets contradict each other is ErrInvalidArgument. A
+//     replica without a description (its broker did not answer) does
+//     not block: the PR's rule is about the replicas that report, and
+//     the loss such a replica might have prevented still needs
+//     AcceptDataLoss; the plan names it (NotDescribed);
+//  3. no described replica has the whole prefix (HoldsClassicPrefix:
+//     its log reaches the seal and, with remote storage, covers it;
+//     ErrReplicaHoldsClassicPrefix). The high watermark does not enter
+//     the rule; the refusal says "elect it instead" only when elect
+//     would take the replica (HW at the seal), and otherwise that elect
+//     refuses it too;
 //  4. the new seal is the highest remote end reported by any replica
 //     (brokers read the remote log metadata at different speeds); when it
 //     is below the committed seal, [new seal, S) is lost and needs
@@ -551,9 +575,13 @@ func PlanStartPhaseTwo(s State, req StartPhaseTwoRequest) (StartPhaseTwoPlan, er
 	best := req.Descriptions[0]
 	for _, d := range req.Descriptions {
 		if d.HoldsClassicPrefix() {
+			advice := "elect it instead"
+			if d.HighWatermark != d.Seal {
+				advice = fmt.Sprintf("elect refuses it too (%v)", ErrHighWatermarkNotAtSeal)
+			}
 			return StartPhaseTwoPlan{}, refuseRecovery(op, d.BrokerID, ErrReplicaHoldsClassicPrefix,
-				"log %s hw %d and remote %s cover %s: elect it instead", d.LocalRange(), d.HighWatermark,
-				d.RemoteRange(), d.ClassicPrefix())
+				"log %s hw %d and remote %s cover %s: %s", d.LocalRange(), d.HighWatermark, d.RemoteRange(),
+				d.ClassicPrefix(), advice)
 		}
 		if d.RemoteEndOffset > best.RemoteEndOffset ||
 			(d.RemoteEndOffset == best.RemoteEndOffset && d.BrokerID < best.BrokerID) {
@@ -565,10 +593,15 @@ func PlanStartPhaseTwo(s State, req StartPhaseTwoRequest) (StartPhaseTwoPlan, er
 		Seal:          best.RemoteEndOffset,
 		RemoteEndFrom: best.BrokerID,
 		Lost:          best.StartPhaseTwoLoss(),
+		NotDescribed:  notDescribed(req.Replicas, req.Descriptions),
 	}
 	if !plan.Lost.Empty() && !req.AcceptDataLoss {
+		unchecked := ""
+		if len(plan.NotDescribed) > 0 {
+			unchecked = fmt.Sprintf(" (replicas not described %v)", plan.NotDescribed)
+		}
 		return StartPhaseTwoPlan{}, refuseRecovery(op, noReplica, ErrDataLossNotAccepted,
-			"new seal %d (remote end from replica %d) loses %s", plan.Seal, plan.RemoteEndFrom, plan.Lost)
+			"new seal %d (remote end from replica %d) loses %s%s", plan.Seal, plan.RemoteEndFrom, plan.Lost, unchecked)
 	}
 	next, err := s.StartPhaseTwo(plan.Seal, req.CurrentLeaderEpoch)
 	if err != nil {
@@ -604,10 +637,24 @@ func checkDescriptions(seal int64, replicas []int32, descs []ReplicaDescription)
 		}
 		described[d.BrokerID] = true
 	}
-	for _, id := range replicas {
-		if !described[id] {
-			return refuseRecovery(op, id, ErrReplicaNotDescribed, "seal %d", seal)
-		}
+	if len(descs) == 0 {
+		return refuseRecovery(op, noReplica, ErrReplicaNotDescribed, "no replica of %v answered (seal %d)", replicas, seal)
 	}
 	return nil
+}
+
+// notDescribed returns the replicas without a description, in
+// assignment order (nil when none).
+func notDescribed(replicas []int32, descs []ReplicaDescription) []int32 {
+	var out []int32
+	for _, id := range replicas {
+		found := false
+		for _, d := range descs {
+			found = found || d.BrokerID == id
+		}
+		if !found {
+			out = append(out, id)
+		}
+	}
+	return out
 }

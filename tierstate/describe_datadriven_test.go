@@ -435,6 +435,9 @@ func (e *describeEnv) startPhaseTwo(t *testing.T, d *datadriven.TestData) string
 	var b strings.Builder
 	fmt.Fprintf(&b, "seal %d -> %d (remote end from replica %d), lost %s\n", plan.PreviousSeal, plan.Seal,
 		plan.RemoteEndFrom, plan.Lost)
+	if len(plan.NotDescribed) > 0 {
+		fmt.Fprintf(&b, "not described: %v\n", plan.NotDescribed)
+	}
 	fmt.Fprintf(&b, "%s\nrecord: %s\n", plan.Next, ChangeTags(e.state, plan.Next))
 	if r := plan.Reminder(); r != "" {
 		fmt.Fprintf(&b, "reminder: %s\n", r)

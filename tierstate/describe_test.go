@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -366,8 +367,7 @@ func TestPlanStartPhaseTwo(t *testing.T) {
 	}{
 		{"a replica holds the prefix (any HW)", StartPhaseTwoRequest{Replicas: []int32{1, 2},
 			Descriptions: []ReplicaDescription{wiped(1, 600), holder}}, ErrReplicaHoldsClassicPrefix, 2},
-		{"a replica not described", StartPhaseTwoRequest{Replicas: []int32{1, 2, 3},
-			Descriptions: []ReplicaDescription{wiped(1, 600), wiped(3, 600)}}, ErrReplicaNotDescribed, 2},
+		{"no replica described", StartPhaseTwoRequest{Replicas: []int32{1, 2, 3}}, ErrReplicaNotDescribed, noReplica},
 		{"no replicas", StartPhaseTwoRequest{}, ErrInvalidArgument, noReplica},
 		{"stale description", StartPhaseTwoRequest{Replicas: []int32{1, 2},
 			Descriptions: []ReplicaDescription{wiped(1, 600), stale}}, ErrSealMismatch, 2},
@@ -394,6 +394,67 @@ func TestPlanStartPhaseTwo(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(600), plan.Seal)
 	})
+}
+
+// TestPlanStartPhaseTwoRule is start-phase-2's rule as
+// github.com/aiven/inkless/pull/855 states it: it "fails while a replica
+// has the whole prefix" (its log plus remote storage cover [X, S)),
+// whatever its high watermark, and plans from "the replica with the
+// highest remote end" among the replicas that answered; one that did not
+// answer blocks nothing. The refusal advises elect only for a replica
+// elect takes (CheckElectReplica agrees with the advice).
+func TestPlanStartPhaseTwoRule(t *testing.T) {
+	s := describePhaseOne(t, 1000)
+	desc := func(id int32, remoteEnd, leo, hw int64) ReplicaDescription {
+		return ReplicaDescription{BrokerID: id, Seal: 1000, RemoteEndOffset: remoteEnd, LogEndOffset: leo,
+			HighWatermark: hw}
+	}
+	for _, tc := range []struct {
+		name      string
+		descs     []ReplicaDescription
+		reason    error  // nil: planned
+		broker    int32  // the refusal's replica
+		advice    string // in the refusal's message
+		seal      int64
+		undescrib []int32
+	}{
+		{"holder at the seal: elect it instead", []ReplicaDescription{desc(1, 600, 0, 0), desc(2, 600, 1000, 1000)},
+			ErrReplicaHoldsClassicPrefix, 2, "elect it instead", 0, nil},
+		{"holder below the seal's high watermark: elect refuses it too",
+			[]ReplicaDescription{desc(1, 600, 0, 0), desc(3, 600, 1000, 990)},
+			ErrReplicaHoldsClassicPrefix, 3, "elect refuses it too", 0, nil},
+		{"a dead broker's replica blocks nothing", []ReplicaDescription{desc(1, 600, 0, 0), desc(2, 500, 990, 990)},
+			nil, 0, "", 600, []int32{3}},
+		{"the highest remote end of the answering replicas",
+			[]ReplicaDescription{desc(2, 500, 0, 0), desc(3, 700, 0, 0)}, nil, 0, "", 700, []int32{1}},
+		{"remote storage alone covers the prefix: lossless", []ReplicaDescription{desc(2, 1000, 0, 0)},
+			nil, 0, "", 1000, []int32{1, 3}},
+		{"nobody answered", nil, ErrReplicaNotDescribed, noReplica, "no replica", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := PlanStartPhaseTwo(s, StartPhaseTwoRequest{Replicas: []int32{1, 2, 3}, Descriptions: tc.descs,
+				CurrentLeaderEpoch: 3, AcceptDataLoss: true})
+			if tc.reason == nil {
+				require.NoError(t, err)
+				require.Equal(t, tc.seal, plan.Seal)
+				require.Equal(t, tc.undescrib, plan.NotDescribed)
+				require.Contains(t, plan.String(), fmt.Sprintf("replicas not described %v", tc.undescrib))
+				return
+			}
+			re := requireRecoveryRefused(t, err, OpStartPhaseTwo, tc.reason)
+			require.Equal(t, tc.broker, re.BrokerID)
+			require.Contains(t, err.Error(), tc.advice)
+			if tc.reason == ErrReplicaHoldsClassicPrefix {
+				for _, d := range tc.descs {
+					if d.BrokerID == tc.broker {
+						electErr := CheckElectReplica(s, d)
+						require.Equal(t, electErr == nil, strings.Contains(err.Error(), "elect it instead"),
+							"advice %q, elect: %v", err, electErr)
+					}
+				}
+			}
+		})
+	}
 }
 
 // TestPlanStartPhaseTwoProperties checks, over random descriptions, what

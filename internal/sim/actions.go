@@ -247,9 +247,10 @@ func (c *Cluster) crashKeeping(id int32, unsynced func() int) error {
 }
 
 // LoseDisk kills broker id and replaces its disk with an empty one. It
-// is refused for the last ISR member of a partition whose classic
+// is refused for the last in-sync copy of a partition whose classic
 // prefix is not yet in remote storage (that is an unclean loss no
-// system survives).
+// system survives): a member of the ISR, the ELR or the last known
+// leader when no other running ISR or ELR member holds the records.
 func (c *Cluster) LoseDisk(id int32) error {
 	return c.do("lose-disk", id, func() (string, error) {
 		b := c.Broker(id)
@@ -257,7 +258,8 @@ func (c *Cluster) LoseDisk(id int32) error {
 			return "", notApplicable("no broker %d", id)
 		}
 		rec := c.ctrl.rec
-		if rec.inISR(id) && c.upISR(id) == 0 && rec.State.Phase() != tierstate.PhaseTwo {
+		inSync := rec.inISR(id) || slices.Contains(rec.ELR, id) || slices.Contains(rec.LastKnownELR, id)
+		if inSync && c.upISR(id) == 0 && rec.State.Phase() != tierstate.PhaseTwo {
 			return "", notApplicable("broker %d holds the only in-sync copy", id)
 		}
 		if b.up {
@@ -270,10 +272,11 @@ func (c *Cluster) LoseDisk(id int32) error {
 	})
 }
 
-// upISR counts the running ISR members other than id.
+// upISR counts the running ISR and ELR members other than id (each
+// holds every committed record).
 func (c *Cluster) upISR(id int32) int {
 	n := 0
-	for _, m := range c.ctrl.rec.ISR {
+	for _, m := range union(c.ctrl.rec.ISR, c.ctrl.rec.ELR) {
 		if m != id && c.Broker(m).up {
 			n++
 		}
@@ -350,4 +353,48 @@ func (c *Cluster) CatchUp(id int32) error {
 		}
 	}
 	return fmt.Errorf("sim: broker %d did not catch up", id)
+}
+
+// ElectLeaders is an ElectLeaders request for the partition
+// (kafka-leader-election.sh --election-type PREFERRED|UNCLEAN): the
+// controller's checks and choice (controller.electLeaders), then the
+// record published. A refusal (ErrElectionNotNeeded,
+// ErrPreferredLeaderNotAvailable, ErrEligibleLeadersNotAvailable) takes
+// no step. An unclean or last-known-leader election accepts the loss of
+// the committed records the new leader lacks, as acceptLossAtElection
+// records.
+func (c *Cluster) ElectLeaders(t ElectionType) error {
+	return c.do("elect-leaders", -1, func() (string, error) {
+		return c.runElection(t.String(), func() (election, error) { return c.ctrl.electLeaders(t, c.running) })
+	})
+}
+
+// RebalanceLeaders is the controller's automatic preferred-leader
+// election (auto.leader.rebalance.enable, on by default): for a
+// partition whose leader is not its preferred replica it runs the
+// builder with Election.PREFERRED, as a PREFERRED ElectLeaders request
+// does (so, with KIP-966, it also elects the last known leader of a
+// leaderless partition: github.com/aiven/inkless/pull/871). A partition
+// the election would not change is skipped.
+func (c *Cluster) RebalanceLeaders() error {
+	return c.do("rebalance", -1, func() (string, error) {
+		return c.runElection("auto preferred", func() (election, error) {
+			return c.ctrl.electLeaders(ElectPreferred, c.running)
+		})
+	})
+}
+
+// runElection runs choose on the controller and publishes the record it
+// changed.
+func (c *Cluster) runElection(name string, choose func() (election, error)) (string, error) {
+	before := c.ctrl.rec.Leader
+	kind, err := choose()
+	if err != nil {
+		return "", err
+	}
+	err = c.publish(fmt.Sprintf("%s request%s", name, kind.note()))
+	c.acceptLossAtElection(kind)
+	err = errors.Join(err, c.maybeRecovered())
+	return fmt.Sprintf("%s: %s election, leader %d -> %d epoch %d; %s", name, kind, before, c.ctrl.rec.Leader,
+		c.ctrl.rec.LeaderEpoch, c.ctrl.rec.electionView()), err
 }

@@ -117,6 +117,13 @@ func (c *Cluster) checkReplicas() *Violation {
 		if b.ID == c.ctrl.rec.Leader && !b.Prior().Fenced {
 			bound = min(l.LogEndOffset(), c.model.end)
 		}
+		if cut, ok := c.model.staleFrom[b.ID]; ok {
+			if c.ctrl.rec.inISR(b.ID) {
+				delete(c.model.staleFrom, b.ID)
+			} else {
+				bound = min(bound, cut)
+			}
+		}
 		var v *Violation
 		err := readLocal(l, l.LocalLogStartOffset(), bound, func(o int64, val string) error {
 			want, ok := c.model.values[o]

@@ -42,14 +42,17 @@ type Options struct {
 	// SegmentBytes is every log's segment size. Default 2 KiB (a few
 	// dozen records), so that segments roll, tier and expire often.
 	SegmentBytes int64
-	// EligibleLeaderReplicas turns on KIP-966 in the controller model:
-	// the ISR may become empty, replicas that leave an ISR below
-	// MinInsyncReplicas become eligible leaders (ELR), and a partition
-	// whose ISR and ELR are empty elects its last known leader when it
-	// returns, even in phase 1. Off by default (Kafka before 4.1): the
-	// last ISR member stays in the ISR and leads again when it returns.
-	// Kafka: eligible.leader.replicas.version.
-	EligibleLeaderReplicas bool
+	// DisableEligibleLeaderReplicas turns KIP-966 off in the controller
+	// model. By default it is on, as in Kafka from 4.1, where
+	// eligible.leader.replicas.version is on at its default level
+	// (github.com/aiven/inkless/pull/871): the ISR may become empty,
+	// replicas that leave an ISR below MinInsyncReplicas become eligible
+	// leaders (ELR), and a partition whose ISR and ELR are empty elects
+	// its last known leader when it returns, even in phase 1. Off (Kafka
+	// before 4.1, or the feature left at level 0): the last ISR member
+	// stays in the ISR and leads again when it returns. Kafka:
+	// eligible.leader.replicas.version.
+	DisableEligibleLeaderReplicas bool
 	// MinInsyncReplicas bounds the ISR below which leaving replicas join
 	// the ELR. Default 1. Kafka: min.insync.replicas.
 	MinInsyncReplicas int

@@ -22,7 +22,7 @@ type partRecord struct {
 	// ELR is KIP-966's eligible leader replicas (sorted): replicas that
 	// left the ISR while it was below min.insync.replicas, so they hold
 	// every record committed up to then, and did not shut down
-	// uncleanly since. Empty unless Options.EligibleLeaderReplicas.
+	// uncleanly since. Empty with Options.DisableEligibleLeaderReplicas.
 	ELR []int32
 	// LastKnownELR is KIP-966's last known leader: the leader when the
 	// ISR became empty, cleared once the partition has a leader again.
@@ -59,8 +59,8 @@ type controller struct {
 	fetched map[int32]int64
 	// replicas is the assignment: every broker, by id.
 	replicas []int32
-	// elr, minISR and unclean are Options.EligibleLeaderReplicas,
-	// MinInsyncReplicas and UncleanLeaderElection.
+	// elr is KIP-966 on (not Options.DisableEligibleLeaderReplicas);
+	// minISR and unclean are MinInsyncReplicas and UncleanLeaderElection.
 	elr     bool
 	minISR  int
 	unclean bool
@@ -77,7 +77,7 @@ func (k *controller) init(opts Options) {
 	}
 	k.replicas = slices.Clone(k.rec.ISR)
 	k.fetched = map[int32]int64{}
-	k.elr, k.minISR, k.unclean = opts.EligibleLeaderReplicas, opts.MinInsyncReplicas, opts.UncleanLeaderElection
+	k.elr, k.minISR, k.unclean = !opts.DisableEligibleLeaderReplicas, opts.MinInsyncReplicas, opts.UncleanLeaderElection
 	if k.minISR == 0 {
 		k.minISR = 1
 	}
@@ -298,31 +298,106 @@ func (k *controller) changeISR(isr []int32) {
 // checked before the election type, so phase 1 does not block it:
 // github.com/aiven/inkless/pull/871); then, if unclean elections are
 // on and the partition is not in phase 1, any running replica. An
-// election from outside the ISR and ELR makes the ISR the leader alone
-// and the leader RECOVERING; one from the ELR moves the leader to the
+// election from outside the ISR and ELR makes the ISR the leader alone,
+// clears the ELR (not a clean election) and makes the leader RECOVERING; one from the ELR moves the leader to the
 // ISR. A new leader gets a new leader epoch; one that stays does not.
 func (k *controller) electLeader(running func(int32) bool) election {
 	r := &k.rec
 	if r.Leader >= 0 && r.inISR(r.Leader) && running(r.Leader) {
 		return noElection
 	}
-	pick := func(ids []int32) int32 {
-		for _, id := range ids {
+	kind, next := k.electAnyLeader(running, k.unclean)
+	return k.elect(kind, next)
+}
+
+// validLeader is PartitionChangeBuilder.isValidNewLeader: a running
+// replica in the ISR, or, with ELR on and an empty ISR, in the ELR.
+func (k *controller) validLeader(id int32, running func(int32) bool) bool {
+	r := &k.rec
+	return id >= 0 && running(id) && (r.inISR(id) || (k.elr && len(r.ISR) == 0 && slices.Contains(r.ELR, id)))
+}
+
+// validKind is the election that makes a valid leader lead: clean from
+// the ISR, from the ELR when the ISR is empty.
+func (k *controller) validKind(id int32) election {
+	if k.rec.inISR(id) {
+		return cleanElection
+	}
+	return elrElection
+}
+
+// lastKnownLeaderCandidate is canElectLastKnownLeader: ELR on, ISR and
+// ELR empty, and the one last known leader running; -1 otherwise.
+func (k *controller) lastKnownLeaderCandidate(running func(int32) bool) int32 {
+	r := &k.rec
+	if k.elr && len(r.ISR) == 0 && len(r.ELR) == 0 && len(r.LastKnownELR) == 1 && running(r.LastKnownELR[0]) {
+		return r.LastKnownELR[0]
+	}
+	return -1
+}
+
+// electAnyLeader is PartitionChangeBuilder.electAnyLeader's choice: the
+// first valid replica in the ISR's order (then the ELR's), the last
+// known leader, then, if unclean is set and the partition is not in
+// phase 1 (the phase-1 guard does not set Election.UNCLEAN), the first
+// running assigned replica.
+func (k *controller) electAnyLeader(running func(int32) bool, unclean bool) (election, int32) {
+	r := &k.rec
+	for _, id := range r.ISR {
+		if running(id) {
+			return cleanElection, id
+		}
+	}
+	for _, id := range r.ELR {
+		if k.validLeader(id, running) {
+			return elrElection, id
+		}
+	}
+	if id := k.lastKnownLeaderCandidate(running); id >= 0 {
+		return lastKnownLeader, id
+	}
+	if unclean && r.State.Phase() != tierstate.PhaseOne {
+		for _, id := range k.replicas {
 			if running(id) {
-				return id
+				return uncleanElection, id
 			}
 		}
-		return -1
 	}
-	kind, next := cleanElection, pick(r.ISR)
-	if next < 0 && k.elr && len(r.ISR) == 0 {
-		kind, next = elrElection, pick(r.ELR)
-		if next < 0 && len(r.ELR) == 0 && len(r.LastKnownELR) == 1 && running(r.LastKnownELR[0]) {
-			kind, next = lastKnownLeader, r.LastKnownELR[0]
+	return noLeaderElection, -1
+}
+
+// electPreferredLeader is PartitionChangeBuilder.electPreferredLeader's
+// choice: the preferred replica (the first assigned one) if it is a
+// valid leader; else the current leader if it is one (no change); else
+// the first other valid assigned replica; else the last known leader
+// (canElectLastKnownLeader, also for a preferred election:
+// github.com/aiven/inkless/pull/871). Never unclean.
+func (k *controller) electPreferredLeader(running func(int32) bool) (election, int32) {
+	r := &k.rec
+	if p := k.replicas[0]; k.validLeader(p, running) {
+		return k.validKind(p), p
+	}
+	if k.validLeader(r.Leader, running) {
+		return noElection, r.Leader
+	}
+	for _, id := range k.replicas[1:] {
+		if k.validLeader(id, running) {
+			return k.validKind(id), id
 		}
 	}
-	if next < 0 && k.unclean && r.State.Phase() != tierstate.PhaseOne {
-		kind, next = uncleanElection, pick(k.replicas)
+	if id := k.lastKnownLeaderCandidate(running); id >= 0 {
+		return lastKnownLeader, id
+	}
+	return noLeaderElection, -1
+}
+
+// elect applies an election's choice to the record: no leader (a new
+// leader epoch only when the partition had one), or next in a new leader
+// epoch, with the ISR and ELR each kind of election leaves.
+func (k *controller) elect(kind election, next int32) election {
+	r := &k.rec
+	if kind == noElection {
+		return kind
 	}
 	if next < 0 {
 		if r.Leader >= 0 {
@@ -336,13 +411,87 @@ func (k *controller) electLeader(running func(int32) bool) election {
 		r.ELR = without(r.ELR, next)
 		r.ISR = []int32{next}
 	case lastKnownLeader, uncleanElection:
+		// Not a clean election: the ELR and the last known leader are
+		// cleared (PartitionChangeBuilder.maybePopulateTargetElr).
 		r.ISR = []int32{next}
+		r.ELR = nil
 		r.Recovering = true
 	}
 	if k.elr {
 		r.LastKnownELR = nil // the partition has a leader again
 	}
 	return kind
+}
+
+// ElectionType is an ElectLeaders request's election type (Kafka's
+// ElectionType).
+type ElectionType int8
+
+const (
+	// ElectPreferred (PREFERRED) moves leadership to the preferred
+	// replica, the first assigned one.
+	ElectPreferred ElectionType = iota
+	// ElectUnclean (UNCLEAN) elects a leaderless partition's leader,
+	// from outside the ISR if need be.
+	ElectUnclean
+)
+
+func (t ElectionType) String() string {
+	if t == ElectUnclean {
+		return "unclean"
+	}
+	return "preferred"
+}
+
+// ElectLeaders refusals, Kafka's error codes. Each wraps ErrNotApplicable:
+// the record does not change, and a random run skips the action.
+var (
+	// ErrElectionNotNeeded: a preferred election while the preferred
+	// replica leads, or an unclean one while the partition has a leader
+	// (ELECTION_NOT_NEEDED).
+	ErrElectionNotNeeded = fmt.Errorf("%w: ELECTION_NOT_NEEDED", ErrNotApplicable)
+	// ErrPreferredLeaderNotAvailable: a preferred election that changes
+	// nothing (PREFERRED_LEADER_NOT_AVAILABLE).
+	ErrPreferredLeaderNotAvailable = fmt.Errorf("%w: PREFERRED_LEADER_NOT_AVAILABLE", ErrNotApplicable)
+	// ErrEligibleLeadersNotAvailable: an unclean election that finds no
+	// leader, in phase 1 because unclean elections are blocked there
+	// (ELIGIBLE_LEADERS_NOT_AVAILABLE).
+	ErrEligibleLeadersNotAvailable = fmt.Errorf("%w: ELIGIBLE_LEADERS_NOT_AVAILABLE", ErrNotApplicable)
+)
+
+// electLeaders is ReplicationControlManager.electLeader for the
+// partition: a preferred election is not needed while the preferred
+// replica leads, an unclean one while the partition has a leader; the
+// PartitionChangeBuilder then chooses with Election.PREFERRED or
+// Election.UNCLEAN (the phase-1 guard leaves a phase-1 partition at
+// Election.ONLINE: no unclean choice, the last known leader still), and
+// a choice that changes nothing is refused. The record is changed only
+// when the election is not refused.
+func (k *controller) electLeaders(t ElectionType, running func(int32) bool) (election, error) {
+	r := &k.rec
+	var kind election
+	var next int32
+	switch t {
+	case ElectPreferred:
+		if r.Leader == k.replicas[0] {
+			return noElection, fmt.Errorf("%w: broker %d is the preferred leader and leads", ErrElectionNotNeeded, r.Leader)
+		}
+		kind, next = k.electPreferredLeader(running)
+		if kind == noElection || (next < 0 && r.Leader < 0) {
+			return noElection, fmt.Errorf("%w: preferred replica %d is not a valid leader; %s", ErrPreferredLeaderNotAvailable,
+				k.replicas[0], r.electionView())
+		}
+	default:
+		if r.Leader >= 0 {
+			return noElection, fmt.Errorf("%w: broker %d leads", ErrElectionNotNeeded, r.Leader)
+		}
+		kind, next = k.electAnyLeader(running, true)
+		if next < 0 {
+			return noElection, fmt.Errorf("%w: no running replica can lead (%s); %s", ErrEligibleLeadersNotAvailable,
+				r.State.Phase(), r.electionView())
+		}
+	}
+	return k.elect(kind, next), nil
 }
 
 // brokerFenced is the controller's reaction to a broker that stopped
@@ -422,7 +571,9 @@ func (c *Cluster) maybeRecovered() error {
 }
 
 // acceptLossAtElection records, after an election from outside the ISR
-// and ELR, the committed records the new leader does not hold: KIP-966
+// and ELR, the committed records the new leader does not hold (past its
+// log end, or from the first offset where its log holds another value
+// than the committed one: model.agreedEnd): KIP-966
 // and unclean elections accept that loss, so the invariants stop asking
 // for them. Before the seal the partition goes on from the leader's log
 // end (the records past it are discarded, and new ones take their
@@ -435,12 +586,20 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 	}
 	end := int64(0)
 	if b := c.Broker(c.ctrl.rec.Leader); b != nil && b.Log() != nil {
-		end = b.Log().LogEndOffset()
+		end = c.model.agreedEnd(b.Log())
 	}
 	switch st := c.ctrl.rec.State; {
 	case !st.SealCommitted():
 		if end < c.model.end {
 			c.model.discardFrom(end, c.finishedSegments())
+			if c.model.staleFrom == nil {
+				c.model.staleFrom = map[int32]int64{}
+			}
+			for _, id := range c.ctrl.replicas {
+				if old, ok := c.model.staleFrom[id]; id != c.ctrl.rec.Leader && (!ok || end < old) {
+					c.model.staleFrom[id] = end
+				}
+			}
 		}
 	case st.Phase() == tierstate.PhaseOne:
 		c.model.acceptLoss(min(end, st.Seal()), st.Seal())

@@ -41,7 +41,7 @@ func row(k *controller) kip966Row {
 // min.insync.replicas=2, phase 1.
 func TestOperatorControllerLastKnownLeader(t *testing.T) {
 	k := &controller{}
-	k.init(Options{Brokers: 3, EligibleLeaderReplicas: true, MinInsyncReplicas: 2})
+	k.init(Options{Brokers: 3, MinInsyncReplicas: 2})
 	k.rec.State = phaseOne(t)
 	up := map[int32]bool{1: true, 2: true, 3: true}
 	running := func(id int32) bool { return up[id] }
@@ -73,7 +73,7 @@ func TestOperatorControllerLastKnownLeader(t *testing.T) {
 // member leads (a clean election: it holds every committed record).
 func TestOperatorControllerELRElection(t *testing.T) {
 	k := &controller{}
-	k.init(Options{Brokers: 3, EligibleLeaderReplicas: true, MinInsyncReplicas: 2})
+	k.init(Options{Brokers: 3, MinInsyncReplicas: 2})
 	k.rec.State = phaseOne(t)
 	up := map[int32]bool{1: true, 2: true, 3: true}
 	running := func(id int32) bool { return up[id] }

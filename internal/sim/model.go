@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -36,6 +37,13 @@ type model struct {
 	// them any more. Values stay: a replica still holding one must hold
 	// the committed value.
 	lost [][2]int64
+	// staleFrom maps a follower to the offset an unclean or
+	// last-known-leader election discarded from while it was outside the
+	// ISR: its high watermark may still cover the discarded records,
+	// which it holds until it fetches from the new leader and truncates.
+	// Below that offset it is checked as before; the entry goes when it
+	// rejoins the ISR.
+	staleFrom map[int32]int64
 }
 
 // given reports whether the accepted losses cover [from, to).
@@ -137,4 +145,26 @@ func readLocal(l *log.UnifiedLog, from, to int64, f func(int64, string) error) e
 		off = next
 	}
 	return nil
+}
+
+// agreedEnd is where a newly elected leader's log stops agreeing with
+// the committed records: its log end, or the first offset of its local
+// log below the committed end whose record differs from the committed
+// value (a replica outside the ISR may hold a tail of an older leader
+// epoch that was never committed). An unclean or last-known-leader
+// election keeps the records below it.
+func (m *model) agreedEnd(l *log.UnifiedLog) int64 {
+	end := l.LogEndOffset()
+	errStop := errors.New("stop")
+	err := readLocal(l, 0, min(end, m.end), func(o int64, v string) error {
+		if want, ok := m.values[o]; ok && want != v {
+			end = o
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return min(end, l.LocalLogStartOffset()) // unreadable: keep only what lies below the local log
+	}
+	return end
 }

@@ -46,11 +46,11 @@ type simCatch struct {
 // 0: a consumer is served from past its fetch offset (LostRecord) or a
 // follower's epochs disagree with the leader's (LineageDiverged).
 var simCatches = []simCatch{
-	{mutation.FirstPruneBound, []mutation.Guard{mutation.WALReadGap}, nil, []uint64{12, 15, 29}},
+	{mutation.FirstPruneBound, []mutation.Guard{mutation.WALReadGap}, nil, []uint64{10, 15, 18}},
 	// Diskless records produced or consolidated in phase 1 carry an epoch
 	// from before the flag: a follower's epochs disagree with the
 	// leader's (LineageDiverged).
-	{mutation.Phase2Gate, nil, nil, []uint64{3, 4, 30}},
+	{mutation.Phase2Gate, nil, nil, []uint64{10, 17, 18}},
 }
 
 // name is the row's subtest name: its guards, as -mutation spells them.

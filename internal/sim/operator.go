@@ -101,10 +101,12 @@ func (c *Cluster) ElectReplica(id int32) error {
 }
 
 // StartPhaseTwo is `kafka-topic-switch.sh start-phase-2
-// [--accept-data-loss]`: every running replica is described, the tool
-// plans with tierstate.PlanStartPhaseTwo (refused while a replica holds
-// the whole prefix, or when it loses records without acceptDataLoss;
-// the new seal is the highest remote end), and the controller commits
+// [--accept-data-loss]`: every running replica is described (a stopped
+// broker does not answer: PlanStartPhaseTwo names it and goes on), the
+// tool plans with tierstate.PlanStartPhaseTwo (refused while a described
+// replica's log and remote storage cover the prefix, or when it loses
+// records without acceptDataLoss; the new seal is the highest remote end
+// reported), and the controller commits
 // State.StartPhaseTwo at that seal in a record that bumps the leader
 // epoch once, sets the ISR to the active assigned replicas
 // (Cluster.phaseTwoISR) and elects a leader (the current one if it
@@ -120,7 +122,7 @@ func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
 		var descs []tierstate.ReplicaDescription
 		for _, id := range k.replicas {
 			if !c.running(id) {
-				continue // PlanStartPhaseTwo refuses: not described
+				continue // does not answer: not described
 			}
 			d, err := c.describe(id)
 			if err != nil {

@@ -10,8 +10,9 @@ import (
 )
 
 // A refused operator command changes nothing: no new record, no
-// election. start-phase-2 needs every replica described (a stopped
-// broker might hold the prefix), elect a running replica.
+// election. start-phase-2 is refused while a running replica holds the
+// prefix (the stopped broker, not described, blocks nothing), elect
+// needs a running replica.
 func TestOperatorRefusalsChangeNothing(t *testing.T) {
 	cryptotest.SetGlobalRandom(t, 1)
 	c, err := New(Options{Seed: 1})
@@ -31,7 +32,7 @@ func TestOperatorRefusalsChangeNothing(t *testing.T) {
 	require.NoError(t, c.Stop(3, -1))
 	epoch, pe := c.LeaderEpoch(), c.PartitionEpoch()
 
-	require.ErrorIs(t, c.StartPhaseTwo(true), tierstate.ErrReplicaNotDescribed)
+	require.ErrorIs(t, c.StartPhaseTwo(true), tierstate.ErrReplicaHoldsClassicPrefix)
 	_, err = c.Describe(3)
 	require.Error(t, err)
 	require.Error(t, c.ElectReplica(3))

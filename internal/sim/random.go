@@ -90,6 +90,60 @@ var choices = []choice{
 		return c.ArmSwitch()
 	}},
 	{"switch-step", 6, func(c *Cluster, rng *rand.Rand) error { return c.SwitchStep() }},
+	// Controller elections a request or the controller's periodic task
+	// asks for: refused (not applicable) when Kafka refuses them.
+	{"elect-preferred", 1, func(c *Cluster, rng *rand.Rand) error { return c.ElectLeaders(ElectPreferred) }},
+	// Unclean ElectLeaders requests weigh 0 by default (-weights
+	// elect-unclean=1 takes them): with weight 1, seeds 75 and 296 break
+	// LostRecord after an unclean election discarded records that remote
+	// storage or retention had already dealt with; not yet triaged.
+	{"elect-unclean", 0, func(c *Cluster, rng *rand.Rand) error { return c.ElectLeaders(ElectUnclean) }},
+	{"rebalance", 1, func(c *Cluster, rng *rand.Rand) error { return c.RebalanceLeaders() }},
+	// The operator's kafka-topic-switch.sh commands, where they apply:
+	// describe once a seal is committed, the recovery commands in phase
+	// 1 (the tool's refusals are the action's errors).
+	{"describe", 1, func(c *Cluster, rng *rand.Rand) error {
+		id := anyBroker(c, rng)
+		if !c.ctrl.rec.State.SealCommitted() || !c.running(id) {
+			return ErrNotApplicable
+		}
+		_, err := c.Describe(id)
+		return err
+	}},
+	{"elect-replica", 1, func(c *Cluster, rng *rand.Rand) error {
+		id := anyBroker(c, rng)
+		if c.ctrl.rec.State.Phase() != tierstate.PhaseOne || !c.running(id) {
+			return ErrNotApplicable
+		}
+		return c.ElectReplica(id)
+	}},
+	{"start-phase-2", 1, func(c *Cluster, rng *rand.Rand) error {
+		if c.ctrl.rec.State.Phase() != tierstate.PhaseOne {
+			return ErrNotApplicable
+		}
+		return c.StartPhaseTwo(rng.IntN(2) == 0)
+	}},
+	{"reseal", 1, func(c *Cluster, rng *rand.Rand) error {
+		st := c.ctrl.rec.State
+		lb := c.leaderBroker()
+		if st.Phase() != tierstate.PhaseOne || lb == nil {
+			return ErrNotApplicable
+		}
+		// A seal lowered to a batch boundary below S: the leader's log
+		// end (github.com/aiven/inkless/pull/871's recovery) or the end
+		// of the prefix in remote storage (the seal start-phase-2 of
+		// /pull/855 sets). PlanReseal refuses one outside [X, leader's
+		// log end]. (A seal inside a batch is left out: the truncation
+		// to it cuts to the batch's start, below the seal.)
+		seal := lb.Log().LogEndOffset()
+		if rng.IntN(2) == 0 {
+			seal = c.HighestRemoteOffset() + 1
+		}
+		if seal >= st.Seal() {
+			return ErrNotApplicable
+		}
+		return c.Reseal(seal)
+	}},
 	{"force-leader", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.ctrl.rec.State.Phase() != tierstate.PhaseTwo {
 			return ErrNotApplicable

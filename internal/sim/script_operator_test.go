@@ -12,13 +12,14 @@ import (
 // operator's recovery of a phase-1 partition
 // (github.com/aiven/inkless/pull/855 and /pull/871):
 //
-//	new-kraft [elr] [min-isr=N] [unclean] [brokers=N] [seed=N] [segment-bytes=N]
+//	new-kraft [elr|no-elr] [min-isr=N] [unclean] [brokers=N] [seed=N] [segment-bytes=N]
 //	stop broker=N [lose-tail-from=N]     restart-unclean broker=N
 //	wipe-disk broker=N                   kip966
 //	log-dir-failure broker=N             rebuild broker=N
 //	describe [broker=N]                  elect-replica broker=N
 //	start-phase-2 [accept-data-loss]     reseal seal=N
-//	repair
+//	repair                               elect-leaders type=preferred|unclean
+//	rebalance
 func init() {
 	registerScriptCommand("new-kraft", func(e *scriptEnv, d *datadriven.TestData) string {
 		opts := Options{Seed: 1}
@@ -26,7 +27,9 @@ func init() {
 		d.MaybeScanArgs(e.t, "seed", &opts.Seed)
 		d.MaybeScanArgs(e.t, "segment-bytes", &opts.SegmentBytes)
 		d.MaybeScanArgs(e.t, "min-isr", &opts.MinInsyncReplicas)
-		opts.EligibleLeaderReplicas = d.HasArg("elr")
+		// KIP-966 is on by default; `elr` says so explicitly, `no-elr`
+		// turns it off.
+		opts.DisableEligibleLeaderReplicas = d.HasArg("no-elr")
 		opts.UncleanLeaderElection = d.HasArg("unclean")
 		// The runner built a default cluster for the first command that
 		// is not `new`; replace it (no step has run on it).
@@ -64,6 +67,17 @@ func init() {
 		return e.result(e.c.Reseal(seal))
 	})
 	registerScriptCommand("repair", clusterAction((*Cluster).Repair))
+	registerScriptCommand("elect-leaders", func(e *scriptEnv, d *datadriven.TestData) string {
+		var typ string
+		d.ScanArgs(e.t, "type", &typ)
+		t := map[string]ElectionType{"preferred": ElectPreferred, "unclean": ElectUnclean}
+		et, ok := t[typ]
+		if !ok {
+			d.Fatalf(e.t, "type=%s: want preferred or unclean", typ)
+		}
+		return e.result(e.c.ElectLeaders(et))
+	})
+	registerScriptCommand("rebalance", clusterAction((*Cluster).RebalanceLeaders))
 	registerScriptCommand("kip966", func(e *scriptEnv, _ *datadriven.TestData) string { return e.kip966String() })
 }
 

@@ -20,7 +20,7 @@ import (
 //
 // Commands (broker ids are 1-based; `b=` is short for `broker=`):
 //
-//	new [brokers=N] [seed=N] [segment-bytes=N]
+//	new [brokers=N] [seed=N] [segment-bytes=N] [no-elr]
 //	produce n=N          replicate broker=N     catch-up broker=N
 //	consume offset=N     elect broker=N         force-leader broker=N
 //	shrink-isr broker=N  crash broker=N [unsynced=0|50|100]
@@ -151,6 +151,7 @@ func init() {
 		d.MaybeScanArgs(e.t, "brokers", &opts.Brokers)
 		d.MaybeScanArgs(e.t, "seed", &opts.Seed)
 		d.MaybeScanArgs(e.t, "segment-bytes", &opts.SegmentBytes)
+		opts.DisableEligibleLeaderReplicas = d.HasArg("no-elr")
 		e.newCluster(opts)
 		return e.stateString()
 	})

@@ -67,7 +67,9 @@ func (m *model) discardFrom(offset int64, segs []remote.SegmentMetadata) {
 		m.discarded = map[remote.SegmentID]int64{}
 	}
 	for _, s := range segs {
-		if _, ok := m.discarded[s.SegmentID]; !ok {
+		// A later election may discard from lower down: the segment
+		// counts only below the lowest cut.
+		if cut, ok := m.discarded[s.SegmentID]; !ok || offset < cut {
 			m.discarded[s.SegmentID] = offset
 		}
 	}
