@@ -365,6 +365,7 @@ func (c *Cluster) CatchUp(id int32) error {
 // records.
 func (c *Cluster) ElectLeaders(t ElectionType) error {
 	return c.do("elect-leaders", -1, func() (string, error) {
+		c.rec.note("type", t.String())
 		return c.runElection(t.String(), func() (election, error) { return c.ctrl.electLeaders(t, c.running) })
 	})
 }

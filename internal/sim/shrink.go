@@ -118,6 +118,7 @@ var clusterActions = map[string]func(*Cluster) error{
 	"switch-step": (*Cluster).SwitchStep,
 	"prune":       (*Cluster).Prune,
 	"repair":      (*Cluster).Repair,
+	"rebalance":   (*Cluster).RebalanceLeaders,
 }
 
 // noBrokerArg are commands whose trace line names a broker (the leader)
@@ -186,6 +187,14 @@ func (a Action) apply(c *Cluster) error {
 	case "start-phase-2":
 		_, loss := a.arg("accept-data-loss")
 		return c.StartPhaseTwo(loss)
+	case "elect-leaders":
+		t := map[string]ElectionType{"preferred": ElectPreferred, "unclean": ElectUnclean}
+		v, _ := a.arg("type")
+		et, ok := t[v]
+		if !ok {
+			return fmt.Errorf("%w: %q has no type", ErrUnreplayable, a)
+		}
+		return c.ElectLeaders(et)
 	case "reseal":
 		seal, err := need("seal")
 		if err != nil {
@@ -486,7 +495,7 @@ func (s *Shrunk) Script(header string) string {
 	sb.WriteByte('\n')
 	o := s.opts
 	cmd := "new"
-	if o.EligibleLeaderReplicas || o.UncleanLeaderElection || o.MinInsyncReplicas != 0 {
+	if o.UncleanLeaderElection || o.MinInsyncReplicas != 0 {
 		cmd = "new-kraft"
 	}
 	fmt.Fprintf(&sb, "%s seed=%d", cmd, s.Seed)
@@ -499,8 +508,8 @@ func (s *Shrunk) Script(header string) string {
 	if o.MinInsyncReplicas != 0 {
 		fmt.Fprintf(&sb, " min-isr=%d", o.MinInsyncReplicas)
 	}
-	if o.EligibleLeaderReplicas {
-		sb.WriteString(" elr")
+	if o.DisableEligibleLeaderReplicas {
+		sb.WriteString(" no-elr") // KIP-966 is on by default
 	}
 	if o.UncleanLeaderElection {
 		sb.WriteString(" unclean")
