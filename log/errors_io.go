@@ -44,6 +44,9 @@ type ioFS struct {
 	// through this FS (dir.go: the deferred fsyncs of the directories a
 	// new log created).
 	barrier *dirBarrier
+	// stage, when set and active, defers the fsyncs and the temp-file
+	// renames of the files opened through this FS (close_deferred.go).
+	stage *closeStage
 }
 
 // classifyingFS returns fs wrapped in an ioFS, once.
@@ -70,12 +73,24 @@ func (f ioFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ..
 	return f.wrapFile(f.FS.OpenReadWrite(name, category, opts...))
 }
 
-func (f ioFS) OpenDir(name string) (vfs.File, error) { return f.wrapFile(f.FS.OpenDir(name)) }
+func (f ioFS) OpenDir(name string) (vfs.File, error) {
+	if f.stage.active() {
+		return stagedDir{}, nil // opened to be fsynced only
+	}
+	return f.wrapFile(f.FS.OpenDir(name))
+}
 
-func (f ioFS) Remove(name string) error    { return base.WrapIO(f.FS.Remove(name)) }
+func (f ioFS) Remove(name string) error {
+	f.stage.dropRename(name)
+	return base.WrapIO(f.FS.Remove(name))
+}
+
 func (f ioFS) RemoveAll(name string) error { return base.WrapIO(f.FS.RemoveAll(name)) }
 
 func (f ioFS) Rename(oldname, newname string) error {
+	if f.stage.defersRename(oldname, newname) {
+		return nil
+	}
 	return base.WrapIO(f.FS.Rename(oldname, newname))
 }
 
@@ -112,9 +127,9 @@ func (f ioFS) wrapFile(file vfs.File, err error) (vfs.File, error) {
 		return nil, base.WrapIO(err)
 	}
 	if _, ok := file.(truncater); ok {
-		return ioTruncFile{ioFile{file, f.barrier}}, nil
+		return ioTruncFile{ioFile{file, f.barrier, f.stage}}, nil
 	}
-	return ioFile{file, f.barrier}, nil
+	return ioFile{file, f.barrier, f.stage}, nil
 }
 
 // truncater is the optional capability of a file to change its size
@@ -135,6 +150,7 @@ func (f ioTruncFile) Truncate(size int64) error {
 type ioFile struct {
 	vfs.File
 	barrier *dirBarrier
+	stage   *closeStage
 }
 
 func (f ioFile) Close() error { return base.WrapIO(f.File.Close()) }
@@ -169,6 +185,9 @@ func (f ioFile) Stat() (vfs.FileInfo, error) {
 }
 
 func (f ioFile) Sync() error {
+	if f.stage.active() {
+		return nil
+	}
 	if err := f.barrier.wait(); err != nil {
 		return err
 	}
@@ -176,6 +195,9 @@ func (f ioFile) Sync() error {
 }
 
 func (f ioFile) SyncData() error {
+	if f.stage.active() {
+		return nil
+	}
 	if err := f.barrier.wait(); err != nil {
 		return err
 	}
@@ -183,6 +205,9 @@ func (f ioFile) SyncData() error {
 }
 
 func (f ioFile) SyncTo(length int64) (bool, error) {
+	if f.stage.active() {
+		return false, nil
+	}
 	if err := f.barrier.wait(); err != nil {
 		return false, err
 	}

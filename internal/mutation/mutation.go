@@ -140,6 +140,12 @@ const (
 	// same name never starts from the deleted log's high watermark after a
 	// crash.
 	DeleteRewritesCheckpoints
+	// ManagedCloseDurable: a log manager's Close makes every file its
+	// logs' deferred closes wrote durable (syncfs(2), or an fsync of each)
+	// before it publishes them and again before it writes the directory's
+	// clean-shutdown marker (logmanager.Manager.makeDurable), so the marker
+	// never vouches for records or files that a crash can still take.
+	ManagedCloseDurable
 
 	numGuards = iota + 1
 )
@@ -164,6 +170,7 @@ var names = [numGuards]string{
 	SnapshotFloor:                   "snapshot-floor",
 	LogDirParentSync:                "log-dir-parent-sync",
 	DeleteRewritesCheckpoints:       "delete-rewrites-checkpoints",
+	ManagedCloseDurable:             "managed-close-durable",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

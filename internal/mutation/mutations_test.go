@@ -114,6 +114,8 @@ var catches = []catch{
 	{mutation.LogDirParentSync, "logmanager", "TestHighWatermarkAfterCrash"},
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDelete"},
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDeleteThenRecreateAfterCrash"},
+	{mutation.ManagedCloseDurable, "logmanager", "TestCloseMarkerAfterDurable"},
+	{mutation.ManagedCloseDurable, "logmanager", "TestCrashDuringOpenAndClose"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
