@@ -33,6 +33,64 @@ type closeStage struct {
 	// renames holds the targets whose temp file is to be renamed over
 	// them. REQUIRES: mu held.
 	renames map[string]struct{}
+
+	// While loading (Open), the names of the one directory listed last
+	// through the FS, until any change made through it: Open's steps
+	// list the log's directory about seven times. REQUIRES: mu held.
+	loading  atomic.Bool
+	listDir  string
+	listed   []string
+	hasCache bool
+}
+
+// cachedList returns the cached names of dir, a copy.
+func (s *closeStage) cachedList(dir string) ([]string, bool) {
+	if s == nil || !s.loading.Load() {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.hasCache || s.listDir != dir {
+		return nil, false
+	}
+	return slices.Clone(s.listed), true
+}
+
+// storeList caches a listing of dir while loading.
+func (s *closeStage) storeList(dir string, names []string) {
+	if s == nil || !s.loading.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listDir, s.listed, s.hasCache = dir, slices.Clone(names), true
+}
+
+// forgetList drops the cached listing: a change is being made.
+func (s *closeStage) forgetList() {
+	if s == nil || !s.loading.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listDir, s.listed, s.hasCache = "", nil, false
+}
+
+// listedAbsent reports whether name's directory is the cached one and
+// name is not in it: a Remove or Stat of it need not ask the FS.
+func (s *closeStage) listedAbsent(fs vfs.FS, name string) bool {
+	if s == nil || !s.loading.Load() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hasCache && s.listDir == fs.PathDir(name) && !slices.Contains(s.listed, fs.PathBase(name))
+}
+
+// endLoad stops the listing cache.
+func (s *closeStage) endLoad() {
+	s.forgetList()
+	s.loading.Store(false)
 }
 
 func (s *closeStage) active() bool { return s != nil && s.on.Load() }

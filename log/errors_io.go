@@ -2,6 +2,7 @@ package log
 
 import (
 	"io"
+	iofs "io/fs"
 	"os"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -60,16 +61,21 @@ func classifyingFS(fs vfs.FS) vfs.FS {
 func (f ioFS) Unwrap() vfs.FS { return f.FS }
 
 func (f ioFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f.stage.forgetList()
 	return f.wrapFile(f.FS.Create(name, category))
 }
 
-func (f ioFS) Link(oldname, newname string) error { return base.WrapIO(f.FS.Link(oldname, newname)) }
+func (f ioFS) Link(oldname, newname string) error {
+	f.stage.forgetList()
+	return base.WrapIO(f.FS.Link(oldname, newname))
+}
 
 func (f ioFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	return f.wrapFile(f.FS.Open(name, opts...))
 }
 
 func (f ioFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f.stage.forgetList()
 	return f.wrapFile(f.FS.OpenReadWrite(name, category, opts...))
 }
 
@@ -81,13 +87,21 @@ func (f ioFS) OpenDir(name string) (vfs.File, error) {
 }
 
 func (f ioFS) Remove(name string) error {
+	if f.stage.listedAbsent(f.FS, name) {
+		return base.WrapIO(&os.PathError{Op: "remove", Path: name, Err: iofs.ErrNotExist})
+	}
+	f.stage.forgetList()
 	f.stage.dropRename(name)
 	return base.WrapIO(f.FS.Remove(name))
 }
 
-func (f ioFS) RemoveAll(name string) error { return base.WrapIO(f.FS.RemoveAll(name)) }
+func (f ioFS) RemoveAll(name string) error {
+	f.stage.forgetList()
+	return base.WrapIO(f.FS.RemoveAll(name))
+}
 
 func (f ioFS) Rename(oldname, newname string) error {
+	f.stage.forgetList()
 	if f.stage.defersRename(oldname, newname) {
 		return nil
 	}
@@ -95,10 +109,12 @@ func (f ioFS) Rename(oldname, newname string) error {
 }
 
 func (f ioFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f.stage.forgetList()
 	return f.wrapFile(f.FS.ReuseForWrite(oldname, newname, category))
 }
 
 func (f ioFS) MkdirAll(dir string, perm os.FileMode) error {
+	f.stage.forgetList()
 	return base.WrapIO(f.FS.MkdirAll(dir, perm))
 }
 
@@ -108,11 +124,20 @@ func (f ioFS) Lock(name string) (io.Closer, error) {
 }
 
 func (f ioFS) List(dir string) ([]string, error) {
+	if names, ok := f.stage.cachedList(dir); ok {
+		return names, nil
+	}
 	names, err := f.FS.List(dir)
+	if err == nil {
+		f.stage.storeList(dir, names)
+	}
 	return names, base.WrapIO(err)
 }
 
 func (f ioFS) Stat(name string) (vfs.FileInfo, error) {
+	if f.stage.listedAbsent(f.FS, name) {
+		return nil, base.WrapIO(&os.PathError{Op: "stat", Path: name, Err: iofs.ErrNotExist})
+	}
 	fi, err := f.FS.Stat(name)
 	return fi, base.WrapIO(err)
 }

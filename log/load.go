@@ -61,7 +61,10 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 
 	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
 	var ev events
-	if err := l.load(&ev); err != nil {
+	l.stage.loading.Store(true)
+	err = l.load(&ev)
+	l.stage.endLoad()
+	if err != nil {
 		l.closeSegments()
 		return nil, err
 	}
