@@ -907,9 +907,11 @@ func (m *Manager) failDir(dir string, cause error) error {
 }
 
 // Close stops the background tasks, closes every log (each directory's
-// RecoveryThreadsPerDir at a time, the directories at once) and then
-// writes each online directory's checkpoints, with the recovery point of
-// each cleanly closed log at its log end (Kafka: LogManager.shutdown). It
+// RecoveryThreadsPerDir at a time, the directories at once; deferred, and
+// made durable together per directory: see the package comment's "Clean
+// shutdown") and then writes each online directory's checkpoints, with
+// the recovery point of each cleanly closed log at its log end, and its
+// clean-shutdown marker (Kafka: LogManager.shutdown). It
 // returns the logs' and the writes' errors joined; a directory whose log
 // failed with an I/O error goes offline and gets no checkpoint. Close is
 // idempotent.
