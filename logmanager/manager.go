@@ -561,6 +561,15 @@ func (m *Manager) chooseDirLocked(dir, not string) (string, error) {
 		}
 		return dir, nil
 	}
+	var online []string
+	for _, d := range m.opts.Dirs {
+		if _, off := m.mu.offline[d]; !off && d != not {
+			online = append(online, d)
+		}
+	}
+	if len(online) == 1 {
+		return online[0], nil // no counting: it is O(logs) per creation
+	}
 	count := map[string]int{}
 	for _, e := range m.mu.current {
 		count[e.dir]++
