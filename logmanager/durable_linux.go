@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // syncFileSystem runs syncfs(2) on the file system holding dir: every
@@ -19,8 +18,11 @@ func syncFileSystem(dir string) error {
 	}
 	defer f.Close()
 	for {
-		err = unix.Syncfs(int(f.Fd()))
-		if err != unix.EINTR {
+		_, _, errno := syscall.Syscall(sysSyncfs, f.Fd(), 0, 0)
+		if errno != syscall.EINTR {
+			if errno != 0 {
+				err = errno
+			}
 			break
 		}
 	}
@@ -34,11 +36,18 @@ func syncFileSystem(dir string) error {
 // returns writeback errors (Linux 5.8 and later); before, it returned 0
 // after a failed writeback, and the fsync of each file must be used.
 var syncfsReportsErrors = sync.OnceValue(func() bool {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
 		return false
 	}
-	return kernelAtLeast(unix.ByteSliceToString(u.Release[:]), 5, 8)
+	var release []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		release = append(release, byte(c))
+	}
+	return kernelAtLeast(string(release), 5, 8)
 })
 
 // kernelAtLeast reports whether a release string ("6.1.0-13-amd64")
