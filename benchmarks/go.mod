@@ -12,7 +12,6 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/tidwall/wal v1.2.1
 	github.com/tierlog/tierlog v0.0.0-00010101000000-000000000000
-	github.com/twmb/franz-go v1.22.3
 	go.etcd.io/etcd/server/v3 v3.7.3
 	go.etcd.io/raft/v3 v3.7.0
 	go.uber.org/zap v1.28.0
@@ -79,7 +78,6 @@ require (
 	github.com/tidwall/pretty v1.2.0 // indirect
 	github.com/tidwall/tinylru v1.1.0 // indirect
 	github.com/tinylib/msgp v1.6.4 // indirect
-	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
 	go.etcd.io/etcd/api/v3 v3.7.3 // indirect
