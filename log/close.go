@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/log/internal/producer"
 )
 
 // Close flushes the log, writes its checkpoints and the clean-shutdown
@@ -29,6 +30,13 @@ func (l *UnifiedLog) Close() error {
 	flushErr := l.Flush()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	return l.closeFlushMuHeld(flushErr)
+}
+
+// closeFlushMuHeld is Close after its flush, which returned flushErr.
+//
+// REQUIRES: l.flushMu held.
+func (l *UnifiedLog) closeFlushMuHeld(flushErr error) error {
 	l.mu.Lock()
 	if l.mu.closed {
 		// A managed marker's owner must not take a second Close for a
@@ -82,11 +90,19 @@ func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint, snap pendingSnap
 			return err
 		}
 	}
-	if err := snap.write(l); err != nil {
-		return fmt.Errorf("log: %w", err)
+	// The snapshot and the checkpoint are written only when they differ
+	// from the files there (durable: every write of them is), as after a
+	// clean open with no write since: Kafka's takeSnapshot likewise skips
+	// a snapshot at the offset of the last one.
+	if !l.holds(producer.SnapshotFileName(snap.offset), snap.data) || !l.holds(producer.BatchesFileName(snap.offset), snap.batches) {
+		if err := snap.write(l); err != nil {
+			return fmt.Errorf("log: %w", err)
+		}
 	}
-	if err := writeOffsetsCheckpoint(l.fs, l.dir, ckpt); err != nil {
-		return err
+	if !l.holds(OffsetsCheckpointFileName, ckpt.encode()) {
+		if err := writeOffsetsCheckpoint(l.fs, l.dir, ckpt); err != nil {
+			return err
+		}
 	}
 	if err := l.epochs.Flush(); err != nil {
 		return fmt.Errorf("log: %w", err)
@@ -102,7 +118,11 @@ func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint, snap pendingSnap
 		}
 	}
 	// With a managed marker, this fsync still makes durable the index
-	// files OnBecomeInactive may have created.
+	// files OnBecomeInactive may have created (a CloseDeferred's caller
+	// makes the directory durable).
+	if l.stage.active() {
+		return nil
+	}
 	if err := atomicfile.SyncDir(l.fs, l.dir); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}

@@ -61,6 +61,17 @@ func withBarrier(fs vfs.FS, b *dirBarrier) vfs.FS {
 	return io
 }
 
+// withStage returns fs (an ioFS) whose files defer to s
+// (close_deferred.go).
+func withStage(fs vfs.FS, s *closeStage) vfs.FS {
+	io, ok := fs.(ioFS)
+	if !ok {
+		io = ioFS{FS: fs}
+	}
+	io.stage = s
+	return io
+}
+
 // dirBarrier holds the directories a log created, to be fsynced into
 // their parents (shallowest first) once, before the first fsync beneath
 // them. A failed fsync is returned to the fsync that waited for it,

@@ -2,6 +2,7 @@ package log
 
 import (
 	"io"
+	iofs "io/fs"
 	"os"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -44,6 +45,9 @@ type ioFS struct {
 	// through this FS (dir.go: the deferred fsyncs of the directories a
 	// new log created).
 	barrier *dirBarrier
+	// stage, when set and active, defers the fsyncs and the temp-file
+	// renames of the files opened through this FS (close_deferred.go).
+	stage *closeStage
 }
 
 // classifyingFS returns fs wrapped in an ioFS, once.
@@ -57,33 +61,60 @@ func classifyingFS(fs vfs.FS) vfs.FS {
 func (f ioFS) Unwrap() vfs.FS { return f.FS }
 
 func (f ioFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f.stage.forgetList()
 	return f.wrapFile(f.FS.Create(name, category))
 }
 
-func (f ioFS) Link(oldname, newname string) error { return base.WrapIO(f.FS.Link(oldname, newname)) }
+func (f ioFS) Link(oldname, newname string) error {
+	f.stage.forgetList()
+	return base.WrapIO(f.FS.Link(oldname, newname))
+}
 
 func (f ioFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	return f.wrapFile(f.FS.Open(name, opts...))
 }
 
 func (f ioFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f.stage.forgetList()
 	return f.wrapFile(f.FS.OpenReadWrite(name, category, opts...))
 }
 
-func (f ioFS) OpenDir(name string) (vfs.File, error) { return f.wrapFile(f.FS.OpenDir(name)) }
+func (f ioFS) OpenDir(name string) (vfs.File, error) {
+	if f.stage.active() {
+		return stagedDir{}, nil // opened to be fsynced only
+	}
+	return f.wrapFile(f.FS.OpenDir(name))
+}
 
-func (f ioFS) Remove(name string) error    { return base.WrapIO(f.FS.Remove(name)) }
-func (f ioFS) RemoveAll(name string) error { return base.WrapIO(f.FS.RemoveAll(name)) }
+func (f ioFS) Remove(name string) error {
+	if f.stage.listedAbsent(f.FS, name) {
+		return base.WrapIO(&os.PathError{Op: "remove", Path: name, Err: iofs.ErrNotExist})
+	}
+	f.stage.forgetList()
+	f.stage.dropRename(name)
+	return base.WrapIO(f.FS.Remove(name))
+}
+
+func (f ioFS) RemoveAll(name string) error {
+	f.stage.forgetList()
+	return base.WrapIO(f.FS.RemoveAll(name))
+}
 
 func (f ioFS) Rename(oldname, newname string) error {
+	f.stage.forgetList()
+	if f.stage.defersRename(oldname, newname) {
+		return nil
+	}
 	return base.WrapIO(f.FS.Rename(oldname, newname))
 }
 
 func (f ioFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f.stage.forgetList()
 	return f.wrapFile(f.FS.ReuseForWrite(oldname, newname, category))
 }
 
 func (f ioFS) MkdirAll(dir string, perm os.FileMode) error {
+	f.stage.forgetList()
 	return base.WrapIO(f.FS.MkdirAll(dir, perm))
 }
 
@@ -93,11 +124,20 @@ func (f ioFS) Lock(name string) (io.Closer, error) {
 }
 
 func (f ioFS) List(dir string) ([]string, error) {
+	if names, ok := f.stage.cachedList(dir); ok {
+		return names, nil
+	}
 	names, err := f.FS.List(dir)
+	if err == nil {
+		f.stage.storeList(dir, names)
+	}
 	return names, base.WrapIO(err)
 }
 
 func (f ioFS) Stat(name string) (vfs.FileInfo, error) {
+	if f.stage.listedAbsent(f.FS, name) {
+		return nil, base.WrapIO(&os.PathError{Op: "stat", Path: name, Err: iofs.ErrNotExist})
+	}
 	fi, err := f.FS.Stat(name)
 	return fi, base.WrapIO(err)
 }
@@ -112,9 +152,9 @@ func (f ioFS) wrapFile(file vfs.File, err error) (vfs.File, error) {
 		return nil, base.WrapIO(err)
 	}
 	if _, ok := file.(truncater); ok {
-		return ioTruncFile{ioFile{file, f.barrier}}, nil
+		return ioTruncFile{ioFile{file, f.barrier, f.stage}}, nil
 	}
-	return ioFile{file, f.barrier}, nil
+	return ioFile{file, f.barrier, f.stage}, nil
 }
 
 // truncater is the optional capability of a file to change its size
@@ -135,6 +175,7 @@ func (f ioTruncFile) Truncate(size int64) error {
 type ioFile struct {
 	vfs.File
 	barrier *dirBarrier
+	stage   *closeStage
 }
 
 func (f ioFile) Close() error { return base.WrapIO(f.File.Close()) }
@@ -169,6 +210,9 @@ func (f ioFile) Stat() (vfs.FileInfo, error) {
 }
 
 func (f ioFile) Sync() error {
+	if f.stage.active() {
+		return nil
+	}
 	if err := f.barrier.wait(); err != nil {
 		return err
 	}
@@ -176,6 +220,9 @@ func (f ioFile) Sync() error {
 }
 
 func (f ioFile) SyncData() error {
+	if f.stage.active() {
+		return nil
+	}
 	if err := f.barrier.wait(); err != nil {
 		return err
 	}
@@ -183,6 +230,9 @@ func (f ioFile) SyncData() error {
 }
 
 func (f ioFile) SyncTo(length int64) (bool, error) {
+	if f.stage.active() {
+		return false, nil
+	}
 	if err := f.barrier.wait(); err != nil {
 		return false, err
 	}

@@ -60,6 +60,13 @@ func (l *UnifiedLog) MaybeFlush() error {
 func (l *UnifiedLog) Flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	return l.flushFlushMuHeld()
+}
+
+// flushFlushMuHeld is Flush.
+//
+// REQUIRES: l.flushMu held.
+func (l *UnifiedLog) flushFlushMuHeld() error {
 
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {

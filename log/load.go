@@ -46,7 +46,8 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &UnifiedLog{dir: dir, opts: opts, fs: opts.FS, logger: opts.Logger.With(zap.String("dir", dir))}
+	l := &UnifiedLog{dir: dir, opts: opts, logger: opts.Logger.With(zap.String("dir", dir))}
+	l.fs = withStage(opts.FS, &l.stage)
 	l.mu.producers = producer.NewManager(producer.Options{})
 	l.firstUnstableOffset.Store(base.UndefinedOffset)
 	l.segOpts = segment.Options{
@@ -60,7 +61,10 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 
 	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
 	var ev events
-	if err := l.load(&ev); err != nil {
+	l.stage.loading.Store(true)
+	err = l.load(&ev)
+	l.stage.endLoad()
+	if err != nil {
 		l.closeSegments()
 		return nil, err
 	}

@@ -41,6 +41,9 @@ type UnifiedLog struct {
 	logger  *zap.Logger
 	segOpts segment.Options
 	epochs  *epochcache.Cache // ordered after mu
+	// stage defers the fsyncs of a CloseDeferred (close_deferred.go);
+	// l.fs carries a pointer to it.
+	stage closeStage
 
 	// The offsets below are the writer's working copy: written and read
 	// with mu held only. Readers never load them: they load state, which

@@ -159,3 +159,71 @@ func checkStamped(l *log.UnifiedLog, acked int64) error {
 	}
 	return nil
 }
+
+// TestCloseMarkerAfterDurable cuts the power before every mutating file
+// operation of a Close whose logs hold unflushed records (their closes
+// deferred, made durable together per directory). On every image where a
+// directory's clean-shutdown marker exists, each of its logs must open
+// clean and hold every record appended before Close: the marker vouches
+// for them. Without it, each must hold the flushed records. A Close that
+// wrote the marker before the data was durable fails here.
+func TestCloseMarkerAfterDurable(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	const parts = 6
+	var (
+		mu     sync.Mutex
+		images []crashImage
+		armed  atomic.Bool
+		rng    = rand.New(rand.NewPCG(3, 5))
+	)
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if !armed.Load() || op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		pct := []int{0, 50}[rng.IntN(2)]
+		images = append(images, crashImage{fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rng}),
+			op: fmt.Sprintf("%v %s (unsynced %d%%)", op.Kind, op.Path, pct)})
+		return nil
+	}))
+	o := testOptions(fs, newClock(), "/a", "/b")
+	o.RecoveryThreadsPerDir = 2
+	m := openT(t, o)
+	for p := range parts {
+		l := getOrCreate(t, m, tpOf("t", int32(p)), []string{"/a", "/b"}[p%2])
+		appendStamped(t, l, 0, 0, 5)
+		require.NoError(t, l.Flush())
+		appendStamped(t, l, 1, 5, 5) // unflushed: only the Close makes them durable
+	}
+	armed.Store(true)
+	require.NoError(t, m.Close())
+	armed.Store(false)
+	// The Close's last image has the markers; so does a crash after it.
+	images = append(images, crashImage{fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), op: "after Close"})
+	marked := 0
+	for i, img := range images {
+		clean := map[string]bool{}
+		for _, d := range []string{"/a", "/b"} {
+			clean[d] = exists(img.fs, img.fs.PathJoin(d, CleanShutdownFile))
+		}
+		m, err := Open(t.Context(), testOptions(img.fs, newClock(), "/a", "/b"))
+		require.NoError(t, err, "image %d before %s", i, img.op)
+		for p := range parts {
+			d := []string{"/a", "/b"}[p%2]
+			want := int64(5)
+			if clean[d] {
+				want = 10
+				marked++
+			}
+			l, err := m.Get(tpOf("t", int32(p)))
+			require.NoError(t, err, "image %d before %s", i, img.op)
+			if err := checkStamped(l, want); err != nil {
+				t.Fatalf("image %d before %s: t-%d in %s (marker %t): %v", i, img.op, p, d, clean[d], err)
+			}
+		}
+		require.NoError(t, m.Close())
+	}
+	require.Positive(t, marked, "no image had a marker")
+	t.Logf("%d crash images, %d logs under a marker", len(images), marked)
+}

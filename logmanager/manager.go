@@ -578,6 +578,15 @@ func (m *Manager) chooseDirLocked(dir, not string) (string, error) {
 		}
 		return dir, nil
 	}
+	var online []string
+	for _, d := range m.opts.Dirs {
+		if _, off := m.mu.offline[d]; !off && d != not {
+			online = append(online, d)
+		}
+	}
+	if len(online) == 1 {
+		return online[0], nil // no counting: it is O(logs) per creation
+	}
 	count := map[string]int{}
 	for _, e := range m.mu.current {
 		count[e.dir]++
@@ -932,9 +941,11 @@ func (m *Manager) failDir(dir string, cause error) error {
 }
 
 // Close stops the background tasks, closes every log (each directory's
-// RecoveryThreadsPerDir at a time, the directories at once) and then
-// writes each online directory's checkpoints, with the recovery point of
-// each cleanly closed log at its log end (Kafka: LogManager.shutdown). It
+// RecoveryThreadsPerDir at a time, the directories at once; deferred, and
+// made durable together per directory: see the package comment's "Clean
+// shutdown") and then writes each online directory's checkpoints, with
+// the recovery point of each cleanly closed log at its log end, and its
+// clean-shutdown marker (Kafka: LogManager.shutdown). It
 // returns the logs' and the writes' errors joined; a directory whose log
 // failed with an I/O error goes offline and gets no checkpoint. Close is
 // idempotent.
@@ -1002,39 +1013,43 @@ func (m *Manager) Close() error {
 
 // closeDir closes the logs of one directory with a pool of
 // RecoveryThreadsPerDir workers and collects their checkpoint entries.
+// The logs close deferred (log.UnifiedLog.CloseDeferred: no fsync of
+// their own), and publishDeferred then makes them all durable together:
+// a few syncfs(2) calls for the directory instead of about ten fsyncs per
+// log. A log that failed to close is not published; its directory gets no
+// marker (Close sees the error).
 func (m *Manager) closeDir(dir string, logs []*managed, de *dirEntries) error {
-	jobs := make(chan *managed)
 	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
+		mu     sync.Mutex
+		closes []*log.DeferredClose
 	)
-	for range m.opts.RecoveryThreadsPerDir {
-		wg.Go(func() {
-			for e := range jobs {
-				ent := snapshotEntries(e)
-				err := e.log.Close()
-				if err == nil {
-					ent.recoveryPoint.Offset = ent.logEnd // a clean close flushed it all
-				}
-				mu.Lock()
-				de.add(ent)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("logmanager: close %s: %w", e.path, err))
-				}
-				mu.Unlock()
-				if errors.Is(err, log.ErrIO) {
-					_ = m.failDir(dir, err)
-				}
+	err := forEach(logs, m.opts.RecoveryThreadsPerDir, func(e *managed) error {
+		ent := snapshotEntries(e)
+		d, err := e.log.CloseDeferred()
+		if err == nil {
+			ent.recoveryPoint.Offset = ent.logEnd // flushed at publishDeferred
+		}
+		mu.Lock()
+		de.add(ent)
+		if d != nil {
+			closes = append(closes, d)
+		}
+		mu.Unlock()
+		if err != nil {
+			if errors.Is(err, log.ErrIO) {
+				_ = m.failDir(dir, err)
 			}
-		})
+			return fmt.Errorf("logmanager: close %s: %w", e.path, err)
+		}
+		return nil
+	})
+	if m.isOffline(dir) {
+		return err
 	}
-	for _, e := range logs {
-		jobs <- e
+	if perr := m.publishDeferred(dir, closes); perr != nil {
+		return errors.Join(err, m.failDir(dir, perr))
 	}
-	close(jobs)
-	wg.Wait()
-	return errors.Join(errs...)
+	return err
 }
 
 func (m *Manager) isOffline(dir string) bool {

@@ -146,6 +146,12 @@ const (
 	// copies of the group's rows (txn.log), pgcp's decideCommit undoes its
 	// changes. Without it the next commit of the group starts after a gap.
 	GroupCommitStepUndo
+	// ManagedCloseDurable: a log manager's Close makes every file its
+	// logs' deferred closes wrote durable (syncfs(2), or an fsync of each)
+	// before it publishes them and again before it writes the directory's
+	// clean-shutdown marker (logmanager.Manager.makeDurable), so the marker
+	// never vouches for records or files that a crash can still take.
+	ManagedCloseDurable
 
 	numGuards = iota + 1
 )
@@ -171,6 +177,7 @@ var names = [numGuards]string{
 	LogDirParentSync:                "log-dir-parent-sync",
 	DeleteRewritesCheckpoints:       "delete-rewrites-checkpoints",
 	GroupCommitStepUndo:             "group-commit-step-undo",
+	ManagedCloseDurable:             "managed-close-durable",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -115,6 +115,8 @@ var catches = []catch{
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDelete"},
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDeleteThenRecreateAfterCrash"},
 	{mutation.GroupCommitStepUndo, "wal/pebblecp", "TestGroupCommitFailingStep"},
+	{mutation.ManagedCloseDurable, "logmanager", "TestCloseMarkerAfterDurable"},
+	{mutation.ManagedCloseDurable, "logmanager", "TestCrashDuringOpenAndClose"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

@@ -5,12 +5,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/tierlog/tierlog/internal/s3test"
@@ -61,6 +64,13 @@ func entries() []entry {
 }
 
 func main() {
+	if arg := os.Getenv(lifeChildEnv); arg != "" {
+		// The kill phase of the broker's-life row: this process ends by
+		// SIGKILL; returning is a failure.
+		err := runLifeChild(arg)
+		fmt.Fprintln(os.Stderr, "compare: broker-life child:", err)
+		os.Exit(2)
+	}
 	if err := run(os.Stdout, os.Stderr, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
@@ -94,6 +104,10 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.Int64Var(&walMiB, "wal-mib", 1024, "MiB per diskless-WAL produce row and repetition, at least 10x the writer's 72 MiB in-flight budget or a row is one burst (0 skips the WAL rows)")
 	var brokerMiB int64
 	fl.Int64Var(&brokerMiB, "broker-mib", 64, "MiB per broker produce row and repetition (examples/broker built with go build, produced to by kgo; 0 skips the broker rows)")
+	var lifeN int
+	var lifeOnly bool
+	fl.IntVar(&lifeN, "broker-life", 10_000, "partitions of the broker's-life row through logmanager: create, close, open, kill -9, open (0 skips it)")
+	fl.BoolVar(&lifeOnly, "broker-life-only", false, "run the broker's-life row only")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -133,6 +147,15 @@ func run(stdout, stderr io.Writer, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(root)
+	if lifeOnly {
+		if lifeN <= 0 {
+			return fmt.Errorf("-broker-life-only needs -broker-life > 0")
+		}
+		fmt.Fprintf(stdout, "Run %s on %d CPUs (%s), %s %s/%s.\n\ntierlog measured: %s.\n\nCommand: `cd benchmarks && go run ./cmd/compare%s`\n\n",
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
+			tierlogVersion(), strings.Join(append([]string{""}, args...), " "))
+		return runBrokerLife(stdout, stderr, root, lifeN)
+	}
 
 	ents := entries()
 	impls := make([]impl, len(ents))
@@ -222,6 +245,13 @@ func run(stdout, stderr io.Writer, args []string) error {
 			restore()
 		}
 	}
+	var life bytes.Buffer
+	if lifeN > 0 {
+		fmt.Fprintf(stderr, "[%6.1fs] broker's life, %d partitions\n", time.Since(start).Seconds(), lifeN)
+		if err := runBrokerLife(&life, stderr, root, lifeN); err != nil {
+			fmt.Fprintf(&life, "### broker's life with %d partitions\n\nerror: %v\n\n", lifeN, err)
+		}
+	}
 	fmt.Fprintf(stderr, "[%6.1fs] done\n", time.Since(start).Seconds())
 
 	header(stdout, cfg, args, loadStart)
@@ -238,6 +268,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 		printBroker(stdout, res, br.total)
 	}
 	printPending(stdout, rr != nil)
+	_, _ = life.WriteTo(stdout)
 	printGoals(stdout, res, impls, cfg.partitions)
 	fmt.Fprintf(stdout, "Wall time of the run: %s.\n", time.Since(start).Round(time.Second))
 	return nil

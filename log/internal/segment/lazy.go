@@ -42,11 +42,14 @@ func (s *Segment) loadOffsetIndex() error {
 			return derr
 		}
 	}
+	missing := err == errMissingIndex
 	rebuilt, _, err := s.rebuildIndexes()
 	if err != nil {
 		return err
 	}
-	s.offsetIdx.install(rebuilt, 0, true)
+	// A missing file holds the empty index: rewriting it (a create per
+	// close of an idle log) would change nothing.
+	s.offsetIdx.install(rebuilt, 0, !missing || len(rebuilt) > 0)
 	return nil
 }
 
@@ -71,11 +74,12 @@ func (s *Segment) loadTimeIndex() error {
 		s.timeIdx.install(entries, len(entries), false)
 		return nil
 	}
+	missing := err == errMissingIndex
 	_, rebuilt, err := s.rebuildIndexes()
 	if err != nil {
 		return err
 	}
-	s.timeIdx.install(rebuilt, 0, true)
+	s.timeIdx.install(rebuilt, 0, !missing || len(rebuilt) > 0)
 	return nil
 }
 
