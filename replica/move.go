@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/tierlog/tierlog/remote"
 )
@@ -82,7 +83,8 @@ func DecidePromotion(p Prior, d Delta, current, future ViewLog) Plan {
 // created in the destination directory: the driver records it (the
 // phase-2 check reads it) and the move fetcher copies the current log into
 // it from its end. A move in progress is cancelled first (CancelMove;
-// Kafka's alterReplicaLogDirs replaces a future log in another directory).
+// Kafka's alterReplicaLogDirs replaces a future log in another directory),
+// unless it already copies into future: then nothing changes.
 func (r *Replica) StartMove(ctx context.Context, future Log) error {
 	ev := &events{r: r}
 	defer ev.report()
@@ -96,6 +98,13 @@ func (r *Replica) StartMove(ctx context.Context, future Log) error {
 	case r.mu.log == nil:
 		return fmt.Errorf("replica: move of %s: %w", r.opts.Partition, ErrNoLog)
 	}
+	if cur, ok := r.mu.future.(Log); ok && sameLog(cur, future) {
+		// The move in progress already copies into this log (an
+		// alter-log-dirs request repeated for the same directory, whose
+		// log manager hands back the existing future log): cancelling
+		// it would delete the log the move goes on with.
+		return nil
+	}
 	if r.mu.future != nil {
 		if err := r.cancelMoveLocked(ctx, ev, "replaced by a new move"); err != nil {
 			return err
@@ -104,6 +113,13 @@ func (r *Replica) StartMove(ctx context.Context, future Log) error {
 	r.mu.future = future
 	_, err := r.startMoveLocked(ctx, future, ev, "move started")
 	return err
+}
+
+// sameLog reports whether a and b are the same log value (comparable
+// implementations only, such as *log.UnifiedLog).
+func sameLog(a, b Log) bool {
+	ta := reflect.TypeOf(a)
+	return ta != nil && ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // startMoveLocked adds the partition to the move fetcher at the future

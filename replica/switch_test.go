@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -246,4 +247,36 @@ func TestNoAppendBeforeTheFirstDelta(t *testing.T) {
 	_, err = e.r.AppendAsLeader(batch(t, 1), 1, log.OriginClient)
 	require.ErrorIs(t, err, consolidate.ErrSealPending)
 	require.Equal(t, int64(0), e.r.Log().LogEndOffset())
+}
+
+// StartMove with the future log already being copied into (a broker's
+// alter-log-dirs request repeated for the same directory, where
+// logmanager.Manager.CreateFuture returns the existing future log) keeps
+// the move as it is: the future log is not deleted under the fetcher,
+// and its copy goes on to a promotion.
+func TestStartMoveSameFutureLogTwice(t *testing.T) {
+	e := newEnvWith(t, true, false, true)
+	ctx := context.Background()
+	_, err := e.r.Apply(ctx, Delta{Leader: true, LeaderEpoch: 1, InIsr: true})
+	require.NoError(t, err)
+	_, err = e.r.AppendAsLeader(batch(t, 5), 1, log.OriginClient)
+	require.NoError(t, err)
+	future := e.logs.createFuture(t)
+	require.NoError(t, e.r.StartMove(ctx, future))
+	again, err := e.logs.m.CreateFuture(testTP, filepath.Dir(future.Dir()))
+	require.NoError(t, err)
+	require.Same(t, future, again, "the same directory: the same future log")
+	require.NoError(t, e.r.StartMove(ctx, again))
+	require.Same(t, future, e.r.FutureLog())
+
+	cur := e.r.Log().(*log.UnifiedLog)
+	fd, err := cur.Read(nil, 0, 1<<20, log.IsolationLogEnd, true)
+	require.NoError(t, err)
+	_, err = future.AppendAsFollower(fd.Records, 1)
+	require.NoError(t, err, "the future log is still open")
+	promoted, err := e.r.MaybePromoteFutureLog(ctx)
+	require.NoError(t, err)
+	require.True(t, promoted)
+	require.Same(t, future, e.r.Log().(*log.UnifiedLog))
+	require.Equal(t, int64(5), e.r.Log().LogEndOffset())
 }
