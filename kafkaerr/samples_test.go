@@ -73,6 +73,7 @@ func errorTypeSamples(t *testing.T) map[string]sample {
 
 		"tierstate.RecoveryError":        {&tierstate.RecoveryError{Reason: tierstate.ErrSealMismatch}, tierstate.ErrSealMismatch},
 		"tierstate.SealRangeError":       {&tierstate.SealRangeError{Seal: 18, LeaderLogEndOffset: 15}, tierstate.ErrSealOutOfRange},
+		"tierstate.SealBatchError":       {&tierstate.SealBatchError{Seal: 12, BaseOffset: 10, LastOffset: 14}, tierstate.ErrSealInsideBatch},
 		"tierstate.RebuildError":         {&tierstate.RebuildError{Err: &tierstate.SegmentNotFoundError{}}, tierstate.ErrRemoteSegmentNotFound},
 		"tierstate.SegmentNotFoundError": {&tierstate.SegmentNotFoundError{}, tierstate.ErrRemoteSegmentNotFound},
 		"tierstate.TransitionError":      {&tierstate.TransitionError{Op: "arm", Reason: tierstate.ErrFencedEpoch}, tierstate.ErrFencedEpoch},

@@ -140,6 +140,7 @@ var sentinels = map[string]error{
 	"tierstate.ErrReplicaNotHosted":               tierstate.ErrReplicaNotHosted,
 	"tierstate.ErrSealCommitted":                  tierstate.ErrSealCommitted,
 	"tierstate.ErrSealIncrease":                   tierstate.ErrSealIncrease,
+	"tierstate.ErrSealInsideBatch":                tierstate.ErrSealInsideBatch,
 	"tierstate.ErrSealMismatch":                   tierstate.ErrSealMismatch,
 	"tierstate.ErrSealNotCommitted":               tierstate.ErrSealNotCommitted,
 	"tierstate.ErrSealOutOfRange":                 tierstate.ErrSealOutOfRange,

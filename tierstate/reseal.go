@@ -3,6 +3,8 @@ package tierstate
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // The operator's `kafka-topic-switch.sh seal <offset>`
@@ -25,6 +27,14 @@ import (
 // tool before any request (no Kafka error code); the error is a
 // *SealRangeError.
 var ErrSealOutOfRange = errors.New("tierstate: seal outside [log start, leader log end]")
+
+// ErrSealInsideBatch: the operator's seal lies inside one of the leader's
+// batches. Lowering the seal truncates the leader's log there, and a
+// truncation keeps no part of a batch (Kafka's truncateTo cuts at the
+// batch's start), so the batch's records below the seal would go too: the
+// new classic prefix would end before the seal. Refused by the tool, with
+// the batch named; the error is a *SealBatchError.
+var ErrSealInsideBatch = errors.New("tierstate: seal inside a batch of the leader")
 
 // ErrNoLeader: the partition has no leader, so nothing bounds a new seal
 // (the tool reads the leader's log end).
@@ -52,6 +62,32 @@ func (e *SealRangeError) Error() string {
 // Unwrap returns ErrRecoveryRefused and ErrSealOutOfRange.
 func (e *SealRangeError) Unwrap() []error { return []error{ErrRecoveryRefused, ErrSealOutOfRange} }
 
+// SealBatchError reports a seal inside the leader's batch [BaseOffset,
+// LastOffset]: BaseOffset and LastOffset+1 are the seals next to it that
+// keep whole batches. errors.Is matches ErrRecoveryRefused and
+// ErrSealInsideBatch.
+type SealBatchError struct {
+	Seal                   int64
+	Leader                 int32
+	BaseOffset, LastOffset int64
+}
+
+func (e *SealBatchError) Error() string {
+	return fmt.Sprintf("tierstate: %s refused: seal %d inside leader %d's batch [%d, %d]: the truncation at the seal would drop [%d, %d) too; seal %d or %d keeps whole batches",
+		OpReseal, e.Seal, e.Leader, e.BaseOffset, e.LastOffset, e.BaseOffset, e.Seal, e.BaseOffset, e.LastOffset+1)
+}
+
+// Unwrap returns ErrRecoveryRefused and ErrSealInsideBatch.
+func (e *SealBatchError) Unwrap() []error { return []error{ErrRecoveryRefused, ErrSealInsideBatch} }
+
+// BatchSpan is one batch of a log: its base and last offsets.
+type BatchSpan struct {
+	// Known says the span was read; the zero value skips the check it
+	// feeds.
+	Known                  bool
+	BaseOffset, LastOffset int64
+}
+
 // ResealRequest is what kafka-topic-switch.sh seal works from.
 type ResealRequest struct {
 	// Seal is the new seal (>= 0; the tool's -1 and -2 are
@@ -70,6 +106,11 @@ type ResealRequest struct {
 	// LeaderLogEndOffset is the leader's log end offset
 	// (ReplicaDescription.LogEndOffset: a fenced leader answers too).
 	LeaderLogEndOffset int64
+	// SealBatch is the leader's batch holding offset Seal, when Seal is
+	// below its log end (a log's read from Seal returns it first). A seal
+	// strictly inside it is refused (*SealBatchError); unknown (the zero
+	// value) skips that check.
+	SealBatch BatchSpan
 }
 
 // PlanReseal is kafka-topic-switch.sh seal S
@@ -79,7 +120,8 @@ type ResealRequest struct {
 // returns the State the controller commits. Refused with a
 // *RecoveryError (ErrNoLeader; ErrInvalidArgument for a negative bound)
 // or a *SealRangeError when S is outside [LogStartOffset,
-// LeaderLogEndOffset]. Pure: the caller describes the leader.
+// LeaderLogEndOffset], or a *SealBatchError when S lies inside the
+// leader's batch SealBatch. Pure: the caller describes the leader.
 func PlanReseal(s State, req ResealRequest) (State, error) {
 	next, err := s.Reseal(req.Seal, req.ClearProducerStates)
 	if err != nil {
@@ -94,6 +136,10 @@ func PlanReseal(s State, req ResealRequest) (State, error) {
 	case req.Seal < req.LogStartOffset || req.Seal > req.LeaderLogEndOffset:
 		return s, &SealRangeError{Seal: req.Seal, Leader: req.Leader, LogStartOffset: req.LogStartOffset,
 			LeaderLogEndOffset: req.LeaderLogEndOffset}
+	case req.SealBatch.Known && req.SealBatch.BaseOffset < req.Seal && req.Seal <= req.SealBatch.LastOffset &&
+		!mutation.Disabled(mutation.ResealBatchBoundary):
+		return s, &SealBatchError{Seal: req.Seal, Leader: req.Leader, BaseOffset: req.SealBatch.BaseOffset,
+			LastOffset: req.SealBatch.LastOffset}
 	}
 	return next, nil
 }

@@ -43,3 +43,37 @@ func TestPlanResealLastKnownLeader(t *testing.T) {
 	_, err = PlanReseal(State{}, ResealRequest{Seal: 0, Leader: 3})
 	require.ErrorIs(t, err, ErrNotSwitching)
 }
+
+// A seal inside one of the leader's batches is refused with the batch
+// named: the truncation at the seal keeps no part of a batch, so the
+// batch's records below the seal would be lost with the tail. The
+// batch's edges are accepted; an unknown batch skips the check.
+func TestPlanResealInsideBatch(t *testing.T) {
+	s, err := State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	s, err = s.CommitSeal(20, nil)
+	require.NoError(t, err)
+	batch := BatchSpan{Known: true, BaseOffset: 10, LastOffset: 14}
+	req := ResealRequest{Seal: 12, Leader: 3, LeaderLogEndOffset: 18, SealBatch: batch}
+	got, err := PlanReseal(s, req)
+	require.ErrorIs(t, err, ErrSealInsideBatch)
+	require.ErrorIs(t, err, ErrRecoveryRefused)
+	var be *SealBatchError
+	require.True(t, errors.As(err, &be))
+	require.Equal(t, SealBatchError{Seal: 12, Leader: 3, BaseOffset: 10, LastOffset: 14}, *be)
+	require.Contains(t, err.Error(), "seal 10 or 15 keeps whole batches")
+	require.Equal(t, s, got)
+
+	for _, seal := range []int64{10, 15} {
+		req.Seal = seal
+		if seal == 15 {
+			req.SealBatch = BatchSpan{Known: true, BaseOffset: 15, LastOffset: 17}
+		}
+		got, err := PlanReseal(s, req)
+		require.NoError(t, err, "seal %d", seal)
+		require.Equal(t, seal, got.Seal())
+	}
+	req.Seal, req.SealBatch = 12, BatchSpan{}
+	_, err = PlanReseal(s, req)
+	require.NoError(t, err, "batch unknown: the range check only")
+}

@@ -152,6 +152,10 @@ const (
 	// clean-shutdown marker (logmanager.Manager.makeDurable), so the marker
 	// never vouches for records or files that a crash can still take.
 	ManagedCloseDurable
+	// ResealBatchBoundary: tierstate.PlanReseal refuses a seal inside one
+	// of the leader's batches, whose truncation would drop the batch's
+	// records below the seal too.
+	ResealBatchBoundary
 
 	numGuards = iota + 1
 )
@@ -178,6 +182,7 @@ var names = [numGuards]string{
 	DeleteRewritesCheckpoints:       "delete-rewrites-checkpoints",
 	GroupCommitStepUndo:             "group-commit-step-undo",
 	ManagedCloseDurable:             "managed-close-durable",
+	ResealBatchBoundary:             "reseal-batch-boundary",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -117,6 +117,8 @@ var catches = []catch{
 	{mutation.GroupCommitStepUndo, "wal/pebblecp", "TestGroupCommitFailingStep"},
 	{mutation.ManagedCloseDurable, "logmanager", "TestCloseMarkerAfterDurable"},
 	{mutation.ManagedCloseDurable, "logmanager", "TestCrashDuringOpenAndClose"},
+	{mutation.ResealBatchBoundary, "tierstate", "TestPlanResealInsideBatch"},
+	{mutation.ResealBatchBoundary, "internal/sim", "TestScripts/reseal_inside_batch"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

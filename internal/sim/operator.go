@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/wal"
 )
@@ -181,6 +183,9 @@ func (c *Cluster) Reseal(seal int64) error {
 			} else if l := b.Log(); l != nil {
 				req.LogStartOffset, req.LeaderLogEndOffset = l.LogStartOffset(), l.LogEndOffset()
 			}
+			if l := b.Log(); l != nil {
+				req.SealBatch = batchAt(l, seal)
+			}
 		} else {
 			req.Leader = -1
 		}
@@ -197,6 +202,23 @@ func (c *Cluster) Reseal(seal int64) error {
 		err = errors.Join(err, c.maybeRecovered())
 		return fmt.Sprintf("seal %d -> %d; %s", old, seal, k.rec.electionView()), err
 	})
+}
+
+// batchAt is the log's batch holding offset, unknown when the log holds
+// none there (offset at or past its end, or below its start).
+func batchAt(l *log.UnifiedLog, offset int64) tierstate.BatchSpan {
+	if offset >= l.LogEndOffset() {
+		return tierstate.BatchSpan{}
+	}
+	fd, err := l.Read(nil, offset, 1, log.IsolationLogEnd, true)
+	if err != nil || len(fd.Records) == 0 {
+		return tierstate.BatchSpan{}
+	}
+	b, err := record.ReadBatch(fd.Records)
+	if err != nil {
+		return tierstate.BatchSpan{}
+	}
+	return tierstate.BatchSpan{Known: true, BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset()}
 }
 
 // Repair is `kafka-topic-switch.sh repair` (RepairDisklessLog): the
