@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"

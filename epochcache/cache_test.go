@@ -3,8 +3,8 @@ package epochcache
 import (
 	"errors"
 	"fmt"
-	"github.com/tierlog/tierlog/internal/crashtest"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/crashtest"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	"math/rand/v2"
 	"slices"
 	"sync"

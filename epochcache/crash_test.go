@@ -2,8 +2,8 @@ package epochcache
 
 import (
 	"errors"
-	"github.com/tierlog/tierlog/internal/crashtest"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/crashtest"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	iofs "io/fs"
 	"math/rand/v2"
 	"slices"

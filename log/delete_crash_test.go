@@ -10,7 +10,7 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
-	"github.com/tierlog/tierlog/internal/crashtest"
+	"github.com/tierlog/tierlog/internal/harness/crashtest"
 )
 
 // TestDeleteIsCrashAtomic crashes before every file operation of Delete

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
-	"github.com/tierlog/tierlog/internal/countfs"
+	"github.com/tierlog/tierlog/internal/harness/countfs"
 	"github.com/tierlog/tierlog/log/record"
 )
 

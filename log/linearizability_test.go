@@ -13,7 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	"github.com/tierlog/tierlog/log/record"
 )
 

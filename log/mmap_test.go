@@ -11,7 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 )
 
 // openOSLog opens a log on the operating system's file system, where

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
-	"github.com/tierlog/tierlog/internal/countfs"
+	"github.com/tierlog/tierlog/internal/harness/countfs"
 )
 
 // TestPointReadOnePread: a point read of the log (Read with maxBytes 1

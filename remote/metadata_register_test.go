@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 )
 
 // TestRegisterCopiedSegmentMatchesAddThenFinish: RegisterCopiedSegment

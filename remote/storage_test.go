@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/s3test"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
 	"github.com/tierlog/tierlog/remote/objstore/mem"

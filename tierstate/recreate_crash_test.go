@@ -11,8 +11,8 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
-	"github.com/tierlog/tierlog/internal/crashtest"
-	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/internal/harness/crashtest"
+	"github.com/tierlog/tierlog/internal/harness/demo"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/remote/objstore/mem"

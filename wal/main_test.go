@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 )
 
 // TestMain shares one S3 server among the package's S3 tests (started on

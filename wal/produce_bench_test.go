@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/wal"
 )

@@ -1,5 +1,5 @@
 // Command tierlog-sim runs random schedules of the deterministic cluster
-// simulation (internal/sim, docs/simulation.md): three brokers, the
+// simulation (internal/harness/sim, docs/simulation.md): three brokers, the
 // controller, remote storage and the WAL in one process, with the
 // invariants checked after every step.
 //
@@ -20,7 +20,7 @@
 //
 // -shrink DIR writes a failing seed's schedule, shrunk (sim.Shrink: steps
 // dropped, counts and offsets lowered while the same invariant still
-// breaks), as a script of internal/sim/testdata/scripts into DIR, named
+// breaks), as a script of internal/harness/sim/testdata/scripts into DIR, named
 // shrunk_seed_S (shrunk_GUARD_seed_S in search mode), and prints a line
 // with the steps before and after and the path. Shrinking stops after
 // two minutes with the shortest schedule found.
@@ -56,7 +56,7 @@
 // and remote segments come from crypto/rand, which only a test can make
 // deterministic, so they (and with them the bytes of a trace line that
 // prints one) differ between runs of this command; the test rerun that
-// the output names (go test ./internal/sim -run TestRandom -seed S)
+// the output names (go test ./internal/harness/sim -run TestRandom -seed S)
 // fixes them too.
 package main
 
@@ -69,8 +69,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierlog/tierlog/internal/harness/sim"
 	"github.com/tierlog/tierlog/internal/mutation"
-	"github.com/tierlog/tierlog/internal/sim"
 )
 
 func main() {
@@ -146,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if !*trace {
 				fmt.Fprintf(stdout, "last steps:\n%s", res.TraceTail(40))
 			}
-			fmt.Fprintf(stdout, "seed %d FAILED: %v\nrerun: go test ./internal/sim -run TestRandom -seed %d\n",
+			fmt.Fprintf(stdout, "seed %d FAILED: %v\nrerun: go test ./internal/harness/sim -run TestRandom -seed %d\n",
 				s, res.Violation, s)
 			if *shrinkDir != "" {
 				fmt.Fprint(stdout, shrinkTo(*shrinkDir, "", res, opts, stderr))

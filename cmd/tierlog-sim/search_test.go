@@ -17,7 +17,7 @@ import (
 // append a batch that does not start at its log end stops the same bug
 // one step later, as a leader that makes no progress, which no invariant
 // checks). Seed 10 is the first that breaks an invariant
-// (internal/sim's TestSimCatchesEachGuard runs it too); the guards are
+// (internal/harness/sim's TestSimCatchesEachGuard runs it too); the guards are
 // on again afterwards.
 func TestSearchCatchesFirstPruneBound(t *testing.T) {
 	var out, errs bytes.Buffer
@@ -89,7 +89,7 @@ func TestSoakStopsAndShrinks(t *testing.T) {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errs.String())
 	}
 	for _, want := range []string{"seed 10 FAILED after 184 steps: step 184: lineage-diverged",
-		"rerun: go test ./internal/sim -run TestRandom -seed 10\n", "seed 10 shrunk from 184 to "} {
+		"rerun: go test ./internal/harness/sim -run TestRandom -seed 10\n", "seed 10 shrunk from 184 to "} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s%s", want, out.String(), errs.String())
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tierlog/tierlog/internal/sim"
+	"github.com/tierlog/tierlog/internal/harness/sim"
 )
 
 // soakOptions are a soak's length, first seed (0: a random one), the
@@ -88,7 +88,7 @@ func soak(o soakOptions, stdout, stderr io.Writer) int {
 		st.add(res)
 		if res.Failed() {
 			fmt.Fprintln(stdout, st.line(time.Since(start)))
-			fmt.Fprintf(stdout, "last steps:\n%sseed %d FAILED after %d steps: %v\nrerun: go test ./internal/sim -run TestRandom -seed %d\n",
+			fmt.Fprintf(stdout, "last steps:\n%sseed %d FAILED after %d steps: %v\nrerun: go test ./internal/harness/sim -run TestRandom -seed %d\n",
 				res.TraceTail(20), s, res.Steps, res.Violation, s)
 			fmt.Fprint(stdout, shrinkTo(o.dir, "", res, opts, stderr))
 			return 1
@@ -123,7 +123,7 @@ func shrinkTo(dir, label string, res *sim.Result, opts sim.RunOptions, stderr io
 	}
 	path := filepath.Join(dir, name)
 	header := fmt.Sprintf("Shrunk by tierlog-sim from random seed %d (%d steps%s) to %d steps:\n%v\n"+
-		"Copy it to internal/sim/testdata/scripts; go test ./internal/sim -run TestScripts/%s\n"+
+		"Copy it to internal/harness/sim/testdata/scripts; go test ./internal/harness/sim -run TestScripts/%s\n"+
 		"fails on it until the bug is fixed (add -rewrite then, to record the fixed output).",
 		res.Seed, res.Steps, what, len(s.Applied), s.Violation, name)
 	if err := os.WriteFile(path, []byte(s.Script(header)), 0o644); err != nil {

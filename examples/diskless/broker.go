@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/internal/harness/demo"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/replica"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tierlog/tierlog/internal/demo"
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/demo"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 )
 
 func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tierlog/tierlog/consolidate"
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/internal/harness/demo"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"

@@ -23,7 +23,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/internal/harness/demo"
 	"github.com/tierlog/tierlog/log/record"
 )
 

@@ -31,7 +31,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/internal/harness/demo"
 )
 
 func main() {

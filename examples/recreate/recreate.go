@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/internal/harness/demo"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/replica"

@@ -11,7 +11,7 @@ package lint
 //     file. The rule: the path resolves if it is relative to the document's
 //     directory, or if some Go file of the repository is at that path or
 //     ends in "/" + that path. So a bare name must exist somewhere in the
-//     tree, and `sim/sim.go` resolves to internal/sim/sim.go: a path
+//     tree, and `sim/sim.go` resolves to internal/harness/sim/sim.go: a path
 //     relative to a package named in it (or to the root) is fine;
 //   - a backquoted qualified name `pkg.Name` or `pkg.Type.Member` whose
 //     first element is the last element of a (non-main) package directory

@@ -115,12 +115,13 @@ var layers = []layer{
 	// its only third-party import.
 	{76, exact("kafkaerr"), []string{"github.com/twmb/franz-go/pkg/kerr"}},
 	// The test-server harness shared by s3test and pgtest: below them.
-	{78, exact("internal/testserver"), nil},
+	{78, exact("internal/harness/testserver"), nil},
 	// The cluster simulation builds on the demo cluster's pieces.
-	{85, exact("internal/sim"), nil},
-	// Test machinery: it may use any library package; only tests,
-	// examples and benchmarks may import it (checked below).
-	{80, under("internal"), nil},
+	{85, exact("internal/harness/sim"), nil},
+	// The harnesses (internal/harness): they may use any library package;
+	// only tests, examples, commands and benchmarks may import them. A
+	// new package elsewhere under internal/ needs a row of its own.
+	{80, under("internal/harness"), nil},
 	{90, either(under("examples"), under("benchmarks"), exact("examples"), exact("benchmarks")), nil},
 	// Commands (the inspect tool): users of the library like the
 	// examples, above every package they read.
@@ -189,8 +190,8 @@ func checkImport(rel string, own layer, imp string, report func(string, ...any))
 		report("%s imports %s: only remote/objstore/s3 may import minio-go", rel, imp)
 		return
 	}
-	if hasPrefixPath(imp, pgx) && rel != "wal/pgcp" && rel != "internal/pgtest" {
-		report("%s imports %s: only wal/pgcp (and the test harness internal/pgtest) may import pgx", rel, imp)
+	if hasPrefixPath(imp, pgx) && rel != "wal/pgcp" && rel != "internal/harness/pgtest" {
+		report("%s imports %s: only wal/pgcp (and the test harness internal/harness/pgtest) may import pgx", rel, imp)
 		return
 	}
 	if hasPrefixPath(imp, promLib) && rel != "promexport" {

@@ -26,7 +26,7 @@ type catch struct {
 }
 
 // catches is the mutation table (docs/reliability.md, "Mutation check").
-// A guard without a row fails TestMutations. The internal/sim rows are
+// A guard without a row fails TestMutations. The internal/harness/sim rows are
 // the cluster simulation's scripted runs of the seeds' worked examples
 // (and, for the two retention guards, a scripted Go test): each guard
 // is caught by the whole system, not only by its unit's test.
@@ -35,41 +35,41 @@ var catches = []catch{
 	{mutation.TruncationFence, "log", "TestUpdateHighestOffsetInRemoteStorageIgnoresOffsetComputedBeforeTruncation"},
 	{mutation.TruncationFence, "remote", "TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup"},
 	{mutation.TruncationFence, "remote", "TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload"},
-	{mutation.TruncationFence, "internal/sim", "TestScripts/pull857_truncation_task"},
+	{mutation.TruncationFence, "internal/harness/sim", "TestScripts/pull857_truncation_task"},
 
 	{mutation.RetentionLogStart, "remote", "TestConsolidatingExpirationTakesCrossTierLogStart"},
-	{mutation.RetentionLogStart, "internal/sim", "TestSimScriptedRetentionGuards"},
+	{mutation.RetentionLogStart, "internal/harness/sim", "TestSimScriptedRetentionGuards"},
 
 	{mutation.EpochCleanupGuard, "remote", "TestTaskDecisionsDataDriven/cleanup_inkless857"},
 	{mutation.EpochCleanupGuard, "remote", "TestRecreatedLeaderKeepsRemotePrefix"},
 	{mutation.EpochCleanupGuard, "consolidate", "TestRetentionGuardOnRealCrossTierStart"},
-	{mutation.EpochCleanupGuard, "internal/sim", "TestSimScriptedRetentionGuards"},
+	{mutation.EpochCleanupGuard, "internal/harness/sim", "TestSimScriptedRetentionGuards"},
 
 	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestRebuildDataDriven/replica_recreate_instead_of_truncate"},
 	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestRebuildDataDriven/replica_consolidated_replica_kept"},
 	{mutation.ReplicaSuffixPastSeal, "tierstate", "TestHasConsolidatedDisklessSuffixFromSeal"},
 	{mutation.ReplicaSuffixPastSeal, "replica", "TestReplicaDataDriven/classic_tail"},
-	{mutation.ReplicaSuffixPastSeal, "internal/sim", "TestScripts/pull857_truncation"},
+	{mutation.ReplicaSuffixPastSeal, "internal/harness/sim", "TestScripts/pull857_truncation"},
 
 	{mutation.ReplicaRemoteProgress, "tierstate", "TestRebuildDataDriven/replica_recreate_instead_of_truncate"},
 	{mutation.ReplicaRemoteProgress, "replica", "TestReplicaDataDriven/classic_tail"},
-	{mutation.ReplicaRemoteProgress, "internal/sim", "TestScripts/pull857_truncation_online"},
+	{mutation.ReplicaRemoteProgress, "internal/harness/sim", "TestScripts/pull857_truncation_online"},
 
 	{mutation.PrunerCap, "wal", "TestRules/prune"},
 	{mutation.PrunerCap, "consolidate", "TestPruneDataDriven/prune_seal_lowered"},
-	{mutation.PrunerCap, "internal/sim", "TestScripts/pull855_start_phase_2"},
+	{mutation.PrunerCap, "internal/harness/sim", "TestScripts/pull855_start_phase_2"},
 
 	{mutation.FirstPruneBound, "consolidate", "TestDecideDataDriven/decide_first_prune_bound"},
 	{mutation.FirstPruneBound, "consolidate", "TestEndpointRecreatedLeaderBeforeFirstPrune"},
 	{mutation.FirstPruneBound, "consolidate", "TestFetcherRecreatedLeaderConsolidatesFromSeal"},
-	{mutation.FirstPruneBound, "internal/sim", "TestScripts/pull857_example"},
+	{mutation.FirstPruneBound, "internal/harness/sim", "TestScripts/pull857_example"},
 
 	{mutation.PruneFloor, "consolidate", "TestPruneDataDriven/prune_first_prune"},
-	{mutation.PruneFloor, "internal/sim", "TestScripts/pull857_truncation_online"},
+	{mutation.PruneFloor, "internal/harness/sim", "TestScripts/pull857_truncation_online"},
 
 	{mutation.ReplicaFutureLog, "tierstate", "TestRebuildDataDriven/replica_future_log"},
 	{mutation.ReplicaFutureLog, "replica", "TestReplicaDataDriven/keep"},
-	{mutation.ReplicaFutureLog, "internal/sim", "TestScripts/pull857_truncation_move_online"},
+	{mutation.ReplicaFutureLog, "internal/harness/sim", "TestScripts/pull857_truncation_move_online"},
 
 	{mutation.WALReadBinding, "wal", "TestReaderBindingObjectReplaced"},
 	{mutation.WALReadBinding, "wal", "TestReaderBindingRunsSwapped"},
@@ -77,8 +77,8 @@ var catches = []catch{
 	{mutation.WALReadBinding, "wal", "TestReaderBindingLeaderEpochFlipped"},
 	{mutation.WALReadBinding, "wal", "TestReaderRandomDamage/model"},
 	{mutation.WALReadBinding, "consolidate", "TestFetcherRandomDamage/reader"},
-	{mutation.WALReadBinding, "internal/badinput", "TestCorpus/wal_read/object_replaced_under_its_key_by_another_valid_object_of_the_same_layout"},
-	{mutation.WALReadBinding, "internal/badinput", "TestCorpus/wal_read/first_batch's_leader-epoch_field_flipped_(outside_its_crc)"},
+	{mutation.WALReadBinding, "internal/harness/badinput", "TestCorpus/wal_read/object_replaced_under_its_key_by_another_valid_object_of_the_same_layout"},
+	{mutation.WALReadBinding, "internal/harness/badinput", "TestCorpus/wal_read/first_batch's_leader-epoch_field_flipped_(outside_its_crc)"},
 
 	{mutation.WALReadGap, "wal", "TestReaderGapAfterFirstBatch"},
 	{mutation.WALReadGap, "wal", "TestReaderFirstBatchAfterRequestedOffset"},
@@ -86,17 +86,17 @@ var catches = []catch{
 	{mutation.WALReadGap, "consolidate", "TestAppendablePrefix"},
 	{mutation.WALReadGap, "wal", "TestReaderRandomDamage/model"},
 	{mutation.WALReadGap, "consolidate", "TestFetcherRandomDamage/reference"},
-	{mutation.WALReadGap, "internal/badinput", "TestCorpus/wal_read/answer_leaves_out_the_second_batch_(a_gap)"},
+	{mutation.WALReadGap, "internal/harness/badinput", "TestCorpus/wal_read/answer_leaves_out_the_second_batch_(a_gap)"},
 	{mutation.Phase2Gate, "tierstate", "TestRouteFollowerFetcher"},
 	{mutation.Phase2Gate, "tierstate", "TestHandOffAtSeal"},
 	{mutation.Phase2Gate, "consolidate", "TestPhaseOneBatchIsNotConsolidated"},
 	{mutation.Phase2Gate, "consolidate", "TestDisklessEpochOfAnOlderSealCommitIsNotStamped"},
 	{mutation.Phase2Gate, "replica", "TestAppendAsLeaderFollowsTheSwitch"},
 	{mutation.Phase2Gate, "replica", "TestReplicaDataDriven/handoff"},
-	{mutation.Phase2Gate, "internal/sim", "TestScripts/phase1_produce"},
+	{mutation.Phase2Gate, "internal/harness/sim", "TestScripts/phase1_produce"},
 
 	{mutation.SealCapRemoteRead, "remote", "TestRemoteReadStopsAtTheSeal"},
-	{mutation.SealCapRemoteRead, "internal/sim", "TestScripts/pull857_crossing"},
+	{mutation.SealCapRemoteRead, "internal/harness/sim", "TestScripts/pull857_crossing"},
 	{mutation.RecoverProducersFromSegmentBase, "log", "TestLoadProducersAfterDeleteRecordsMidSegment"},
 	{mutation.RecoverProducersFromSegmentBase, "log", "TestProducerStateRestartProperty"},
 	{mutation.RecoverProducersFromSegmentBase, "log", "TestDataDriven/producer_recovery"},
@@ -118,7 +118,7 @@ var catches = []catch{
 	{mutation.ManagedCloseDurable, "logmanager", "TestCloseMarkerAfterDurable"},
 	{mutation.ManagedCloseDurable, "logmanager", "TestCrashDuringOpenAndClose"},
 	{mutation.ResealBatchBoundary, "tierstate", "TestPlanResealInsideBatch"},
-	{mutation.ResealBatchBoundary, "internal/sim", "TestScripts/reseal_inside_batch"},
+	{mutation.ResealBatchBoundary, "internal/harness/sim", "TestScripts/reseal_inside_batch"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

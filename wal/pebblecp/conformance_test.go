@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	"github.com/tierlog/tierlog/wal"
 	"github.com/tierlog/tierlog/wal/controlplanetest"
 	"github.com/tierlog/tierlog/wal/pebblecp"

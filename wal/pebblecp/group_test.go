@@ -9,7 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tierlog/tierlog/internal/crashtest"
+	"github.com/tierlog/tierlog/internal/harness/crashtest"
 	"github.com/tierlog/tierlog/wal"
 	"github.com/tierlog/tierlog/wal/controlplanetest"
 	"github.com/tierlog/tierlog/wal/pebblecp"

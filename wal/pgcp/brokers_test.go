@@ -19,9 +19,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tierlog/tierlog/internal/pgtest"
-	"github.com/tierlog/tierlog/internal/s3test"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/pgtest"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/fs"
@@ -188,7 +188,7 @@ func TestManyBrokers(t *testing.T) {
 		}
 		manyBrokers(t, fsSpec(t.TempDir()), "brokers_fs", rounds)
 	})
-	// The S3 test server (internal/s3test): without one this fails, or
+	// The S3 test server (internal/harness/s3test): without one this fails, or
 	// skips under TIERLOG_SKIP_S3=1, as every S3 test does.
 	t.Run("store=s3", func(t *testing.T) {
 		srv := s3test.Start(t)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlog/tierlog/internal/pgtest"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/pgtest"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	"github.com/tierlog/tierlog/wal"
 	"github.com/tierlog/tierlog/wal/controlplanetest"
 	"github.com/tierlog/tierlog/wal/pgcp"

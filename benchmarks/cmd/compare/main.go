@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 )
 

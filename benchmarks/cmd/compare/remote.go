@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
@@ -79,7 +79,7 @@ var (
 type s3Flags struct {
 	endpoint, bucket, region string
 	// testServer asks for the tests' S3 server (versitygw on 127.0.0.1,
-	// internal/s3test) instead of an endpoint; srv is it, once started.
+	// internal/harness/s3test) instead of an endpoint; srv is it, once started.
 	testServer bool
 	srv        *s3test.Server
 }

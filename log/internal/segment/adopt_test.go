@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/tierlog/tierlog/internal/countfs"
+	"github.com/tierlog/tierlog/internal/harness/countfs"
 )
 
 // TestRecoverLeavesIndexFiles: recovery installs the rebuilt index

@@ -3,8 +3,8 @@ package segment
 import (
 	"bytes"
 	"fmt"
-	"github.com/tierlog/tierlog/internal/crashtest"
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/crashtest"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 	"math/rand/v2"
 	"testing"
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/tierlog/tierlog/internal/countfs"
+	"github.com/tierlog/tierlog/internal/harness/countfs"
 )
 
 // preadSegment fills a segment on a counting FS with n batches of count

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/tierlog/tierlog/internal/countfs"
+	"github.com/tierlog/tierlog/internal/harness/countfs"
 )
 
 // allocatedBytes returns the disk space of path (st_blocks).

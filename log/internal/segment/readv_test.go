@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 )
 
 // TestReadvAt: a vectored read gives the bytes ReadAt gives, split over

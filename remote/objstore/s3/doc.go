@@ -1,7 +1,7 @@
 // Package s3 is the objstore.Store on S3 and S3-compatible servers, through
 // minio-go v7 (the only package of tierlog that imports it). It passes the
 // objstoretest conformance suite against a real server (versitygw, started
-// by internal/s3test).
+// by internal/harness/s3test).
 //
 // # Key layout
 //

@@ -16,7 +16,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/objstoretest"
 	"github.com/tierlog/tierlog/remote/objstore/s3"

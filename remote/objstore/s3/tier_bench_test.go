@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/remote/objstore"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 )
 
 // TestStartStop starts a private server (no Main here), checks its TLS

@@ -17,7 +17,7 @@ import (
 // process whose server binary does not exist, under each setting of the
 // environment, and checks its exit status and closing summary.
 func TestNoServerSummary(t *testing.T) {
-	const pkg = "github.com/tierlog/tierlog/internal/s3test"
+	const pkg = "github.com/tierlog/tierlog/internal/harness/s3test"
 	const reason = "no S3 server: TIERLOG_VERSITYGW=/nonexistent: not a file: stat /nonexistent: no such file or directory"
 	for _, tc := range []struct {
 		name   string

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 )
 
 // fakeUpstream is a TLS server standing in for versitygw: PUT stores a

@@ -1,5 +1,5 @@
-// Package testserver is what the test-server harnesses (internal/s3test,
-// internal/pgtest) share: one server per test package, started on first
+// Package testserver is what the test-server harnesses (internal/harness/s3test,
+// internal/harness/pgtest) share: one server per test package, started on first
 // use while Main runs the tests, and the rule for a test that gets no
 // server. By default such a test fails; the kind's skip variable (say
 // TIERLOG_SKIP_S3=1) makes it skip instead, unless its require variable

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/tierlog/tierlog/internal/base"
-	"github.com/tierlog/tierlog/internal/demo"
+	"github.com/tierlog/tierlog/internal/harness/demo"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/truncation"

@@ -183,3 +183,15 @@ func TestBuildOnceAcrossProcesses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, strings.Count(string(builds), "\n"), "builds by pid:\n%s", builds)
 }
+
+// TestToolsModuleDir: the pinned tool module is found from this
+// package's source path (a move of the package must move the path too).
+func TestToolsModuleDir(t *testing.T) {
+	dir, err := toolsModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tierlog/tierlog/internal/s3test"
+	"github.com/tierlog/tierlog/internal/harness/s3test"
 )
 
 func TestMain(m *testing.M) {

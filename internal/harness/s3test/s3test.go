@@ -50,7 +50,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"github.com/tierlog/tierlog/internal/testserver"
+	"github.com/tierlog/tierlog/internal/harness/testserver"
 	"math/big"
 	"net"
 	"net/http"

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tierlog/tierlog/internal/testserver"
+	"github.com/tierlog/tierlog/internal/harness/testserver"
 )
 
 // harness shares one server among a package's tests and reports those
-// that got none (internal/testserver).
+// that got none (internal/harness/testserver).
 var harness = testserver.New(testserver.Kind{
 	Prefix: "pgtest", Server: "PostgreSQL server", Tests: "the PostgreSQL tests",
 	EnvSkip: EnvSkip, EnvRequire: EnvRequire,

@@ -137,9 +137,9 @@ func goBuild(ctx context.Context, toolsDir, out string) error {
 func toolsModuleDir() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
-		return "", errors.New("cannot locate internal/s3test source")
+		return "", errors.New("cannot locate internal/harness/s3test source")
 	}
-	dir := filepath.Join(filepath.Dir(file), "..", "tools", "versitygw")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "tools", "versitygw")
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		return "", fmt.Errorf("tools module not found: %w", err)
 	}

@@ -28,7 +28,7 @@
 //
 // # A server that cannot be had
 //
-// As with internal/s3test, a test that needs a server and gets none
+// As with internal/harness/s3test, a test that needs a server and gets none
 // fails: `go test ./...` must not print ok for tests that did not run.
 // TIERLOG_SKIP_POSTGRES=1 makes them skip instead; TIERLOG_REQUIRE_POSTGRES=1
 // (CI sets it) keeps them failing even then. Main closes the run with a
@@ -48,7 +48,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/tierlog/tierlog/internal/testserver"
+	"github.com/tierlog/tierlog/internal/harness/testserver"
 	"net"
 	"net/url"
 	"os"

@@ -484,7 +484,7 @@ func simpler(a Action) []Action {
 // lines (header, each line prefixed with "# "), the cluster, then one
 // command per step with the output the replay printed, the last one
 // ending in the violation. TestScripts fails on it until the bug is
-// fixed; then `go test ./internal/sim -run TestScripts/NAME -rewrite`
+// fixed; then `go test ./internal/harness/sim -run TestScripts/NAME -rewrite`
 // records the fixed output.
 func (s *Shrunk) Script(header string) string {
 	var sb strings.Builder

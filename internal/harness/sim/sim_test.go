@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tierlog/tierlog/internal/testseed"
+	"github.com/tierlog/tierlog/internal/harness/testseed"
 )
 
 var (
@@ -48,7 +48,7 @@ func runSeed(t *testing.T, seed uint64, steps int) *Result {
 	res, err := Run(seed, RunOptions{Steps: steps})
 	require.NoError(t, err)
 	if res.Failed() {
-		t.Fatalf("seed %d: %v\nrerun: go test ./internal/sim -run TestRandom -seed %d\nlast steps:\n%s",
+		t.Fatalf("seed %d: %v\nrerun: go test ./internal/harness/sim -run TestRandom -seed %d\nlast steps:\n%s",
 			seed, res.Violation, seed, res.TraceTail(40))
 	}
 	return res

@@ -6,11 +6,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tierlog/tierlog/internal/testserver"
+	"github.com/tierlog/tierlog/internal/harness/testserver"
 )
 
 // harness shares one server among a package's tests and reports those
-// that got none (internal/testserver).
+// that got none (internal/harness/testserver).
 var harness = testserver.New(kind, func(ctx context.Context) (*Server, error) { return start(ctx) })
 
 var kind = testserver.Kind{
