@@ -124,6 +124,8 @@ var walCleanerTable = newTable([]string{"cleaner"}, []row[wal.CleanerMetrics]{
 var walPGTable = newTable([]string{"control_plane"}, []row[pgcp.Metrics]{
 	{name: "tierlog_wal_pgcp_commits_total", kind: counter, help: "CommitFile calls answered by the PostgreSQL control plane (each batch accepted or refused).",
 		value: func(m *pgcp.Metrics) float64 { return count(m.Commits) }},
+	{name: "tierlog_wal_pgcp_commit_groups_total", kind: counter, help: "Groups of CommitFile calls written in one transaction (group commit); commits per group is the commit count over this.",
+		value: func(m *pgcp.Metrics) float64 { return count(m.CommitGroups) }},
 	{name: "tierlog_wal_pgcp_commit_errors_total", kind: counter, help: "CommitFile calls that failed after their retries.",
 		value: func(m *pgcp.Metrics) float64 { return count(m.CommitErrors) }},
 	{name: "tierlog_wal_pgcp_commit_time_seconds_total", kind: counter, help: "Time spent in CommitFile with its retries, answered or failed; divide by the commit count for the mean.",
