@@ -9,18 +9,18 @@ import (
 // readmeMaxBytes bounds README.md: what tierlog is, the commands, a short
 // API tour, the status, the reliability summary and links. What is longer
 // goes into a page of docs/.
-const readmeMaxBytes = 20 << 10
+const readmeMaxBytes = 20_000
 
 // designMaxBytes bounds DESIGN.md, the map of the code: what exists and
 // why, the layers, the formats, the error model, the commit points and the
 // lock order. Each topic's details go to a page of docs/, each package's
 // to its doc comment, history to CHANGELOG.md.
-const designMaxBytes = 60 << 10
+const designMaxBytes = 60_000
 
 // performanceMaxBytes bounds docs/performance.md: the method, the latest
 // run's headline table, the unmet goals with their measured causes and how
 // to rerun. Older runs stay in git history.
-const performanceMaxBytes = 30 << 10
+const performanceMaxBytes = 30_000
 
 func checkSize(t *testing.T, name string, limit int64) {
 	t.Helper()
