@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
@@ -60,6 +61,7 @@ func Open(dir string, opts Options) (*UnifiedLog, error) {
 	}
 
 	l.highestOffsetInRemoteStorage.Store(base.UndefinedOffset)
+	l.remoteRetentionCap.Store(math.MaxInt64)
 	var ev events
 	l.stage.loading.Store(true)
 	err = l.load(&ev)

@@ -76,6 +76,15 @@ type UnifiedLog struct {
 	// truncation count (UpdateHighestOffsetInRemoteStorage). Read alone,
 	// never paired with another offset, so a single atomic word.
 	highestOffsetInRemoteStorage atomic.Int64
+	// remoteRetentionCap is the highest offset local retention may count
+	// as copied: a truncation below highestOffsetInRemoteStorage caps it
+	// below the log end it leaves (an unclean leader change: remote
+	// storage holds another lineage's records there), and an install
+	// computed after the truncation raises it again. math.MaxInt64 when
+	// no truncation capped it. highestOffsetInRemoteStorage itself keeps
+	// Kafka's meaning (it only grows): the phase-2 replica check reads it
+	// as evidence of progress past the seal.
+	remoteRetentionCap atomic.Int64
 	// view is the current segment list and holds the log's reference to
 	// it; replaced (never mutated) with mu held, always together with
 	// state. Readers go through state (acquireState).

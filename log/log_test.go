@@ -319,3 +319,37 @@ func TestRetentionNone(t *testing.T) {
 	require.Equal(t, int64(0), o.localRetentionBytes())
 	require.Equal(t, RetentionInfinite, o.RetentionBytes, "the total limit keeps its default")
 }
+
+// TestTruncationLowersHighestOffsetInRemoteStorage: a truncation below
+// the highest offset in remote storage (an unclean leader change: remote
+// storage holds another lineage's records there) keeps that offset, as
+// Kafka does, but caps what local retention counts as copied below the
+// new log end, so the records appended afterwards are not deleted as
+// tiered; an install computed after the truncation lifts the cap; a
+// truncation above the offset leaves everything as it is.
+func TestTruncationLowersHighestOffsetInRemoteStorage(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), Options{RemoteStorageEnabled: true})
+	defer l.Close()
+	appendRecords(t, l, 0, 120, 0)
+	require.True(t, l.UpdateHighestOffsetInRemoteStorage(99, l.TruncationCount()))
+	deletable := func() int64 { return min(l.HighestOffsetInRemoteStorage(), l.remoteRetentionCap.Load()) }
+
+	_, err := l.TruncateTo(110)
+	require.NoError(t, err)
+	require.Equal(t, int64(99), deletable(), "above it: kept")
+
+	_, err = l.TruncateTo(50)
+	require.NoError(t, err)
+	require.Equal(t, int64(99), l.HighestOffsetInRemoteStorage(), "Kafka's value is kept")
+	require.Equal(t, int64(49), deletable(), "below it: retention counts up to the new end - 1")
+	appendRecords(t, l, 1, 30, 0) // [50, 80) in a new lineage
+	require.False(t, l.UpdateHighestOffsetInRemoteStorage(59, l.TruncationCount()), "not above 99")
+	require.Equal(t, int64(59), deletable(), "an install after the truncation lifts the cap")
+
+	require.NoError(t, l.TruncateFullyAndStartAt(20, -1))
+	require.Equal(t, int64(19), deletable())
+	changed, err := l.TruncateTo(30)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, int64(19), deletable(), "a truncation that changes nothing")
+}

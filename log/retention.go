@@ -204,7 +204,7 @@ func (l *UnifiedLog) uploadedOrBelowStart(next *segmentRef, upper int64) bool {
 	if !l.opts.copyEnabled() {
 		return true
 	}
-	if upper > 0 && upper-1 <= l.highestOffsetInRemoteStorage.Load() {
+	if upper > 0 && upper-1 <= min(l.highestOffsetInRemoteStorage.Load(), l.remoteRetentionCap.Load()) {
 		return true
 	}
 	return next != nil && l.logStartOffset.Load() >= next.BaseOffset()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/truncation"
@@ -53,6 +54,11 @@ func (l *UnifiedLog) UpdateHighestOffsetInRemoteStorage(offset int64, count trun
 			zap.String("dir", l.dir), zap.Int64("offset", offset),
 			zap.Uint64("count", uint64(count)), zap.Uint64("current", uint64(l.mu.truncationCount)))
 		return false
+	}
+	// Computed under the current count, offset describes this lineage:
+	// local retention may count it as copied again.
+	if offset > l.remoteRetentionCap.Load() {
+		l.remoteRetentionCap.Store(offset)
 	}
 	if offset <= l.highestOffsetInRemoteStorage.Load() {
 		return false
@@ -110,6 +116,7 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 			zap.String("dir", l.dir), zap.Int64("to", t), zap.Int64("highWatermark", hw))
 	}
 	l.countTruncationLocked()
+	l.capRemoteRetentionLocked(t)
 	var ev events
 	var err error
 	if full {
@@ -132,7 +139,8 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 // at offset n, with log start offset logStart (n when logStart < 0). It
 // always counts as a truncation. The epoch cache is cleared and its
 // checkpoint written before the call returns; the highest offset in
-// remote storage is kept (UnifiedLog.truncateFullyAndStartAt).
+// remote storage is kept (UnifiedLog.truncateFullyAndStartAt); local
+// retention counts no offset from n on as copied (capRemoteRetentionLocked).
 func (l *UnifiedLog) TruncateFullyAndStartAt(n, logStart int64) error {
 	if n < 0 {
 		return fmt.Errorf("log: truncate fully and start at %d: %w", n, ErrInvalidArgument)
@@ -143,7 +151,27 @@ func (l *UnifiedLog) TruncateFullyAndStartAt(n, logStart int64) error {
 	if logStart > n {
 		return fmt.Errorf("log: log start offset %d above the new log end offset %d: %w", logStart, n, ErrInvalidArgument)
 	}
-	return l.countedTruncation(func(ev *events) error { return l.truncateFullyLocked(n, logStart, ev) })
+	return l.countedTruncation(func(ev *events) error {
+		l.capRemoteRetentionLocked(n)
+		return l.truncateFullyLocked(n, logStart, ev)
+	})
+}
+
+// capRemoteRetentionLocked caps what local retention counts as copied
+// below end, the log end a truncation leaves, when the highest offset in
+// remote storage reaches it. Only an unclean leader change truncates
+// below that offset (remote storage holds committed records only), and
+// then remote storage holds another lineage's records there: the records
+// appended from end on are not copied until a copy or the follower task
+// says so, and local retention must not delete them as if they were. The
+// highest offset in remote storage itself is kept, as in Kafka (the
+// phase-2 replica check reads it). A lower cap only delays deletion.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) capRemoteRetentionLocked(end int64) {
+	if l.highestOffsetInRemoteStorage.Load() >= end && !mutation.Disabled(mutation.TruncationLowersRemoteHighest) {
+		l.remoteRetentionCap.Store(min(l.remoteRetentionCap.Load(), end-1))
+	}
 }
 
 // countedTruncation runs do as one truncation that always counts: under

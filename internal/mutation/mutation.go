@@ -156,6 +156,11 @@ const (
 	// of the leader's batches, whose truncation would drop the batch's
 	// records below the seal too.
 	ResealBatchBoundary
+	// TruncationLowersRemoteHighest: a log truncation to end caps the
+	// highest offset in remote storage at end-1, so that local retention
+	// never deletes records appended after an unclean truncation as if
+	// another lineage's remote segments held them.
+	TruncationLowersRemoteHighest
 
 	numGuards = iota + 1
 )
@@ -183,6 +188,7 @@ var names = [numGuards]string{
 	GroupCommitStepUndo:             "group-commit-step-undo",
 	ManagedCloseDurable:             "managed-close-durable",
 	ResealBatchBoundary:             "reseal-batch-boundary",
+	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -119,6 +119,8 @@ var catches = []catch{
 	{mutation.ManagedCloseDurable, "logmanager", "TestCrashDuringOpenAndClose"},
 	{mutation.ResealBatchBoundary, "tierstate", "TestPlanResealInsideBatch"},
 	{mutation.ResealBatchBoundary, "internal/harness/sim", "TestScripts/reseal_inside_batch"},
+	{mutation.TruncationLowersRemoteHighest, "log", "TestTruncationLowersHighestOffsetInRemoteStorage"},
+	{mutation.TruncationLowersRemoteHighest, "internal/harness/sim", "TestScripts/unclean_truncation_remote_highest"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
