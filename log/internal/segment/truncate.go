@@ -48,7 +48,10 @@ func (s *Segment) truncateTo(offset int64, checkBoundary bool) (*Segment, int64,
 	if !found {
 		return s, 0, nil
 	}
-	invariants.Assertf(!checkBoundary || h.baseOffset == offset || offset < s.baseOffset,
+	// Inside a batch means the batch holding offset starts below it; a
+	// first batch found above offset (a gap a follower append left, or a
+	// segment whose records start above its base) splits nothing.
+	invariants.Assertf(!checkBoundary || h.baseOffset >= offset || offset < s.baseOffset,
 		"%s: truncation offset %d is inside batch [%d, %d]", s.logPath, offset, h.baseOffset, h.lastOffset)
 	if err := s.loadTimeIndex(); err != nil {
 		return nil, 0, err
