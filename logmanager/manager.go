@@ -780,14 +780,7 @@ func (m *Manager) CreateFuture(tp remote.TopicIDPartition, dir string) (*log.Uni
 func (m *Manager) PromoteFuture(tp remote.TopicIDPartition) (*log.UnifiedLog, error) {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	m.mu.Lock()
-	cur, err := m.lookupLocked(tp, false)
-	if err != nil {
-		m.mu.Unlock()
-		return nil, err
-	}
-	fut, err := m.lookupLocked(tp, true)
-	m.mu.Unlock()
+	cur, fut, err := m.currentAndFuture(tp)
 	if err != nil {
 		return nil, err
 	}
@@ -1057,4 +1050,18 @@ func (m *Manager) isOffline(dir string) bool {
 	defer m.mu.Unlock()
 	_, off := m.mu.offline[dir]
 	return off
+}
+
+// currentAndFuture looks up tp's current and future logs under mu (the
+// two promotions' first step). REQUIRES: opMu held.
+func (m *Manager) currentAndFuture(tp remote.TopicIDPartition) (cur, fut *managed, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, err = m.lookupLocked(tp, false); err != nil {
+		return nil, nil, err
+	}
+	if fut, err = m.lookupLocked(tp, true); err != nil {
+		return nil, nil, err
+	}
+	return cur, fut, nil
 }

@@ -44,14 +44,7 @@ const PromotedFutureFile = "promoted-future"
 func (m *Manager) PromoteFutureInPlace(tp remote.TopicIDPartition) (*log.UnifiedLog, error) {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	m.mu.Lock()
-	cur, err := m.lookupLocked(tp, false)
-	if err != nil {
-		m.mu.Unlock()
-		return nil, err
-	}
-	fut, err := m.lookupLocked(tp, true)
-	m.mu.Unlock()
+	cur, fut, err := m.currentAndFuture(tp)
 	if err != nil {
 		return nil, err
 	}
