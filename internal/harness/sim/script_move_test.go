@@ -16,9 +16,6 @@ import (
 //	start-move broker=N   move-copy broker=N   promote-future broker=N
 //	future broker=N
 func init() {
-	registerScriptCommand("start-move", brokerAction((*Cluster).StartMove))
-	registerScriptCommand("move-copy", brokerAction((*Cluster).MoveCopy))
-	registerScriptCommand("promote-future", brokerAction((*Cluster).PromoteFuture))
 }
 
 func init() {

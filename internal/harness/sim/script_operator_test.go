@@ -40,16 +40,6 @@ func init() {
 		e.newCluster(opts)
 		return e.stateString() + e.kip966String()
 	})
-	registerScriptCommand("stop", func(e *scriptEnv, d *datadriven.TestData) string {
-		id := scriptBroker(e.t, d)
-		from := int64(-1)
-		d.MaybeScanArgs(e.t, "lose-tail-from", &from)
-		return e.result(e.c.Stop(id, from))
-	})
-	registerScriptCommand("restart-unclean", brokerAction((*Cluster).RestartUnclean))
-	registerScriptCommand("wipe-disk", brokerAction((*Cluster).WipeDisk))
-	registerScriptCommand("log-dir-failure", brokerAction((*Cluster).LogDirFailure))
-	registerScriptCommand("elect-replica", brokerAction((*Cluster).ElectReplica))
 	registerScriptCommand("describe", func(e *scriptEnv, d *datadriven.TestData) string {
 		if d.HasArg("broker") || d.HasArg("b") {
 			_, err := e.c.Describe(scriptBroker(e.t, d))
@@ -58,26 +48,6 @@ func init() {
 		_, err := e.c.DescribeAll()
 		return e.result(err)
 	})
-	registerScriptCommand("start-phase-2", func(e *scriptEnv, d *datadriven.TestData) string {
-		return e.result(e.c.StartPhaseTwo(d.HasArg("accept-data-loss")))
-	})
-	registerScriptCommand("reseal", func(e *scriptEnv, d *datadriven.TestData) string {
-		var seal int64
-		d.ScanArgs(e.t, "seal", &seal)
-		return e.result(e.c.Reseal(seal))
-	})
-	registerScriptCommand("repair", clusterAction((*Cluster).Repair))
-	registerScriptCommand("elect-leaders", func(e *scriptEnv, d *datadriven.TestData) string {
-		var typ string
-		d.ScanArgs(e.t, "type", &typ)
-		t := map[string]ElectionType{"preferred": ElectPreferred, "unclean": ElectUnclean}
-		et, ok := t[typ]
-		if !ok {
-			d.Fatalf(e.t, "type=%s: want preferred or unclean", typ)
-		}
-		return e.result(e.c.ElectLeaders(et))
-	})
-	registerScriptCommand("rebalance", clusterAction((*Cluster).RebalanceLeaders))
 	registerScriptCommand("kip966", func(e *scriptEnv, _ *datadriven.TestData) string { return e.kip966String() })
 }
 

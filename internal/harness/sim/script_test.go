@@ -32,8 +32,11 @@ import (
 //	state                broker id=N            check
 //
 // Without `new`, the first command builds a default cluster (three
-// brokers, seed 1). Other test files of the package add commands by
-// registering them in scriptCommands from an init function.
+// brokers, seed 1). A command that is a Cluster action runs through the
+// table random runs are replayed and shrunk with (Action.apply), so every
+// action a random run records can be scripted; scriptCommands holds the
+// others (the cluster's state, checks), and other test files of the
+// package register more from an init function.
 
 // scriptEnv is one script's cluster and test.
 type scriptEnv struct {
@@ -82,7 +85,10 @@ func TestScripts(t *testing.T) {
 			e.t = t
 			f, ok := scriptCommands[d.Cmd]
 			if !ok {
-				d.Fatalf(t, "unknown command %q", d.Cmd)
+				// Every other command is a Cluster action, run as a
+				// replayed step is (Action.apply): one table for scripts,
+				// random runs' replays and the shrinker.
+				f = actionCommand
 			}
 			if d.Cmd != "new" && e.c == nil {
 				e.newCluster(Options{Seed: 1})
@@ -132,17 +138,26 @@ func (e *scriptEnv) result(err error) string {
 	return s
 }
 
-// brokerAction is a command that runs one Cluster action on a broker.
-func brokerAction(f func(c *Cluster, id int32) error) scriptCommand {
-	return func(e *scriptEnv, d *datadriven.TestData) string {
-		return e.result(f(e.c, scriptBroker(e.t, d)))
+// actionCommand runs a command that is a Cluster action: the line as an
+// Action (broker=N, b=N or id=N its broker, the other arguments as
+// written), run by Action.apply.
+func actionCommand(e *scriptEnv, d *datadriven.TestData) string {
+	a := Action{Cmd: d.Cmd}
+	for _, arg := range d.CmdArgs {
+		switch {
+		case arg.Key == "broker" || arg.Key == "b" || arg.Key == "id":
+			a.Broker = scriptBroker(e.t, d)
+		case len(arg.Vals) == 0:
+			a.Args = append(a.Args, Arg{Key: arg.Key})
+		default:
+			a.Args = append(a.Args, Arg{arg.Key, arg.Vals[0]})
+		}
 	}
-}
-
-// clusterAction is a command that runs one Cluster action without
-// arguments.
-func clusterAction(f func(c *Cluster) error) scriptCommand {
-	return func(e *scriptEnv, _ *datadriven.TestData) string { return e.result(f(e.c)) }
+	err := a.apply(e.c)
+	if errors.Is(err, ErrUnreplayable) {
+		d.Fatalf(e.t, "%v", err)
+	}
+	return e.result(err)
 }
 
 func init() {
@@ -155,58 +170,6 @@ func init() {
 		e.newCluster(opts)
 		return e.stateString()
 	})
-	registerScriptCommand("produce", func(e *scriptEnv, d *datadriven.TestData) string {
-		var n int
-		d.ScanArgs(e.t, "n", &n)
-		return e.result(e.c.Produce(n))
-	})
-	registerScriptCommand("consume", func(e *scriptEnv, d *datadriven.TestData) string {
-		var off int64
-		d.ScanArgs(e.t, "offset", &off)
-		return e.result(e.c.Consume(off))
-	})
-	registerScriptCommand("crash", func(e *scriptEnv, d *datadriven.TestData) string {
-		id := scriptBroker(e.t, d)
-		var pct int
-		if d.MaybeScanArgs(e.t, "unsynced", &pct) {
-			return e.result(e.c.CrashKeeping(id, pct))
-		}
-		return e.result(e.c.Crash(id))
-	})
-	registerScriptCommand("task-lookup", func(e *scriptEnv, d *datadriven.TestData) string {
-		var off int64
-		d.ScanArgs(e.t, "offset", &off)
-		return e.result(e.c.RemoteTaskLookup(scriptBroker(e.t, d), off))
-	})
-	registerScriptCommand("faults", func(e *scriptEnv, d *datadriven.TestData) string {
-		var rate float64
-		d.ScanArgs(e.t, "rate", &rate)
-		return e.result(e.c.SetFaults(rate))
-	})
-	for name, f := range map[string]func(*Cluster, int32) error{
-		"replicate":     (*Cluster).Replicate,
-		"catch-up":      (*Cluster).CatchUp,
-		"elect":         (*Cluster).ElectLeader,
-		"force-leader":  (*Cluster).ForceLeader,
-		"unclean-elect": (*Cluster).UncleanElection,
-		"roll":          (*Cluster).Roll,
-		"task-install":  (*Cluster).RemoteTaskInstall,
-		"shrink-isr":    (*Cluster).ShrinkISR,
-		"lose-disk":     (*Cluster).LoseDisk,
-		"restart":       (*Cluster).Restart,
-		"copy":          (*Cluster).Copy,
-		"expire":        (*Cluster).Expire,
-		"consolidate":   (*Cluster).Consolidate,
-	} {
-		registerScriptCommand(name, brokerAction(f))
-	}
-	for name, f := range map[string]func(*Cluster) error{
-		"arm-switch":  (*Cluster).ArmSwitch,
-		"switch-step": (*Cluster).SwitchStep,
-		"prune":       (*Cluster).Prune,
-	} {
-		registerScriptCommand(name, clusterAction(f))
-	}
 	registerScriptCommand("state", func(e *scriptEnv, _ *datadriven.TestData) string { return e.stateString() })
 	registerScriptCommand("broker", func(e *scriptEnv, d *datadriven.TestData) string {
 		return e.brokerString(scriptBroker(e.t, d))

@@ -88,6 +88,7 @@ var ErrUnreplayable = errors.New("sim: action cannot be replayed")
 // brokerActions are the commands whose only argument is the broker.
 var brokerActions = map[string]func(*Cluster, int32) error{
 	"replicate":       (*Cluster).Replicate,
+	"catch-up":        (*Cluster).CatchUp,
 	"elect":           (*Cluster).ElectLeader,
 	"force-leader":    (*Cluster).ForceLeader,
 	"unclean-elect":   (*Cluster).UncleanElection,
