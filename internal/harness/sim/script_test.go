@@ -83,19 +83,24 @@ func TestScripts(t *testing.T) {
 		})
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			e.t = t
-			f, ok := scriptCommands[d.Cmd]
-			if !ok {
-				// Every other command is a Cluster action, run as a
-				// replayed step is (Action.apply): one table for scripts,
-				// random runs' replays and the shrinker.
-				f = actionCommand
-			}
-			if d.Cmd != "new" && e.c == nil {
-				e.newCluster(Options{Seed: 1})
-			}
-			return f(e, d)
+			return e.run(d)
 		})
 	})
+}
+
+// run runs one command of a script.
+func (e *scriptEnv) run(d *datadriven.TestData) string {
+	f, ok := scriptCommands[d.Cmd]
+	if !ok {
+		// Every other command is a Cluster action, run as a replayed
+		// step is (Action.apply): one table for scripts, random runs'
+		// replays and the shrinker.
+		f = actionCommand
+	}
+	if d.Cmd != "new" && e.c == nil {
+		e.newCluster(Options{Seed: 1})
+	}
+	return f(e, d)
 }
 
 // newCluster builds the script's cluster with crypto/rand fixed to its

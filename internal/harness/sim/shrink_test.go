@@ -68,14 +68,7 @@ func runScriptFile(t *testing.T, path string, compare bool) []*Violation {
 	}()
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		e.t = t
-		f, ok := scriptCommands[d.Cmd]
-		if !ok {
-			d.Fatalf(t, "unknown command %q", d.Cmd)
-		}
-		if d.Cmd != "new" && e.c == nil {
-			e.newCluster(Options{Seed: 1})
-		}
-		out := f(e, d)
+		out := e.run(d)
 		if !compare {
 			return d.Expected
 		}
