@@ -32,7 +32,8 @@ func TestRandomTakesElectionsAndOperatorActions(t *testing.T) {
 		}
 	}
 	t.Logf("steps per action: %v", counts)
-	for _, a := range []string{"elect-leaders", "rebalance", "describe", "elect-replica", "start-phase-2", "reseal"} {
+	for _, a := range []string{"elect-leaders", "rebalance", "describe", "elect-replica", "start-phase-2", "reseal",
+		"undo-switch", "rearm-switch"} {
 		require.Positive(t, counts[a], "no %s step in seeds 1 to 20", a)
 	}
 }
