@@ -61,28 +61,41 @@ type mapState struct {
 	}
 }
 
-// mapping is one mmap of the .log from position 0.
+// mapping is one mmap of the .log from position 0, with the state of
+// each of its chunks (see warm.go).
 type mapping struct {
-	data []byte
+	data   []byte
+	chunks []atomic.Uint32 // chunkStates per word, chunkBits each
 }
 
-// mapped returns the bytes of the mapping if it covers [0, end), mapping
-// or growing it when needed, or nil (reads then use pread). end must not
-// exceed the published size.
-func (s *Segment) mapped(end int64) []byte {
+// mapped returns the mapping if it covers [0, end), mapping or growing
+// it when needed, or nil (reads then use pread). end must not exceed the
+// published size.
+func (s *Segment) mapped(end int64) *mapping {
 	if !s.opts.MapReads {
 		return nil
 	}
 	if m := s.mm.cur.Load(); m != nil && int64(len(m.data)) >= end {
-		return m.data
+		return m
 	}
 	return s.growMapping(end)
 }
 
+// mappedBytes is mapped's bytes, or nil.
+func (s *Segment) mappedBytes(end int64) []byte {
+	if m := s.mapped(end); m != nil {
+		return m.data
+	}
+	return nil
+}
+
 // growMapping maps the .log with a length covering end. A failed mmap
 // (or an exhausted process budget, see mapBudget) turns mapping off for
-// this segment: its reads use pread from then on.
-func (s *Segment) growMapping(end int64) []byte {
+// this segment: its reads use pread from then on. The new mapping
+// starts with every chunk cold, except that chunks readers already
+// read through pread (seen, queued or warm in the older mapping) start
+// seen, so the next read of them queues their warming.
+func (s *Segment) growMapping(end int64) *mapping {
 	s.mm.mu.Lock()
 	defer s.mm.mu.Unlock()
 	if s.mm.mu.off || s.closed.Load() {
@@ -90,7 +103,7 @@ func (s *Segment) growMapping(end int64) []byte {
 	}
 	cur := s.mm.cur.Load()
 	if cur != nil && int64(len(cur.data)) >= end {
-		return cur.data
+		return cur
 	}
 	fd := s.logFile.Fd()
 	if fd == vfs.InvalidFd || !mapSupported {
@@ -108,11 +121,13 @@ func (s *Segment) growMapping(end int64) []byte {
 		s.mm.mu.off = true
 		return nil
 	}
+	m := newMapping(data)
 	if cur != nil {
+		m.inherit(cur)
 		s.mm.mu.old = append(s.mm.mu.old, cur)
 	}
-	s.mm.cur.Store(&mapping{data: data})
-	return data
+	s.mm.cur.Store(m)
+	return m
 }
 
 // mapLength is the length of a mapping that covers end: the next power
@@ -159,7 +174,7 @@ func (s *Segment) Mapped(pos, n int64) []byte {
 	if s.closed.Load() || pos < 0 || n < 0 || pos+n > s.size.Load() {
 		return nil
 	}
-	m := s.mapped(pos + n)
+	m := s.mappedBytes(pos + n)
 	if m == nil {
 		return nil
 	}
@@ -168,24 +183,26 @@ func (s *Segment) Mapped(pos, n int64) []byte {
 
 // mapCopyMaxBytes is the largest read readBytes copies from the mapping;
 // a larger one is a pread. A copy from the mapping saves the system call
-// (about a microsecond) but faults on every page not yet touched through
-// it (one fault per 64 KiB with the kernel's fault-around), and a large
-// read is mostly the copy, which pread does as fast: so the mapping
-// serves point reads and headers, pread the fetches of many batches,
-// which a fresh mapping would make fault their way through. A variable
-// for tests.
+// (about a microsecond), but only where the pages are already mapped and
+// touched (warm, see warm.go); a large read is mostly the copy, which
+// pread does as fast: so the mapping serves point reads and headers,
+// pread the fetches of many batches. A variable for tests.
 var mapCopyMaxBytes = 128 << 10
 
-// readBytes fills p from the .log at pos, through the mapping when there
-// is one and p is at most mapCopyMaxBytes, else with one pread. The
-// bytes must lie below the published size; a range that does not (a
-// bug) is read with pread, which reports it, rather than from pages that
-// may lie past the end of the file.
+// readBytes fills p from the .log at pos: a copy from the mapping when
+// there is one, p is at most mapCopyMaxBytes and every chunk it covers is
+// warm; else one pread (and the read is counted towards warming the
+// chunks, noteColdRead). The bytes must lie below the published size; a
+// range that does not (a bug) is read with pread, which reports it,
+// rather than from pages that may lie past the end of the file.
 func (s *Segment) readBytes(p []byte, pos int64) error {
 	end := pos + int64(len(p))
-	if pos >= 0 && end <= s.size.Load() && len(p) <= mapCopyMaxBytes {
+	if size := s.size.Load(); pos >= 0 && end <= size && len(p) <= mapCopyMaxBytes {
 		if m := s.mapped(end); m != nil {
-			return s.copyMapped(p, m, pos)
+			if !coldReadsPread || m.warm(pos, end) {
+				return s.copyMapped(p, m.data, pos)
+			}
+			s.noteColdRead(m, pos, end, size)
 		}
 	}
 	return s.readAt(p, pos)

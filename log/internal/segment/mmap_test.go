@@ -109,13 +109,14 @@ func (tw *twinSegments) compare(t *testing.T, rng *rand.Rand, dm, dp *[]byte) {
 // reads of the same batches return, at random offsets, sizes and bounds,
 // while the segment grows past several mapping lengths (each growth
 // maps again) and after it rolls (its zero tail cut) and reopens. With
-// every read copied from the mapping, no read of the mapped segment
-// issues a pread; with the default limit, large reads use pread and the
-// answers are the same.
+// every read copied from the mapping (no size limit, cold chunks too), no
+// read of the mapped segment issues a pread; with the default policy,
+// large reads and reads of chunks not yet warm use pread and the answers
+// are the same.
 func TestMappedReadsEqualPreadReads(t *testing.T) {
 	t.Run("all-mapped", func(t *testing.T) {
-		defer func(n int) { mapCopyMaxBytes = n }(mapCopyMaxBytes)
-		mapCopyMaxBytes = math.MaxInt
+		defer func(n int, cold bool) { mapCopyMaxBytes, coldReadsPread = n, cold }(mapCopyMaxBytes, coldReadsPread)
+		mapCopyMaxBytes, coldReadsPread = math.MaxInt, false
 		testMappedReadsEqualPreadReads(t, true)
 	})
 	t.Run("default", func(t *testing.T) { testMappedReadsEqualPreadReads(t, false) })
@@ -256,6 +257,8 @@ func TestMappingOutlivesRemovalAndTruncation(t *testing.T) {
 // someone else (the log never shortens a file below its size) makes the
 // read fault; the fault is an I/O error, not a crash.
 func TestMappedReadOfShrunkFileIsAnError(t *testing.T) {
+	defer func(cold bool) { coldReadsPread = cold }(coldReadsPread)
+	coldReadsPread = false // read through the mapping, not pread
 	s, err := Create(vfs.Default, t.TempDir(), 0, 0, Options{MapReads: true})
 	if err != nil {
 		t.Fatal(err)

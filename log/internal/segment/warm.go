@@ -1,0 +1,249 @@
+package segment
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// This file decides which reads copy from the mapping (mmap.go) and
+// which use pread: reads copy only from pages that have been touched
+// through the mapping before, and a background warmer touches the pages
+// that readers come back to.
+//
+// Why. The first read of a page through a mapping pays a page fault (the
+// kernel maps up to 16 pages around it) and the first touch of every
+// page it mapped; on a virtual machine that costs several times a pread
+// of the same bytes (measured: a 16 KiB read of a page-cache-resident
+// batch, 10-20 µs through a fresh mapping, 3-5 µs with pread, 1-2 µs
+// through a warm mapping; MADV_POPULATE_READ ahead of the read removes
+// the fault but not the first touch). So the bytes a consumer at the tail
+// reads right after the append, which no one has read before, and the
+// first pass over a log the process has just opened, are read with
+// pread: never slower than pread, never a fault on the read path. A
+// chunk that is read again (the second read of a full chunk) is handed
+// to the warmer, which touches its pages in the background; from then on
+// reads of it copy from the mapping (no system call). Pages written
+// after a chunk is warm would be untouched, so only chunks wholly below
+// the published size are warmed: the active segment's last, partial
+// chunk is always read with pread.
+//
+// States of a chunk of a mapping, in order: cold (never read), seen (read
+// once, with pread), queued (read twice, handed to the warmer), warm (its
+// pages touched through this mapping). A state only moves forward, by
+// compare-and-swap; a queued chunk the warmer drops (a full queue, a
+// closed segment) goes back to seen. A longer mapping (growth) starts
+// with every chunk cold or seen: its page table entries are new.
+//
+// Correctness does not depend on the states: a warm chunk is a hint that
+// its pages are cheap to read, and the bytes a read returns are the same
+// through the mapping or pread (one page cache). A page the kernel
+// reclaimed after the warmer touched it faults again when read, as any
+// mapping's would.
+
+// warmChunkBytes is the size of a chunk: the kernel's fault-around
+// window, so the warmer's touch of a chunk is one fault.
+const warmChunkBytes = 64 << 10
+
+// pageBytes is the stride of the warmer's touches: at most the smallest
+// page size of the platforms with mappings.
+const pageBytes = 4 << 10
+
+// Chunk states, chunkBits each, packed into uint32 words.
+const (
+	chunkCold   = 0
+	chunkSeen   = 1
+	chunkQueued = 2
+	chunkWarm   = 3
+
+	chunkBits     = 2
+	chunksPerWord = 32 / chunkBits
+)
+
+// coldReadsPread is the policy of this file; false makes every read of
+// at most mapCopyMaxBytes copy from the mapping (tests that exercise the
+// mapping's copies).
+var coldReadsPread = true
+
+// newMapping returns the mapping of data with every chunk cold.
+func newMapping(data []byte) *mapping {
+	n := (len(data) + warmChunkBytes - 1) / warmChunkBytes
+	return &mapping{data: data, chunks: make([]atomic.Uint32, (n+chunksPerWord-1)/chunksPerWord)}
+}
+
+// state returns chunk c's state.
+func (m *mapping) state(c int64) uint32 {
+	return m.chunks[c/chunksPerWord].Load() >> (chunkBits * (c % chunksPerWord)) & (1<<chunkBits - 1)
+}
+
+// advance moves chunk c from state from to state to, and reports whether
+// it was in from.
+func (m *mapping) advance(c int64, from, to uint32) bool {
+	w, shift := &m.chunks[c/chunksPerWord], chunkBits*(c%chunksPerWord)
+	for {
+		old := w.Load()
+		if old>>shift&(1<<chunkBits-1) != from {
+			return false
+		}
+		if w.CompareAndSwap(old, old&^((1<<chunkBits-1)<<shift)|to<<shift) {
+			return true
+		}
+	}
+}
+
+// warm reports whether every chunk holding a byte of [pos, end) is warm.
+func (m *mapping) warm(pos, end int64) bool {
+	for c := pos / warmChunkBytes; c*warmChunkBytes < end; c++ {
+		if m.state(c) != chunkWarm {
+			return false
+		}
+	}
+	return true
+}
+
+// inherit marks seen every chunk of m that was read in old (seen, queued
+// or warm there). REQUIRES: m is not yet published.
+func (m *mapping) inherit(old *mapping) {
+	for i := range old.chunks {
+		w := old.chunks[i].Load()
+		var seen uint32
+		for k := range chunksPerWord {
+			if w>>(chunkBits*k)&(1<<chunkBits-1) != chunkCold {
+				seen |= chunkSeen << (chunkBits * k)
+			}
+		}
+		m.chunks[i].Store(seen)
+	}
+}
+
+// noteColdRead counts a pread of [pos, end) against the chunks it
+// covers: a cold chunk becomes seen, a seen one is queued for the
+// warmer. Only chunks wholly below size (the published size the read
+// loaded) move: the pages of a chunk the segment is still filling would
+// be untouched after the warmer's pass.
+func (s *Segment) noteColdRead(m *mapping, pos, end, size int64) {
+	for c := pos / warmChunkBytes; c*warmChunkBytes < end; c++ {
+		if (c+1)*warmChunkBytes > size {
+			return
+		}
+		if m.advance(c, chunkCold, chunkSeen) {
+			continue
+		}
+		if m.advance(c, chunkSeen, chunkQueued) {
+			warmer.enqueue(warmRequest{s: s, m: m, chunk: c})
+		}
+	}
+}
+
+// warmChunk touches every page of chunk c of m, which must lie below
+// the published size, and marks it warm. It holds the mapping mutex, so
+// Close cannot unmap m meanwhile, and does nothing once the segment's
+// mappings are off (closed: m may be unmapped). The touches run under
+// faultGuard: a page the file no longer has leaves the chunk queued
+// (reads of it use pread) instead of crashing the process.
+func (s *Segment) warmChunk(m *mapping, c int64) {
+	s.mm.mu.Lock()
+	defer s.mm.mu.Unlock()
+	if s.mm.mu.off {
+		return
+	}
+	start := c * warmChunkBytes
+	warmTouches.Add(1)
+	err := faultGuard(s.logPath, start, func() error {
+		var sum byte
+		for i := start; i < start+warmChunkBytes; i += pageBytes {
+			sum += m.data[i]
+		}
+		warmSink.Store(uint32(sum))
+		return nil
+	})
+	if err == nil {
+		m.advance(c, chunkQueued, chunkWarm)
+	}
+}
+
+// warmSink keeps the warmer's loads from being optimized away.
+var warmSink atomic.Uint32
+
+// warmTouches counts the chunks the warmer started touching (tests).
+var warmTouches atomic.Int64
+
+// warmRequest is one chunk to warm.
+type warmRequest struct {
+	s     *Segment
+	m     *mapping
+	chunk int64
+}
+
+// maxWarmQueue bounds the warmer's queue (a request is 24 bytes); a
+// request past it is dropped and its chunk goes back to seen.
+const maxWarmQueue = 4096
+
+// warmer is the process's one background warmer: a goroutine that runs
+// while its queue is not empty, so an idle process runs none.
+var warmer warmQueue
+
+type warmQueue struct {
+	mu struct {
+		sync.Mutex
+		queue   []warmRequest
+		running bool
+		idle    *sync.Cond // broadcast when the goroutine exits (tests)
+	}
+}
+
+// enqueue hands r to the warmer, starting its goroutine if it is not
+// running.
+func (q *warmQueue) enqueue(r warmRequest) {
+	q.mu.Lock()
+	if len(q.mu.queue) >= maxWarmQueue {
+		q.mu.Unlock()
+		r.m.advance(r.chunk, chunkQueued, chunkSeen)
+		return
+	}
+	q.mu.queue = append(q.mu.queue, r)
+	start := !q.mu.running
+	q.mu.running = true
+	q.mu.Unlock()
+	if start {
+		go q.run()
+	}
+}
+
+// run warms the queued chunks, oldest first, and exits when the queue
+// is empty.
+func (q *warmQueue) run() {
+	for {
+		q.mu.Lock()
+		if len(q.mu.queue) == 0 {
+			q.mu.running = false
+			q.mu.queue = nil
+			if q.mu.idle != nil {
+				q.mu.idle.Broadcast()
+			}
+			q.mu.Unlock()
+			return
+		}
+		r := q.mu.queue[0]
+		q.mu.queue[0] = warmRequest{}
+		q.mu.queue = q.mu.queue[1:]
+		q.mu.Unlock()
+		r.s.warmChunk(r.m, r.chunk)
+	}
+}
+
+// wait returns once the warmer has emptied its queue (tests).
+func (q *warmQueue) wait() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.idle == nil {
+		q.mu.idle = sync.NewCond(&q.mu.Mutex)
+	}
+	for q.mu.running {
+		q.mu.idle.Wait()
+	}
+}
+
+// WaitWarmer returns once the background warmer has emptied its queue:
+// every chunk queued before the call is warm (or was dropped). For tests
+// and benchmarks that measure reads of warm chunks.
+func WaitWarmer() { warmer.wait() }
