@@ -13,8 +13,9 @@ import (
 )
 
 // This file is the read-only memory mapping of the .log (Options.MapReads):
-// reads copy from it, or return slices of it (Mapped), instead of
-// issuing a pread, so a point read makes no system call.
+// reads copy from it where its pages are warm (warm.go: read before and
+// touched by the background warmer; elsewhere they pread), or return
+// slices of it (Mapped), so a repeated point read makes no system call.
 //
 // Lifetime. A segment maps its .log lazily, on the first read that needs
 // bytes the current mapping does not cover, with a length of the next
@@ -50,8 +51,9 @@ import (
 const minMapBytes = 1 << 20
 
 // mapState is a segment's mapping. cur is read without a lock on every
-// read; mu serializes mapping, growth and unmapping (a leaf: the mmap and
-// munmap system calls run under it, no file I/O).
+// read; mu serializes mapping, growth, unmapping and the warmer's touches
+// of a chunk (a leaf: the mmap and munmap system calls and the touches
+// run under it, no file I/O).
 type mapState struct {
 	cur atomic.Pointer[mapping]
 	mu  struct {
