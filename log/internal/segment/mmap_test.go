@@ -326,15 +326,18 @@ func TestMappingOff(t *testing.T) {
 }
 
 // TestMappedConcurrentReadersAndWriter: readers read through the mapping
-// while the writer appends past several mapping lengths; every batch a
-// reader gets below the next offset it saw is whole and valid. Run under
-// -race.
+// (and pread, for chunks not yet warm) while the writer appends past
+// several mapping lengths and the warmer touches the chunks they read
+// again; every batch a reader gets below the next offset it saw is whole
+// and valid; the segment then closes while the warmer may still hold
+// chunks of it. Run under -race.
 func TestMappedConcurrentReadersAndWriter(t *testing.T) {
 	s, err := Create(vfs.Default, t.TempDir(), 0, 0, Options{MapReads: true, PreallocateBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	touches := warmTouches.Load()
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
@@ -382,6 +385,13 @@ func TestMappedConcurrentReadersAndWriter(t *testing.T) {
 	}
 	if cur := s.mm.cur.Load(); cur == nil || len(cur.data) < 4<<20 || len(s.mm.mu.old) < 2 {
 		t.Fatal("the mapping did not grow")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	warmer.wait()
+	if warmTouches.Load() == touches {
+		t.Fatal("the warmer touched no chunk: the readers never read a chunk twice")
 	}
 }
 
