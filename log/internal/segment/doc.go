@@ -110,8 +110,9 @@
 // one-time lazy load, serialized by loadMu).
 //
 // Lock order: log.UnifiedLog.mu -> Segment.loadMu -> index.mu; Segment.mu
-// is a leaf, and so is the mapping mutex (mapState.mu), which the warmer
-// holds while it touches a chunk.
+// is a leaf, and so is the mapping mutex (mapState.mu); the warmer holds
+// mapState.warmMu (-> mapState.mu) while it touches a chunk, and so does
+// Close while it unmaps.
 //
 // This package does not decide when to roll, flush, truncate or recover:
 // ShouldRoll answers the question, the log acts. It does not write the

@@ -19,7 +19,7 @@ import (
 //
 // Lifetime. A segment maps its .log lazily, on the first read that needs
 // bytes the current mapping does not cover, with a length of the next
-// power of two at or above the bytes needed (at least minMapBytes). A
+// power of two at or above the published size (at least minMapBytes). A
 // read past it (the active segment grew) maps the file again, twice as
 // long; the older mapping is kept, because readers may still hold slices
 // of it, so an active segment holds a few mappings whose lengths add up
@@ -51,12 +51,16 @@ import (
 const minMapBytes = 1 << 20
 
 // mapState is a segment's mapping. cur is read without a lock on every
-// read; mu serializes mapping, growth, unmapping and the warmer's touches
-// of a chunk (a leaf: the mmap and munmap system calls and the touches
-// run under it, no file I/O).
+// read; mu serializes mapping, growth and unmapping (a leaf: the mmap and
+// munmap system calls run under it, no file I/O).
 type mapState struct {
 	cur atomic.Pointer[mapping]
-	mu  struct {
+	// warmMu is held by the warmer while it touches a chunk and by unmap,
+	// so a mapping is never unmapped under the warmer's touches; growth
+	// does not take it, so readers that map never wait for a touch.
+	// Order: warmMu -> mu.
+	warmMu sync.Mutex
+	mu     struct {
 		sync.Mutex
 		old []*mapping // superseded by a longer mapping, unmapped by Close
 		off bool       // no (more) mapping: unsupported, failed or closed
@@ -112,7 +116,9 @@ func (s *Segment) growMapping(end int64) *mapping {
 		s.mm.mu.off = true
 		return nil
 	}
-	n := mapLength(end)
+	// The whole published size at least: a segment that no longer grows
+	// (rolled, reopened) is mapped once, whichever read comes first.
+	n := mapLength(max(end, s.size.Load()))
 	if !mapBudget.acquire() {
 		s.mm.mu.off = true
 		return nil
@@ -145,6 +151,8 @@ func mapLength(end int64) int {
 // unmap releases every mapping of the segment; mapping stays off. Called
 // by Close, when no reader holds the segment.
 func (s *Segment) unmap() error {
+	s.mm.warmMu.Lock()
+	defer s.mm.warmMu.Unlock()
 	s.mm.mu.Lock()
 	defer s.mm.mu.Unlock()
 	s.mm.mu.off = true

@@ -135,15 +135,19 @@ func (s *Segment) noteColdRead(m *mapping, pos, end, size int64) {
 }
 
 // warmChunk touches every page of chunk c of m, which must lie below
-// the published size, and marks it warm. It holds the mapping mutex, so
-// Close cannot unmap m meanwhile, and does nothing once the segment's
-// mappings are off (closed: m may be unmapped). The touches run under
-// faultGuard: a page the file no longer has leaves the chunk queued
-// (reads of it use pread) instead of crashing the process.
+// the published size, and marks it warm. It holds warmMu, so Close
+// cannot unmap m meanwhile (growth, which readers wait for, does not
+// take it), and does nothing once the segment's mappings are off
+// (closed: m may be unmapped). The touches run under faultGuard: a page
+// the file no longer has leaves the chunk queued (reads of it use
+// pread) instead of crashing the process.
 func (s *Segment) warmChunk(m *mapping, c int64) {
+	s.mm.warmMu.Lock()
+	defer s.mm.warmMu.Unlock()
 	s.mm.mu.Lock()
-	defer s.mm.mu.Unlock()
-	if s.mm.mu.off {
+	off := s.mm.mu.off
+	s.mm.mu.Unlock()
+	if off {
 		return
 	}
 	start := c * warmChunkBytes
