@@ -71,7 +71,7 @@ type mapState struct {
 // each of its chunks (see warm.go).
 type mapping struct {
 	data   []byte
-	chunks []atomic.Uint32 // chunkStates per word, chunkBits each
+	chunks []atomic.Uint32 // per chunk: its state and page bits (warm.go)
 }
 
 // mapped returns the mapping if it covers [0, end), mapping or growing

@@ -20,18 +20,20 @@ import (
 // reads right after the append, which no one has read before, and the
 // first pass over a log the process has just opened, are read with
 // pread: never slower than pread, never a fault on the read path. A
-// chunk that is read again (the second read of a full chunk) is handed
-// to the warmer, which touches its pages in the background; from then on
-// reads of it copy from the mapping (no system call). Pages written
+// chunk that is read again (a second read of a whole page of a full
+// chunk) is handed to the warmer, which touches its pages in the
+// background; from then on reads of it copy from the mapping (no system
+// call). A pass that reads each batch once (a consumer, a first pass in
+// any order) reads each page whole at most once and warms nothing. Pages written
 // after a chunk is warm would be untouched, so only chunks wholly below
 // the published size are warmed: the active segment's last, partial
 // chunk is always read with pread.
 //
 // States of a chunk of a mapping, in order: cold (never read), seen (read
-// once, with pread), queued (read twice, handed to the warmer), warm (its
-// pages touched through this mapping). A state only moves forward, by
-// compare-and-swap; a queued chunk the warmer drops (a full queue, a
-// closed segment) goes back to seen. A longer mapping (growth) starts
+// once, with pread), queued (a page of it read twice, handed to the
+// warmer), warm (its pages touched through this mapping). A state only
+// moves forward, by compare-and-swap; a queued chunk the warmer drops (a
+// full queue) goes back to seen. A longer mapping (growth) starts
 // with every chunk cold or seen: its page table entries are new.
 //
 // Correctness does not depend on the states: a warm chunk is a hint that
@@ -48,15 +50,19 @@ const warmChunkBytes = 64 << 10
 // page size of the platforms with mappings.
 const pageBytes = 4 << 10
 
-// Chunk states, chunkBits each, packed into uint32 words.
+// Chunk states, in the low stateBits of a chunk's word, which holds above
+// them a bit per page of the chunk that a pread has read whole (a re-read
+// of a page is what queues a chunk: a reader coming back, not one reading
+// the next batch, which shares at most a partly read page with the one
+// before).
 const (
 	chunkCold   = 0
 	chunkSeen   = 1
 	chunkQueued = 2
 	chunkWarm   = 3
 
-	chunkBits     = 2
-	chunksPerWord = 32 / chunkBits
+	stateBits = 2
+	stateMask = 1<<stateBits - 1
 )
 
 // coldReadsPread is the policy of this file; false makes every read of
@@ -67,25 +73,46 @@ var coldReadsPread = true
 // newMapping returns the mapping of data with every chunk cold.
 func newMapping(data []byte) *mapping {
 	n := (len(data) + warmChunkBytes - 1) / warmChunkBytes
-	return &mapping{data: data, chunks: make([]atomic.Uint32, (n+chunksPerWord-1)/chunksPerWord)}
+	return &mapping{data: data, chunks: make([]atomic.Uint32, n)}
 }
 
 // state returns chunk c's state.
 func (m *mapping) state(c int64) uint32 {
-	return m.chunks[c/chunksPerWord].Load() >> (chunkBits * (c % chunksPerWord)) & (1<<chunkBits - 1)
+	return m.chunks[c].Load() & stateMask
 }
 
-// advance moves chunk c from state from to state to, and reports whether
-// it was in from.
+// advance moves chunk c from state from to state to (its quarter bits
+// unchanged), and reports whether it was in from.
 func (m *mapping) advance(c int64, from, to uint32) bool {
-	w, shift := &m.chunks[c/chunksPerWord], chunkBits*(c%chunksPerWord)
+	w := &m.chunks[c]
 	for {
 		old := w.Load()
-		if old>>shift&(1<<chunkBits-1) != from {
+		if old&stateMask != from {
 			return false
 		}
-		if w.CompareAndSwap(old, old&^((1<<chunkBits-1)<<shift)|to<<shift) {
+		if w.CompareAndSwap(old, old&^stateMask|to) {
 			return true
+		}
+	}
+}
+
+// noteRead records a pread of the pages of chunk c in mask: a chunk
+// cold or seen whose pages include one read before becomes queued
+// (noteRead returns true: the caller hands it to the warmer), else it
+// becomes seen with the pages marked.
+func (m *mapping) noteRead(c int64, mask uint32) bool {
+	w := &m.chunks[c]
+	for {
+		old := w.Load()
+		if old&stateMask >= chunkQueued {
+			return false
+		}
+		next, queue := (old|mask<<stateBits)&^stateMask|chunkSeen, false
+		if old>>stateBits&mask != 0 {
+			next, queue = old&^stateMask|chunkQueued, true
+		}
+		if w.CompareAndSwap(old, next) {
+			return queue
 		}
 	}
 }
@@ -100,35 +127,35 @@ func (m *mapping) warm(pos, end int64) bool {
 	return true
 }
 
-// inherit marks seen every chunk of m that was read in old (seen, queued
-// or warm there). REQUIRES: m is not yet published.
+// inherit copies the chunks of old that were read (seen, queued or warm
+// there) into m as seen, with their page bits. REQUIRES: m is not yet
+// published.
 func (m *mapping) inherit(old *mapping) {
 	for i := range old.chunks {
-		w := old.chunks[i].Load()
-		var seen uint32
-		for k := range chunksPerWord {
-			if w>>(chunkBits*k)&(1<<chunkBits-1) != chunkCold {
-				seen |= chunkSeen << (chunkBits * k)
-			}
+		if f := old.chunks[i].Load(); f&stateMask != chunkCold {
+			m.chunks[i].Store(f&^stateMask | chunkSeen)
 		}
-		m.chunks[i].Store(seen)
 	}
 }
 
 // noteColdRead counts a pread of [pos, end) against the chunks it
-// covers: a cold chunk becomes seen, a seen one is queued for the
-// warmer. Only chunks wholly below size (the published size the read
-// loaded) move: the pages of a chunk the segment is still filling would
-// be untouched after the warmer's pass.
+// covers (noteRead), by the pages it reads whole: the second read of a
+// page queues its chunk for the warmer. Only chunks wholly below size
+// (the published size the read loaded) count: the pages of a chunk the
+// segment is still filling would be untouched after the warmer's pass.
 func (s *Segment) noteColdRead(m *mapping, pos, end, size int64) {
+	first, last := (pos+pageBytes-1)/pageBytes, end/pageBytes // whole pages [first, last)
 	for c := pos / warmChunkBytes; c*warmChunkBytes < end; c++ {
-		if (c+1)*warmChunkBytes > size {
+		start := c * warmChunkBytes
+		if start+warmChunkBytes > size {
 			return
 		}
-		if m.advance(c, chunkCold, chunkSeen) {
-			continue
+		p0 := max(first, start/pageBytes) - start/pageBytes
+		p1 := min(last, (start+warmChunkBytes)/pageBytes) - start/pageBytes
+		if p1 <= p0 {
+			continue // no whole page of this chunk: a header, a boundary
 		}
-		if m.advance(c, chunkSeen, chunkQueued) {
+		if m.noteRead(c, uint32(1)<<p1-uint32(1)<<p0) {
 			warmer.enqueue(warmRequest{s: s, m: m, chunk: c})
 		}
 	}

@@ -180,3 +180,27 @@ func TestGrowthKeepsSeenChunks(t *testing.T) {
 		t.Fatalf("read after the longer mapping warmed: %d preads, want 0", n)
 	}
 }
+
+// TestOnePassWarmsNothing: reading batches once each, in any order,
+// reads each whole page once: nothing is handed to the warmer (a consumer
+// reading on, or a first pass, costs no touching); reading a batch again
+// queues its chunk. (The batches in the segment's first 64 KiB are left
+// out: Read reads them from the segment's start, readBetween, so their
+// reads re-read the first pages.)
+func TestOnePassWarmsNothing(t *testing.T) {
+	s, fs := warmSegment(t)
+	for _, o := range []int64{7, 13, 60, 30, 31, 12, 5, 8, 6, 9, 10, 11, 29, 32} {
+		readCountingPreads(t, s, fs, o)
+	}
+	m := s.mm.cur.Load()
+	for c := int64(1); c < int64(len(m.data)/warmChunkBytes); c++ {
+		if st := m.state(c); st > chunkSeen {
+			t.Fatalf("chunk %d after one read of each batch: state %d, want cold or seen", c, st)
+		}
+	}
+	readCountingPreads(t, s, fs, 31)
+	if st := m.state(chunkOf(t, s, 31)); st < chunkQueued {
+		t.Fatalf("chunk of batch 31 read twice: state %d, want queued or warm", st)
+	}
+	warmer.wait()
+}
