@@ -138,6 +138,24 @@ func (s *Segment) growMapping(end int64) *mapping {
 	return m
 }
 
+// growMappingAhead maps the .log twice as long as its current mapping
+// once the appends have filled three quarters of it, so that readers at
+// the tail find the bytes mapped and never wait for an mmap (which, on a
+// loaded machine, can take milliseconds). Only a segment that readers
+// already mapped. Called by the writer after an append.
+func (s *Segment) growMappingAhead(size int64) {
+	if !s.opts.MapReads {
+		return
+	}
+	m := s.mm.cur.Load()
+	if m == nil || size <= int64(len(m.data))/4*3 {
+		return
+	}
+	if next := int64(len(m.data)) + 1; mapLength(next) > len(m.data) {
+		s.growMapping(next)
+	}
+}
+
 // mapLength is the length of a mapping that covers end: the next power
 // of two, at least minMapBytes, at most what a segment can hold.
 func mapLength(end int64) int {

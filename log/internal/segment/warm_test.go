@@ -204,3 +204,28 @@ func TestOnePassWarmsNothing(t *testing.T) {
 	}
 	warmer.wait()
 }
+
+// TestAppendGrowsMappingAhead: once the appends fill three quarters of a
+// read segment's mapping, the writer maps it twice as long, so a reader
+// at the tail never maps; a segment no reader mapped is not mapped by
+// appends.
+func TestAppendGrowsMappingAhead(t *testing.T) {
+	s, fs := warmSegment(t) // 1 MiB of batches
+	if s.IsMapped() {
+		t.Fatal("mapped before any read")
+	}
+	readCountingPreads(t, s, fs, 0)
+	m := s.mm.cur.Load()
+	for i := int64(64); s.Size() <= int64(len(m.data))/4*3; i++ {
+		if cur := s.mm.cur.Load(); cur != m {
+			t.Fatalf("grown at size %d, before three quarters of %d", s.Size(), len(m.data))
+		}
+		if err := s.Append(i, buildBatch(t, batchSpec{base: i, last: i, valueSize: 16 << 10})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cur := s.mm.cur.Load(); len(cur.data) != 2*len(m.data) {
+		t.Fatalf("size %d past three quarters of the %d-byte mapping: current mapping %d bytes, want %d",
+			s.Size(), len(m.data), len(cur.data), 2*len(m.data))
+	}
+}
