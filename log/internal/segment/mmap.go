@@ -19,9 +19,10 @@ import (
 //
 // Lifetime. A segment maps its .log lazily, on the first read that needs
 // bytes the current mapping does not cover, with a length of the next
-// power of two at or above the published size (at least minMapBytes). A
-// read past it (the active segment grew) maps the file again, twice as
-// long; the older mapping is kept, because readers may still hold slices
+// power of two at or above the published size (at least minMapBytes).
+// When appends fill three quarters of it, the writer maps the file again,
+// twice as long (growMappingAhead; a read past it would too); the older
+// mapping is kept, because readers may still hold slices
 // of it, so an active segment holds a few mappings whose lengths add up
 // to less than twice its final size, all unmapped together by Close.
 // Close runs once no reader holds the segment (the log refcounts its
