@@ -137,9 +137,11 @@ type Options struct {
 	// of the segment files. With vfs.Default as FS (and only then: the
 	// other file systems have no descriptors, or wrap the real one to
 	// count or inject faults), each segment's .log is mapped on its
-	// first read and reads copy from the mapping instead of issuing a
-	// pread, so a point read makes no system call, and ReadSlice returns
-	// the bytes (FileSlice.Data). A mapping lives until the last reader
+	// first read; reads of ranges read before (warmed in the background)
+	// copy from the mapping instead of issuing a pread, so a repeated
+	// point read makes no system call, while the first reads of a range
+	// (a consumer at the tail, a first pass) pread and never fault; and
+	// ReadSlice returns the bytes (FileSlice.Data). A mapping lives until the last reader
 	// of its segment is done (docs/log.md). The cost of leaving it on:
 	// a read of a page the disk cannot return is a fault, turned into an
 	// I/O error for Read but not for a caller reading FileSlice.Data.

@@ -115,6 +115,10 @@ func run(stdout, stderr io.Writer, args []string) error {
 	var lifeOnly bool
 	fl.IntVar(&lifeN, "broker-life", 10_000, "partitions of the broker's-life row through logmanager: create, close, open, kill -9, open (0 skips it)")
 	fl.BoolVar(&lifeOnly, "broker-life-only", false, "run the broker's-life row only")
+	var tailMiB int64
+	var tailOnly bool
+	fl.Int64Var(&tailMiB, "tail-mib", 64, "MiB of the log of the tail-read and first-pass rows, mapped and DisableMmapReads (0 skips them)")
+	fl.BoolVar(&tailOnly, "tail-only", false, "run the tail-read and first-pass rows only")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -138,6 +142,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	cfg.walBytes = walMiB << 20
 	if brokerMiB < 0 {
 		return fmt.Errorf("-broker-mib must not be negative")
+	}
+	if tailMiB < 0 || (tailOnly && tailMiB == 0) {
+		return fmt.Errorf("-tail-mib must not be negative, and -tail-only needs it positive")
 	}
 	if cfg.s3.testServer {
 		fmt.Fprintf(stderr, "starting the tests' S3 server (versitygw)\n")
@@ -180,6 +187,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 			tierlogVersion(), strings.Join(append([]string{""}, args...), " "))
 		return runBrokerLife(stdout, stderr, root, lifeN)
+	}
+	if tailOnly {
+		return runTailOnly(stdout, stderr, root, cfg, args, loadStart, tailMiB<<20)
 	}
 
 	ents := entries()
@@ -248,6 +258,10 @@ func run(stdout, stderr io.Writer, args []string) error {
 		if cr != nil {
 			cr.runRep(rep, res, stderr, func() float64 { return time.Since(start).Seconds() })
 		}
+		// The tierlog-only tail-read rows, mapped beside DisableMmapReads.
+		if tailMiB > 0 {
+			runTailRep(rep, base, tailMiB<<20, res, stderr, func() float64 { return time.Since(start).Seconds() })
+		}
 		// The broker rows: the example broker on tierlog beside the same
 		// broker writing to a plain file.
 		if br != nil {
@@ -294,6 +308,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	printTables(stdout, res, impls)
 	printPointReadPeers(stdout, res)
 	printProducer(stdout, res)
+	if tailMiB > 0 {
+		printTail(stdout, res, tailMiB<<20)
+	}
 	if rr != nil {
 		printRemote(stdout, rr, res)
 	}

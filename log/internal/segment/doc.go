@@ -100,7 +100,9 @@
 // from any number of goroutines concurrently with the writer (but not
 // after Close: the log refcounts segments). Reads use ReadAt, or copy from
 // a read-only mapping of the .log (Options.MapReads; mmap.go says why it
-// never faults and when it is unmapped: at Close only). The
+// never faults and when it is unmapped: at Close only) where its pages
+// are warm: ranges read before, touched by a background warmer (warm.go;
+// the tail and a first pass use ReadAt). The
 // writer publishes the size atomically after the bytes are written, and
 // only then adds index entries, so every entry a reader sees points below
 // the size it loaded. Index entries are guarded by a per-index RWMutex
@@ -108,7 +110,9 @@
 // one-time lazy load, serialized by loadMu).
 //
 // Lock order: log.UnifiedLog.mu -> Segment.loadMu -> index.mu; Segment.mu
-// is a leaf.
+// is a leaf, and so is the mapping mutex (mapState.mu); the warmer holds
+// mapState.warmMu (-> mapState.mu) while it touches a chunk, and so does
+// Close while it unmaps.
 //
 // This package does not decide when to roll, flush, truncate or recover:
 // ShouldRoll answers the question, the log acts. It does not write the

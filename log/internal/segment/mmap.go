@@ -13,14 +13,16 @@ import (
 )
 
 // This file is the read-only memory mapping of the .log (Options.MapReads):
-// reads copy from it, or return slices of it (Mapped), instead of
-// issuing a pread, so a point read makes no system call.
+// reads copy from it where its pages are warm (warm.go: read before and
+// touched by the background warmer; elsewhere they pread), or return
+// slices of it (Mapped), so a repeated point read makes no system call.
 //
 // Lifetime. A segment maps its .log lazily, on the first read that needs
 // bytes the current mapping does not cover, with a length of the next
-// power of two at or above the bytes needed (at least minMapBytes). A
-// read past it (the active segment grew) maps the file again, twice as
-// long; the older mapping is kept, because readers may still hold slices
+// power of two at or above the published size (at least minMapBytes).
+// When appends fill three quarters of it, the writer maps the file again,
+// twice as long (growMappingAhead; a read past it would too); the older
+// mapping is kept, because readers may still hold slices
 // of it, so an active segment holds a few mappings whose lengths add up
 // to less than twice its final size, all unmapped together by Close.
 // Close runs once no reader holds the segment (the log refcounts its
@@ -54,35 +56,53 @@ const minMapBytes = 1 << 20
 // munmap system calls run under it, no file I/O).
 type mapState struct {
 	cur atomic.Pointer[mapping]
-	mu  struct {
+	// warmMu is held by the warmer while it touches a chunk and by unmap,
+	// so a mapping is never unmapped under the warmer's touches; growth
+	// does not take it, so readers that map never wait for a touch.
+	// Order: warmMu -> mu.
+	warmMu sync.Mutex
+	mu     struct {
 		sync.Mutex
 		old []*mapping // superseded by a longer mapping, unmapped by Close
 		off bool       // no (more) mapping: unsupported, failed or closed
 	}
 }
 
-// mapping is one mmap of the .log from position 0.
+// mapping is one mmap of the .log from position 0, with the state of
+// each of its chunks (see warm.go).
 type mapping struct {
-	data []byte
+	data   []byte
+	chunks []atomic.Uint32 // per chunk: its state and page bits (warm.go)
 }
 
-// mapped returns the bytes of the mapping if it covers [0, end), mapping
-// or growing it when needed, or nil (reads then use pread). end must not
-// exceed the published size.
-func (s *Segment) mapped(end int64) []byte {
+// mapped returns the mapping if it covers [0, end), mapping or growing
+// it when needed, or nil (reads then use pread). end must not exceed the
+// published size.
+func (s *Segment) mapped(end int64) *mapping {
 	if !s.opts.MapReads {
 		return nil
 	}
 	if m := s.mm.cur.Load(); m != nil && int64(len(m.data)) >= end {
-		return m.data
+		return m
 	}
 	return s.growMapping(end)
 }
 
+// mappedBytes is mapped's bytes, or nil.
+func (s *Segment) mappedBytes(end int64) []byte {
+	if m := s.mapped(end); m != nil {
+		return m.data
+	}
+	return nil
+}
+
 // growMapping maps the .log with a length covering end. A failed mmap
 // (or an exhausted process budget, see mapBudget) turns mapping off for
-// this segment: its reads use pread from then on.
-func (s *Segment) growMapping(end int64) []byte {
+// this segment: its reads use pread from then on. The new mapping
+// starts with every chunk cold, except that chunks readers already
+// read through pread (seen, queued or warm in the older mapping) start
+// seen, so the next read of them queues their warming.
+func (s *Segment) growMapping(end int64) *mapping {
 	s.mm.mu.Lock()
 	defer s.mm.mu.Unlock()
 	if s.mm.mu.off || s.closed.Load() {
@@ -90,14 +110,16 @@ func (s *Segment) growMapping(end int64) []byte {
 	}
 	cur := s.mm.cur.Load()
 	if cur != nil && int64(len(cur.data)) >= end {
-		return cur.data
+		return cur
 	}
 	fd := s.logFile.Fd()
 	if fd == vfs.InvalidFd || !mapSupported {
 		s.mm.mu.off = true
 		return nil
 	}
-	n := mapLength(end)
+	// The whole published size at least: a segment that no longer grows
+	// (rolled, reopened) is mapped once, whichever read comes first.
+	n := mapLength(max(end, s.size.Load()))
 	if !mapBudget.acquire() {
 		s.mm.mu.off = true
 		return nil
@@ -108,11 +130,31 @@ func (s *Segment) growMapping(end int64) []byte {
 		s.mm.mu.off = true
 		return nil
 	}
+	m := newMapping(data)
 	if cur != nil {
+		m.inherit(cur)
 		s.mm.mu.old = append(s.mm.mu.old, cur)
 	}
-	s.mm.cur.Store(&mapping{data: data})
-	return data
+	s.mm.cur.Store(m)
+	return m
+}
+
+// growMappingAhead maps the .log twice as long as its current mapping
+// once the appends have filled three quarters of it, so that readers at
+// the tail find the bytes mapped and never wait for an mmap (which, on a
+// loaded machine, can take milliseconds). Only a segment that readers
+// already mapped. Called by the writer after an append.
+func (s *Segment) growMappingAhead(size int64) {
+	if !s.opts.MapReads {
+		return
+	}
+	m := s.mm.cur.Load()
+	if m == nil || size <= int64(len(m.data))/4*3 {
+		return
+	}
+	if next := int64(len(m.data)) + 1; mapLength(next) > len(m.data) {
+		s.growMapping(next)
+	}
 }
 
 // mapLength is the length of a mapping that covers end: the next power
@@ -128,6 +170,8 @@ func mapLength(end int64) int {
 // unmap releases every mapping of the segment; mapping stays off. Called
 // by Close, when no reader holds the segment.
 func (s *Segment) unmap() error {
+	s.mm.warmMu.Lock()
+	defer s.mm.warmMu.Unlock()
 	s.mm.mu.Lock()
 	defer s.mm.mu.Unlock()
 	s.mm.mu.off = true
@@ -159,7 +203,7 @@ func (s *Segment) Mapped(pos, n int64) []byte {
 	if s.closed.Load() || pos < 0 || n < 0 || pos+n > s.size.Load() {
 		return nil
 	}
-	m := s.mapped(pos + n)
+	m := s.mappedBytes(pos + n)
 	if m == nil {
 		return nil
 	}
@@ -168,24 +212,26 @@ func (s *Segment) Mapped(pos, n int64) []byte {
 
 // mapCopyMaxBytes is the largest read readBytes copies from the mapping;
 // a larger one is a pread. A copy from the mapping saves the system call
-// (about a microsecond) but faults on every page not yet touched through
-// it (one fault per 64 KiB with the kernel's fault-around), and a large
-// read is mostly the copy, which pread does as fast: so the mapping
-// serves point reads and headers, pread the fetches of many batches,
-// which a fresh mapping would make fault their way through. A variable
-// for tests.
+// (about a microsecond), but only where the pages are already mapped and
+// touched (warm, see warm.go); a large read is mostly the copy, which
+// pread does as fast: so the mapping serves point reads and headers,
+// pread the fetches of many batches. A variable for tests.
 var mapCopyMaxBytes = 128 << 10
 
-// readBytes fills p from the .log at pos, through the mapping when there
-// is one and p is at most mapCopyMaxBytes, else with one pread. The
-// bytes must lie below the published size; a range that does not (a
-// bug) is read with pread, which reports it, rather than from pages that
-// may lie past the end of the file.
+// readBytes fills p from the .log at pos: a copy from the mapping when
+// there is one, p is at most mapCopyMaxBytes and every chunk it covers is
+// warm; else one pread (and the read is counted towards warming the
+// chunks, noteColdRead). The bytes must lie below the published size; a
+// range that does not (a bug) is read with pread, which reports it,
+// rather than from pages that may lie past the end of the file.
 func (s *Segment) readBytes(p []byte, pos int64) error {
 	end := pos + int64(len(p))
-	if pos >= 0 && end <= s.size.Load() && len(p) <= mapCopyMaxBytes {
+	if size := s.size.Load(); pos >= 0 && end <= size && len(p) <= mapCopyMaxBytes {
 		if m := s.mapped(end); m != nil {
-			return s.copyMapped(p, m, pos)
+			if !coldReadsPread || m.warm(pos, end) {
+				return s.copyMapped(p, m.data, pos)
+			}
+			s.noteColdRead(m, pos, end, size)
 		}
 	}
 	return s.readAt(p, pos)

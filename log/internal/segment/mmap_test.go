@@ -109,13 +109,14 @@ func (tw *twinSegments) compare(t *testing.T, rng *rand.Rand, dm, dp *[]byte) {
 // reads of the same batches return, at random offsets, sizes and bounds,
 // while the segment grows past several mapping lengths (each growth
 // maps again) and after it rolls (its zero tail cut) and reopens. With
-// every read copied from the mapping, no read of the mapped segment
-// issues a pread; with the default limit, large reads use pread and the
-// answers are the same.
+// every read copied from the mapping (no size limit, cold chunks too), no
+// read of the mapped segment issues a pread; with the default policy,
+// large reads and reads of chunks not yet warm use pread and the answers
+// are the same.
 func TestMappedReadsEqualPreadReads(t *testing.T) {
 	t.Run("all-mapped", func(t *testing.T) {
-		defer func(n int) { mapCopyMaxBytes = n }(mapCopyMaxBytes)
-		mapCopyMaxBytes = math.MaxInt
+		defer func(n int, cold bool) { mapCopyMaxBytes, coldReadsPread = n, cold }(mapCopyMaxBytes, coldReadsPread)
+		mapCopyMaxBytes, coldReadsPread = math.MaxInt, false
 		testMappedReadsEqualPreadReads(t, true)
 	})
 	t.Run("default", func(t *testing.T) { testMappedReadsEqualPreadReads(t, false) })
@@ -256,6 +257,8 @@ func TestMappingOutlivesRemovalAndTruncation(t *testing.T) {
 // someone else (the log never shortens a file below its size) makes the
 // read fault; the fault is an I/O error, not a crash.
 func TestMappedReadOfShrunkFileIsAnError(t *testing.T) {
+	defer func(cold bool) { coldReadsPread = cold }(coldReadsPread)
+	coldReadsPread = false // read through the mapping, not pread
 	s, err := Create(vfs.Default, t.TempDir(), 0, 0, Options{MapReads: true})
 	if err != nil {
 		t.Fatal(err)
@@ -323,15 +326,18 @@ func TestMappingOff(t *testing.T) {
 }
 
 // TestMappedConcurrentReadersAndWriter: readers read through the mapping
-// while the writer appends past several mapping lengths; every batch a
-// reader gets below the next offset it saw is whole and valid. Run under
-// -race.
+// (and pread, for chunks not yet warm) while the writer appends past
+// several mapping lengths and the warmer touches the chunks they read
+// again; every batch a reader gets below the next offset it saw is whole
+// and valid; the segment then closes while the warmer may still hold
+// chunks of it. Run under -race.
 func TestMappedConcurrentReadersAndWriter(t *testing.T) {
 	s, err := Create(vfs.Default, t.TempDir(), 0, 0, Options{MapReads: true, PreallocateBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	touches := warmTouches.Load()
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
@@ -379,6 +385,13 @@ func TestMappedConcurrentReadersAndWriter(t *testing.T) {
 	}
 	if cur := s.mm.cur.Load(); cur == nil || len(cur.data) < 4<<20 || len(s.mm.mu.old) < 2 {
 		t.Fatal("the mapping did not grow")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	warmer.wait()
+	if warmTouches.Load() == touches {
+		t.Fatal("the warmer touched no chunk: the readers never read a chunk twice")
 	}
 }
 

@@ -303,6 +303,7 @@ func (s *Segment) Append(largestOffset int64, batches []byte) error {
 		return s.w.err
 	}
 	s.publishAppend(plan, size, size+int64(len(batches)))
+	s.growMappingAhead(size + int64(len(batches)))
 	for _, e := range s.w.plan {
 		// A full index skips the entry: lookups stay correct (the floor
 		// entry is just further back) and ShouldRoll reports it.

@@ -150,7 +150,7 @@ func (s *Segment) RecoverWith(o RecoverOptions) (*Segment, RecoveryResult, error
 		end:           size,
 		maxBatchBytes: s.opts.MaxBatchBytes,
 		validate:      true,
-		mapped:        s.mapped(size),
+		mapped:        s.mappedBytes(size),
 		onBatch: func(pos int64, batch record.Batch) error {
 			if err := s.checkRecoveredOffsets(pos, batch, b.next); err != nil {
 				return &stopWalk{err}
