@@ -66,7 +66,7 @@ func (c *Cluster) StartMove(id int32) error {
 			return "", err
 		}
 		if s := l.LocalLogStartOffset(); s > 0 {
-			if err := f.TruncateFullyAndStartAt(s, l.LogStartOffset()); err != nil {
+			if err := startFutureAt(l, f, s); err != nil {
 				return "", err
 			}
 		}
@@ -136,6 +136,18 @@ func copyEpochs(l, f *log.UnifiedLog, from int64) error {
 	return nil
 }
 
+// startFutureAt empties the future log f and starts it at the current
+// log l's local log start s, with l's log start and the epochs l holds
+// below s (the local log of a tiered partition starts above its log
+// start; the prefix stays in remote storage, and the epoch cache
+// carries its lineage).
+func startFutureAt(l, f *log.UnifiedLog, s int64) error {
+	if err := f.TruncateFullyAndStartAt(s, l.LogStartOffset()); err != nil {
+		return err
+	}
+	return copyEpochs(l, f, s-1)
+}
+
 // markMoveTruncation records that the classic fetcher truncated the
 // current log to offset, for the move fetcher's next round (Kafka's
 // ReplicaFetcherThread.truncate calls the alter-log-dirs manager's
@@ -173,7 +185,7 @@ func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 		}
 		note += fmt.Sprintf("out of range at %d: truncated to the log end %d; ", fe, leo)
 	case fe < start:
-		if err := f.TruncateFullyAndStartAt(start, l.LogStartOffset()); err != nil {
+		if err := startFutureAt(l, f, start); err != nil {
 			return note, err
 		}
 		note += fmt.Sprintf("out of range at %d: starts at the local log start %d; ", fe, start)
