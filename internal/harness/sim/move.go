@@ -137,15 +137,16 @@ func copyEpochs(l, f *log.UnifiedLog, from int64) error {
 }
 
 // startFutureAt empties the future log f and starts it at the current
-// log l's local log start s, with l's log start and the epochs l holds
+// log l's local log start s, with l's log start and every epoch l holds
 // below s (the local log of a tiered partition starts above its log
 // start; the prefix stays in remote storage, and the epoch cache
-// carries its lineage).
+// carries its whole lineage, as a rebuild from remote storage restores
+// it).
 func startFutureAt(l, f *log.UnifiedLog, s int64) error {
 	if err := f.TruncateFullyAndStartAt(s, l.LogStartOffset()); err != nil {
 		return err
 	}
-	return copyEpochs(l, f, s-1)
+	return copyEpochs(l, f, -1)
 }
 
 // markMoveTruncation records that the classic fetcher truncated the
