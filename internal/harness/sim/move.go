@@ -12,13 +12,15 @@ import (
 )
 
 // A log directory move (Kafka: alterReplicaLogDirs), the smallest model
-// of it for scripted runs: a broker's future log is the log manager's
+// of it: a broker's future log is the log manager's
 // (logmanager.Manager.CreateFuture) in the other log directory of the
 // same crashable disk, so a crash keeps or tears it as it does the
 // current log, and a restart reopens it and hands it to the driver
 // (SetFutureLog), whose phase-2 check reads it. The move fetcher (Kafka:
-// ReplicaAlterLogDirsThread) copies only when MoveCopy runs, and the
-// promotion runs only when PromoteFuture does, through the log manager
+// ReplicaAlterLogDirsThread) copies only when MoveCopy runs, first
+// truncating the future log as that thread does (truncateFuture: to the
+// classic fetcher's truncations, and out of the current log's range), and
+// the promotion runs only when PromoteFuture does, through the log manager
 // (replica.ManagedLogs: logmanager.Manager.PromoteFutureInPlace, whose
 // commit point is a marker in the future log's directory). The random
 // scheduler takes all three (moveChoices).
