@@ -58,8 +58,14 @@ type Broker struct {
 	// runs: Cluster.RemoteTaskLookup).
 	task *remoteTaskLookup
 	// moving: the move fetcher holds the partition (a log directory
-	// move, scripted runs only: move.go).
+	// move: move.go).
 	moving bool
+	// moveTruncateTo is the offset the classic fetcher truncated the
+	// current log to since the move fetcher's last round (-1: none), for
+	// the move fetcher to truncate the future log to (Kafka's
+	// ReplicaFetcherThread.truncate marks the alter-log-dirs thread with
+	// markPartitionsForTruncation). In memory: a crash forgets it.
+	moveTruncateTo int64
 }
 
 // classicFetch is where the classic fetcher fetches from.
@@ -216,6 +222,7 @@ func (b *Broker) start() error {
 		b.driver.SetFutureLog(future)
 	}
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+	b.moveTruncateTo = -1
 	b.up = true
 	return nil
 }
@@ -246,7 +253,7 @@ func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 			RNG: rand.New(rand.NewPCG(b.c.rng.Uint64(), b.c.rng.Uint64()))})
 	}
 	_ = b.mgr.Close()
-	b.up, b.fs, b.logs, b.moving = false, img, nil, false
+	b.up, b.fs, b.logs, b.moving, b.moveTruncateTo = false, img, nil, false, -1
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
 }
 

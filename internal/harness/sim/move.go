@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/tierlog/tierlog/log"
@@ -11,16 +12,18 @@ import (
 )
 
 // A log directory move (Kafka: alterReplicaLogDirs), the smallest model
-// of it for scripted runs: a broker's future log is the log manager's
+// of it: a broker's future log is the log manager's
 // (logmanager.Manager.CreateFuture) in the other log directory of the
 // same crashable disk, so a crash keeps or tears it as it does the
 // current log, and a restart reopens it and hands it to the driver
 // (SetFutureLog), whose phase-2 check reads it. The move fetcher (Kafka:
-// ReplicaAlterLogDirsThread) copies only when MoveCopy runs, and the
-// promotion runs only when PromoteFuture does, through the log manager
+// ReplicaAlterLogDirsThread) copies only when MoveCopy runs, first
+// truncating the future log as that thread does (truncateFuture: to the
+// classic fetcher's truncations, and out of the current log's range), and
+// the promotion runs only when PromoteFuture does, through the log manager
 // (replica.ManagedLogs: logmanager.Manager.PromoteFutureInPlace, whose
-// commit point is a marker in the future log's directory); the random
-// scheduler takes neither.
+// commit point is a marker in the future log's directory). The random
+// scheduler takes all three (moveChoices).
 
 // futureLog is the log manager's future log of the partition (nil: none).
 func (b *Broker) futureLog() *log.UnifiedLog {
@@ -65,7 +68,7 @@ func (c *Cluster) StartMove(id int32) error {
 			return "", err
 		}
 		if s := l.LocalLogStartOffset(); s > 0 {
-			if err := f.TruncateFullyAndStartAt(s, s); err != nil {
+			if err := startFutureAt(l, f, s); err != nil {
 				return "", err
 			}
 		}
@@ -89,6 +92,10 @@ func (c *Cluster) MoveCopy(id int32) error {
 		if l == nil || f == nil || !b.moving {
 			return "", notApplicable("broker %d runs no move", id)
 		}
+		note, err := b.truncateFuture(l, f)
+		if err != nil {
+			return note, err
+		}
 		from := f.LogEndOffset()
 		for f.LogEndOffset() < l.LogEndOffset() {
 			fd, err := l.Read(nil, f.LogEndOffset(), fetchBytes, log.IsolationLogEnd, true)
@@ -102,10 +109,91 @@ func (c *Cluster) MoveCopy(id int32) error {
 				return "", err
 			}
 		}
+		if err := copyEpochs(l, f, from); err != nil {
+			return "", err
+		}
 		f.UpdateHighWatermark(min(l.HighWatermark(), f.LogEndOffset()))
-		return fmt.Sprintf("copied [%d, %d) into the future log; epochs=%s", from, f.LogEndOffset(),
+		return fmt.Sprintf("%scopied [%d, %d) into the future log; epochs=%s", note, from, f.LogEndOffset(),
 			formatEpochs(f.EpochEntries())), nil
 	})
+}
+
+// copyEpochs gives the future log f the current log l's leader epochs
+// over the offsets copied from from on: an append derives them from the
+// batches' leader epochs, but the current log may hold an epoch no batch
+// carries (the diskless epoch the switch assigns at the seal).
+func copyEpochs(l, f *log.UnifiedLog, from int64) error {
+	entries := l.EpochEntries()
+	for i, e := range entries {
+		if e.StartOffset >= f.LogEndOffset() {
+			break
+		}
+		if i+1 < len(entries) && entries[i+1].StartOffset <= from {
+			continue // ends before the copied offsets
+		}
+		if err := f.AssignEpochStartOffset(e.Epoch, max(e.StartOffset, f.LogStartOffset())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startFutureAt empties the future log f and starts it at the current
+// log l's local log start s, with l's log start and every epoch l holds
+// below s (the local log of a tiered partition starts above its log
+// start; the prefix stays in remote storage, and the epoch cache
+// carries its whole lineage, as a rebuild from remote storage restores
+// it).
+func startFutureAt(l, f *log.UnifiedLog, s int64) error {
+	if err := f.TruncateFullyAndStartAt(s, l.LogStartOffset()); err != nil {
+		return err
+	}
+	return copyEpochs(l, f, -1)
+}
+
+// markMoveTruncation records that the classic fetcher truncated the
+// current log to offset, for the move fetcher's next round (Kafka's
+// ReplicaFetcherThread.truncate calls the alter-log-dirs manager's
+// markPartitionsForTruncation).
+func (b *Broker) markMoveTruncation(offset int64) {
+	if b.moveTruncateTo < 0 || offset < b.moveTruncateTo {
+		b.moveTruncateTo = offset
+	}
+}
+
+// truncateFuture is the move fetcher's truncation before it copies, as
+// Kafka's ReplicaAlterLogDirsThread does with the current log as its
+// leader: to the offset the classic fetcher marked (markMoveTruncation),
+// then, for a fetch out of the current log's range, to the current
+// log's end (the future log ends past it: the current log was truncated
+// by something that does not mark the move fetcher, such as the
+// driver's truncation to the seal) or to a fresh log at its local log
+// start (the future log ends below it). Its note is empty when it
+// changed nothing.
+func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
+	note := ""
+	if t := b.moveTruncateTo; t >= 0 {
+		b.moveTruncateTo = -1
+		if f.LogEndOffset() > t {
+			if _, err := f.TruncateTo(t); err != nil {
+				return note, err
+			}
+			note += fmt.Sprintf("marked truncation to %d; ", t)
+		}
+	}
+	switch fe, leo, start := f.LogEndOffset(), l.LogEndOffset(), l.LocalLogStartOffset(); {
+	case fe > leo:
+		if _, err := f.TruncateTo(leo); err != nil {
+			return note, err
+		}
+		note += fmt.Sprintf("out of range at %d: truncated to the log end %d; ", fe, leo)
+	case fe < start:
+		if err := startFutureAt(l, f, start); err != nil {
+			return note, err
+		}
+		note += fmt.Sprintf("out of range at %d: starts at the local log start %d; ", fe, start)
+	}
+	return note, nil
 }
 
 // PromoteFuture runs the move fetcher's promotion hook on broker id
@@ -144,4 +232,34 @@ func (f moveFetcher) AddPartition(context.Context, remote.TopicIDPartition, repl
 func (f moveFetcher) RemovePartition(context.Context, remote.TopicIDPartition) error {
 	f.b.moving = false
 	return nil
+}
+
+// moveChoices are the scheduler's rows for a log directory move, with the
+// preconditions of the real operations: a move starts on a running
+// replica with a log and no move (a restarted broker's future log waits
+// for the driver to resume its move), the move fetcher copies only while
+// it holds the partition, and it promotes the future log only in a round
+// with no truncation pending, once the future log caught up (Kafka's
+// ReplicaAlterLogDirsThread calls maybePromoteFutureReplica after an
+// append, in its fetching state).
+var moveChoices = [...]choice{
+	{"start-move", 1, func(c *Cluster, rng *rand.Rand) error {
+		b := c.Broker(anyBroker(c, rng))
+		if !b.up || b.Log() == nil || b.Prior().Offline || b.futureLog() != nil {
+			return ErrNotApplicable
+		}
+		return c.StartMove(b.ID)
+	}},
+	{"move-copy", 2, func(c *Cluster, rng *rand.Rand) error { return c.MoveCopy(anyBroker(c, rng)) }},
+	{"promote-future", 1, func(c *Cluster, rng *rand.Rand) error {
+		b := c.Broker(anyBroker(c, rng))
+		if !b.up || !b.moving || b.moveTruncateTo >= 0 || b.Prior().Offline {
+			return ErrNotApplicable
+		}
+		l, f := b.Log(), b.futureLog()
+		if l == nil || f == nil || f.LogEndOffset() != l.LogEndOffset() {
+			return ErrNotApplicable
+		}
+		return c.PromoteFuture(b.ID)
+	}},
 }

@@ -46,3 +46,36 @@ func TestMovePromotionSurvivesCrash(t *testing.T) {
 	require.Nil(t, c.Check())
 	require.NoError(t, c.Consume(0))
 }
+
+// TestMoveFetcherTruncatesFutureLog: a follower's future log copied an
+// uncommitted tail [5, 8) of epoch 0; a clean election makes broker 3
+// (log end 5) the leader, which writes [5, 9) in epoch 1. The follower's
+// fetch diverges and truncates its log to 5, which marks the move fetcher
+// (Kafka: markPartitionsForTruncation), so the next copy truncates the
+// future log to 5 before it copies [5, 9): the promoted log holds the
+// committed records, not the discarded tail.
+func TestMoveFetcherTruncatesFutureLog(t *testing.T) {
+	c, err := New(Options{Seed: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Produce(5))
+	require.NoError(t, c.CatchUp(2))
+	require.NoError(t, c.CatchUp(3))
+	require.NoError(t, c.Produce(3)) // [5, 8): b3 lacks it, uncommitted
+	require.NoError(t, c.Replicate(2))
+	require.NoError(t, c.StartMove(2))
+	require.NoError(t, c.MoveCopy(2))
+	b := c.Broker(2)
+	require.Equal(t, int64(8), b.futureLog().LogEndOffset())
+	require.NoError(t, c.ElectLeader(3))
+	require.NoError(t, c.Produce(4)) // [5, 9) in epoch 1
+	require.NoError(t, c.CatchUp(2))
+	require.Equal(t, int64(9), b.Log().LogEndOffset())
+	require.NoError(t, c.MoveCopy(2))
+	require.Contains(t, c.TraceTail(1), "marked truncation to 5")
+	require.Equal(t, b.Log().EpochEntries(), b.futureLog().EpochEntries())
+	require.NoError(t, c.PromoteFuture(2))
+	require.Nil(t, b.futureLog())
+	require.NoError(t, c.CatchUp(2))
+	require.Nil(t, c.Check())
+}

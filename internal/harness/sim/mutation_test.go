@@ -5,6 +5,7 @@ package sim
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"testing/cryptotest"
@@ -202,4 +203,16 @@ func TestSimScriptedRetentionGuards(t *testing.T) {
 			require.Equal(t, LostRecord, v.Kind, "%v", v)
 		})
 	}
+}
+
+// TestSimResetAtSealEpochCleanup: the script reset_at_seal_epoch_cleanup
+// reaches the reset at the seal through actions alone (a forced election
+// of a replica whose log ends at the seal, and an out-of-range fetch
+// that empties the old leader's log); with epoch-cleanup-guard disabled
+// the new leader's epoch-cache cleanup deletes the classic prefix.
+func TestSimResetAtSealEpochCleanup(t *testing.T) {
+	mutation.Disable(t, mutation.EpochCleanupGuard)
+	vs := runScriptFile(t, filepath.Join("testdata/scripts", "reset_at_seal_epoch_cleanup"), false)
+	require.NotEmpty(t, vs, "epoch-cleanup-guard disabled: no violation")
+	require.Equal(t, LostRecord, vs[0].Kind, "%v", vs[0])
 }

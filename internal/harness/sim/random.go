@@ -158,6 +158,14 @@ var choices = []choice{
 		}
 		return c.Reseal(seal)
 	}},
+	// Log directory moves (kafka-reassign-partitions.sh
+	// --reassignment-json-file with log_dirs: alterReplicaLogDirs): a
+	// move starts on any running replica, its fetcher copies in rounds of
+	// its own, so a move runs across leader changes, the seal, phase 2,
+	// crashes (the future log stays on the disk) and the truncations of
+	// the current log; the future log replaces the current one once both
+	// end at the same offset (moveChoices).
+	moveChoices[0], moveChoices[1], moveChoices[2],
 	{"force-leader", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.ctrl.rec.State.Phase() != tierstate.PhaseTwo {
 			return ErrNotApplicable

@@ -82,6 +82,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		if _, err := fl.TruncateTo(plan.TruncateTo); err != nil {
 			return "", err
 		}
+		f.markMoveTruncation(fl.LogEndOffset())
 		return fmt.Sprintf("diverging at %d (epoch %d ends at %d): truncate to %d", offset, v.DivergingEpoch,
 			v.DivergingEndOffset, plan.TruncateTo), nil
 	case tierstate.FetchOffsetOutOfRange:
@@ -93,6 +94,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		case truncation.StartAtLeaderStart:
 			err = fl.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
 		}
+		f.markMoveTruncation(fl.LogEndOffset())
 		return fmt.Sprintf("out of range at %d: %s", offset, plan), err
 	case tierstate.FetchOffsetMovedToTieredStorage:
 		m, err := tierstate.NewMachine(tierstate.MachineOptions{Leader: demo.Endpoint{Log: ll, Epoch: epoch},
@@ -102,6 +104,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		}
 		res, err := m.Rebuild(c.ctx, tierstate.RebuildRequest{Partition: Partition, Log: fl, State: c.ctrl.rec.State,
 			CurrentLeaderEpoch: epoch, LeaderLogStartOffset: v.LogStartOffset})
+		f.markMoveTruncation(fl.LogEndOffset())
 		if err != nil {
 			return fmt.Sprintf("moved to tiered storage at %d: rebuild failed: %v", offset, err), nil
 		}
@@ -167,6 +170,7 @@ func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 		if _, err := fl.TruncateTo(plan.TruncateTo); err != nil {
 			return "", err
 		}
+		f.markMoveTruncation(fl.LogEndOffset())
 		return fmt.Sprintf("%s diverging (epoch %d ends at %d): truncate to %d", head, d.DivergingEpoch,
 			d.DivergingEndOffset, plan.TruncateTo), nil
 	case d.Error == tierstate.SealErrorOffsetOutOfRange:
@@ -177,6 +181,7 @@ func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 		case truncation.StartAtLeaderStart:
 			err = fl.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
 		}
+		f.markMoveTruncation(fl.LogEndOffset())
 		return fmt.Sprintf("%s %s: %s", head, d.Error, plan), err
 	case d.Error != tierstate.SealErrorNone:
 		return fmt.Sprintf("%s %s (%s)", head, d.Error, d.Reason), nil

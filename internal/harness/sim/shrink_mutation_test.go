@@ -25,9 +25,14 @@ func shrinkGuard(t *testing.T, gs []mutation.Guard, dir string) (string, Kind) {
 		mutation.Disable(t, g)
 	}
 	start := time.Now()
+	// The log directory moves weigh 0: with them in the menu the first
+	// catching seed of first-prune-bound,wal-read-gap shrinks to a
+	// force-leader outside phase 2 (Replay does not keep the menu's
+	// preconditions), which loses records with every guard on.
+	weights := map[string]int{"start-move": 0, "move-copy": 0, "promote-future": 0}
 	for seed := uint64(1); seed <= 50; seed++ {
 		cryptotest.SetGlobalRandom(t, seed)
-		res, err := Run(seed, RunOptions{Steps: 500})
+		res, err := Run(seed, RunOptions{Steps: 500, Weights: weights})
 		require.NoError(t, err)
 		if !res.Failed() {
 			continue
