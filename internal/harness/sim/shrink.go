@@ -107,6 +107,7 @@ var brokerActions = map[string]func(*Cluster, int32) error{
 	"start-move":      (*Cluster).StartMove,
 	"move-copy":       (*Cluster).MoveCopy,
 	"promote-future":  (*Cluster).PromoteFuture,
+	"partition":       (*Cluster).PartitionBroker,
 	"describe": func(c *Cluster, id int32) error {
 		_, err := c.Describe(id)
 		return err
@@ -120,6 +121,7 @@ var clusterActions = map[string]func(*Cluster) error{
 	"prune":       (*Cluster).Prune,
 	"repair":      (*Cluster).Repair,
 	"rebalance":   (*Cluster).RebalanceLeaders,
+	"heal":        (*Cluster).Heal,
 }
 
 // noBrokerArg are commands whose trace line names a broker (the leader)
@@ -170,6 +172,22 @@ func (a Action) apply(c *Cluster) error {
 			return fmt.Errorf("%w: %q has no rate", ErrUnreplayable, a)
 		}
 		return c.SetFaults(rate)
+	case "cp-outage", "cp-ambiguous":
+		v, _ := a.arg("on")
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: %q has no on=true|false", ErrUnreplayable, a)
+		}
+		if a.Cmd == "cp-outage" {
+			return c.ControlPlaneOutage(on)
+		}
+		return c.ControlPlaneLostAnswers(on)
+	case "clock-jump":
+		ms, err := need("ms")
+		if err != nil {
+			return err
+		}
+		return c.ClockJump(ms)
 	case "task-lookup":
 		off, err := need("offset")
 		if err != nil {
