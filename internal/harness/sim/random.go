@@ -24,6 +24,8 @@ type Result struct {
 	Actions []Action
 	// StoreFaults are the object-store faults injected (shrink.go).
 	StoreFaults StoreFaults
+	// ControlPlaneFaults are the control-plane faults injected (faults.go).
+	ControlPlaneFaults ControlPlaneFaults
 	// Swarm is the run's swarm configuration (nil with NoSwarm).
 	Swarm *Swarm
 }
@@ -293,7 +295,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 		}
 	}
 	res.Steps, res.Trace = c.step, c.Trace()
-	res.Actions, res.StoreFaults = c.rec.actions, c.store.faults()
+	res.Actions, res.StoreFaults, res.ControlPlaneFaults = c.rec.actions, c.store.faults(), c.walCP.faults()
 	if err := c.Close(); err != nil && res.Violation == nil {
 		return res, fmt.Errorf("sim: close after seed %d: %w", seed, err)
 	}

@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "run TestRandom on this seed only (TIERLOG_SEED does the same)")
-	stepsFlag = flag.Int("steps", 500, "steps per random run")
+	seedFlag    = flag.Uint64("seed", 0, "run TestRandom on this seed only (TIERLOG_SEED does the same)")
+	stepsFlag   = flag.Int("steps", 500, "steps per random run")
+	noSwarmFlag = flag.Bool("no-swarm", false, "run TestRandom without swarm configurations (the default menu on every seed)")
 )
 
 // fixedSeeds are the seeds TestRandom runs by default: 1 to 300 (500
@@ -45,11 +46,11 @@ func fixedSeeds(t *testing.T) []uint64 {
 func runSeed(t *testing.T, seed uint64, steps int) *Result {
 	t.Helper()
 	cryptotest.SetGlobalRandom(t, seed)
-	res, err := Run(seed, RunOptions{Steps: steps})
+	res, err := Run(seed, RunOptions{Steps: steps, NoSwarm: *noSwarmFlag})
 	require.NoError(t, err)
 	if res.Failed() {
-		t.Fatalf("seed %d: %v\nrerun: go test ./internal/harness/sim -run TestRandom -seed %d\nlast steps:\n%s",
-			seed, res.Violation, seed, res.TraceTail(40))
+		t.Fatalf("seed %d: %v\n%v\nrerun: go test ./internal/harness/sim -run TestRandom -seed %d\nlast steps:\n%s",
+			seed, res.Violation, res.Swarm, seed, res.TraceTail(40))
 	}
 	return res
 }
