@@ -108,3 +108,47 @@ func TestRandomTakesNewFaultKinds(t *testing.T) {
 	}
 	require.Positive(t, ambiguous, "no ambiguous commit in seeds 1 to 20")
 }
+
+// TestPartitionBlocksFetches: a follower cut off from the leader fetches
+// nothing (its fetch is not applicable) and falls behind until the
+// partition heals; a leader cut off from its followers cannot advance
+// its high watermark.
+func TestPartitionBlocksFetches(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 1)
+	c, err := New(Options{Seed: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Produce(5))
+	require.NoError(t, c.PartitionBroker(2))
+	require.ErrorIs(t, c.PartitionBroker(3), ErrNotApplicable, "one partition at a time")
+	require.ErrorIs(t, c.Replicate(2), ErrNotApplicable)
+	require.NoError(t, c.Replicate(3))
+	_, _, leo, _ := c.Broker(2).Offsets()
+	require.Zero(t, leo)
+	require.Zero(t, c.Committed(), "broker 2 is in the ISR: nothing commits without its fetch")
+	require.NoError(t, c.Heal())
+	require.ErrorIs(t, c.Heal(), ErrNotApplicable)
+	require.NoError(t, c.CatchUp(2))
+	require.EqualValues(t, 5, c.Committed())
+
+	require.NoError(t, c.PartitionBroker(1)) // the leader
+	require.NoError(t, c.Produce(3))
+	require.ErrorIs(t, c.Replicate(2), ErrNotApplicable)
+	require.ErrorIs(t, c.Replicate(3), ErrNotApplicable)
+	require.EqualValues(t, 5, c.Committed())
+}
+
+// TestClockJump: the clock jumps forward, up to a day short of the
+// default retention.ms, which the checker does not model.
+func TestClockJump(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 1)
+	c, err := New(Options{Seed: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	before := c.nowMs
+	require.NoError(t, c.ClockJump(3600_000))
+	require.Equal(t, before+10+3600_000, c.nowMs) // the step's own 10 ms and the jump
+	require.ErrorIs(t, c.ClockJump(7*24*3600_000), ErrNotApplicable)
+	require.ErrorIs(t, c.ClockJump(0), ErrNotApplicable)
+	require.Equal(t, before+10+3600_000, c.nowMs)
+}
