@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tierlog/tierlog/tierstate"
 )
 
 // Shrinking: a random run records each step it takes as a script-level
@@ -254,6 +256,16 @@ func (r *recorder) done(action string, broker int32, applied bool) {
 	r.actions = append(r.actions, Action{Cmd: action, Broker: broker, Args: args})
 }
 
+// replayPreconditions are the scheduler's preconditions that keep an
+// action from losing committed records by design: a replay (and so a
+// shrink) skips the action where the scheduler would not take it, or a
+// shrunk schedule could break an invariant through the action alone (a
+// force-leader before phase 2 elects a replica that lacks the committed
+// records, which scripts do on purpose).
+var replayPreconditions = map[string]func(*Cluster) bool{
+	"force-leader": func(c *Cluster) bool { return c.ctrl.rec.State.Phase() == tierstate.PhaseTwo },
+}
+
 // Replayed is one replay: the actions that took a step (those not
 // applicable are left out), each one's output as a script prints it, and
 // the violation that ended it (nil if none).
@@ -281,6 +293,9 @@ func Replay(opts Options, actions []Action) (*Replayed, error) {
 	r := &Replayed{State: c.stateString()}
 	for _, a := range actions {
 		lines = lines[:0]
+		if pre, ok := replayPreconditions[a.Cmd]; ok && !pre(c) {
+			continue // the scheduler would not take it here
+		}
 		err := a.apply(c)
 		if errors.Is(err, ErrNotApplicable) {
 			continue
