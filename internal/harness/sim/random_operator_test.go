@@ -45,7 +45,9 @@ func TestRandomTakesElectionsAndOperatorActions(t *testing.T) {
 func TestRandomUncleanElectLeaders(t *testing.T) {
 	for _, seed := range []uint64{53, 101} {
 		cryptotest.SetGlobalRandom(t, seed)
-		res, err := Run(seed, RunOptions{Weights: map[string]int{"elect-unclean": 1}})
+		// The menu itself, as when the seeds were found (a swarm
+		// configuration draws another schedule).
+		res, err := Run(seed, RunOptions{Weights: map[string]int{"elect-unclean": 1}, NoSwarm: true})
 		require.NoError(t, err)
 		require.False(t, res.Failed(), "seed %d: %v\n%s", seed, res.Violation, res.TraceTail(20))
 		require.Contains(t, strings.Join(res.Trace, "\n"), "unclean: unclean election", "seed %d", seed)
