@@ -49,6 +49,8 @@ func (k Kind) String() string {
 		return "lineage-diverged"
 	case ConsolidatingOutsideISR:
 		return "consolidating-outside-isr"
+	case ClassicBroken:
+		return "classic-broken"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
@@ -80,7 +82,7 @@ func (c *Cluster) Check() *Violation {
 		return v
 	}
 	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage,
-		c.checkConsolidatingInISR} {
+		c.checkConsolidatingInISR, c.checkClassic} {
 		if v := f(); v != nil {
 			return v
 		}

@@ -118,12 +118,15 @@ var brokerActions = map[string]func(*Cluster, int32) error{
 
 // clusterActions are the commands without arguments.
 var clusterActions = map[string]func(*Cluster) error{
-	"arm-switch":  (*Cluster).ArmSwitch,
-	"switch-step": (*Cluster).SwitchStep,
-	"prune":       (*Cluster).Prune,
-	"repair":      (*Cluster).Repair,
-	"rebalance":   (*Cluster).RebalanceLeaders,
-	"heal":        (*Cluster).Heal,
+	"arm-switch": (*Cluster).ArmSwitch,
+	// The operator's undo of a pending switch (undo.go).
+	"undo-switch":  (*Cluster).UndoSwitch,
+	"rearm-switch": (*Cluster).RearmSwitch,
+	"switch-step":  (*Cluster).SwitchStep,
+	"prune":        (*Cluster).Prune,
+	"repair":       (*Cluster).Repair,
+	"rebalance":    (*Cluster).RebalanceLeaders,
+	"heal":         (*Cluster).Heal,
 }
 
 // noBrokerArg are commands whose trace line names a broker (the leader)

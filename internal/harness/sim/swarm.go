@@ -51,7 +51,7 @@ var swarmKinds = []struct {
 	{"store-faults", []string{"faults"}},
 	{"elections", []string{"elect", "elect-preferred", "rebalance"}},
 	{"operator", []string{"describe", "elect-replica", "start-phase-2", "reseal", "force-leader"}},
-	{"switch", []string{"arm-switch"}},
+	{"switch", []string{"arm-switch", "undo-switch", "rearm-switch"}},
 	{"task-split", []string{"task-lookup", "task-install"}},
 	{"cp-faults", []string{"cp-outage", "cp-ambiguous"}},
 	{"partition", []string{"partition"}},
