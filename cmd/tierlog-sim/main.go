@@ -5,15 +5,19 @@
 //
 // Usage:
 //
-//	tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-trace] [-shrink DIR]
-//	tierlog-sim -duration D [-seed S] [-steps K] [-weights name=N,...] [-progress P] [-shrink DIR]
-//	tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...] [-shrink DIR]
+//	tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-swarm=false] [-trace] [-shrink DIR]
+//	tierlog-sim -duration D [-seed S] [-steps K] [-weights name=N,...] [-swarm=false] [-progress P] [-shrink DIR]
+//	tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...] [-swarm=false] [-shrink DIR]
 //
 // -seed S runs seed S alone; -seeds N runs seeds 1 to N (with -seed, N
 // seeds from S on). -steps is the length of each schedule (default 500).
 // -weights replaces the weights of the scheduler's actions by name
 // (sim.RunOptions.Weights; 0 removes one), for example
-// lose-disk=4,crash=6. -trace prints every step's trace line as it
+// lose-disk=4,crash=6. Each seed also draws its swarm configuration
+// (sim.DrawSwarm: which fault kinds are on, and how much each weighs,
+// scaling the -weights menu), printed as its first trace line and with
+// a failing seed; -swarm=false runs every seed on the menu itself (the
+// test's rerun flag is then -no-swarm). -trace prints every step's trace line as it
 // runs; without it only a failing seed's last steps are printed. The exit status is 1 when some
 // seed breaks an invariant (the first failing seed ends the run), 2 for
 // a usage error.
@@ -28,9 +32,11 @@
 // Soak mode, -duration D, runs seeds from S (-seed) or from a random
 // seed it prints, until D is up, with a progress line every P (-progress,
 // default 10s): seeds, steps and steps/s, the faults injected by kind
-// (the scheduler's fault actions, and the object-store Puts and Deletes
-// failed or whose response was lost) and the steps after which every
-// invariant was checked. It stops at the first failing seed, prints it
+// (the scheduler's fault actions, the object-store Puts and Deletes
+// failed or whose response was lost, and the control-plane calls refused
+// or whose answer was lost), the steps after which every invariant was
+// checked, and per fault kind the seeds whose swarm configuration turned
+// it off. It stops at the first failing seed, prints it
 // and writes its shrunk script (into DIR, default the current directory);
 // exit 1 then, 0 when the time ran out.
 //
@@ -89,6 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 0, "soak mode: run seeds (from -seed, or a random one) until this time is up")
 	progress := fs.Duration("progress", 10*time.Second, "soak mode: the interval of the progress lines")
 	shrinkDir := fs.String("shrink", "", "write a failing seed's shrunk schedule as a script into this directory (soak mode: default .)")
+	swarm := fs.Bool("swarm", true, "draw each seed's swarm configuration (which fault kinds are on, and their weights); -swarm=false runs the menu as -weights leaves it")
 	if err := fs.Parse(args); err != nil {
 		if *guard != "" {
 			return 1
@@ -104,7 +111,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *guard != "" {
-		return search(*guard, searchOptions{first: *seed, n: *seeds, steps: *steps, weights: w, dir: *shrinkDir},
+		return search(*guard, searchOptions{first: *seed, n: *seeds, steps: *steps, weights: w, noSwarm: !*swarm,
+			dir: *shrinkDir},
 			fs.NArg() > 0 || *trace || *duration != 0, stdout, stderr)
 	}
 	if *duration != 0 {
@@ -116,7 +124,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			*shrinkDir = "."
 		}
 		return soak(soakOptions{duration: *duration, progress: *progress, first: *seed, steps: *steps, weights: w,
-			dir: *shrinkDir}, stdout, stderr)
+			noSwarm: !*swarm, dir: *shrinkDir}, stdout, stderr)
 	}
 	if fs.NArg() > 0 || *steps <= 0 || *seeds < 0 || (*seed == 0 && *seeds == 0) {
 		fmt.Fprintln(stderr, "usage: tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-trace]")
@@ -129,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if n == 0 {
 		n = 1
 	}
-	opts := sim.RunOptions{Steps: *steps, Weights: w}
+	opts := sim.RunOptions{Steps: *steps, Weights: w, NoSwarm: !*swarm}
 	start, total := time.Now(), 0
 	for s := first; s < first+n; s++ {
 		if *trace {
@@ -146,8 +154,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if !*trace {
 				fmt.Fprintf(stdout, "last steps:\n%s", res.TraceTail(40))
 			}
-			fmt.Fprintf(stdout, "seed %d FAILED: %v\nrerun: go test ./internal/harness/sim -run TestRandom -seed %d\n",
-				s, res.Violation, s)
+			fmt.Fprintf(stdout, "seed %d FAILED: %v\n%srerun: go test ./internal/harness/sim -run TestRandom -seed %d%s\n",
+				s, res.Violation, swarmLine(res), s, rerunFlags(opts))
 			if *shrinkDir != "" {
 				fmt.Fprint(stdout, shrinkTo(*shrinkDir, "", res, opts, stderr))
 			}
@@ -172,6 +180,7 @@ type searchOptions struct {
 	n       int
 	steps   int
 	weights map[string]int
+	noSwarm bool
 	// dir, if set, receives the shrunk script of a seed caught.
 	dir string
 }
@@ -239,7 +248,7 @@ func searchGuards(gs []mutation.Guard, o searchOptions, stderr io.Writer) (seed 
 	if sc.skipped != "" {
 		return 0, 0, "", fmt.Errorf("cannot disable: %s", sc.skipped)
 	}
-	opts := sim.RunOptions{Steps: o.steps, Weights: o.weights}
+	opts := sim.RunOptions{Steps: o.steps, Weights: o.weights, NoSwarm: o.noSwarm}
 	for s := o.first; s < o.first+uint64(o.n); s++ {
 		res, err := sim.Run(s, opts)
 		if err != nil {
@@ -301,4 +310,13 @@ func joinGuards(gs []mutation.Guard) string {
 		names[i] = g.String()
 	}
 	return strings.Join(names, ",")
+}
+
+// rerunFlags are the test flags a rerun of a run with opts needs beyond
+// the seed: -no-swarm for a run without swarm configurations.
+func rerunFlags(opts sim.RunOptions) string {
+	if opts.NoSwarm {
+		return " -no-swarm"
+	}
+	return ""
 }

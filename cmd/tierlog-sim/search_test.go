@@ -4,11 +4,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tierlog/tierlog/internal/harness/sim"
 	"github.com/tierlog/tierlog/internal/mutation"
 )
 
@@ -16,7 +18,7 @@ import (
 // guard disabled, and wal-read-gap with it (the fetcher's refusal to
 // append a batch that does not start at its log end stops the same bug
 // one step later, as a leader that makes no progress, which no invariant
-// checks). Seed 10 is the first that breaks an invariant
+// checks). Seed 2 (its swarm configuration drawn) is the first that breaks an invariant
 // (internal/harness/sim's TestSimCatchesEachGuard runs it too); the guards are
 // on again afterwards.
 func TestSearchCatchesFirstPruneBound(t *testing.T) {
@@ -25,7 +27,7 @@ func TestSearchCatchesFirstPruneBound(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
 	}
-	if got, want := out.String(), "first-prune-bound,wal-read-gap: caught at seed 10 after 255 steps\n"; got != want {
+	if got, want := out.String(), "first-prune-bound,wal-read-gap: caught at seed 2 after 412 steps\n"; got != want {
 		t.Fatalf("output %q, want %q", got, want)
 	}
 	for _, g := range []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap} {
@@ -63,24 +65,25 @@ func TestSearchNotCaught(t *testing.T) {
 }
 
 // With -shrink the search also writes the caught seed's shrunk script
-// (phase2-gate: seed 10, 184 steps) and prints its line after the result.
+// (phase2-gate: seed 5, 104 steps) and prints its line after the result.
 func TestSearchShrinks(t *testing.T) {
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
-	if code := run([]string{"-mutation", "phase2-gate", "-seeds", "10", "-shrink", dir}, &out, &errs); code != 0 {
+	if code := run([]string{"-mutation", "phase2-gate", "-seeds", "5", "-shrink", dir}, &out, &errs); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	path := filepath.Join(dir, "shrunk_phase2_gate_seed_10")
-	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 10 after 184 steps" ||
-		!strings.HasPrefix(lines[1], "phase2-gate: seed 10 shrunk from 184 to ") || !strings.HasSuffix(lines[1], path) {
+	path := filepath.Join(dir, "shrunk_phase2_gate_seed_5")
+	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 5 after 104 steps" ||
+		!strings.HasPrefix(lines[1], "phase2-gate: seed 5 shrunk from 104 to ") || !strings.HasSuffix(lines[1], path) {
 		t.Fatalf("output:\n%s%s", out.String(), errs.String())
 	}
-	requireScript(t, path)
+	requireScript(t, path, 5)
 }
 
 // A soak stops at the first seed that breaks an invariant (here with
-// phase2-gate disabled: seed 10), prints it and writes its shrunk script.
+// phase2-gate disabled: seed 5), prints it, its swarm configuration and
+// writes its shrunk script.
 func TestSoakStopsAndShrinks(t *testing.T) {
 	mutation.Disable(t, mutation.Phase2Gate)
 	dir := t.TempDir()
@@ -88,24 +91,26 @@ func TestSoakStopsAndShrinks(t *testing.T) {
 	if code := run([]string{"-duration", "10m", "-seed", "1", "-shrink", dir}, &out, &errs); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errs.String())
 	}
-	for _, want := range []string{"seed 10 FAILED after 184 steps: step 184: lineage-diverged",
-		"rerun: go test ./internal/harness/sim -run TestRandom -seed 10\n", "seed 10 shrunk from 184 to "} {
+	for _, want := range []string{"seed 5 FAILED after 104 steps: step 104: lineage-diverged",
+		"\n" + sim.DrawSwarm(5).String() + "\n",
+		"rerun: go test ./internal/harness/sim -run TestRandom -seed 5\n", "seed 5 shrunk from 104 to "} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s%s", want, out.String(), errs.String())
 		}
 	}
-	requireScript(t, filepath.Join(dir, "shrunk_seed_10"))
+	requireScript(t, filepath.Join(dir, "shrunk_seed_5"), 5)
 }
 
-// requireScript: path is a script of a new cluster ending in a violation.
-func requireScript(t *testing.T, path string) {
+// requireScript: path is a script of a new cluster of seed ending in a
+// violation.
+func requireScript(t *testing.T, path string, seed int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	if !strings.Contains(s, "\nnew seed=10\n----\n") || !strings.Contains(s, "\nviolation: step ") {
+	if !strings.Contains(s, fmt.Sprintf("\nnew seed=%d\n----\n", seed)) || !strings.Contains(s, "\nviolation: step ") {
 		t.Fatalf("%s:\n%s", path, s)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -22,19 +23,25 @@ type soakOptions struct {
 	first    uint64
 	steps    int
 	weights  map[string]int
+	noSwarm  bool
 	dir      string
 }
 
 // faultActions are the scheduler's actions that inject a fault: the
 // soak's progress line counts them by name.
 var faultActions = []string{"crash", "lose-disk", "shrink-isr", "force-leader", "stop", "wipe-disk",
-	"log-dir-failure", "restart-unclean", "unclean-elect"}
+	"log-dir-failure", "restart-unclean", "unclean-elect", "partition", "clock-jump", "cp-outage", "cp-ambiguous",
+	"task-lookup"}
 
 // soakStats are the totals of a soak so far.
 type soakStats struct {
 	seeds, steps int
 	actions      map[string]int
 	store        sim.StoreFaults
+	cp           sim.ControlPlaneFaults
+	// swarm counts, per fault kind, the seeds whose swarm configuration
+	// turned it off.
+	swarmOff map[string]int
 }
 
 func (s *soakStats) add(res *sim.Result) {
@@ -47,6 +54,15 @@ func (s *soakStats) add(res *sim.Result) {
 	}
 	s.store.Failed += res.StoreFaults.Failed
 	s.store.LostResponse += res.StoreFaults.LostResponse
+	s.cp.Refused += res.ControlPlaneFaults.Refused
+	s.cp.LostAnswer += res.ControlPlaneFaults.LostAnswer
+	if res.Swarm != nil {
+		for _, k := range res.Swarm.Kinds {
+			if k.Factor == 0 {
+				s.swarmOff[k.Name]++
+			}
+		}
+	}
 }
 
 // line is a progress line: seeds, steps and their rate, the faults
@@ -60,9 +76,18 @@ func (s *soakStats) line(el time.Duration) string {
 		}
 	}
 	faults = append(faults, fmt.Sprintf("store-put/delete-failed=%d store-lost-response=%d",
-		s.store.Failed, s.store.LostResponse))
-	return fmt.Sprintf("%v: %d seeds, %d steps (%.0f steps/s); faults: %s; invariants checked after %d steps",
+		s.store.Failed, s.store.LostResponse), fmt.Sprintf("cp-refused=%d cp-lost-answer=%d",
+		s.cp.Refused, s.cp.LostAnswer))
+	line := fmt.Sprintf("%v: %d seeds, %d steps (%.0f steps/s); faults: %s; invariants checked after %d steps",
 		el.Round(time.Second), s.seeds, s.steps, float64(s.steps)/el.Seconds(), strings.Join(faults, " "), s.steps)
+	if len(s.swarmOff) > 0 {
+		var off []string
+		for _, k := range slices.Sorted(maps.Keys(s.swarmOff)) {
+			off = append(off, fmt.Sprintf("%s=%d", k, s.swarmOff[k]))
+		}
+		line += "; swarm: seeds with a kind off: " + strings.Join(off, " ")
+	}
+	return line
 }
 
 // soak runs seeds from o.first (a random one if 0) on until o.duration
@@ -77,8 +102,8 @@ func soak(o soakOptions, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "soak: seeds from %d for %v, %d steps each\n", o.first, o.duration, o.steps)
 	start := time.Now()
 	next := start.Add(o.progress)
-	st := soakStats{actions: map[string]int{}}
-	opts := sim.RunOptions{Steps: o.steps, Weights: o.weights}
+	st := soakStats{actions: map[string]int{}, swarmOff: map[string]int{}}
+	opts := sim.RunOptions{Steps: o.steps, Weights: o.weights, NoSwarm: o.noSwarm}
 	for s := o.first; time.Since(start) < o.duration; s++ {
 		res, err := sim.Run(s, opts)
 		if err != nil {
@@ -88,8 +113,8 @@ func soak(o soakOptions, stdout, stderr io.Writer) int {
 		st.add(res)
 		if res.Failed() {
 			fmt.Fprintln(stdout, st.line(time.Since(start)))
-			fmt.Fprintf(stdout, "last steps:\n%sseed %d FAILED after %d steps: %v\nrerun: go test ./internal/harness/sim -run TestRandom -seed %d\n",
-				res.TraceTail(20), s, res.Steps, res.Violation, s)
+			fmt.Fprintf(stdout, "last steps:\n%sseed %d FAILED after %d steps: %v\n%srerun: go test ./internal/harness/sim -run TestRandom -seed %d%s\n",
+				res.TraceTail(20), s, res.Steps, res.Violation, swarmLine(res), s, rerunFlags(opts))
 			fmt.Fprint(stdout, shrinkTo(o.dir, "", res, opts, stderr))
 			return 1
 		}
@@ -136,4 +161,13 @@ func shrinkTo(dir, label string, res *sim.Result, opts sim.RunOptions, stderr io
 	}
 	return fmt.Sprintf("%sseed %d shrunk from %d to %d steps in %v (%d replays): %s\n", prefix, res.Seed, res.Steps,
 		len(s.Applied), s.Elapsed.Round(time.Millisecond), s.Runs, path)
+}
+
+// swarmLine is a failing run's swarm configuration, as a line of its own
+// ("" without one).
+func swarmLine(res *sim.Result) string {
+	if res.Swarm == nil {
+		return ""
+	}
+	return res.Swarm.String() + "\n"
 }

@@ -192,7 +192,7 @@ func (b *Broker) start() error {
 		Consolidation: crossTier, Now: c.now}); err != nil {
 		return err
 	}
-	if b.endpoint, err = consolidate.NewEndpoint(consolidate.EndpointOptions{ControlPlane: c.cp, WAL: c.reader,
+	if b.endpoint, err = consolidate.NewEndpoint(consolidate.EndpointOptions{ControlPlane: c.walCP, WAL: c.reader,
 		Remote: c.meta, Partitions: partitionSource{b}, CrossTier: crossTier, SegmentBytes: c.opts.SegmentBytes}); err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (b *Broker) start() error {
 		Backoff: time.Millisecond, IdleInterval: time.Millisecond, Clock: stepClock{c}}); err != nil {
 		return err
 	}
-	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.cp}); err != nil {
+	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.walCP}); err != nil {
 		return err
 	}
 	logs := replica.ManagedLogs(b.logs)
@@ -223,6 +223,7 @@ func (b *Broker) start() error {
 	}
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
 	b.moveTruncateTo = -1
+	b.task = nil // a remote task's lookup dies with the process
 	b.up = true
 	return nil
 }

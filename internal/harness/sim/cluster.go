@@ -84,14 +84,23 @@ type Cluster struct {
 	storage *remote.StorageManager
 	cpFS    vfs.FS
 	cp      *pebblecp.ControlPlane
-	writer  *wal.Writer
-	reader  *wal.Reader
+	// walCP is cp as the brokers' WAL clients reach it, with the
+	// injected control-plane faults (faults.go).
+	walCP  *faultCP
+	writer *wal.Writer
+	reader *wal.Reader
 
 	ctrl    controller
 	brokers []*Broker
 	model   model
 	trace   trace
 	rec     recorder // the steps taken, as script actions (shrink.go)
+	// swarm is a random run's swarm configuration (nil: none); only the
+	// scheduler reads it (swarm.go).
+	swarm *Swarm
+	// cut is the broker a network partition cuts off from the others (0:
+	// none; faults.go).
+	cut int32
 }
 
 // startMs is the simulated clock's origin (a fixed instant, so that
@@ -151,15 +160,16 @@ func (c *Cluster) openShared() error {
 	if c.cp, err = pebblecp.Open(c.cpFS, "control-plane", pebblecp.Options{}); err != nil {
 		return err
 	}
+	c.walCP = &faultCP{ControlPlane: c.cp}
 	// One object per Produce call (MaxBytes 1 rotates at once), one try
 	// per upload and a clock whose timers never fire: the writer's
 	// goroutines then run one object at a time, in call order, and
 	// Produce returns only when its object is answered.
-	if c.writer, err = wal.NewWriter(wal.WriterOptions{Store: c.store, ControlPlane: c.cp, MaxBytes: 1,
+	if c.writer, err = wal.NewWriter(wal.WriterOptions{Store: c.store, ControlPlane: c.walCP, MaxBytes: 1,
 		UploadAttempts: 1, Clock: stoppedClock{c}}); err != nil {
 		return err
 	}
-	c.reader, err = wal.NewReader(wal.ReaderOptions{Store: c.store, ControlPlane: c.cp, ReadConcurrency: 1})
+	c.reader, err = wal.NewReader(wal.ReaderOptions{Store: c.store, ControlPlane: c.walCP, ReadConcurrency: 1})
 	return err
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/mem"
+	"github.com/tierlog/tierlog/wal"
+	"github.com/tierlog/tierlog/wal/pebblecp"
 )
 
 // ErrInjected is the cause of every object-store fault the simulation
@@ -146,3 +148,183 @@ func (s *faultStore) List(ctx context.Context, prefix, startAfter string, limit 
 }
 
 func (s *faultStore) Close() error { return s.m.Close() }
+
+// ErrControlPlaneUnavailable is the cause of every control-plane fault
+// the simulation injects: a call refused during an outage, or a commit
+// that took effect but whose answer was lost.
+var ErrControlPlaneUnavailable = errors.New("sim: injected control-plane fault")
+
+// faultCP is the WAL control plane as the brokers reach it (the WAL
+// writer and reader, the consolidation endpoints and pruners): pebblecp
+// behind two switchable faults. During an outage it refuses the data
+// plane's calls (ReserveObject, CommitFile, IsSafeToDeleteObject,
+// FindBatches) before they take effect, as a database that is down or
+// unreachable does. With lost answers every CommitFile takes effect and
+// then fails, as a commit whose connection drops before the answer
+// arrives: the writer's retries find the first commit's result lost
+// too, so the producer is told the write failed while its batches are
+// durable (an ambiguous commit). The cluster's own view (Cluster.WAL,
+// the checker, the switch's controller and the operator) reads the
+// control plane directly.
+type faultCP struct {
+	*pebblecp.ControlPlane
+	mu struct {
+		sync.Mutex
+		outage, loseAnswers bool
+		refused, lost       int
+	}
+}
+
+// ControlPlaneFaults count the control-plane faults a run injected: calls
+// refused during an outage, and commits that took effect but lost their
+// answer.
+type ControlPlaneFaults struct{ Refused, LostAnswer int }
+
+func (f *faultCP) set(outage, loseAnswers *bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if outage != nil {
+		f.mu.outage = *outage
+	}
+	if loseAnswers != nil {
+		f.mu.loseAnswers = *loseAnswers
+	}
+}
+
+func (f *faultCP) state() (outage, loseAnswers bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.outage, f.mu.loseAnswers
+}
+
+func (f *faultCP) faults() ControlPlaneFaults {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return ControlPlaneFaults{Refused: f.mu.refused, LostAnswer: f.mu.lost}
+}
+
+// refuse reports whether the outage refuses call op (and counts it).
+func (f *faultCP) refuse(op string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.mu.outage {
+		return nil
+	}
+	f.mu.refused++
+	return fmt.Errorf("%w: %s refused: outage", ErrControlPlaneUnavailable, op)
+}
+
+func (f *faultCP) ReserveObject(ctx context.Context, key string) error {
+	if err := f.refuse("ReserveObject"); err != nil {
+		return err
+	}
+	return f.ControlPlane.ReserveObject(ctx, key)
+}
+
+func (f *faultCP) CommitFile(ctx context.Context, req wal.CommitFileRequest) (wal.CommitFileResult, error) {
+	if err := f.refuse("CommitFile"); err != nil {
+		return wal.CommitFileResult{}, err
+	}
+	res, err := f.ControlPlane.CommitFile(ctx, req)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil || !f.mu.loseAnswers {
+		return res, err
+	}
+	f.mu.lost++
+	return wal.CommitFileResult{}, fmt.Errorf("%w: CommitFile %s: answer lost", ErrControlPlaneUnavailable, req.ObjectKey)
+}
+
+func (f *faultCP) IsSafeToDeleteObject(ctx context.Context, key string) (bool, error) {
+	if err := f.refuse("IsSafeToDeleteObject"); err != nil {
+		return false, err
+	}
+	return f.ControlPlane.IsSafeToDeleteObject(ctx, key)
+}
+
+func (f *faultCP) FindBatches(ctx context.Context, req wal.FindBatchesRequest) ([]wal.FindBatchesResult, error) {
+	if err := f.refuse("FindBatches"); err != nil {
+		return nil, err
+	}
+	return f.ControlPlane.FindBatches(ctx, req)
+}
+
+// ControlPlaneOutage starts (on) or ends an outage of the WAL control
+// plane as the brokers reach it: while it lasts, reservations, commits,
+// the writer's proof that an object is not registered and batch lookups
+// are refused (faultCP), so diskless produce fails, consolidation and
+// diskless reads back off, and prunes fail.
+func (c *Cluster) ControlPlaneOutage(on bool) error {
+	return c.do("cp-outage", -1, func() (string, error) {
+		c.rec.note("on", on)
+		c.walCP.set(&on, nil)
+		return fmt.Sprintf("outage=%t", on), nil
+	})
+}
+
+// ControlPlaneLostAnswers turns ambiguous commits on or off: while on,
+// every CommitFile takes effect and then loses its answer (faultCP), so
+// a diskless produce is told it failed while its batches are committed.
+func (c *Cluster) ControlPlaneLostAnswers(on bool) error {
+	return c.do("cp-ambiguous", -1, func() (string, error) {
+		c.rec.note("on", on)
+		c.walCP.set(nil, &on)
+		return fmt.Sprintf("lost-answers=%t", on), nil
+	})
+}
+
+// PartitionBroker cuts broker id off from the other brokers (the
+// controller still reaches it): no classic fetch runs between it and
+// another broker until Heal, so a follower cut off from the leader
+// falls behind (and may leave the ISR), and a leader cut off from its
+// followers cannot advance its high watermark. One broker at a time.
+func (c *Cluster) PartitionBroker(id int32) error {
+	return c.do("partition", id, func() (string, error) {
+		if c.Broker(id) == nil || c.cut != 0 {
+			return "", notApplicable("no broker %d, or broker %d is cut off already", id, c.cut)
+		}
+		c.cut = id
+		return fmt.Sprintf("b%d cut off from the other brokers", id), nil
+	})
+}
+
+// Heal ends the network partition PartitionBroker made.
+func (c *Cluster) Heal() error {
+	return c.do("heal", -1, func() (string, error) {
+		if c.cut == 0 {
+			return "", notApplicable("no broker is cut off")
+		}
+		id := c.cut
+		c.cut = 0
+		return fmt.Sprintf("b%d reaches the other brokers again", id), nil
+	})
+}
+
+// cutOff reports whether the network partition separates brokers a and b.
+func (c *Cluster) cutOff(a, b int32) bool {
+	return c.cut != 0 && a != b && (a == c.cut || b == c.cut)
+}
+
+// maxClockMs bounds the clock jumps: time-based retention (retention.ms,
+// 7 days by default) deletes records by age, which the checker does not
+// model, so the clock stays a day short of it.
+const maxClockMs = startMs + 6*24*3600*1000
+
+// ClockJump moves the cluster's clock forward by ms at once (an NTP
+// step, a VM resumed after a pause): every component reading the clock
+// (record timestamps, the fetchers' back-offs, the WAL writer, the logs'
+// time-based rolls) sees the jump. Not applicable past maxClockMs.
+func (c *Cluster) ClockJump(ms int64) error {
+	return c.do("clock-jump", -1, func() (string, error) {
+		c.rec.note("ms", ms)
+		if ms <= 0 || c.nowMs+ms > maxClockMs {
+			return "", notApplicable("a jump of %d ms would leave the modeled time", ms)
+		}
+		c.nowMs += ms
+		return fmt.Sprintf("+%d ms", ms), nil
+	})
+}
+
+// clockJumps are the jumps the scheduler draws: a second, a minute, an
+// hour, a day.
+var clockJumps = []int64{1000, 60_000, 3600_000, 24 * 3600_000}

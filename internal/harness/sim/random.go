@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
 )
 
@@ -23,6 +24,10 @@ type Result struct {
 	Actions []Action
 	// StoreFaults are the object-store faults injected (shrink.go).
 	StoreFaults StoreFaults
+	// ControlPlaneFaults are the control-plane faults injected (faults.go).
+	ControlPlaneFaults ControlPlaneFaults
+	// Swarm is the run's swarm configuration (nil with NoSwarm).
+	Swarm *Swarm
 }
 
 // Failed reports whether the run broke an invariant.
@@ -49,8 +54,14 @@ type RunOptions struct {
 	Cluster Options
 	// Weights replaces the weight of the scheduler's actions by name
 	// ("produce", "lose-disk", ...; 0 removes one). Nil: the default
-	// menu.
+	// menu. The swarm configuration scales these weights.
 	Weights map[string]int
+	// NoSwarm turns swarm testing off: every seed takes the menu as
+	// Weights leaves it. By default each seed draws its swarm
+	// configuration (DrawSwarm: which fault kinds are on, and how much
+	// each weighs), prints it as its first trace line and records it in
+	// Result.Swarm.
+	NoSwarm bool
 }
 
 // choice is one weighted action of the scheduler.
@@ -81,7 +92,7 @@ var choices = []choice{
 		if c.store.rate() > 0 {
 			return c.SetFaults(0)
 		}
-		return c.SetFaults(0.2)
+		return c.SetFaults(c.swarm.storeFaultRate())
 	}},
 	{"arm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.step < 60 {
@@ -172,10 +183,74 @@ var choices = []choice{
 		}
 		return c.ForceLeader(anyBroker(c, rng))
 	}},
+	// A remote log task in two steps: the lookup of the highest offset
+	// in remote storage (the follower task's, or the copy task's before
+	// it uploads), made without the log lock after reading the log's
+	// truncation count, and its install. The task runs concurrently with
+	// the broker, and a slow disk or metadata read makes it lag, so
+	// truncations, elections and consolidation fall between the two.
+	{"task-lookup", 3, func(c *Cluster, rng *rand.Rand) error {
+		id := anyBroker(c, rng)
+		off, err := c.remoteTaskOffset(id)
+		if err != nil {
+			return err
+		}
+		return c.RemoteTaskLookup(id, off)
+	}},
+	{"task-install", 2, func(c *Cluster, rng *rand.Rand) error { return c.RemoteTaskInstall(anyBroker(c, rng)) }},
+	// The WAL control plane's faults (faultCP): an outage refusing
+	// commits and reads for a while, and commits that take effect but
+	// lose their answer. Each toggles.
+	{"cp-outage", 1, func(c *Cluster, rng *rand.Rand) error {
+		on, _ := c.walCP.state()
+		return c.ControlPlaneOutage(!on)
+	}},
+	{"cp-ambiguous", 1, func(c *Cluster, rng *rand.Rand) error {
+		_, on := c.walCP.state()
+		return c.ControlPlaneLostAnswers(!on)
+	}},
+	// A network partition cutting one broker off from the others, then
+	// its heal (the row toggles).
+	{"partition", 1, func(c *Cluster, rng *rand.Rand) error {
+		if c.cut != 0 {
+			return c.Heal()
+		}
+		return c.PartitionBroker(anyBroker(c, rng))
+	}},
+	{"clock-jump", 1, func(c *Cluster, rng *rand.Rand) error {
+		return c.ClockJump(clockJumps[rng.IntN(len(clockJumps))])
+	}},
 }
 
-// menu is the scheduler's choices with w's weights.
-func menu(w map[string]int) ([]choice, int, error) {
+// remoteTaskOffset is what a remote log task of broker id would look up
+// now: the highest offset of its log's lineage in remote storage
+// (remote.FindHighestRemoteOffset over the log's epochs and the remote
+// metadata, as the follower and copy tasks find it). Not applicable
+// while the broker is down, has no log, already runs a task, or remote
+// storage holds nothing of its lineage.
+func (c *Cluster) remoteTaskOffset(id int32) (int64, error) {
+	b, l, err := c.upLog(id)
+	if err != nil {
+		return 0, err
+	}
+	if b.task != nil || b.Prior().Offline {
+		return 0, notApplicable("broker %d runs a task or is offline", id)
+	}
+	off, _, err := remote.FindHighestRemoteOffset(l.EpochEntries(),
+		func(e int32) (int64, bool, error) { return c.meta.HighestOffsetForEpoch(Partition, e) },
+		l.EndOffsetForEpoch)
+	if err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, notApplicable("broker %d: nothing of its lineage in remote storage", id)
+	}
+	return off, nil
+}
+
+// menu is the scheduler's choices with w's weights, scaled by the swarm
+// configuration sw (nil: none).
+func menu(w map[string]int, sw *Swarm) ([]choice, int, error) {
 	out := slices.Clone(choices)
 	for name, weight := range w {
 		i := slices.IndexFunc(out, func(ch choice) bool { return ch.name == name })
@@ -183,6 +258,9 @@ func menu(w map[string]int) ([]choice, int, error) {
 			return nil, 0, fmt.Errorf("sim: weight %d for action %q", weight, name)
 		}
 		out[i].weight = weight
+	}
+	if sw != nil {
+		sw.apply(out)
 	}
 	total := 0
 	for _, ch := range out {
@@ -203,7 +281,11 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 		opts.Steps = 500
 	}
 	opts.Cluster.Seed = seed
-	menu, total, err := menu(opts.Weights)
+	var sw *Swarm
+	if !opts.NoSwarm {
+		sw = DrawSwarm(seed)
+	}
+	menu, total, err := menu(opts.Weights, sw)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +293,15 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Seed: seed}
+	res := &Result{Seed: seed, Swarm: sw}
 	c.rec.on = true
+	if sw != nil {
+		c.swarm = sw
+		c.trace.lines = append(c.trace.lines, sw.String())
+		if c.trace.sink != nil {
+			c.trace.sink(sw.String())
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x7363686564)) // "sched"
 	for c.step < opts.Steps {
 		err := pick(rng, menu, total).run(c, rng)
@@ -228,7 +317,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 		}
 	}
 	res.Steps, res.Trace = c.step, c.Trace()
-	res.Actions, res.StoreFaults = c.rec.actions, c.store.faults()
+	res.Actions, res.StoreFaults, res.ControlPlaneFaults = c.rec.actions, c.store.faults(), c.walCP.faults()
 	if err := c.Close(); err != nil && res.Violation == nil {
 		return res, fmt.Errorf("sim: close after seed %d: %w", seed, err)
 	}

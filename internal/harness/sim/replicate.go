@@ -35,6 +35,9 @@ func (c *Cluster) Replicate(id int32) error {
 		if lb == nil || lb == f || f.classic == nil || fl == nil || f.classic.leader != lb.ID {
 			return "", notApplicable("broker %d fetches from no running leader", id)
 		}
+		if c.cutOff(id, lb.ID) {
+			return "", notApplicable("broker %d is cut off from leader %d", id, lb.ID)
+		}
 		rec := c.ctrl.rec
 		offset := fl.LogEndOffset()
 		if tierstate.IsFetchAtSeal(rec.State, tierstate.FetchRequest{Fetcher: tierstate.FetcherFollower, FetchOffset: offset}) {

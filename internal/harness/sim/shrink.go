@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tierlog/tierlog/tierstate"
 )
 
 // Shrinking: a random run records each step it takes as a script-level
@@ -107,6 +109,7 @@ var brokerActions = map[string]func(*Cluster, int32) error{
 	"start-move":      (*Cluster).StartMove,
 	"move-copy":       (*Cluster).MoveCopy,
 	"promote-future":  (*Cluster).PromoteFuture,
+	"partition":       (*Cluster).PartitionBroker,
 	"describe": func(c *Cluster, id int32) error {
 		_, err := c.Describe(id)
 		return err
@@ -123,6 +126,7 @@ var clusterActions = map[string]func(*Cluster) error{
 	"prune":        (*Cluster).Prune,
 	"repair":       (*Cluster).Repair,
 	"rebalance":    (*Cluster).RebalanceLeaders,
+	"heal":         (*Cluster).Heal,
 }
 
 // noBrokerArg are commands whose trace line names a broker (the leader)
@@ -173,6 +177,22 @@ func (a Action) apply(c *Cluster) error {
 			return fmt.Errorf("%w: %q has no rate", ErrUnreplayable, a)
 		}
 		return c.SetFaults(rate)
+	case "cp-outage", "cp-ambiguous":
+		v, _ := a.arg("on")
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: %q has no on=true|false", ErrUnreplayable, a)
+		}
+		if a.Cmd == "cp-outage" {
+			return c.ControlPlaneOutage(on)
+		}
+		return c.ControlPlaneLostAnswers(on)
+	case "clock-jump":
+		ms, err := need("ms")
+		if err != nil {
+			return err
+		}
+		return c.ClockJump(ms)
 	case "task-lookup":
 		off, err := need("offset")
 		if err != nil {
@@ -239,6 +259,16 @@ func (r *recorder) done(action string, broker int32, applied bool) {
 	r.actions = append(r.actions, Action{Cmd: action, Broker: broker, Args: args})
 }
 
+// replayPreconditions are the scheduler's preconditions that keep an
+// action from losing committed records by design: a replay (and so a
+// shrink) skips the action where the scheduler would not take it, or a
+// shrunk schedule could break an invariant through the action alone (a
+// force-leader before phase 2 elects a replica that lacks the committed
+// records, which scripts do on purpose).
+var replayPreconditions = map[string]func(*Cluster) bool{
+	"force-leader": func(c *Cluster) bool { return c.ctrl.rec.State.Phase() == tierstate.PhaseTwo },
+}
+
 // Replayed is one replay: the actions that took a step (those not
 // applicable are left out), each one's output as a script prints it, and
 // the violation that ended it (nil if none).
@@ -266,6 +296,9 @@ func Replay(opts Options, actions []Action) (*Replayed, error) {
 	r := &Replayed{State: c.stateString()}
 	for _, a := range actions {
 		lines = lines[:0]
+		if pre, ok := replayPreconditions[a.Cmd]; ok && !pre(c) {
+			continue // the scheduler would not take it here
+		}
 		err := a.apply(c)
 		if errors.Is(err, ErrNotApplicable) {
 			continue

@@ -27,8 +27,12 @@ func TestReplayRecordedRun(t *testing.T) {
 		require.Equal(t, res.Actions, r.Applied)
 		// The run's first line carries the initial record's delta, which
 		// a script (and a replay) leaves out.
-		for i := 1; i < len(res.Trace); i++ {
-			want := formatStep([]string{res.Trace[i]}, nil)
+		// A swarm run's first line is its configuration, no step.
+		require.NotNil(t, res.Swarm)
+		require.Equal(t, res.Swarm.String(), res.Trace[0])
+		steps := res.Trace[1:]
+		for i := 1; i < len(steps); i++ {
+			want := formatStep([]string{steps[i]}, nil)
 			require.True(t, strings.HasPrefix(r.Outputs[i], want), "seed %d step %d: replay\n%s\nrun\n%s",
 				seed, i+1, r.Outputs[i], want)
 		}
