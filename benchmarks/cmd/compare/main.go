@@ -108,6 +108,8 @@ func run(stdout, stderr io.Writer, args []string) error {
 	var lifeOnly bool
 	fl.IntVar(&lifeN, "broker-life", 10_000, "partitions of the broker's-life row through logmanager: create, close, open, kill -9, open (0 skips it)")
 	fl.BoolVar(&lifeOnly, "broker-life-only", false, "run the broker's-life row only")
+	var walOnly bool
+	fl.BoolVar(&walOnly, "wal-only", false, "run the diskless-WAL rows only (with -wal-mib)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -155,6 +157,12 @@ func run(stdout, stderr io.Writer, args []string) error {
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 			tierlogVersion(), strings.Join(append([]string{""}, args...), " "))
 		return runBrokerLife(stdout, stderr, root, lifeN)
+	}
+	if walOnly {
+		if cfg.walBytes <= 0 {
+			return fmt.Errorf("-wal-only needs -wal-mib > 0")
+		}
+		return runWALOnly(stdout, stderr, root, cfg, args, loadStart)
 	}
 
 	ents := entries()
