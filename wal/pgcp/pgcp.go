@@ -138,7 +138,7 @@ type ControlPlane struct {
 	closed      atomic.Bool
 	metrics     counters
 	// commits is the CommitFile queue (commit.go).
-	commits groupcommit.Queue[*commitCall]
+	commits groupcommit.Queue[[]*commitCall]
 }
 
 var _ wal.ControlPlane = (*ControlPlane)(nil)
