@@ -30,6 +30,9 @@ func (cp *ControlPlane) CommitFiles(ctx context.Context, reqs []wal.CommitFileRe
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if cp.closed() {
+		return nil, wal.ErrClosed
+	}
 	out := make([]wal.CommitFilesResult, len(reqs))
 	calls := make([]*commitCall, 0, len(reqs))
 	for i := range reqs {

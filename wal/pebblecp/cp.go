@@ -180,6 +180,13 @@ func writeVersion(db *pebble.DB) error {
 	return nil
 }
 
+// closed reports whether Close ran.
+func (cp *ControlPlane) closed() bool {
+	cp.mu.RLock()
+	defer cp.mu.RUnlock()
+	return cp.mu.db == nil
+}
+
 // Close closes the database. Everything acknowledged is already durable.
 func (cp *ControlPlane) Close() error {
 	cp.writeMu.Lock()
