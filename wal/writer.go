@@ -176,9 +176,9 @@ type Writer struct {
 	// sealed object after Close.
 	committerDone chan struct{}
 	metrics       writerCounters
-	// buffers holds object buffers (*[]byte) of answered objects for
-	// later builds (unused with a Cache, which keeps the objects).
-	buffers sync.Pool
+	// buffers holds the buffers of stored objects for later builds
+	// (unused with a Cache, which keeps the objects).
+	buffers bufferPool
 	// beforeBuildForTesting, if set, runs in an upload goroutine between
 	// taking its upload slot and building the object. Set only by tests,
 	// before the first Produce.
@@ -209,6 +209,12 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 		committerDone: make(chan struct{}),
 	}
 	w.queue.wake = make(chan struct{}, 1)
+	// One buffer per upload slot (an object is built in its slot), each
+	// holding an object of MaxBytes and a footer of up to 1/8 of that;
+	// a larger object (a request alone larger than MaxBytes, or tiny
+	// batches) gets a buffer of its own, not kept.
+	w.buffers.max = opts.UploadConcurrency
+	w.buffers.maxCap = int(opts.MaxBytes + opts.MaxBytes/8)
 	w.mu.room = make(chan struct{})
 	go w.runCommitter()
 	return w, nil

@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/remote/objstore"
 )
 
@@ -59,8 +58,11 @@ type walObject struct {
 	buildMu sync.Mutex
 	built   bool
 
-	// Written by the upload goroutine before uploaded is closed.
+	// Written by the upload goroutine before uploaded is closed. data is
+	// nil again once a Put without a Cache succeeded (its buffer went
+	// back to Writer.buffers); size stays.
 	data      []byte
+	size      int64
 	commit    CommitFileRequest
 	uploadErr error
 	uploadDur time.Duration
@@ -90,7 +92,7 @@ func newWALObject(key string, now time.Time) *walObject {
 // and the bytes never disagree. The requests are sorted here (stably, as
 // ObjectBuilder.Build sorts its batches) so that each request's batches
 // are a known, contiguous slice of the commit list.
-func (o *walObject) build(brokerID int32, brokerEpoch int64, buf []byte) {
+func (o *walObject) build(brokerID int32, brokerEpoch int64, alloc func(size int) []byte) {
 	o.buildMu.Lock()
 	defer o.buildMu.Unlock()
 	o.built = true
@@ -106,14 +108,14 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64, buf []byte) {
 	for _, pr := range reqs {
 		pr.first = n
 		for _, b := range pr.req.batches {
-			// Validated batches always frame; Add cannot fail.
-			err := ob.Add(pr.req.partition, b.Bytes())
-			invariants.Assertf(err == nil, "wal: adding a validated batch: %v", err)
+			// Framed and validated by Produce: added as it is.
+			ob.addFramed(pr.req.partition, b)
 			n++
 		}
 	}
-	data, batches := ob.buildInto(buf)
+	data, batches := ob.buildInto(alloc)
 	o.data = data
+	o.size = int64(len(data))
 	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(data)),
 		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: batches}
 }
@@ -148,7 +150,7 @@ func (w *Writer) upload(obj *walObject) {
 	if h := w.beforeBuildForTesting; h != nil {
 		h(obj.key)
 	}
-	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer())
+	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer)
 	ctx := obj.ctx
 	start := w.opts.Clock.Now()
 	// Reserve first: if this process dies after the Put, the reservation
@@ -183,7 +185,8 @@ func (w *Writer) upload(obj *walObject) {
 		return
 	}
 	w.metrics.objectsUploaded.Add(1)
-	w.metrics.bytesUploaded.Add(int64(len(obj.data)))
+	w.metrics.bytesUploaded.Add(obj.size)
+	w.recycle(obj)
 }
 
 // retriablePutError reports whether a failed Put may succeed if tried
@@ -540,7 +543,7 @@ func (w *Writer) finish(obj *walObject) {
 	obj.deadline.Stop()
 	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs)}
 	if !obj.abandoned {
-		info.Bytes, info.Batches, info.UploadDuration = int64(len(obj.data)), len(obj.commit.Batches), obj.uploadDur
+		info.Bytes, info.Batches, info.UploadDuration = obj.size, len(obj.commit.Batches), obj.uploadDur
 		// The upload returned; a commit still in flight passed its
 		// deadline, which cancelled the context already.
 		obj.cancel()
@@ -555,32 +558,91 @@ func (w *Writer) finish(obj *walObject) {
 	}
 	close(obj.done)
 	w.release(obj)
-	w.recycle(obj)
 }
 
-// buffer returns a used object buffer to build into, or nil. Buffers are
-// reused only without a Cache, which keeps the objects it is given.
-func (w *Writer) buffer() []byte {
+// buffer returns a buffer of capacity at least size to build an object
+// of size bytes into: a kept one, or a new one that holds an object of
+// MaxBytes with its footer, so that it serves every later object too.
+// Buffers are kept only without a Cache, which keeps the objects it is
+// given (and then each gets a buffer of its own size).
+func (w *Writer) buffer(size int) []byte {
 	if w.opts.Cache != nil {
-		return nil
+		return make([]byte, 0, size)
 	}
-	if p, ok := w.buffers.Get().(*[]byte); ok {
-		return *p
+	if b := w.buffers.get(size); b != nil {
+		return b
 	}
-	return nil
+	return make([]byte, 0, max(size, w.buffers.maxCap))
 }
 
-// recycle keeps an answered object's buffer for a later build: only
-// after a Put that succeeded (a failed one may still be reading it), never
-// for an abandoned upload (its Put may still be reading, and its fields
-// are the upload goroutine's), and only without a Cache.
+// recycle keeps an object's buffer for a later build once its Put
+// succeeded (a failed one may still be reading it; an abandoned upload
+// runs this on its own goroutine, which owns the buffer), and only
+// without a Cache. It runs on the upload goroutine, before uploaded is
+// closed.
 func (w *Writer) recycle(obj *walObject) {
-	if w.opts.Cache != nil || obj.abandoned || obj.uploadErr != nil || obj.data == nil {
+	if w.opts.Cache != nil || obj.data == nil {
 		return
 	}
-	data := obj.data[:0]
+	w.buffers.put(obj.data[:0])
 	obj.data = nil
-	w.buffers.Put(&data)
+}
+
+// bufferPool keeps the buffers of stored objects for later builds, so
+// that a busy writer builds into memory it has touched before instead of
+// a fresh allocation per object (whose page faults and collections cost
+// more than the copy into it). It keeps at most max buffers, each of at
+// most maxCap bytes, preferring the largest: at most max * maxCap bytes.
+// Safe for concurrent use.
+type bufferPool struct {
+	max    int
+	maxCap int
+	mu     sync.Mutex
+	bufs   [][]byte // guarded by mu; each of length 0
+}
+
+// get returns the smallest kept buffer of capacity at least size, or nil.
+func (p *bufferPool) get(size int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := -1
+	for i, b := range p.bufs {
+		if cap(b) >= size && (best < 0 || cap(b) < cap(p.bufs[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := p.bufs[best]
+	last := len(p.bufs) - 1
+	p.bufs[best] = p.bufs[last]
+	p.bufs[last] = nil
+	p.bufs = p.bufs[:last]
+	return b
+}
+
+// put keeps b unless it is larger than maxCap, or the pool is full of
+// buffers no smaller than b.
+func (p *bufferPool) put(b []byte) {
+	if cap(b) > p.maxCap || p.max <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.bufs) < p.max {
+		p.bufs = append(p.bufs, b)
+		return
+	}
+	smallest := 0
+	for i := range p.bufs {
+		if cap(p.bufs[i]) < cap(p.bufs[smallest]) {
+			smallest = i
+		}
+	}
+	if cap(p.bufs[smallest]) < cap(b) {
+		p.bufs[smallest] = b
+	}
 }
 
 // commitQueue holds the sealed objects in sealing order. It is unbounded:
