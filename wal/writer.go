@@ -176,6 +176,9 @@ type Writer struct {
 	// sealed object after Close.
 	committerDone chan struct{}
 	metrics       writerCounters
+	// iters holds record iterators for validate: an Iter with its
+	// decompressor is large, and Produce is called once per request.
+	iters sync.Pool
 	// buffers holds the buffers of stored objects for later builds
 	// (unused with a Cache, which keeps the objects).
 	buffers bufferPool
@@ -209,6 +212,7 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 		committerDone: make(chan struct{}),
 	}
 	w.queue.wake = make(chan struct{}, 1)
+	w.iters.New = func() any { return record.NewIter(record.IterOptions{}) }
 	// One buffer per upload slot (an object is built in its slot), each
 	// holding an object of MaxBytes and a footer of up to 1/8 of that;
 	// a larger object (a request alone larger than MaxBytes, or tiny
@@ -257,7 +261,11 @@ func (w *Writer) Produce(ctx context.Context, reqs []ProduceRequest) ([]ProduceR
 
 // validate checks every request; refused ones get their result now.
 func (w *Writer) validate(reqs []ProduceRequest, results []ProduceResult) ([]*pendingRequest, int64) {
-	it := record.NewIter(record.IterOptions{})
+	it := w.iters.Get().(*record.Iter)
+	defer func() {
+		it.Clear() // keeps no caller's bytes alive
+		w.iters.Put(it)
+	}()
 	var checked []*pendingRequest
 	var need int64
 	for i, r := range reqs {
