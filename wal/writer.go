@@ -186,6 +186,10 @@ type Writer struct {
 	// taking its upload slot and building the object. Set only by tests,
 	// before the first Produce.
 	beforeBuildForTesting func(key string)
+	// afterUploadForTesting, if set, runs in an upload goroutine once
+	// the object's upload answered (uploaded is closed). Set only by
+	// tests, before the first Produce.
+	afterUploadForTesting func(key string)
 
 	mu struct {
 		sync.Mutex

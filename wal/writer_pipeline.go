@@ -139,6 +139,9 @@ func (o *walObject) detach(reqs []*pendingRequest) {
 // deadline: when it passes, obj.ctx is cancelled and the committer stops
 // waiting for this goroutine (see abandonUpload).
 func (w *Writer) upload(obj *walObject) {
+	if h := w.afterUploadForTesting; h != nil {
+		defer h(obj.key) // runs last, once uploaded is closed
+	}
 	defer close(obj.uploaded)
 	select {
 	case w.uploads <- struct{}{}:
