@@ -67,9 +67,13 @@ type WriterOptions struct {
 	// reaper, whose CleanerOptions.ReservationTimeout must therefore
 	// exceed this. Default 30 s. Kafka: request.timeout.ms.
 	ObjectTimeout time.Duration
-	// CommitAttempts is how many times a failed CommitFile is retried
-	// with the same request; a retry of a commit that did happen returns
-	// its first result, so a lost answer costs no data. Default 3.
+	// CommitAttempts is how many times a commit is tried: a
+	// CommitFiles call that failed as a whole is sent again with the
+	// same list, and an object that failed alone with an error a retry
+	// may cure is sent again if no later object of its call committed
+	// (else its retry would land above that later object); a retry of a
+	// commit that did happen returns its first result, so a lost answer
+	// costs no data. Default 3.
 	CommitAttempts int
 	// MaxBytesInFlight bounds the bytes of requests accepted but not yet
 	// answered; Produce blocks while a call would exceed it (a call alone
@@ -159,8 +163,12 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 
 // Writer buffers produce requests of many partitions into one active
 // object, uploads sealed objects in parallel and commits them to the
-// control plane strictly in the order they were sealed. A request is
-// answered only after its object is stored and committed.
+// control plane in the order they were sealed: one CommitFiles call at a
+// time, of the oldest object and the later ones uploaded by then, which
+// the plane decides in list order and writes in one durable step (group
+// commit). A request is answered only after its object is stored and
+// committed. It keeps one object buffer per upload slot (at most
+// UploadConcurrency * MaxBytes * 9/8 bytes) for its builds.
 //
 // Concurrency: Produce may be called from any number of goroutines. The
 // committer goroutine and the upload goroutines never hold Writer.mu

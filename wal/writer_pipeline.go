@@ -448,6 +448,7 @@ func (w *Writer) commitWithRetries(ctx context.Context, objs []*walObject) []com
 		for _, i := range todo {
 			reqs = append(reqs, objs[i].commit)
 		}
+		w.metrics.commitCalls.Add(1)
 		res, err := w.opts.ControlPlane.CommitFiles(ctx, reqs)
 		if err == nil && len(res) != len(reqs) {
 			err = fmt.Errorf("%w: %d answers for %d objects", ErrInconsistentAnswer, len(res), len(reqs))
