@@ -48,6 +48,23 @@ type ControlPlane interface {
 	// as an orphan (see ExpireReservations) fails with ErrObjectReaped
 	// and ErrObjectKeyReused.
 	CommitFile(ctx context.Context, req CommitFileRequest) (CommitFileResult, error)
+	// CommitFiles commits reqs in list order, each exactly as a
+	// CommitFile of it returning before the next is made would: each
+	// request is its own atomic step, decided on the rows as the earlier
+	// ones left them, so an accepted batch of a later request always
+	// gets higher offsets than every accepted batch of an earlier
+	// request of the same partition. results[i] answers reqs[i]; an
+	// item's own failure (an invalid request, a reused or reaped key, an
+	// offset overflow, the failed durable write of its step) is in its
+	// Err and leaves nothing of it, and the later items are still
+	// decided. The returned error is for a call that decided nothing
+	// (closed, context ended before it began). A writer hands the
+	// commits of several uploaded objects over in one call, so that the
+	// plane's group commit writes them in one durable step while their
+	// order stays the order of the list. A wrapper that replaces
+	// CommitFile must replace CommitFiles too (CommitEach is a
+	// sequential one through its CommitFile).
+	CommitFiles(ctx context.Context, reqs []CommitFileRequest) ([]CommitFilesResult, error)
 	// IsSafeToDeleteObject reports whether no committed object has key
 	// (true for unknown and reaped keys): a writer whose commit outcome
 	// is unknown deletes its upload only then.
@@ -205,6 +222,34 @@ type CommitFileResult struct {
 	// MarkedForDeletion is true when no batch was accepted: the object
 	// holds only dead bytes and goes to the cleaner at once.
 	MarkedForDeletion bool
+}
+
+// CommitFilesResult answers one request of a CommitFiles: its
+// CommitFileResult when Err is nil.
+type CommitFilesResult struct {
+	CommitFileResult
+	// Err is the request's own failure, as CommitFile would have
+	// returned it; nothing of the request is registered then (or, for
+	// an outcome unknown, ErrOutcomeUnknown of a plane, what a retry
+	// of it answers).
+	Err error
+}
+
+// CommitEach implements CommitFiles by calling cp.CommitFile with each
+// request in turn, each after the previous one returned: a plane (or a
+// wrapper of one) without a group commit of its own keeps the order of
+// the list this way. It never returns an error of its own; a context
+// that ends fails the remaining items with its error.
+func CommitEach(ctx context.Context, cp ControlPlane, reqs []CommitFileRequest) ([]CommitFilesResult, error) {
+	out := make([]CommitFilesResult, len(reqs))
+	for i := range reqs {
+		if err := ctx.Err(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].CommitFileResult, out[i].Err = cp.CommitFile(ctx, reqs[i])
+	}
+	return out, nil
 }
 
 // BatchResult is the answer for one batch of a commit.

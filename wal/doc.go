@@ -19,7 +19,8 @@
 //	          [ batch 0..9  ][ batch 10..19 ]
 //	objects    obj-a@0+123    obj-b@456+99
 //
-// CommitFile is the only call that assigns offsets: per partition, in the
+// CommitFile (and CommitFiles, a list of them decided one after the
+// other) is the only call that assigns offsets: per partition, in the
 // order of the request's list, each accepted batch gets [HW, HW+n) and
 // advances HW by n. Rejected batches (unknown partition, duplicate,
 // out-of-order sequence, fenced producer epoch) keep their bytes in the
@@ -47,8 +48,11 @@
 // rebuilds an object's commit coordinates.
 //
 // The data path: Writer buffers produce requests of many partitions into
-// one object, reserves its key, uploads it and commits objects strictly in
-// the order it sealed them, answering each request only once its object is
+// one object, reserves its key, uploads it and commits objects in the
+// order it sealed them, those uploaded while a commit was in flight
+// together in one ControlPlane.CommitFiles call (decided in list order,
+// written by the plane's group commit in one durable step), answering
+// each request only once its object is
 // durable and committed, or with a retriable error at the latest when the
 // object's deadline (WriterOptions.ObjectTimeout) passes. Reader serves fetches from objects through
 // FindBatches (one ranged GET per object and partition, or the

@@ -10,3 +10,8 @@ func (w *Writer) UploadBackoffForTesting(attempt int) time.Duration { return w.u
 // it takes its upload slot and before it builds the object. Call it before
 // the first Produce.
 func (w *Writer) SetBeforeBuildForTesting(f func(key string)) { w.beforeBuildForTesting = f }
+
+// SetAfterUploadForTesting makes every upload goroutine call f(key) once
+// its object's upload answered, as the committer sees it. Call it before
+// the first Produce.
+func (w *Writer) SetAfterUploadForTesting(f func(key string)) { w.afterUploadForTesting = f }

@@ -261,6 +261,11 @@ func (f *faultCP) CommitFile(ctx context.Context, req wal.CommitFileRequest) (wa
 	return f.ControlPlane.CommitFile(ctx, req)
 }
 
+// CommitFiles goes through CommitFile, one request after the other.
+func (f *faultCP) CommitFiles(ctx context.Context, reqs []wal.CommitFileRequest) ([]wal.CommitFilesResult, error) {
+	return wal.CommitEach(ctx, f, reqs)
+}
+
 func (f *faultCP) commitKeys() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

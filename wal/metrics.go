@@ -19,9 +19,14 @@ type WriterMetrics struct {
 	BytesUploaded    int64
 	ObjectsCommitted int64
 	CommitErrors     int64
-	// CommitLatencySum is the total time spent in CommitFile (with
-	// retries), successful or not.
+	// CommitLatencySum is the total, over the objects committed or
+	// failed, of the time each spent in its CommitFiles call (with
+	// retries): a call of k objects counts k times, so that over
+	// ObjectsCommitted+CommitErrors it is the mean commit latency of an
+	// object. CommitCalls counts the CommitFiles calls (retries
+	// included): ObjectsCommitted over it is the mean objects per call.
 	CommitLatencySum time.Duration
+	CommitCalls      int64
 	// ObjectsDeletedUncommitted counts stored objects the writer deleted
 	// because they were never registered: after a failed commit that the
 	// control plane proved unregistered, or after an upload answered at
@@ -71,6 +76,7 @@ type writerCounters struct {
 	objectsInFlight, bytesInFlight, backPressureWaits atomic.Int64
 	objectsUploaded, bytesUploaded                    atomic.Int64
 	objectsCommitted, commitErrors, commitNanos       atomic.Int64
+	commitCalls                                       atomic.Int64
 	objectsDeletedUncommitted, objectsKept            atomic.Int64
 	objectsTimedOut, uploadRetries                    atomic.Int64
 	rejectedBy                                        [8]atomic.Int64 // indexed like rejectionCauses
@@ -93,7 +99,7 @@ func (w *Writer) Metrics() WriterMetrics {
 		BackPressureWaits: c.backPressureWaits.Load(),
 		ObjectsUploaded:   c.objectsUploaded.Load(), BytesUploaded: c.bytesUploaded.Load(),
 		ObjectsCommitted: c.objectsCommitted.Load(), CommitErrors: c.commitErrors.Load(),
-		CommitLatencySum:          time.Duration(c.commitNanos.Load()),
+		CommitLatencySum: time.Duration(c.commitNanos.Load()), CommitCalls: c.commitCalls.Load(),
 		ObjectsDeletedUncommitted: c.objectsDeletedUncommitted.Load(), ObjectsKeptUnknown: c.objectsKept.Load(),
 		ObjectsTimedOut: c.objectsTimedOut.Load(), UploadRetries: c.uploadRetries.Load(),
 		Rejected: map[string]int64{},

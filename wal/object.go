@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"slices"
 
+	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -120,6 +121,12 @@ func (o *ObjectBuilder) Add(tp TopicIDPartition, batch []byte) error {
 	return nil
 }
 
+// addFramed is Add of a batch framed already.
+func (o *ObjectBuilder) addFramed(tp TopicIDPartition, b record.Batch) {
+	o.entries = append(o.entries, objectEntry{tp, b})
+	o.size += int64(b.Size())
+}
+
 // Len returns the bytes of the batches added so far (the footer excluded).
 func (o *ObjectBuilder) Len() int64 { return o.size }
 
@@ -137,9 +144,10 @@ func comparePartitions(a, b TopicIDPartition) int {
 // first (bytes.Join): the object is the only copy the writer makes.
 func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) { return o.buildInto(nil) }
 
-// buildInto is Build into dst[:0] when its capacity holds the object (a
-// reused buffer), else into a new buffer.
-func (o *ObjectBuilder) buildInto(dst []byte) ([]byte, []CommitBatch) {
+// buildInto is Build into alloc(size), a buffer of length 0 and capacity
+// at least the object's size (a reused one), or into a new buffer if
+// alloc is nil.
+func (o *ObjectBuilder) buildInto(alloc func(size int) []byte) ([]byte, []CommitBatch) {
 	entries := slices.Clone(o.entries)
 	slices.SortStableFunc(entries, func(a, b objectEntry) int { return comparePartitions(a.tp, b.tp) })
 	parts := make([][]byte, 0, len(entries)+1)
@@ -165,14 +173,16 @@ func (o *ObjectBuilder) buildInto(dst []byte) ([]byte, []CommitBatch) {
 	footer = binary.BigEndian.AppendUint32(footer, batchesCRC)
 	footer = binary.BigEndian.AppendUint32(footer, crc32.Checksum(footer, objectCRC))
 	parts = append(parts, footer)
-	if size := int(pos) + len(footer); cap(dst) >= size {
-		dst = dst[:0]
-		for _, p := range parts {
-			dst = append(dst, p...)
-		}
-		return dst, batches
+	if alloc == nil {
+		return bytes.Join(parts, nil), batches
 	}
-	return bytes.Join(parts, nil), batches
+	size := int(pos) + len(footer)
+	dst := alloc(size)
+	invariants.Assertf(len(dst) == 0 && cap(dst) >= size, "wal: object buffer of length %d, capacity %d for %d bytes", len(dst), cap(dst), size)
+	for _, p := range parts {
+		dst = append(dst, p...)
+	}
+	return dst, batches
 }
 
 func appendRun(dst []byte, tp TopicIDPartition, count uint32, offset, length int64) []byte {

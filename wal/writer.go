@@ -67,9 +67,13 @@ type WriterOptions struct {
 	// reaper, whose CleanerOptions.ReservationTimeout must therefore
 	// exceed this. Default 30 s. Kafka: request.timeout.ms.
 	ObjectTimeout time.Duration
-	// CommitAttempts is how many times a failed CommitFile is retried
-	// with the same request; a retry of a commit that did happen returns
-	// its first result, so a lost answer costs no data. Default 3.
+	// CommitAttempts is how many times a commit is tried: a
+	// CommitFiles call that failed as a whole is sent again with the
+	// same list, and an object that failed alone with an error a retry
+	// may cure is sent again if no later object of its call committed
+	// (else its retry would land above that later object); a retry of a
+	// commit that did happen returns its first result, so a lost answer
+	// costs no data. Default 3.
 	CommitAttempts int
 	// MaxBytesInFlight bounds the bytes of requests accepted but not yet
 	// answered; Produce blocks while a call would exceed it (a call alone
@@ -159,8 +163,12 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 
 // Writer buffers produce requests of many partitions into one active
 // object, uploads sealed objects in parallel and commits them to the
-// control plane strictly in the order they were sealed. A request is
-// answered only after its object is stored and committed.
+// control plane in the order they were sealed: one CommitFiles call at a
+// time, of the oldest object and the later ones uploaded by then, which
+// the plane decides in list order and writes in one durable step (group
+// commit). A request is answered only after its object is stored and
+// committed. It keeps one object buffer per upload slot (at most
+// UploadConcurrency * MaxBytes * 9/8 bytes) for its builds.
 //
 // Concurrency: Produce may be called from any number of goroutines. The
 // committer goroutine and the upload goroutines never hold Writer.mu
@@ -176,13 +184,20 @@ type Writer struct {
 	// sealed object after Close.
 	committerDone chan struct{}
 	metrics       writerCounters
-	// buffers holds object buffers (*[]byte) of answered objects for
-	// later builds (unused with a Cache, which keeps the objects).
-	buffers sync.Pool
+	// iters holds record iterators for validate: an Iter with its
+	// decompressor is large, and Produce is called once per request.
+	iters sync.Pool
+	// buffers holds the buffers of stored objects for later builds
+	// (unused with a Cache, which keeps the objects).
+	buffers bufferPool
 	// beforeBuildForTesting, if set, runs in an upload goroutine between
 	// taking its upload slot and building the object. Set only by tests,
 	// before the first Produce.
 	beforeBuildForTesting func(key string)
+	// afterUploadForTesting, if set, runs in an upload goroutine once
+	// the object's upload answered (uploaded is closed). Set only by
+	// tests, before the first Produce.
+	afterUploadForTesting func(key string)
 
 	mu struct {
 		sync.Mutex
@@ -209,6 +224,13 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 		committerDone: make(chan struct{}),
 	}
 	w.queue.wake = make(chan struct{}, 1)
+	w.iters.New = func() any { return record.NewIter(record.IterOptions{}) }
+	// One buffer per upload slot (an object is built in its slot), each
+	// holding an object of MaxBytes and a footer of up to 1/8 of that;
+	// a larger object (a request alone larger than MaxBytes, or tiny
+	// batches) gets a buffer of its own, not kept.
+	w.buffers.max = opts.UploadConcurrency
+	w.buffers.maxCap = int(opts.MaxBytes + opts.MaxBytes/8)
 	w.mu.room = make(chan struct{})
 	go w.runCommitter()
 	return w, nil
@@ -251,7 +273,11 @@ func (w *Writer) Produce(ctx context.Context, reqs []ProduceRequest) ([]ProduceR
 
 // validate checks every request; refused ones get their result now.
 func (w *Writer) validate(reqs []ProduceRequest, results []ProduceResult) ([]*pendingRequest, int64) {
-	it := record.NewIter(record.IterOptions{})
+	it := w.iters.Get().(*record.Iter)
+	defer func() {
+		it.Clear() // keeps no caller's bytes alive
+		w.iters.Put(it)
+	}()
 	var checked []*pendingRequest
 	var need int64
 	for i, r := range reqs {

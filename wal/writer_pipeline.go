@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/remote/objstore"
 )
 
@@ -24,7 +23,8 @@ import (
 //	built      upload goroutine: data and commit list from the same entries
 //	reserved   ControlPlane.ReserveObject(key)
 //	uploaded   Store.Put(key) succeeded; uploaded closed
-//	committed  ControlPlane.CommitFile(key) answered
+//	committed  ControlPlane.CommitFiles answered (with the objects
+//	           uploaded by then that follow it in sealing order)
 //	answered   result/err set, done closed
 //
 // From sealing on, the object runs under a deadline (ObjectTimeout): the
@@ -40,6 +40,9 @@ type walObject struct {
 	cancel   context.CancelFunc
 	deadline Timer
 	expired  chan struct{} // closed by the deadline timer
+	// committing is set by the committer when the object goes into a
+	// CommitFiles call.
+	committing bool
 	// abandoned is set by the committer when the deadline passed before
 	// the upload answered (or before the commit could start): the upload
 	// goroutine's fields are not to be read before uploaded is closed.
@@ -55,8 +58,11 @@ type walObject struct {
 	buildMu sync.Mutex
 	built   bool
 
-	// Written by the upload goroutine before uploaded is closed.
+	// Written by the upload goroutine before uploaded is closed. data is
+	// nil again once a Put without a Cache succeeded (its buffer went
+	// back to Writer.buffers); size stays.
 	data      []byte
+	size      int64
 	commit    CommitFileRequest
 	uploadErr error
 	uploadDur time.Duration
@@ -86,7 +92,7 @@ func newWALObject(key string, now time.Time) *walObject {
 // and the bytes never disagree. The requests are sorted here (stably, as
 // ObjectBuilder.Build sorts its batches) so that each request's batches
 // are a known, contiguous slice of the commit list.
-func (o *walObject) build(brokerID int32, brokerEpoch int64, buf []byte) {
+func (o *walObject) build(brokerID int32, brokerEpoch int64, alloc func(size int) []byte) {
 	o.buildMu.Lock()
 	defer o.buildMu.Unlock()
 	o.built = true
@@ -102,14 +108,14 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64, buf []byte) {
 	for _, pr := range reqs {
 		pr.first = n
 		for _, b := range pr.req.batches {
-			// Validated batches always frame; Add cannot fail.
-			err := ob.Add(pr.req.partition, b.Bytes())
-			invariants.Assertf(err == nil, "wal: adding a validated batch: %v", err)
+			// Framed and validated by Produce: added as it is.
+			ob.addFramed(pr.req.partition, b)
 			n++
 		}
 	}
-	data, batches := ob.buildInto(buf)
+	data, batches := ob.buildInto(alloc)
 	o.data = data
+	o.size = int64(len(data))
 	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(data)),
 		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: batches}
 }
@@ -133,6 +139,9 @@ func (o *walObject) detach(reqs []*pendingRequest) {
 // deadline: when it passes, obj.ctx is cancelled and the committer stops
 // waiting for this goroutine (see abandonUpload).
 func (w *Writer) upload(obj *walObject) {
+	if h := w.afterUploadForTesting; h != nil {
+		defer h(obj.key) // runs last, once uploaded is closed
+	}
 	defer close(obj.uploaded)
 	select {
 	case w.uploads <- struct{}{}:
@@ -144,7 +153,7 @@ func (w *Writer) upload(obj *walObject) {
 	if h := w.beforeBuildForTesting; h != nil {
 		h(obj.key)
 	}
-	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer())
+	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer)
 	ctx := obj.ctx
 	start := w.opts.Clock.Now()
 	// Reserve first: if this process dies after the Put, the reservation
@@ -179,7 +188,8 @@ func (w *Writer) upload(obj *walObject) {
 		return
 	}
 	w.metrics.objectsUploaded.Add(1)
-	w.metrics.bytesUploaded.Add(int64(len(obj.data)))
+	w.metrics.bytesUploaded.Add(obj.size)
+	w.recycle(obj)
 }
 
 // retriablePutError reports whether a failed Put may succeed if tried
@@ -226,24 +236,57 @@ func (w *Writer) deadlineErr() error {
 	return fmt.Errorf("%w (%v after sealing)", ErrObjectTimeout, w.opts.ObjectTimeout)
 }
 
-// runCommitter commits the sealed objects one at a time, in sealing order,
-// so that one writer's objects get offsets in the order their requests
-// were buffered (head-of-line blocking by design, as in Inkless). An
-// object that misses its deadline is answered then and left to finish in
-// the background, so that a stalled store or control plane delays later
-// objects by at most ObjectTimeout each and never hangs Produce or Close;
-// a commit still in flight then may land after a later object's.
+// maxCommitObjects caps the objects of one CommitFiles call.
+const maxCommitObjects = 32
+
+// runCommitter answers the sealed objects in sealing order. It takes the
+// oldest one once its upload answered (or its deadline passed) and with
+// it every later one whose upload has answered too, up to
+// maxCommitObjects, stopping at the first still uploading, and commits
+// the uploaded ones in one ControlPlane.CommitFiles call, in sealing
+// order (commitGroup). The plane decides them one after the other in
+// that order, so one writer's objects get offsets in the order their
+// requests were buffered, and its group commit writes them in one
+// durable step; objects whose uploads end during the call go in the
+// next one. A later object never waits for an earlier one's upload by
+// more than that upload (head-of-line blocking by design, as in
+// Inkless), and its commit is never sent before the earlier one's
+// answer. An object that misses its deadline is answered then and left
+// to finish in the background, so that a stalled store or control plane
+// delays later objects by at most ObjectTimeout each and never hangs
+// Produce or Close; a commit still in flight then may land after a later
+// object's.
 func (w *Writer) runCommitter() {
 	defer close(w.committerDone)
 	for {
-		obj, ok := w.queue.pop()
+		head, ok := w.queue.pop()
 		if !ok {
 			return
 		}
 		select {
-		case <-obj.uploaded:
-		case <-obj.expired:
+		case <-head.uploaded:
+		case <-head.expired:
 		}
+		group := []*walObject{head}
+		for len(group) < maxCommitObjects {
+			obj, ok := w.queue.popIf(func(o *walObject) bool { return isClosed(o.uploaded) })
+			if !ok {
+				break
+			}
+			group = append(group, obj)
+		}
+		w.commitGroup(group)
+	}
+}
+
+// commitGroup commits the objects of group that uploaded in time in one
+// CommitFiles call and answers every object of group in order: one whose
+// upload failed or missed its deadline at once, the others with their
+// commit's outcome, or at their deadline if the call has not answered by
+// then. Every object but the head has finished its upload.
+func (w *Writer) commitGroup(group []*walObject) {
+	commit := make([]*walObject, 0, len(group))
+	for _, obj := range group {
 		select {
 		case <-obj.uploaded:
 			switch {
@@ -259,10 +302,55 @@ func (w *Writer) runCommitter() {
 				// sent and the object is deleted.
 				w.abandonUpload(obj)
 			default:
-				w.commitObject(obj)
+				obj.committing = true
+				commit = append(commit, obj)
 			}
 		default:
 			w.abandonUpload(obj)
+		}
+	}
+	var done chan []commitOutcome
+	if len(commit) > 0 {
+		done = make(chan []commitOutcome, 1)
+		// Under the context of the last object, whose deadline is the
+		// latest: each earlier object is answered at its own deadline
+		// if the call has not answered by then (below), and the call is
+		// cancelled only once every object of it is answered.
+		ctx := commit[len(commit)-1].ctx
+		go func() { done <- w.commitObjects(ctx, commit) }()
+	}
+	var outs []commitOutcome
+	k := 0 // commit[k] is the next object of the call to answer
+	for _, obj := range group {
+		if !obj.committing {
+			w.finish(obj)
+			continue
+		}
+		i := k
+		k++
+		if outs == nil {
+			select {
+			case outs = <-done:
+			case <-obj.expired:
+				select {
+				case outs = <-done: // both ready: the answer wins
+				default:
+					w.metrics.objectsTimedOut.Add(1)
+					obj.err = &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: w.deadlineErr()}
+					w.finish(obj)
+					continue
+				}
+			}
+		}
+		if out := outs[i]; out.err != nil {
+			obj.err = out.err
+		} else {
+			for _, b := range out.res.Batches {
+				if b.Err != nil {
+					w.metrics.rejected(b.Err)
+				}
+			}
+			obj.result = out.res
 		}
 		w.finish(obj)
 	}
@@ -311,74 +399,96 @@ type commitOutcome struct {
 	err error
 }
 
-// commitObject registers an uploaded object under its deadline. The
-// commit runs in its own goroutine; if the deadline passes first, the
-// requests fail with ErrCommitFailed and ErrObjectTimeout, and that
-// goroutine, once its call returns, takes the failed-commit path itself:
-// the object is deleted only when the control plane proves it is not
-// registered, which is a proof only now that no commit of it is in
-// flight.
-func (w *Writer) commitObject(obj *walObject) {
-	done := make(chan commitOutcome, 1)
-	go func() {
-		start := w.opts.Clock.Now()
-		res, err := w.commitWithRetries(obj.ctx, obj)
+// commitObjects registers uploaded objects with one CommitFiles call
+// (with retries) and returns each object's outcome. A failed commit is
+// cleaned up here, before the answer, so that a caller who sees the
+// failure sees the store without the object (unless its deadline passed
+// first and it was answered already): the object is deleted only when
+// the control plane proves it is not registered, which is a proof only
+// now that no commit of it is in flight.
+func (w *Writer) commitObjects(ctx context.Context, objs []*walObject) []commitOutcome {
+	start := w.opts.Clock.Now()
+	outs := w.commitWithRetries(ctx, objs)
+	took := int64(w.opts.Clock.Now().Sub(start))
+	for i, obj := range objs {
+		w.metrics.commitNanos.Add(took)
+		err := outs[i].err
 		if err == nil {
-			err = checkCommitAnswer(obj.commit, res)
+			err = checkCommitAnswer(obj.commit, outs[i].res)
 		}
-		w.metrics.commitNanos.Add(int64(w.opts.Clock.Now().Sub(start)))
 		if err != nil {
 			w.metrics.commitErrors.Add(1)
-			// Cleaned up before the answer, so that a caller who sees
-			// the failure sees the store without the object; unless the
-			// deadline passes first.
 			w.afterFailedCommit(obj, err)
-			done <- commitOutcome{err: &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}}
-			return
+			outs[i] = commitOutcome{err: &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}}
+			continue
 		}
 		w.metrics.objectsCommitted.Add(1)
-		if w.opts.Cache != nil && !res.MarkedForDeletion {
+		if w.opts.Cache != nil && !outs[i].res.MarkedForDeletion {
 			w.opts.Cache.Put(obj.key, obj.data)
 		}
-		done <- commitOutcome{res: res}
-	}()
-	var out commitOutcome
-	select {
-	case out = <-done:
-	case <-obj.expired:
-		select {
-		case out = <-done: // both ready: the answer wins
-		default:
-			w.metrics.objectsTimedOut.Add(1)
-			obj.err = &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: w.deadlineErr()}
-			return
-		}
 	}
-	if out.err != nil {
-		obj.err = out.err
-		return
-	}
-	for _, b := range out.res.Batches {
-		if b.Err != nil {
-			w.metrics.rejected(b.Err)
-		}
-	}
-	obj.result = out.res
+	return outs
 }
 
-func (w *Writer) commitWithRetries(ctx context.Context, obj *walObject) (CommitFileResult, error) {
-	var err error
-	for attempt := 0; attempt < w.opts.CommitAttempts; attempt++ {
-		var res CommitFileResult
-		res, err = w.opts.ControlPlane.CommitFile(ctx, obj.commit)
-		if err == nil {
-			return res, nil
+// commitWithRetries commits objs in one CommitFiles call and retries,
+// with the same requests, the ones that failed with an error a retry may
+// cure (a retry of a commit that did happen returns its first result).
+// A failed object is retried only if no later object of the call
+// committed: its retry would be decided after that one, and a later
+// object would hold lower offsets than an earlier one.
+func (w *Writer) commitWithRetries(ctx context.Context, objs []*walObject) []commitOutcome {
+	outs := make([]commitOutcome, len(objs))
+	todo := make([]int, len(objs))
+	for i := range todo {
+		todo[i] = i
+	}
+	reqs := make([]CommitFileRequest, 0, len(objs))
+	for attempt := 0; attempt < w.opts.CommitAttempts && len(todo) > 0; attempt++ {
+		reqs = reqs[:0]
+		for _, i := range todo {
+			reqs = append(reqs, objs[i].commit)
 		}
-		if errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrObjectKeyReused) || ctx.Err() != nil {
+		w.metrics.commitCalls.Add(1)
+		res, err := w.opts.ControlPlane.CommitFiles(ctx, reqs)
+		if err == nil && len(res) != len(reqs) {
+			err = fmt.Errorf("%w: %d answers for %d objects", ErrInconsistentAnswer, len(res), len(reqs))
+		}
+		if err != nil {
+			for _, i := range todo {
+				outs[i] = commitOutcome{err: err}
+			}
+			if !retriableCommitError(err) || ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		last := -1
+		for j := range res {
+			if res[j].Err == nil {
+				last = j
+			}
+		}
+		next := todo[:0]
+		for j := range res {
+			i := todo[j]
+			outs[i] = commitOutcome{res: res[j].CommitFileResult, err: res[j].Err}
+			if res[j].Err != nil && j > last && retriableCommitError(res[j].Err) {
+				next = append(next, i)
+			}
+		}
+		todo = next
+		if ctx.Err() != nil {
 			break
 		}
 	}
-	return CommitFileResult{}, err
+	return outs
+}
+
+// retriableCommitError reports whether a failed commit may succeed if
+// sent again.
+func retriableCommitError(err error) bool {
+	return !errors.Is(err, ErrClosed) && !errors.Is(err, ErrInvalidArgument) &&
+		!errors.Is(err, ErrObjectKeyReused) && !errors.Is(err, ErrInconsistentAnswer)
 }
 
 // afterFailedCommit decides the fate of an object whose commit failed
@@ -437,7 +547,7 @@ func (w *Writer) finish(obj *walObject) {
 	obj.deadline.Stop()
 	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs)}
 	if !obj.abandoned {
-		info.Bytes, info.Batches, info.UploadDuration = int64(len(obj.data)), len(obj.commit.Batches), obj.uploadDur
+		info.Bytes, info.Batches, info.UploadDuration = obj.size, len(obj.commit.Batches), obj.uploadDur
 		// The upload returned; a commit still in flight passed its
 		// deadline, which cancelled the context already.
 		obj.cancel()
@@ -452,32 +562,91 @@ func (w *Writer) finish(obj *walObject) {
 	}
 	close(obj.done)
 	w.release(obj)
-	w.recycle(obj)
 }
 
-// buffer returns a used object buffer to build into, or nil. Buffers are
-// reused only without a Cache, which keeps the objects it is given.
-func (w *Writer) buffer() []byte {
+// buffer returns a buffer of capacity at least size to build an object
+// of size bytes into: a kept one, or a new one that holds an object of
+// MaxBytes with its footer, so that it serves every later object too.
+// Buffers are kept only without a Cache, which keeps the objects it is
+// given (and then each gets a buffer of its own size).
+func (w *Writer) buffer(size int) []byte {
 	if w.opts.Cache != nil {
-		return nil
+		return make([]byte, 0, size)
 	}
-	if p, ok := w.buffers.Get().(*[]byte); ok {
-		return *p
+	if b := w.buffers.get(size); b != nil {
+		return b
 	}
-	return nil
+	return make([]byte, 0, max(size, w.buffers.maxCap))
 }
 
-// recycle keeps an answered object's buffer for a later build: only
-// after a Put that succeeded (a failed one may still be reading it), never
-// for an abandoned upload (its Put may still be reading, and its fields
-// are the upload goroutine's), and only without a Cache.
+// recycle keeps an object's buffer for a later build once its Put
+// succeeded (a failed one may still be reading it; an abandoned upload
+// runs this on its own goroutine, which owns the buffer), and only
+// without a Cache. It runs on the upload goroutine, before uploaded is
+// closed.
 func (w *Writer) recycle(obj *walObject) {
-	if w.opts.Cache != nil || obj.abandoned || obj.uploadErr != nil || obj.data == nil {
+	if w.opts.Cache != nil || obj.data == nil {
 		return
 	}
-	data := obj.data[:0]
+	w.buffers.put(obj.data[:0])
 	obj.data = nil
-	w.buffers.Put(&data)
+}
+
+// bufferPool keeps the buffers of stored objects for later builds, so
+// that a busy writer builds into memory it has touched before instead of
+// a fresh allocation per object (whose page faults and collections cost
+// more than the copy into it). It keeps at most max buffers, each of at
+// most maxCap bytes, preferring the largest: at most max * maxCap bytes.
+// Safe for concurrent use.
+type bufferPool struct {
+	max    int
+	maxCap int
+	mu     sync.Mutex
+	bufs   [][]byte // guarded by mu; each of length 0
+}
+
+// get returns the smallest kept buffer of capacity at least size, or nil.
+func (p *bufferPool) get(size int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := -1
+	for i, b := range p.bufs {
+		if cap(b) >= size && (best < 0 || cap(b) < cap(p.bufs[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := p.bufs[best]
+	last := len(p.bufs) - 1
+	p.bufs[best] = p.bufs[last]
+	p.bufs[last] = nil
+	p.bufs = p.bufs[:last]
+	return b
+}
+
+// put keeps b unless it is larger than maxCap, or the pool is full of
+// buffers no smaller than b.
+func (p *bufferPool) put(b []byte) {
+	if cap(b) > p.maxCap || p.max <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.bufs) < p.max {
+		p.bufs = append(p.bufs, b)
+		return
+	}
+	smallest := 0
+	for i := range p.bufs {
+		if cap(p.bufs[i]) < cap(p.bufs[smallest]) {
+			smallest = i
+		}
+	}
+	if cap(p.bufs[smallest]) < cap(b) {
+		p.bufs[smallest] = b
+	}
 }
 
 // commitQueue holds the sealed objects in sealing order. It is unbounded:
@@ -508,6 +677,20 @@ func (q *commitQueue) close() {
 	q.closed = true
 	q.mu.Unlock()
 	q.signal()
+}
+
+// popIf returns the oldest object if there is one and ok(o) holds; it
+// never blocks.
+func (q *commitQueue) popIf(ok func(*walObject) bool) (*walObject, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 || !ok(q.items[0]) {
+		return nil, false
+	}
+	o := q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	return o, true
 }
 
 // pop returns the oldest object, blocking until there is one; false once

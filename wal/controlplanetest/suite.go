@@ -68,6 +68,11 @@ func Run(t *testing.T, open Opener, opts Options) {
 		{"CommitZeroTopicID", testCommitZeroTopicID},
 		{"CommitAllPartitionsInListOrder", testCommitListOrder},
 		{"CommitConcurrent", testCommitConcurrent},
+		// CommitFiles.
+		{"CommitFilesListOrder", testCommitFilesListOrder},
+		{"CommitFilesItemFailsAlone", testCommitFilesItemFailsAlone},
+		{"CommitFilesConcurrent", testCommitFilesConcurrent},
+		{"CommitFilesClosed", testCommitFilesClosed},
 		// FindBatches.
 		{"FindContainingBatchWhole", testFindContaining},
 		{"FindReturnsBinding", testFindBinding},

@@ -19,38 +19,75 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 		return wal.CommitFileResult{}, err
 	}
 	c := &commitCall{ctx: ctx, req: &req, digest: req.Digest()}
-	cp.commits.Do(c, maxCommitGroup, cp.commitGroup)
+	cp.commits.Do([]*commitCall{c}, maxCommitGroup, cp.commitGroup)
 	return c.res, c.err
 }
 
-// maxCommitGroup caps the calls written in one group, so that one
-// group's Pebble batch and its wait stay bounded.
+// CommitFiles implements wal.ControlPlane: the valid requests go into
+// the commit queue as one entry, so that they are steps of one group, one
+// after the other in list order (an invalid one gets its error at once).
+func (cp *ControlPlane) CommitFiles(ctx context.Context, reqs []wal.CommitFileRequest) ([]wal.CommitFilesResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cp.closed() {
+		return nil, wal.ErrClosed
+	}
+	out := make([]wal.CommitFilesResult, len(reqs))
+	calls := make([]*commitCall, 0, len(reqs))
+	for i := range reqs {
+		if err := reqs[i].Validate(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		calls = append(calls, &commitCall{ctx: ctx, req: &reqs[i], digest: reqs[i].Digest(), index: i})
+	}
+	if len(calls) > 0 {
+		cp.commits.Do(calls, maxCommitGroup, cp.commitGroup)
+	}
+	for _, c := range calls {
+		out[c.index] = wal.CommitFilesResult{CommitFileResult: c.res, Err: c.err}
+	}
+	return out, nil
+}
+
+// maxCommitGroup caps the entries of the commit queue written in one
+// group (a CommitFile is one entry, a CommitFiles one entry of all its
+// requests), so that one group's Pebble batch and its wait stay bounded.
 const maxCommitGroup = 128
 
-// commitCall is one CommitFile in the commit queue; res and err are its
+// commitCall is one commit in the commit queue; res and err are its
 // answer, set by the leader that writes it.
 type commitCall struct {
 	ctx    context.Context
 	req    *wal.CommitFileRequest
 	digest [32]byte
+	index  int // in its CommitFiles list
 	res    wal.CommitFileResult
 	err    error
 }
 
 // commitGroup writes group in one update, each call as its own step in
-// arrival order: a call that fails (a reused or reaped key, an offset
-// overflow, a row it cannot read) is answered with its error and leaves
-// nothing in the group, whose other calls go on. If the update itself
-// fails, nothing of the group is written and every call gets its error.
-// Every call is answered when commitGroup returns.
-func (cp *ControlPlane) commitGroup(group []*commitCall) {
-	live := make([]*commitCall, 0, len(group))
-	for _, c := range group {
-		if err := c.ctx.Err(); err != nil {
-			c.err = err
-			continue
+// arrival order (the calls of one entry in their list order): a call
+// that fails (a reused or reaped key, an offset overflow, a row it
+// cannot read) is answered with its error and leaves nothing in the
+// group, whose other calls go on. If the update itself fails, nothing of
+// the group is written and every call gets its error. Every call is
+// answered when commitGroup returns.
+func (cp *ControlPlane) commitGroup(group [][]*commitCall) {
+	n := 0
+	for _, e := range group {
+		n += len(e)
+	}
+	live := make([]*commitCall, 0, n)
+	for _, e := range group {
+		for _, c := range e {
+			if err := c.ctx.Err(); err != nil {
+				c.err = err
+				continue
+			}
+			live = append(live, c)
 		}
-		live = append(live, c)
 	}
 	if len(live) > 0 {
 		err := cp.update(context.Background(), func(tx *txn) error {

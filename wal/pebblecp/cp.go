@@ -20,7 +20,9 @@
 // from the head of the queue (its own first), and writes them as one
 // group: one update, each call a step decided in arrival order on a copy
 // of the rows the group has so far (so offsets are assigned exactly as
-// one call after the other would), one Pebble batch, one synced commit. It answers each call with its own
+// one call after the other would), one Pebble batch, one synced commit. A
+// CommitFiles is one entry of the queue: its requests are consecutive
+// steps of one group, in list order. It answers each call with its own
 // result or error, then hands the lead to the new head of the queue. A
 // step that fails (a reused or reaped key, an offset overflow, a row it
 // cannot read) is answered with its error and leaves nothing in the
@@ -78,7 +80,7 @@ type ControlPlane struct {
 	now func() time.Time
 
 	// commits is the CommitFile queue (commit.go).
-	commits groupcommit.Queue[*commitCall]
+	commits groupcommit.Queue[[]*commitCall]
 
 	// writeMu serialises mutating calls; held across the Pebble commit.
 	writeMu sync.Mutex
@@ -176,6 +178,13 @@ func writeVersion(db *pebble.DB) error {
 		return fmt.Errorf("pebblecp: write format version: %w", err)
 	}
 	return nil
+}
+
+// closed reports whether Close ran.
+func (cp *ControlPlane) closed() bool {
+	cp.mu.RLock()
+	defer cp.mu.RUnlock()
+	return cp.mu.db == nil
 }
 
 // Close closes the database. Everything acknowledged is already durable.

@@ -18,7 +18,11 @@ func (cp *ControlPlane) CommitGroup(ctx context.Context, reqs []wal.CommitFileRe
 		}
 		group[i] = &commitCall{ctx: ctx, req: &req, digest: req.Digest()}
 	}
-	cp.commitGroup(group)
+	entries := make([][]*commitCall, len(group))
+	for i, c := range group {
+		entries[i] = []*commitCall{c}
+	}
+	cp.commitGroup(entries)
 	res, errs := make([]wal.CommitFileResult, len(reqs)), make([]error, len(reqs))
 	for i, c := range group {
 		res[i], errs[i] = c.res, c.err

@@ -43,7 +43,7 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 	}
 	start := time.Now()
 	c := &commitCall{ctx: ctx, req: &req, digest: req.Digest()}
-	cp.commits.Do(c, maxCommitGroup, cp.commitGroup)
+	cp.commits.Do([]*commitCall{c}, maxCommitGroup, cp.commitGroup)
 	cp.metrics.commitNanos.Add(int64(time.Since(start)))
 	if c.err != nil {
 		cp.metrics.commitErrors.Add(1)
@@ -53,16 +53,54 @@ func (cp *ControlPlane) CommitFile(ctx context.Context, req wal.CommitFileReques
 	return wal.CommitAnswer(&req, c.results), nil
 }
 
-// maxCommitGroup caps the calls of one group transaction, so that its
-// statements and its lock time stay bounded.
+// CommitFiles implements wal.ControlPlane: the valid requests go into the
+// commit queue as one entry, so that they are calls of one group
+// transaction, decided one after the other in list order (an invalid one
+// gets its error at once).
+func (cp *ControlPlane) CommitFiles(ctx context.Context, reqs []wal.CommitFileRequest) ([]wal.CommitFilesResult, error) {
+	if err := cp.begin(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]wal.CommitFilesResult, len(reqs))
+	calls := make([]*commitCall, 0, len(reqs))
+	for i := range reqs {
+		if err := reqs[i].Validate(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		calls = append(calls, &commitCall{ctx: ctx, req: &reqs[i], digest: reqs[i].Digest(), index: i})
+	}
+	if len(calls) == 0 {
+		return out, nil
+	}
+	start := time.Now()
+	cp.commits.Do(calls, maxCommitGroup, cp.commitGroup)
+	took := time.Since(start)
+	for _, c := range calls {
+		cp.metrics.commitNanos.Add(int64(took))
+		if c.err != nil {
+			cp.metrics.commitErrors.Add(1)
+			out[c.index].Err = c.err
+			continue
+		}
+		cp.metrics.commits.Add(1)
+		out[c.index].CommitFileResult = wal.CommitAnswer(c.req, c.results)
+	}
+	return out, nil
+}
+
+// maxCommitGroup caps the entries of the commit queue in one group (a
+// CommitFile is one entry, a CommitFiles one entry of all its requests),
+// so that a group's statements and its lock time stay bounded.
 const maxCommitGroup = 64
 
-// commitCall is one CommitFile in the commit queue; results and err are
-// its answer, set by the leader that writes it.
+// commitCall is one commit in the commit queue; results and err are its
+// answer, set by the leader that writes it.
 type commitCall struct {
 	ctx     context.Context
 	req     *wal.CommitFileRequest
 	digest  [32]byte
+	index   int // in its CommitFiles list
 	results []storedResult
 	err     error
 }
@@ -72,14 +110,20 @@ type commitCall struct {
 // repeated in the group, a retry racing its commit, starts the next
 // transaction, which answers it from the stored row). Every call is
 // answered when it returns.
-func (cp *ControlPlane) commitGroup(group []*commitCall) {
-	live := make([]*commitCall, 0, len(group))
-	for _, c := range group {
-		if err := cp.begin(c.ctx); err != nil {
-			c.err = err
-			continue
+func (cp *ControlPlane) commitGroup(group [][]*commitCall) {
+	n := 0
+	for _, e := range group {
+		n += len(e)
+	}
+	live := make([]*commitCall, 0, n)
+	for _, e := range group {
+		for _, c := range e {
+			if err := cp.begin(c.ctx); err != nil {
+				c.err = err
+				continue
+			}
+			live = append(live, c)
 		}
-		live = append(live, c)
 	}
 	for len(live) > 0 {
 		n := distinctKeys(live)

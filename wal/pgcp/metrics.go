@@ -7,17 +7,19 @@ import (
 
 // Metrics is a snapshot of a ControlPlane's counters since Open.
 type Metrics struct {
-	// Commits is the CommitFile calls answered (each batch accepted or
-	// refused); CommitErrors the calls that failed after their retries.
+	// Commits is the commits answered (each batch accepted or refused),
+	// a CommitFile call or one request of a CommitFiles; CommitErrors the
+	// ones that failed after their retries.
 	Commits      int64
 	CommitErrors int64
-	// CommitLatencySum is the time spent in CommitFile with its retries,
-	// answered or failed; divide by Commits+CommitErrors for the mean.
+	// CommitLatencySum is the time spent in CommitFile, or CommitFiles
+	// once per request, with its retries, answered or failed; divide by
+	// Commits+CommitErrors for the mean.
 	CommitLatencySum time.Duration
 	// Retries is the transactions of any call run again after a
 	// serialization failure, a deadlock or a request that never left.
 	Retries int64
-	// CommitGroups is the groups of CommitFile calls written together
+	// CommitGroups is the groups of commits written together
 	// (Commits+CommitErrors over CommitGroups is the mean group size).
 	CommitGroups int64
 	// OutcomeUnknown is the mutating calls that failed with

@@ -41,7 +41,10 @@
 // that fails alone (an offset overflow) is undone within the
 // transaction; a key already registered is answered from its row; a
 // failed transaction fails every call of the group, none of which is
-// then visible. Brokers with their own ControlPlane still take turns on
+// then visible. A CommitFiles call is one entry of the queue: its
+// requests are calls of one group, decided in list order (a writer
+// hands over the objects it uploaded during its previous commit that
+// way). Brokers with their own ControlPlane still take turns on
 // shared partitions, one group each.
 //
 // # Failures
@@ -138,7 +141,7 @@ type ControlPlane struct {
 	closed      atomic.Bool
 	metrics     counters
 	// commits is the CommitFile queue (commit.go).
-	commits groupcommit.Queue[*commitCall]
+	commits groupcommit.Queue[[]*commitCall]
 }
 
 var _ wal.ControlPlane = (*ControlPlane)(nil)

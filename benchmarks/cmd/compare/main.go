@@ -119,6 +119,8 @@ func run(stdout, stderr io.Writer, args []string) error {
 	var tailOnly bool
 	fl.Int64Var(&tailMiB, "tail-mib", 64, "MiB of the log of the tail-read and first-pass rows, mapped and DisableMmapReads (0 skips them)")
 	fl.BoolVar(&tailOnly, "tail-only", false, "run the tail-read and first-pass rows only")
+	var walOnly bool
+	fl.BoolVar(&walOnly, "wal-only", false, "run the diskless-WAL rows only (with -wal-mib)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -190,6 +192,12 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	if tailOnly {
 		return runTailOnly(stdout, stderr, root, cfg, args, loadStart, tailMiB<<20)
+	}
+	if walOnly {
+		if cfg.walBytes <= 0 {
+			return fmt.Errorf("-wal-only needs -wal-mib > 0")
+		}
+		return runWALOnly(stdout, stderr, root, cfg, args, loadStart)
 	}
 
 	ents := entries()

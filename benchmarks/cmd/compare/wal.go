@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -382,4 +383,24 @@ func walSameRep(res *results, sec, name string) string {
 		each[i] = fmt.Sprintf("%.3f", x)
 	}
 	return fmt.Sprintf("%.3fx (%s)", median(v), strings.Join(each, ", "))
+}
+
+// runWALOnly runs the WAL rows alone (-wal-only) and prints their tables.
+func runWALOnly(stdout, stderr io.Writer, root string, cfg config, args []string, loadStart string) error {
+	res := newResults()
+	start := time.Now()
+	since := func() float64 { return time.Since(start).Seconds() }
+	wr := newWALRun(filepath.Join(root, "wal"), cfg)
+	defer wr.close()
+	for rep := 0; rep < cfg.reps; rep++ {
+		wr.runRep(rep, res, stderr, since)
+	}
+	fmt.Fprintf(stderr, "[%6.1fs] done\n", since())
+	fmt.Fprintf(stdout, "Run %s on %d CPUs (%s), %s %s/%s.\n\ntierlog measured: %s.\n\nCommand: `cd benchmarks && go run ./cmd/compare%s`\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		tierlogVersion(), strings.Join(append([]string{""}, args...), " "))
+	fmt.Fprintf(stdout, "Load average (1, 5, 15 min) at start: %s, at end: %s.\n\n", loadStart, loadAvg())
+	printWAL(stdout, wr, res)
+	fmt.Fprintf(stdout, "Wall time of the run: %s.\n", time.Since(start).Round(time.Second))
+	return nil
 }

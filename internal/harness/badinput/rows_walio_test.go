@@ -207,6 +207,10 @@ func (c shortAnswerCP) CommitFile(ctx context.Context, req wal.CommitFileRequest
 	return res, err
 }
 
+func (c shortAnswerCP) CommitFiles(ctx context.Context, reqs []wal.CommitFileRequest) ([]wal.CommitFilesResult, error) {
+	return wal.CommitEach(ctx, c, reqs)
+}
+
 // lyingFindCP edits the coordinates FindBatches answers.
 type lyingFindCP struct {
 	wal.ControlPlane

@@ -77,6 +77,11 @@ func (m *ModelPlane) CommitFile(_ context.Context, req wal.CommitFileRequest) (w
 	return res, nil
 }
 
+// CommitFiles commits the requests one after the other.
+func (m *ModelPlane) CommitFiles(ctx context.Context, reqs []wal.CommitFileRequest) ([]wal.CommitFilesResult, error) {
+	return wal.CommitEach(ctx, m, reqs)
+}
+
 // FindBatches answers with the committed batches from each offset,
 // within the request's budgets.
 func (m *ModelPlane) FindBatches(_ context.Context, req wal.FindBatchesRequest) ([]wal.FindBatchesResult, error) {
