@@ -235,6 +235,14 @@ func (f *faultCP) CommitFile(ctx context.Context, req wal.CommitFileRequest) (wa
 	return wal.CommitFileResult{}, fmt.Errorf("%w: CommitFile %s: answer lost", ErrControlPlaneUnavailable, req.ObjectKey)
 }
 
+// CommitFiles decides the list as CommitFile calls one after another,
+// so each item meets the outage and the lost answers (the writer commits
+// through CommitFiles; without this method the embedded plane's would
+// bypass the faults).
+func (f *faultCP) CommitFiles(ctx context.Context, reqs []wal.CommitFileRequest) ([]wal.CommitFilesResult, error) {
+	return wal.CommitEach(ctx, f, reqs)
+}
+
 func (f *faultCP) IsSafeToDeleteObject(ctx context.Context, key string) (bool, error) {
 	if err := f.refuse("IsSafeToDeleteObject"); err != nil {
 		return false, err
