@@ -49,6 +49,10 @@ func (k Kind) String() string {
 		return "lineage-diverged"
 	case ConsolidatingOutsideISR:
 		return "consolidating-outside-isr"
+	case Duplicate:
+		return "duplicate"
+	case SequenceGap:
+		return "sequence-gap"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
@@ -80,7 +84,7 @@ func (c *Cluster) Check() *Violation {
 		return v
 	}
 	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage,
-		c.checkConsolidatingInISR} {
+		c.checkConsolidatingInISR, c.checkProducers} {
 		if v := f(); v != nil {
 			return v
 		}

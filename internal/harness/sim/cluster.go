@@ -90,6 +90,7 @@ type Cluster struct {
 	ctrl    controller
 	brokers []*Broker
 	model   model
+	prod    producerState // the idempotent producers (producer.go)
 	trace   trace
 	rec     recorder // the steps taken, as script actions (shrink.go)
 }

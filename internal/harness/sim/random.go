@@ -66,6 +66,14 @@ func anyBroker(c *Cluster, rng *rand.Rand) int32 { return int32(1 + rng.IntN(len
 // method, the same ones a scripted run calls.
 var choices = []choice{
 	{"produce", 20, func(c *Cluster, rng *rand.Rand) error { return c.Produce(1 + rng.IntN(5)) }},
+	// Idempotent producers (producer.go): a new batch, its answer lost
+	// one time in four, and the retry of the oldest unacknowledged one.
+	{"produce-idempotent", 10, func(c *Cluster, rng *rand.Rand) error {
+		return c.ProduceIdempotent(1+rng.IntN(producerCount), 1+rng.IntN(5), rng.IntN(4) == 0)
+	}},
+	{"retry-produce", 6, func(c *Cluster, rng *rand.Rand) error {
+		return c.RetryProduce(1+rng.IntN(producerCount), rng.IntN(4) == 0)
+	}},
 	{"replicate", 25, func(c *Cluster, rng *rand.Rand) error { return c.Replicate(anyBroker(c, rng)) }},
 	{"consolidate", 12, func(c *Cluster, rng *rand.Rand) error { return c.Consolidate(anyBroker(c, rng)) }},
 	{"consume", 8, func(c *Cluster, rng *rand.Rand) error { return c.Consume(rng.Int64N(c.model.end + 1)) }},

@@ -124,7 +124,8 @@ var clusterActions = map[string]func(*Cluster) error{
 
 // noBrokerArg are commands whose trace line names a broker (the leader)
 // that the script command does not take.
-var noBrokerArg = map[string]bool{"produce": true, "consume": true, "switch-step": true, "prune": true}
+var noBrokerArg = map[string]bool{"produce": true, "consume": true, "switch-step": true, "prune": true,
+	"produce-idempotent": true, "retry-produce": true}
 
 // apply runs a on c, the Cluster method its script command runs.
 func (a Action) apply(c *Cluster) error {
@@ -196,6 +197,8 @@ func (a Action) apply(c *Cluster) error {
 			return fmt.Errorf("%w: %q has no type", ErrUnreplayable, a)
 		}
 		return c.ElectLeaders(et)
+	case "produce-idempotent", "retry-produce":
+		return a.applyProducer(c)
 	case "reseal":
 		seal, err := need("seal")
 		if err != nil {
