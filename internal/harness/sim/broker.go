@@ -60,6 +60,9 @@ type Broker struct {
 	// moving: the move fetcher holds the partition (a log directory
 	// move, scripted runs only: move.go).
 	moving bool
+	// cut is a crash armed at a file operation of the disk (crashfs.go),
+	// nil or stale (armed on an older disk) when none is.
+	cut *cutPoint
 }
 
 // classicFetch is where the classic fetcher fetches from.
@@ -134,7 +137,7 @@ func (b *Broker) logOptions() log.Options {
 // checker's rule until the replica truncates).
 func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 	c := b.c
-	m, err := logmanager.Open(c.ctx, logmanager.Options{Dirs: logDirs, FS: b.fs, Log: b.logOptions(),
+	m, err := logmanager.Open(c.ctx, logmanager.Options{Dirs: logDirs, FS: b.disk(), Log: b.logOptions(),
 		NoBackgroundTasks: true, FileDeleteDelay: -1, Now: c.now})
 	if err != nil {
 		return nil, nil, err

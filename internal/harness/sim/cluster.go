@@ -168,6 +168,7 @@ func (c *Cluster) openShared() error {
 func (c *Cluster) Close() error {
 	var errs []error
 	for _, b := range c.brokers {
+		b.cut = nil // no crash point cuts the cluster's own close
 		errs = append(errs, b.stop())
 	}
 	if c.writer != nil {

@@ -84,6 +84,14 @@ var choices = []choice{
 	{"shrink-isr", 2, func(c *Cluster, rng *rand.Rand) error { return c.ShrinkISR(anyBroker(c, rng)) }},
 	{"crash", 2, func(c *Cluster, rng *rand.Rand) error { return c.Crash(anyBroker(c, rng)) }},
 	{"restart", 4, func(c *Cluster, rng *rand.Rand) error { return c.Restart(anyBroker(c, rng)) }},
+	// A crash at an arbitrary file operation of what the broker does
+	// next (crashfs.go), most often within its next few operations.
+	{"arm-crash", 2, func(c *Cluster, rng *rand.Rand) error {
+		return c.ArmCrash(anyBroker(c, rng), 1+rng.IntN(1+rng.IntN(60)), []int{0, 50, 100}[rng.IntN(3)])
+	}},
+	// A controlled shutdown (rolling restarts): the log manager's managed
+	// close, its clean-shutdown markers and checkpoints.
+	{"stop", 2, func(c *Cluster, rng *rand.Rand) error { return c.Stop(anyBroker(c, rng), -1) }},
 	{"lose-disk", 1, func(c *Cluster, rng *rand.Rand) error { return c.LoseDisk(anyBroker(c, rng)) }},
 	{"faults", 2, func(c *Cluster, rng *rand.Rand) error {
 		if c.store.rate() > 0 {

@@ -197,6 +197,16 @@ func (a Action) apply(c *Cluster) error {
 			return fmt.Errorf("%w: %q has no type", ErrUnreplayable, a)
 		}
 		return c.ElectLeaders(et)
+	case "arm-crash":
+		ops, err := need("ops")
+		if err != nil {
+			return err
+		}
+		pct, err := need("unsynced")
+		if err != nil {
+			return err
+		}
+		return c.ArmCrash(a.Broker, int(ops), int(pct))
 	case "produce-idempotent", "retry-produce":
 		return a.applyProducer(c)
 	case "reseal":
