@@ -201,6 +201,7 @@ func (c *Cluster) checkLost() *Violation {
 		spans = append(spans, [2]int64{max(w, st.Seal()), hw})
 	}
 	spans = append(spans, c.model.lost...)
+	spans = append(spans, [2]int64{0, c.model.deletedBelow})
 	slices.SortFunc(spans, func(a, b [2]int64) int { return int(a[0] - b[0]) })
 	covered := int64(0)
 	for _, s := range spans {

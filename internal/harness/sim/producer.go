@@ -8,6 +8,7 @@ import (
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/tierstate"
 )
 
 // Idempotent producers (KIP-98's enable.idempotence, the Java client's
@@ -379,4 +380,44 @@ func (a Action) applyProducer(c *Cluster) error {
 		return err
 	}
 	return c.ProduceIdempotent(int(p), int(n), lost)
+}
+
+// DeleteRecords is an admin client's DeleteRecords request
+// (kafka-delete-records.sh) before the switch: the leader raises its log
+// start offset to offset, at most its high watermark (Kafka:
+// UnifiedLog.maybeIncrementLogStartOffset with ClientRecordDeletion);
+// followers raise theirs from the leader's in their next fetch. The
+// records below it are gone for good (model.deletedBelow); producers
+// whose batches lie below it keep their state (idempotence still
+// answers their retries).
+func (c *Cluster) DeleteRecords(offset int64) error {
+	return c.do("delete-records", c.ctrl.rec.Leader, func() (string, error) {
+		c.rec.note("offset", offset)
+		b := c.leaderBroker()
+		if b == nil || c.ctrl.rec.State.Phase() != tierstate.PhaseClassic {
+			return "", notApplicable("no classic leader")
+		}
+		l := b.Log()
+		if offset <= l.LogStartOffset() || offset > l.HighWatermark() {
+			return "", notApplicable("offset %d outside (%d, %d]", offset, l.LogStartOffset(), l.HighWatermark())
+		}
+		if _, err := l.MaybeIncrementLogStartOffset(offset); err != nil {
+			return "", err
+		}
+		c.model.deletedBelow = max(c.model.deletedBelow, offset)
+		return fmt.Sprintf("log start %d local start %d", l.LogStartOffset(), l.LocalLogStartOffset()), nil
+	})
+}
+
+// followLogStart raises follower f's log start offset to the leader's,
+// as far as its high watermark allows (Kafka: the follower's
+// maybeIncrementLogStartOffset with LeaderOffsetIncremented after a
+// fetch).
+func followLogStart(ll, fl *log.UnifiedLog) error {
+	to := min(ll.LogStartOffset(), fl.HighWatermark())
+	if to <= fl.LogStartOffset() {
+		return nil
+	}
+	_, err := fl.MaybeIncrementLogStartOffset(to)
+	return err
 }

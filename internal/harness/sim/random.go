@@ -92,6 +92,21 @@ var choices = []choice{
 	// A controlled shutdown (rolling restarts): the log manager's managed
 	// close, its clean-shutdown markers and checkpoints.
 	{"stop", 2, func(c *Cluster, rng *rand.Rand) error { return c.Stop(anyBroker(c, rng), -1) }},
+	// An admin's DeleteRecords up to the high watermark, most often
+	// inside a segment (producer.go). It weighs 0 by default (-weights
+	// delete-records=1 takes it): the switch tools do not look at the log
+	// start offset, so a later reseal may lower the seal below the
+	// records DeleteRecords removed (seed 2 with weight 1: the leader
+	// truncates to a seal below its log start and its follower's epochs
+	// disagree, LineageDiverged); not yet triaged.
+	{"delete-records", 0, func(c *Cluster, rng *rand.Rand) error {
+		lb := c.leaderBroker()
+		if lb == nil {
+			return ErrNotApplicable
+		}
+		l := lb.Log()
+		return c.DeleteRecords(l.LogStartOffset() + 1 + rng.Int64N(max(1, l.HighWatermark()-l.LogStartOffset())))
+	}},
 	{"lose-disk", 1, func(c *Cluster, rng *rand.Rand) error { return c.LoseDisk(anyBroker(c, rng)) }},
 	{"faults", 2, func(c *Cluster, rng *rand.Rand) error {
 		if c.store.rate() > 0 {

@@ -125,7 +125,7 @@ var clusterActions = map[string]func(*Cluster) error{
 // noBrokerArg are commands whose trace line names a broker (the leader)
 // that the script command does not take.
 var noBrokerArg = map[string]bool{"produce": true, "consume": true, "switch-step": true, "prune": true,
-	"produce-idempotent": true, "retry-produce": true}
+	"produce-idempotent": true, "retry-produce": true, "delete-records": true}
 
 // apply runs a on c, the Cluster method its script command runs.
 func (a Action) apply(c *Cluster) error {
@@ -197,6 +197,12 @@ func (a Action) apply(c *Cluster) error {
 			return fmt.Errorf("%w: %q has no type", ErrUnreplayable, a)
 		}
 		return c.ElectLeaders(et)
+	case "delete-records":
+		off, err := need("offset")
+		if err != nil {
+			return err
+		}
+		return c.DeleteRecords(off)
 	case "arm-crash":
 		ops, err := need("ops")
 		if err != nil {
