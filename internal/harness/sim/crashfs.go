@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -29,8 +31,15 @@ var ErrCrashed = errors.New("sim: broker crashed at this file operation")
 // broker is down, so a cut armed on a stopped broker falls in its
 // restart (op 1: a power loss while it was down, before its recovery
 // touched the disk).
+//
+// Only the operations of one log directory (the partition's, and its
+// parent directories) count and fail: the log manager works on its
+// directories in parallel, and an order between their operations would
+// make a seed's run depend on the Go scheduler. The other directory
+// holds no log of the partition.
 type cutPoint struct {
-	fs *vfs.MemFS // the disk it is armed on (a new disk disarms it)
+	fs  *vfs.MemFS // the disk it is armed on (a new disk disarms it)
+	dir string     // the log directory whose operations count
 	// unsyncedPercent and rng make the crash image (drawn when armed,
 	// so that the image does not depend on which goroutine of the
 	// library reaches the point).
@@ -47,7 +56,7 @@ type cutPoint struct {
 
 // inject is the errorfs injector of a broker's disk.
 func (p *cutPoint) inject(op errorfs.Op) error {
-	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite || !p.within(op.Path) {
 		return nil
 	}
 	p.mu.Lock()
@@ -61,6 +70,12 @@ func (p *cutPoint) inject(op errorfs.Op) error {
 	p.mu.image = p.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: p.unsyncedPercent, RNG: p.rng})
 	p.mu.what = fmt.Sprintf("%s %s", opKindName(op.Kind), op.Path)
 	return ErrCrashed
+}
+
+// within reports whether path is p's directory, beneath it or one of
+// its parents.
+func (p *cutPoint) within(path string) bool {
+	return path == p.dir || strings.HasPrefix(path, p.dir+"/") || path == "/" || strings.HasPrefix(p.dir, path+"/")
 }
 
 // fired returns the crash image and the operation it cut before (nil
@@ -96,9 +111,12 @@ func opKindName(k errorfs.OpKind) string {
 }
 
 // disk is the file system the broker's log manager opens: its MemFS,
-// behind the broker's cut point when one is armed on it.
+// behind the broker's cut point when one is armed on it. Directory
+// listings are sorted (MemFS lists in map order, which would make the
+// order of a close's fsyncs, and so what a cut leaves, differ between
+// runs of a seed; a real readdir order is arbitrary too).
 func (b *Broker) disk() vfs.FS {
-	return errorfs.Wrap(b.fs, errorfs.InjectorFunc(func(op errorfs.Op) error {
+	return errorfs.Wrap(sortedListFS{b.fs}, errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if p := b.cut; p != nil && p.fs == b.fs {
 			return p.inject(op)
 		}
@@ -126,7 +144,11 @@ func (c *Cluster) ArmCrash(id int32, ops, unsyncedPercent int) error {
 		if ops < 1 {
 			return "", notApplicable("crash point %d", ops)
 		}
-		p := &cutPoint{fs: b.fs, unsyncedPercent: unsyncedPercent,
+		dir := logDirs[0]
+		if l := b.Log(); l != nil {
+			dir = b.logDirOf(l)
+		}
+		p := &cutPoint{fs: b.fs, dir: dir, unsyncedPercent: unsyncedPercent,
 			rng: rand.New(rand.NewPCG(uint64(c.step), uint64(id)<<32|uint64(ops)))}
 		p.mu.left = ops
 		b.cut = p
@@ -181,4 +203,13 @@ func (c *Cluster) armedBrokers() (up map[int32]bool, armed bool) {
 		up[b.ID] = b.up
 	}
 	return up, true
+}
+
+// sortedListFS lists directories in name order.
+type sortedListFS struct{ vfs.FS }
+
+func (fs sortedListFS) List(dir string) ([]string, error) {
+	names, err := fs.FS.List(dir)
+	slices.Sort(names)
+	return names, err
 }

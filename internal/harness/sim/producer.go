@@ -38,8 +38,9 @@ import (
 // refuse a batch whose sequence does not follow the producer's last
 // (OUT_OF_ORDER_SEQUENCE_NUMBER). The invariants (checkProducers):
 //   - Duplicate: a record is committed at one offset only (a retry
-//     appended again duplicates it), and a duplicate answer names the
-//     offsets holding the batch;
+//     appended again duplicates it), a duplicate answer names the
+//     offsets holding the batch, and the retry of a committed batch is
+//     not refused as out of order;
 //   - SequenceGap: the committed records of a producer follow one
 //     another by sequence (a batch accepted out of order leaves a gap),
 //     but across a committed range an operator or an election gave up.
@@ -152,24 +153,29 @@ func (c *Cluster) producer(index int) (*simProducer, error) {
 	return ps.producers[index-1], nil
 }
 
-// settle delivers the answers of p's batches in flight: committed ones
-// are acknowledged; those whose leader or leader epoch changed failed
-// (NOT_LEADER_OR_FOLLOWER) and wait for a retry.
+// settle delivers the answers of p's batches in flight, in sequence
+// order as the connection delivers them (acks=all: the high watermark
+// passes a producer's batches in that order): the committed ones are
+// acknowledged up to the first batch that is not, which waits for a
+// retry. A batch whose leader or leader epoch changed failed
+// (NOT_LEADER_OR_FOLLOWER). The unacknowledged batches are thus always
+// the producer's last ones, at most maxInFlight of them: the broker's
+// window of five batches per producer covers every retry.
 func (c *Cluster) settle(p *simProducer) {
-	kept := p.unacked[:0]
+	lb := c.leaderBroker()
 	for _, sb := range p.unacked {
-		if sb.inFlight {
-			lb := c.leaderBroker()
-			switch {
-			case lb == nil || lb.ID != sb.leader || c.ctrl.rec.LeaderEpoch != sb.leaderEpoch:
-				sb.inFlight = false
-			case lb.Log().HighWatermark() > sb.last:
-				continue // acknowledged
-			}
+		if sb.inFlight && (lb == nil || lb.ID != sb.leader || c.ctrl.rec.LeaderEpoch != sb.leaderEpoch) {
+			sb.inFlight = false
 		}
-		kept = append(kept, sb)
 	}
-	p.unacked = kept
+	acked := 0
+	for _, sb := range p.unacked {
+		if !sb.inFlight || lb.Log().HighWatermark() <= sb.last {
+			break
+		}
+		acked++
+	}
+	p.unacked = p.unacked[acked:]
 }
 
 // classicProduceLeader is the leader taking classic produce, or why none
@@ -252,7 +258,14 @@ func (c *Cluster) sendIdempotent(b *Broker, p *simProducer, sb *sentBatch, lostA
 	var ooo *log.OutOfOrderSequenceError
 	switch {
 	case errors.As(err, &ooo):
-		return fmt.Sprintf("%s: OUT_OF_ORDER_SEQUENCE_NUMBER (%v)", what, err), nil
+		note := fmt.Sprintf("%s: OUT_OF_ORDER_SEQUENCE_NUMBER (%v)", what, err)
+		// The batch is committed: the leader's producer state lost it
+		// (the retry is within the window of five batches).
+		if at, ok := c.prod.seenAt[producerValue(p.index, sb.seq)]; ok && !c.model.given(at, at+1) {
+			return note, c.violation(Duplicate, b.ID, at, "retry of seq %d, committed at %d, refused as out of order: %v",
+				sb.seq, at, err)
+		}
+		return note, nil
 	case err != nil:
 		return fmt.Sprintf("%s refused: %v", what, err), nil
 	}
