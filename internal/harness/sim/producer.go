@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -137,6 +138,10 @@ type producerState struct {
 	// its offset (by index).
 	lastSeq map[int]int32
 	lastAt  map[int]int64
+	// cuts are the offsets an unclean or last-known-leader election
+	// discarded the committed records from (model.discardFrom): the
+	// sequences of the records it discarded are gone with them.
+	cuts []int64
 }
 
 func (c *Cluster) producer(index int) (*simProducer, error) {
@@ -336,6 +341,11 @@ func (c *Cluster) checkProducers() *Violation {
 	if ps.producers == nil {
 		return nil
 	}
+	if c.model.end < ps.checkedTo {
+		// An election discarded committed records: scan again.
+		ps.cuts = append(ps.cuts, c.model.end)
+		ps.seenAt, ps.lastSeq, ps.lastAt, ps.checkedTo = map[string]int64{}, map[int]int32{}, map[int]int64{}, 0
+	}
 	for ; ps.checkedTo < c.model.end; ps.checkedTo++ {
 		o := ps.checkedTo
 		v, ok := c.model.values[o]
@@ -361,7 +371,8 @@ func (c *Cluster) checkProducers() *Violation {
 		// A committed range given up between (or at) the previous record
 		// and this one may hold the sequences in between, or the first
 		// copy of a batch retried after its loss.
-		gaveUp := c.model.lostBetween(prevAt, o) || (seen && c.model.given(prevAt, prevAt+1))
+		gaveUp := c.model.lostBetween(prevAt, o) || (seen && c.model.given(prevAt, prevAt+1)) ||
+			slices.ContainsFunc(ps.cuts, func(cut int64) bool { return prevAt < cut && cut <= o })
 		if seq != last+1 && !gaveUp {
 			return c.violation(SequenceGap, -1, o, "producer %d: sequence %d committed after %d (at %d)", idx, seq, last, prevAt)
 		}
