@@ -54,6 +54,16 @@ var simCatches = []simCatch{
 	// from before the flag: a follower's epochs disagree with the
 	// leader's (LineageDiverged).
 	{guard: mutation.Phase2Gate, limit: 60},
+	// A broker restarted from its clean close's producer snapshot keeps
+	// only each producer's last batch; an idempotent producer's retry of
+	// an earlier batch of its window, committed, is refused as out of
+	// order (Duplicate). First caught at seed 75 (70 steps).
+	{guard: mutation.ProducerBatchesWindow, limit: 255},
+	// A crash at a file operation soon after a log directory was created
+	// (a new or lost disk) loses the directory with the logs' synced
+	// files: the only in-sync replica comes back with an empty log
+	// (LostRecord). First caught at seed 59 (120 steps).
+	{guard: mutation.LogDirParentSync, limit: 207},
 }
 
 // name is the row's subtest name: its guards, as -mutation spells them.
