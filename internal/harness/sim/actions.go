@@ -39,6 +39,7 @@ func (c *Cluster) do(action string, broker int32, f func() (string, error)) erro
 	if err != nil {
 		summary += " error: " + err.Error()
 	}
+	c.settleProducers()
 	for _, b := range c.brokers {
 		if b.up {
 			if ferr := b.reporter.Flush(c.ctx); ferr != nil {

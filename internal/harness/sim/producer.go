@@ -158,6 +158,15 @@ func (c *Cluster) producer(index int) (*simProducer, error) {
 	return ps.producers[index-1], nil
 }
 
+// settleProducers settles every producer's batches at the end of a step
+// that ran (Cluster.do): an action that does not apply changes nothing,
+// so a replay of the steps taken settles at the same points.
+func (c *Cluster) settleProducers() {
+	for _, p := range c.prod.producers {
+		c.settle(p)
+	}
+}
+
 // settle delivers the answers of p's batches in flight, in sequence
 // order as the connection delivers them (acks=all: the high watermark
 // passes a producer's batches in that order): the committed ones are
@@ -211,7 +220,6 @@ func (c *Cluster) ProduceIdempotent(index, n int, lostAnswer bool) error {
 		if err != nil {
 			return "", err
 		}
-		c.settle(p)
 		if len(p.unacked) >= maxInFlight {
 			return "", notApplicable("producer %d has %d batches in flight", index, len(p.unacked))
 		}
@@ -243,7 +251,6 @@ func (c *Cluster) RetryProduce(index int, lostAnswer bool) error {
 		if err != nil {
 			return "", err
 		}
-		c.settle(p)
 		if len(p.unacked) == 0 || p.unacked[0].inFlight {
 			return "", notApplicable("producer %d has no batch to retry", index)
 		}
