@@ -20,10 +20,6 @@ import (
 var churn = map[string]int{"crash": 6, "lose-disk": 4, "force-leader": 4, "restart": 8, "expire": 8,
 	"copy": 10, "prune": 6, "elect": 5}
 
-// withStop is the default menu with controlled shutdowns (weight 2; the
-// default is 0, see the "stop" row of choices).
-var withStop = map[string]int{"stop": 2}
-
 // simCatch is one guard the random simulation catches: with the guard
 // (and the guards of with) disabled, a search from seed 1 finds a seed
 // that breaks an invariant within limit seeds.
@@ -58,16 +54,17 @@ var simCatches = []simCatch{
 	// from before the flag: a follower's epochs disagree with the
 	// leader's (LineageDiverged).
 	{guard: mutation.Phase2Gate, limit: 60},
-	// A broker restarted from its clean close's producer snapshot keeps
-	// only each producer's last batch; an idempotent producer's retry of
-	// an earlier batch of its window, committed, is refused as out of
-	// order (Duplicate). First caught at seed 75 (70 steps; -weights stop=2).
-	{guard: mutation.ProducerBatchesWindow, weights: withStop, limit: 255},
-	// A crash at a file operation soon after a log directory was created
-	// (a new or lost disk) loses the directory with the logs' synced
-	// files: the only in-sync replica comes back with an empty log
-	// (LostRecord). First caught at seed 59 (120 steps; -weights stop=2).
-	{guard: mutation.LogDirParentSync, weights: withStop, limit: 207},
+	// A broker that loads a producer snapshot at its restart keeps only
+	// each producer's last batch; an idempotent producer's retry of an
+	// earlier batch of its window, committed, is refused as out of order
+	// (Duplicate). First caught at seed 104 (93 steps).
+	{guard: mutation.ProducerBatchesWindow, limit: 342},
+	// A crash soon after a log directory was created (a new or lost
+	// disk) loses the directory with the logs' synced files: the replica
+	// comes back empty, and once it leads, remote storage serves a
+	// consumer records the partition no longer commits (UncommittedRead).
+	// First caught at seed 172 (456 steps).
+	{guard: mutation.LogDirParentSync, limit: 546},
 }
 
 // name is the row's subtest name: its guards, as -mutation spells them.
