@@ -23,7 +23,12 @@ import (
 func (c *Cluster) do(action string, broker int32, f func() (string, error)) error {
 	c.step++
 	c.nowMs += 10
+	up, armed := c.armedBrokers()
 	summary, err := f()
+	if armed {
+		// A crash armed at a file operation that this step reached.
+		err = errors.Join(err, c.finishCuts(up))
+	}
 	c.rec.done(action, broker, !errors.Is(err, ErrNotApplicable))
 	if errors.Is(err, ErrNotApplicable) {
 		c.step--
@@ -34,6 +39,7 @@ func (c *Cluster) do(action string, broker int32, f func() (string, error)) erro
 	if err != nil {
 		summary += " error: " + err.Error()
 	}
+	c.settleProducers()
 	for _, b := range c.brokers {
 		if b.up {
 			if ferr := b.reporter.Flush(c.ctx); ferr != nil {

@@ -66,6 +66,9 @@ type Broker struct {
 	// ReplicaFetcherThread.truncate marks the alter-log-dirs thread with
 	// markPartitionsForTruncation). In memory: a crash forgets it.
 	moveTruncateTo int64
+	// cut is a crash armed at a file operation of the disk (crashfs.go),
+	// nil or stale (armed on an older disk) when none is.
+	cut *cutPoint
 }
 
 // classicFetch is where the classic fetcher fetches from.
@@ -140,7 +143,7 @@ func (b *Broker) logOptions() log.Options {
 // checker's rule until the replica truncates).
 func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 	c := b.c
-	m, err := logmanager.Open(c.ctx, logmanager.Options{Dirs: logDirs, FS: b.fs, Log: b.logOptions(),
+	m, err := logmanager.Open(c.ctx, logmanager.Options{Dirs: logDirs, FS: b.disk(), Log: b.logOptions(),
 		NoBackgroundTasks: true, FileDeleteDelay: -1, Now: c.now})
 	if err != nil {
 		return nil, nil, err

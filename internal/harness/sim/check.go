@@ -33,6 +33,26 @@ const (
 	// LineageDiverged: an in-sync follower's leader epochs disagree with
 	// the leader's on the offsets both hold.
 	LineageDiverged
+	// ConsolidatingOutsideISR: a running follower of a switched partition
+	// consolidates while the controller's ISR does not hold it. It never
+	// sends the leader the follower fetch at the seal that would readmit it,
+	// so it stays outside the ISR for good
+	// (github.com/aiven/inkless/pull/760: a switched follower leaves the
+	// classic fetcher only once the leader admitted it at the seal).
+	ConsolidatingOutsideISR
+	// ClassicBroken: a classic partition (never switched, or its switch
+	// undone; the simulation has no born-diskless topic) is consolidated by a
+	// running broker, or its leader refuses a classic produce. After an undo
+	// the partition keeps taking classic produce and replicating it on the
+	// classic fetchers.
+	ClassicBroken
+	// Duplicate: a record of an idempotent producer is committed at two
+	// offsets (a retried batch was appended again), or a duplicate answer
+	// names offsets that do not hold the retried batch.
+	Duplicate
+	// SequenceGap: a producer's committed records skip sequences (a batch was
+	// accepted out of order) or go back.
+	SequenceGap
 )
 
 func (k Kind) String() string {
@@ -51,6 +71,10 @@ func (k Kind) String() string {
 		return "consolidating-outside-isr"
 	case ClassicBroken:
 		return "classic-broken"
+	case Duplicate:
+		return "duplicate"
+	case SequenceGap:
+		return "sequence-gap"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
@@ -82,7 +106,7 @@ func (c *Cluster) Check() *Violation {
 		return v
 	}
 	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage,
-		c.checkConsolidatingInISR, c.checkClassic} {
+		c.checkConsolidatingInISR, c.checkClassic, c.checkProducers} {
 		if v := f(); v != nil {
 			return v
 		}
@@ -199,6 +223,7 @@ func (c *Cluster) checkLost() *Violation {
 		spans = append(spans, [2]int64{max(w, st.Seal()), hw})
 	}
 	spans = append(spans, c.model.lost...)
+	spans = append(spans, [2]int64{0, c.model.deletedBelow})
 	slices.SortFunc(spans, func(a, b [2]int64) int { return int(a[0] - b[0]) })
 	covered := int64(0)
 	for _, s := range spans {

@@ -2,14 +2,6 @@ package sim
 
 import "github.com/tierlog/tierlog/tierstate"
 
-// ConsolidatingOutsideISR: a running follower of a switched partition
-// consolidates while the controller's ISR does not hold it. It never
-// sends the leader the follower fetch at the seal that would readmit it,
-// so it stays outside the ISR for good
-// (github.com/aiven/inkless/pull/760: a switched follower leaves the
-// classic fetcher only once the leader admitted it at the seal).
-const ConsolidatingOutsideISR = LineageDiverged + 1
-
 // checkConsolidatingInISR: every running, unfenced follower of a
 // partition with a committed seal that consolidates is in the ISR.
 func (c *Cluster) checkConsolidatingInISR() *Violation {

@@ -93,6 +93,7 @@ type Cluster struct {
 	ctrl    controller
 	brokers []*Broker
 	model   model
+	prod    producerState // the idempotent producers (producer.go)
 	trace   trace
 	rec     recorder // the steps taken, as script actions (shrink.go)
 	// swarm is a random run's swarm configuration (nil: none); only the
@@ -177,6 +178,7 @@ func (c *Cluster) openShared() error {
 func (c *Cluster) Close() error {
 	var errs []error
 	for _, b := range c.brokers {
+		b.cut = nil // no crash point cuts the cluster's own close
 		errs = append(errs, b.stop())
 	}
 	if c.writer != nil {

@@ -44,6 +44,9 @@ type model struct {
 	// Below that offset it is checked as before; the entry goes when it
 	// rejoins the ISR.
 	staleFrom map[int32]int64
+	// deletedBelow is the log start offset DeleteRecords raised (0:
+	// none): the committed records below it are deleted on purpose.
+	deletedBelow int64
 }
 
 // given reports whether the accepted losses cover [from, to).

@@ -59,6 +59,17 @@ var simCatches = []simCatch{
 	// the leader starts consolidating and followers leave the classic
 	// fetcher (ClassicBroken), at the undo-switch step.
 	{guard: mutation.UndoLeavesDiskless, limit: 40},
+	// A broker that loads a producer snapshot at its restart keeps only
+	// each producer's last batch; an idempotent producer's retry of an
+	// earlier batch of its window, committed, is refused as out of order
+	// (Duplicate). First caught at seed 104 (93 steps).
+	{guard: mutation.ProducerBatchesWindow, limit: 342},
+	// A crash soon after a log directory was created (a new or lost
+	// disk) loses the directory with the logs' synced files: the replica
+	// comes back empty, and once it leads, remote storage serves a
+	// consumer records the partition no longer commits (UncommittedRead).
+	// First caught at seed 172 (456 steps).
+	{guard: mutation.LogDirParentSync, limit: 546},
 }
 
 // name is the row's subtest name: its guards, as -mutation spells them.

@@ -73,6 +73,9 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		note := c.maybeExpandISR(lb, f)
 		c.advanceHW()
 		fl.UpdateHighWatermark(min(ll.HighWatermark(), fl.LogEndOffset()))
+		if err := followLogStart(ll, fl); err != nil {
+			note += fmt.Sprintf(" log start: %v", err)
+		}
 		if c.ctrl.rec.State.SealCommitted() {
 			if h, err := f.driver.HandOff(c.ctx); err == nil && h.Evicts() {
 				note += " hand-off: " + h.Action.String()

@@ -131,7 +131,8 @@ var clusterActions = map[string]func(*Cluster) error{
 
 // noBrokerArg are commands whose trace line names a broker (the leader)
 // that the script command does not take.
-var noBrokerArg = map[string]bool{"produce": true, "consume": true, "switch-step": true, "prune": true}
+var noBrokerArg = map[string]bool{"produce": true, "consume": true, "switch-step": true, "prune": true,
+	"produce-idempotent": true, "retry-produce": true, "delete-records": true}
 
 // apply runs a on c, the Cluster method its script command runs.
 func (a Action) apply(c *Cluster) error {
@@ -219,6 +220,24 @@ func (a Action) apply(c *Cluster) error {
 			return fmt.Errorf("%w: %q has no type", ErrUnreplayable, a)
 		}
 		return c.ElectLeaders(et)
+	case "delete-records":
+		off, err := need("offset")
+		if err != nil {
+			return err
+		}
+		return c.DeleteRecords(off)
+	case "arm-crash":
+		ops, err := need("ops")
+		if err != nil {
+			return err
+		}
+		pct, err := need("unsynced")
+		if err != nil {
+			return err
+		}
+		return c.ArmCrash(a.Broker, int(ops), int(pct))
+	case "produce-idempotent", "retry-produce":
+		return a.applyProducer(c)
 	case "reseal":
 		seal, err := need("seal")
 		if err != nil {

@@ -67,13 +67,6 @@ func (c *Cluster) RearmSwitch() error {
 	})
 }
 
-// ClassicBroken: a classic partition (never switched, or its switch
-// undone; the simulation has no born-diskless topic) is consolidated by a
-// running broker, or its leader refuses a classic produce. After an undo
-// the partition keeps taking classic produce and replicating it on the
-// classic fetchers.
-const ClassicBroken = ConsolidatingOutsideISR + 1
-
 // checkClassic: no running broker consolidates a classic partition.
 func (c *Cluster) checkClassic() *Violation {
 	if c.ctrl.rec.State.Phase() != tierstate.PhaseClassic {

@@ -1,0 +1,215 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+)
+
+// ErrCrashed is what every mutating file operation of a broker returns
+// from the crash point of an armed cut on (cutPoint): the process is
+// dead, nothing it does reaches the disk any more.
+var ErrCrashed = errors.New("sim: broker crashed at this file operation")
+
+// cutPoint is a crash at an arbitrary file operation (the crash tests'
+// loop of internal/harness/crashtest, drawn at random instead of tried
+// at every point): once armed on a broker's disk, the ops-th mutating
+// operation that reaches it (a create, write, sync, rename, remove,
+// close, directory creation: errorfs's OpIsWrite kinds) does not run;
+// the disk's crash image is taken just before it, and every mutating
+// operation from then on fails with ErrCrashed. The step that hit it
+// then ends with the broker crashed on that image (Cluster.finishCuts):
+// whatever the broker was doing, an append, a roll, a retention
+// deletion, a clean shutdown's close (logmanager's managed close) or a
+// recovery at its restart, stops there. Counting goes on while the
+// broker is down, so a cut armed on a stopped broker falls in its
+// restart (op 1: a power loss while it was down, before its recovery
+// touched the disk).
+//
+// Only the operations of one log directory (the partition's, and its
+// parent directories) count and fail: the log manager works on its
+// directories in parallel, and an order between their operations would
+// make a seed's run depend on the Go scheduler. The other directory
+// holds no log of the partition.
+type cutPoint struct {
+	fs  *vfs.MemFS // the disk it is armed on (a new disk disarms it)
+	dir string     // the log directory whose operations count
+	// unsyncedPercent and rng make the crash image (drawn when armed,
+	// so that the image does not depend on which goroutine of the
+	// library reaches the point).
+	unsyncedPercent int
+	rng             *rand.Rand
+
+	mu struct {
+		sync.Mutex
+		left  int // mutating operations before the crash point
+		image *vfs.MemFS
+		what  string
+	}
+}
+
+// inject is the errorfs injector of a broker's disk.
+func (p *cutPoint) inject(op errorfs.Op) error {
+	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite || !p.within(op.Path) {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.image != nil {
+		return ErrCrashed
+	}
+	if p.mu.left--; p.mu.left > 0 {
+		return nil
+	}
+	p.mu.image = p.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: p.unsyncedPercent, RNG: p.rng})
+	p.mu.what = fmt.Sprintf("%s %s", opKindName(op.Kind), op.Path)
+	return ErrCrashed
+}
+
+// within reports whether path is p's directory, beneath it or one of
+// its parents.
+func (p *cutPoint) within(path string) bool {
+	return path == p.dir || strings.HasPrefix(path, p.dir+"/") || path == "/" || strings.HasPrefix(p.dir, path+"/")
+}
+
+// fired returns the crash image and the operation it cut before (nil
+// while not reached).
+func (p *cutPoint) fired() (*vfs.MemFS, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.image, p.mu.what
+}
+
+func opKindName(k errorfs.OpKind) string {
+	switch k {
+	case errorfs.OpCreate, errorfs.OpReuseForWrite:
+		return "create"
+	case errorfs.OpLink:
+		return "link"
+	case errorfs.OpRemove, errorfs.OpRemoveAll:
+		return "remove"
+	case errorfs.OpRename:
+		return "rename"
+	case errorfs.OpMkdirAll:
+		return "mkdir"
+	case errorfs.OpLock:
+		return "lock"
+	case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpFileFlush:
+		return "sync"
+	case errorfs.OpFilePreallocate:
+		return "preallocate"
+	case errorfs.OpFileClose:
+		return "close"
+	}
+	return "write"
+}
+
+// disk is the file system the broker's log manager opens: its MemFS,
+// behind the broker's cut point when one is armed on it. Directory
+// listings are sorted (MemFS lists in map order, which would make the
+// order of a close's fsyncs, and so what a cut leaves, differ between
+// runs of a seed; a real readdir order is arbitrary too).
+func (b *Broker) disk() vfs.FS {
+	return errorfs.Wrap(sortedListFS{b.fs}, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if p := b.cut; p != nil && p.fs == b.fs {
+			return p.inject(op)
+		}
+		return nil
+	}))
+}
+
+// ArmCrash arms a crash of broker id (running or down) before the ops-th
+// mutating file operation its disk sees from now on, keeping
+// unsyncedPercent (0 to 100) of the data not yet synced: a power loss or
+// a killed process at an arbitrary point of what the broker does next.
+// It takes a step of its own; the crash happens in the step that reaches
+// the point.
+func (c *Cluster) ArmCrash(id int32, ops, unsyncedPercent int) error {
+	return c.do("arm-crash", id, func() (string, error) {
+		c.rec.note("ops", ops)
+		c.rec.note("unsynced", unsyncedPercent)
+		b := c.Broker(id)
+		if b == nil {
+			return "", notApplicable("no broker %d", id)
+		}
+		if b.cut != nil && b.cut.fs == b.fs {
+			return "", notApplicable("broker %d has a crash armed", id)
+		}
+		if ops < 1 {
+			return "", notApplicable("crash point %d", ops)
+		}
+		dir := logDirs[0]
+		if l := b.Log(); l != nil {
+			dir = b.logDirOf(l)
+		}
+		p := &cutPoint{fs: b.fs, dir: dir, unsyncedPercent: unsyncedPercent,
+			rng: rand.New(rand.NewPCG(uint64(c.step), uint64(id)<<32|uint64(ops)))}
+		p.mu.left = ops
+		b.cut = p
+		return fmt.Sprintf("crash before file operation %d, unsynced kept %d%%", ops, unsyncedPercent), nil
+	})
+}
+
+// finishCuts ends the step for every broker whose cut point fired: it is
+// down on the crash image (a running one is abandoned as Crash abandons
+// it, and fenced; one that crashed in its restart never registered).
+// REQUIRES: called by do after the step's action, with up the brokers
+// that ran when the step began.
+func (c *Cluster) finishCuts(up map[int32]bool) error {
+	var errs []error
+	for _, b := range c.brokers {
+		p := b.cut
+		if p == nil || p.fs != b.fs {
+			continue
+		}
+		img, what := p.fired()
+		if img == nil {
+			continue
+		}
+		b.cut = nil
+		if b.up {
+			_ = b.mgr.Close()
+		}
+		b.up, b.fs, b.logs, b.moving = false, img, nil, false
+		b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+		delete(c.ctrl.cleanStop, b.ID)
+		c.trace.detail("b%d crashed before %s (unsynced kept %d%%)", b.ID, what, p.unsyncedPercent)
+		if up[b.ID] {
+			errs = append(errs, c.fenceBroker(b.ID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// armedBrokers reports which brokers run and whether any has a cut
+// point armed (do's input to finishCuts).
+func (c *Cluster) armedBrokers() (up map[int32]bool, armed bool) {
+	for _, b := range c.brokers {
+		if b.cut != nil && b.cut.fs == b.fs {
+			armed = true
+		}
+	}
+	if !armed {
+		return nil, false
+	}
+	up = map[int32]bool{}
+	for _, b := range c.brokers {
+		up[b.ID] = b.up
+	}
+	return up, true
+}
+
+// sortedListFS lists directories in name order.
+type sortedListFS struct{ vfs.FS }
+
+func (fs sortedListFS) List(dir string) ([]string, error) {
+	names, err := fs.FS.List(dir)
+	slices.Sort(names)
+	return names, err
+}
