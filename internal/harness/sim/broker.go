@@ -125,6 +125,13 @@ func (b *Broker) logOptions() log.Options {
 		// off, so no goroutine of the log races the scheduler.
 		FlushMessages: 1, RecoveryPointIntervalBytes: -1,
 		LocalRetentionMs: 1,
+		// The model's producers retry until answered (no delivery
+		// timeout), so their ids must outlive every clock jump: a
+		// producer id that expired (producer.id.expiration.ms, a day by
+		// default) would take a retry as new and append it again, which
+		// Kafka documents and the checker would call a Duplicate. Set
+		// above maxClockMs's span.
+		ProducerIDExpirationMs: 8 * 24 * 3600 * 1000,
 	}
 }
 
