@@ -161,6 +161,13 @@ const (
 	// never deletes records appended after an unclean truncation as if
 	// another lineage's remote segments held them.
 	TruncationLowersRemoteHighest
+	// WALReadSkippedStart: the WAL reader refuses a whole FindBatches
+	// answer, not only the rows from the first bad one, when a refused
+	// row holds offsets between the requested offset and a first batch
+	// that starts past it (wal.Reader, skippedStart): rows out of order
+	// that put a later batch first would otherwise be served as the
+	// start of the answer, skipping the batches before it.
+	WALReadSkippedStart
 
 	numGuards = iota + 1
 )
@@ -189,6 +196,7 @@ var names = [numGuards]string{
 	ManagedCloseDurable:             "managed-close-durable",
 	ResealBatchBoundary:             "reseal-batch-boundary",
 	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
+	WALReadSkippedStart:             "wal-read-skipped-start",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -121,6 +121,7 @@ var catches = []catch{
 	{mutation.ResealBatchBoundary, "internal/harness/sim", "TestScripts/reseal_inside_batch"},
 	{mutation.TruncationLowersRemoteHighest, "log", "TestTruncationLowersHighestOffsetInRemoteStorage"},
 	{mutation.TruncationLowersRemoteHighest, "internal/harness/sim", "TestScripts/unclean_truncation_remote_highest"},
+	{mutation.WALReadSkippedStart, "wal", "TestReaderRowsOutOfOrderAtTheStart"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
