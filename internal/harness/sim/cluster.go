@@ -78,14 +78,18 @@ type Cluster struct {
 	nowMs int64
 	step  int
 
-	store   *faultStore
-	metaFS  vfs.FS
-	meta    *remote.MetadataManager
-	storage *remote.StorageManager
-	cpFS    vfs.FS
-	cp      *pebblecp.ControlPlane
-	writer  *wal.Writer
-	reader  *wal.Reader
+	store *faultStore
+	// walFaults are the hostile answers of the WAL's read path
+	// (walfaults.go): the writer and reader use store and cp through
+	// them.
+	walFaults *walFaults
+	metaFS    vfs.FS
+	meta      *remote.MetadataManager
+	storage   *remote.StorageManager
+	cpFS      vfs.FS
+	cp        *pebblecp.ControlPlane
+	writer    *wal.Writer
+	reader    *wal.Reader
 
 	ctrl    controller
 	brokers []*Broker
@@ -138,6 +142,8 @@ func (c *Cluster) now() time.Time { return time.UnixMilli(c.nowMs) }
 // Neither crashes in the simulation.
 func (c *Cluster) openShared() error {
 	c.store = newFaultStore(c.opts.Seed)
+	c.walFaults = newWALFaults(c.opts.Seed)
+	walStore := walStore{c.store, c.walFaults}
 	c.metaFS = vfs.NewMem()
 	meta, err := remote.Open(c.metaFS, "remote-metadata", remote.MetadataOptions{})
 	if err != nil {
@@ -155,11 +161,11 @@ func (c *Cluster) openShared() error {
 	// per upload and a clock whose timers never fire: the writer's
 	// goroutines then run one object at a time, in call order, and
 	// Produce returns only when its object is answered.
-	if c.writer, err = wal.NewWriter(wal.WriterOptions{Store: c.store, ControlPlane: c.cp, MaxBytes: 1,
+	if c.writer, err = wal.NewWriter(wal.WriterOptions{Store: walStore, ControlPlane: c.cp, MaxBytes: 1,
 		UploadAttempts: 1, Clock: stoppedClock{c}}); err != nil {
 		return err
 	}
-	c.reader, err = wal.NewReader(wal.ReaderOptions{Store: c.store, ControlPlane: c.cp, ReadConcurrency: 1})
+	c.reader, err = wal.NewReader(wal.ReaderOptions{Store: walStore, ControlPlane: walPlane{c.cp, c.walFaults}, ReadConcurrency: 1})
 	return err
 }
 

@@ -83,6 +83,20 @@ var choices = []choice{
 		}
 		return c.SetFaults(0.2)
 	}},
+	// Hostile answers on the WAL's read path (walfaults.go): wrong
+	// bytes from the object store, a stale or buggy FindBatches.
+	{"wal-read-faults", 1, func(c *Cluster, rng *rand.Rand) error {
+		if r, _ := c.walFaults.rates(); r > 0 {
+			return c.SetWALReadFaults(0)
+		}
+		return c.SetWALReadFaults(0.3)
+	}},
+	{"plane-faults", 1, func(c *Cluster, rng *rand.Rand) error {
+		if _, r := c.walFaults.rates(); r > 0 {
+			return c.SetPlaneFaults(0)
+		}
+		return c.SetPlaneFaults(0.3)
+	}},
 	{"arm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.step < 60 {
 			return ErrNotApplicable

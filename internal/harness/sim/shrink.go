@@ -203,6 +203,9 @@ func (a Action) apply(c *Cluster) error {
 		}
 		return c.Reseal(seal)
 	}
+	if ok, err := a.applyRate(c); ok {
+		return err
+	}
 	return fmt.Errorf("%w: unknown command %q", ErrUnreplayable, a.Cmd)
 }
 
