@@ -49,6 +49,8 @@ func (k Kind) String() string {
 		return "lineage-diverged"
 	case ConsolidatingOutsideISR:
 		return "consolidating-outside-isr"
+	case Stuck:
+		return "stuck"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }

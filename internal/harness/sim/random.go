@@ -97,6 +97,9 @@ var choices = []choice{
 		}
 		return c.SetPlaneFaults(0.3)
 	}},
+	// The liveness check: catch-up rounds on a quiet cluster must bring
+	// the replicas to the high watermarks (check_progress.go).
+	{"settle", 1, func(c *Cluster, rng *rand.Rand) error { return c.Settle() }},
 	{"arm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.step < 60 {
 			return ErrNotApplicable
