@@ -9,12 +9,13 @@ import (
 )
 
 // Stuck: with every fault off and every broker running, the catch-up
-// rounds of Settle stopped moving the replicas before they brought an in-sync follower to the leader's
-// high watermark, or the consolidating leader of a phase-2 partition to
-// the WAL's high watermark. The other invariants check safety only: a
-// replica that refuses every answer (a misplaced batch, a fetch that
-// never validates) breaks none of them, and a partition stuck that way
-// serves nothing new.
+// rounds of Settle stopped moving the replicas before an in-sync
+// follower reached the leader's log end and high watermark (and the
+// leader's high watermark its log end), or before the consolidating
+// leader of a phase-2 partition reached the WAL's high watermark. The
+// other invariants check safety only: a replica that refuses every
+// answer (a misplaced batch, a fetch that never validates) breaks none
+// of them, and a partition stuck that way serves nothing new.
 const Stuck = ConsolidatingOutsideISR + 1
 
 // Settle's bounds. A round is one classic fetch of every follower and
@@ -54,7 +55,9 @@ func (c *Cluster) quietness() string {
 
 // unsettled names a replica that has not made the progress a quiet
 // cluster owes, nil if none: before the seal, an ISR member whose log
-// end or high watermark is below the leader's high watermark; in phase
+// end or high watermark is below the leader's log end, or a leader whose
+// high watermark is (acks=all: once the ISR holds every record, every
+// record is committed); in phase
 // 2, a consolidating leader whose log ends below the WAL's high
 // watermark. Phase 1 waits for the operator or the phase-2 check and
 // owes nothing.
@@ -66,16 +69,20 @@ func (c *Cluster) unsettled() *Violation {
 	ll := lb.Log()
 	st := c.ctrl.rec.State
 	if !st.SealCommitted() {
-		hw := ll.HighWatermark()
+		leo := ll.LogEndOffset()
 		for _, id := range c.ctrl.rec.ISR {
 			f := c.Broker(id)
 			if f == lb || f == nil || f.Log() == nil {
 				continue
 			}
-			if fl := f.Log(); fl.LogEndOffset() < hw || fl.HighWatermark() < hw {
-				return c.violation(Stuck, id, fl.LogEndOffset(), "in-sync follower at log end %d hw %d, leader's hw %d (leader %d)",
-					fl.LogEndOffset(), fl.HighWatermark(), hw, lb.ID)
+			if fl := f.Log(); fl.LogEndOffset() < leo || fl.HighWatermark() < leo {
+				return c.violation(Stuck, id, fl.LogEndOffset(), "in-sync follower at log end %d hw %d, leader's log end %d hw %d (leader %d)",
+					fl.LogEndOffset(), fl.HighWatermark(), leo, ll.HighWatermark(), lb.ID)
 			}
+		}
+		if ll.HighWatermark() < leo {
+			return c.violation(Stuck, lb.ID, ll.HighWatermark(), "leader's hw %d below its log end %d with the ISR %v caught up",
+				ll.HighWatermark(), leo, c.ctrl.rec.ISR)
 		}
 		return nil
 	}

@@ -23,6 +23,9 @@ type Result struct {
 	Actions []Action
 	// StoreFaults are the object-store faults injected (shrink.go).
 	StoreFaults StoreFaults
+	// WALFaults count the hostile WAL read answers injected, by kind
+	// (walfaults.go).
+	WALFaults map[string]int
 }
 
 // Failed reports whether the run broke an invariant.
@@ -224,6 +227,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 	}
 	res.Steps, res.Trace = c.step, c.Trace()
 	res.Actions, res.StoreFaults = c.rec.actions, c.store.faults()
+	res.WALFaults = c.walFaults.Fired()
 	if err := c.Close(); err != nil && res.Violation == nil {
 		return res, fmt.Errorf("sim: close after seed %d: %w", seed, err)
 	}
