@@ -101,6 +101,7 @@ func TestShrunkScripts(t *testing.T) {
 	}{
 		{"shrunk_phase2_gate", []mutation.Guard{mutation.Phase2Gate}, LineageDiverged},
 		{"shrunk_first_prune_bound", []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap}, LineageDiverged},
+		{"shrunk_first_prune_bound_alone", []mutation.Guard{mutation.FirstPruneBound}, Stuck},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
