@@ -168,7 +168,7 @@ var choices = []choice{
 		if c.ctrl.rec.State.Phase() != tierstate.PhaseTwo {
 			return ErrNotApplicable
 		}
-		return c.ForceLeader(anyBroker(c, rng))
+		return c.ForceLeaderInPhaseTwo(anyBroker(c, rng))
 	}},
 }
 

@@ -90,7 +90,6 @@ var brokerActions = map[string]func(*Cluster, int32) error{
 	"replicate":       (*Cluster).Replicate,
 	"catch-up":        (*Cluster).CatchUp,
 	"elect":           (*Cluster).ElectLeader,
-	"force-leader":    (*Cluster).ForceLeader,
 	"unclean-elect":   (*Cluster).UncleanElection,
 	"roll":            (*Cluster).Roll,
 	"task-install":    (*Cluster).RemoteTaskInstall,
@@ -170,6 +169,11 @@ func (a Action) apply(c *Cluster) error {
 			return fmt.Errorf("%w: %q has no rate", ErrUnreplayable, a)
 		}
 		return c.SetFaults(rate)
+	case "force-leader":
+		if _, ok := a.arg("phase-2"); ok {
+			return c.ForceLeaderInPhaseTwo(a.Broker)
+		}
+		return c.ForceLeader(a.Broker)
 	case "task-lookup":
 		off, err := need("offset")
 		if err != nil {
