@@ -30,17 +30,20 @@
 // for a partition that never switched.
 //
 // A State is an immutable, comparable value. The operations (ArmSwitch,
-// AbortSwitch, CommitSeal, Reseal, SetClassicPrefixInRemoteStorage,
-// StartPhaseTwo, ValidateElectReplica) are the controller's and the
-// operator's decisions: each returns the State to commit or a
-// *TransitionError naming the rule, and ChangeTags gives the record. A
-// broker replays records with FromPartitionRecord and ApplyChange, which
-// apply Kafka's merge rule for change records (an absent field keeps its
-// value, a present one replaces it, a negative tag 100 drops tags 101, 102
-// and 104) and refuse records no operation writes. Across all of them:
+// AbortSwitch, RearmSwitch, CommitSeal, Reseal,
+// SetClassicPrefixInRemoteStorage, StartPhaseTwo, ValidateElectReplica)
+// are the controller's and the operator's decisions: each returns the
+// State to commit or a *TransitionError naming the rule, and ChangeTags
+// gives the record. A broker replays records with FromPartitionRecord and
+// ApplyChange, which apply Kafka's merge rule for change records (an
+// absent field keeps its value, a present one replaces it) and refuse
+// records no operation writes. Across all of them:
 //
 //   - phases only move forward; the one way back is an operator's abort
-//     of a pending seal (seal pending -> classic);
+//     of a pending seal (seal pending -> classic, not consolidating). An
+//     undo (abort or re-arm) is refused once a seal is committed, as
+//     Inkless's switch document says, so it never drops a recorded
+//     epoch: tags 101, 102 and 104 exist only with a committed seal;
 //   - a committed seal never rises; the operator may lower it in phase 1
 //     (re-seal, start-phase-2);
 //   - the diskless leader epoch never falls; R is written once, with the

@@ -23,7 +23,7 @@ import (
 //	reset [consolidating]                 classic partition
 //	from-record [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=]
 //	apply       [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=]
-//	arm | abort
+//	arm | abort | rearm
 //	commit-seal seal= [producers=N]
 //	reseal seal= [clear-producer-states]
 //	set-flag seal= recorded-epoch= partition-epoch= [epoch=] [broker=] [leader=]
@@ -73,6 +73,8 @@ func runStateCommand(t *testing.T, d *datadriven.TestData, s *State) string {
 		next, err = prev.ArmSwitch()
 	case "abort":
 		next, err = prev.AbortSwitch()
+	case "rearm":
+		next, err = prev.RearmSwitch()
 	case "commit-seal":
 		var seal int64
 		n := 0
@@ -174,7 +176,9 @@ func monotonic(prev, next State) error {
 		return fmt.Errorf("diskless epoch fell: %s -> %s", prev, next)
 	case prev.phase == PhaseTwo && next.lastClassicLeaderEpoch != prev.lastClassicLeaderEpoch:
 		return fmt.Errorf("recorded epoch changed after the flag: %s -> %s", prev, next)
-	case next.consolidating != prev.consolidating:
+	case prev.phase == PhaseSealPending && next.phase == PhaseClassic && next.consolidating:
+		return fmt.Errorf("an abort left the partition consolidating (born diskless): %s -> %s", prev, next)
+	case next.consolidating != prev.consolidating && !(prev.phase == PhaseSealPending && next.phase == PhaseClassic):
 		return fmt.Errorf("a transition changed consolidating: %s -> %s", prev, next)
 	}
 	return nil

@@ -163,8 +163,38 @@ func runProgram(t *testing.T, data []byte) map[Phase]bool {
 		}
 		s = next
 		seen[s.phase] = true
+		if uerr := undoRule(s); uerr != nil {
+			fail("%v", uerr)
+		}
 	}
 	return seen
+}
+
+// undoRule checks the switch document's undo rule on s: the abort and the
+// re-arm are accepted only while the seal is pending (the abort gives the
+// classic, non-consolidating State; the re-arm changes nothing) and
+// refused otherwise, ErrNotSwitching on classic, ErrSealCommitted once a
+// seal is committed, naming s's phase.
+func undoRule(s State) error {
+	for _, op := range []struct {
+		name string
+		f    func(State) (State, error)
+		want State
+	}{{OpAbort, State.AbortSwitch, State{}}, {OpRearm, State.RearmSwitch, s}} {
+		next, err := op.f(s)
+		var te *TransitionError
+		switch {
+		case s.phase == PhaseSealPending && (err != nil || next != op.want):
+			return fmt.Errorf("%s from %s: %s, %v; want %s", op.name, s, next, err, op.want)
+		case s.phase == PhaseSealPending:
+		case !errors.As(err, &te) || te.From != s.phase || te.Op != op.name || next != s:
+			return fmt.Errorf("%s from %s: %s, %v; want a refusal naming the phase", op.name, s, next, err)
+		case s.phase == PhaseClassic && !errors.Is(err, ErrNotSwitching),
+			s.SealCommitted() && !errors.Is(err, ErrSealCommitted):
+			return fmt.Errorf("%s from %s: %v", op.name, s, err)
+		}
+	}
+	return nil
 }
 
 // FuzzStateTransitions: no sequence of operations and records, accepted

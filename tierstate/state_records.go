@@ -96,7 +96,7 @@ func (s State) Tags() Tags {
 
 // ChangeTags returns the change record that takes a partition from one
 // State to another: the fields that differ, with an explicit -1 in tag
-// 100 for an abort. Applying it, from.ApplyChange(ChangeTags(from, to)),
+// 100 for an abort (alone: a pending switch holds no other field). Applying it, from.ApplyChange(ChangeTags(from, to)),
 // gives to (consolidating aside) whenever to is a State some operation
 // reaches from from. Identical States give an empty record; Kafka still
 // writes one when it only bumps the leader epoch (arm, re-arm).
@@ -106,7 +106,7 @@ func ChangeTags(from, to State) Tags {
 		t.ClassicToDisklessStartOffset = Some(to.Seal())
 	}
 	if to.phase < PhaseOne {
-		// A negative tag 100 drops the other fields by itself.
+		// Before the commit the other fields are all unset (validate).
 		return t
 	}
 	if from.producerStates != to.producerStates {
@@ -128,11 +128,16 @@ func ChangeTags(from, to State) Tags {
 }
 
 // ApplyChange merges a PartitionChangeRecord's Inkless fields into the
-// State: an absent field keeps its value, a present one
-// (including an explicit -1) replaces it, and a negative tag 100 also
-// drops tags 101, 102 and 104. Kafka's merge applies any record
-// verbatim; ApplyChange also refuses, as a *TransitionError with the
-// State unchanged, a record that no switch operation writes:
+// State: an absent field keeps its value, a present one (including an
+// explicit -1) replaces it. Kafka's merge applies any record verbatim,
+// and with a negative tag 100 drops tags 101, 102 and 104
+// (https://github.com/aiven/inkless/pull/857 added 104); ApplyChange
+// accepts a negative tag 100 only before a seal is committed, when none
+// of those is set, so an undo has nothing to drop here. An explicit -1
+// on a pending switch is the abort, and leaves the State AbortSwitch
+// gives (classic, not consolidating). ApplyChange also refuses, as a
+// *TransitionError with the State unchanged, a record that no switch
+// operation writes:
 //
 //	tag 100 < -2                                ErrInvalidSeal
 //	tag 100 = -1 or -2 after the commit         ErrSealCommitted
@@ -170,9 +175,17 @@ func (s State) ApplyChange(t Tags) (State, error) {
 				t.ClassicPrefixInRemoteStorage.Present || t.LastClassicLeaderEpoch.Present {
 				return refusef(ErrConflictingTags, "record %s", t)
 			}
-			n = State{consolidating: s.consolidating}
-			if v == SealPending {
-				n.phase = PhaseSealPending
+			// 101, 102 and 104 exist only with a committed seal
+			// (validate), so nothing is dropped.
+			invariants.Assertf(s.producerStates == "" && s.DisklessLeaderEpoch() == base.UndefinedEpoch &&
+				s.LastClassicLeaderEpoch() == base.UndefinedEpoch, "switch fields without a committed seal: %s", s)
+			switch {
+			case v == SealPending:
+				n = State{phase: PhaseSealPending, consolidating: s.consolidating}
+			case s.phase == PhaseSealPending:
+				n = s.undone() // the abort
+			default:
+				n = s // an explicit -1 on a classic partition rewrites it
 			}
 			return n, nil
 		case s.phase == PhaseClassic:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // The switch operations (Inkless's switch protocol,
@@ -14,8 +15,8 @@ import (
 // State is unchanged and no record is written). ChangeTags gives the change
 // record of an accepted transition.
 //
-//	            arm (operator sets diskless.enable, or re-arms)
-//	  classic ─────────────────────────> seal pending ──┐ arm (re-arm)
+//	            arm (operator sets diskless.enable)
+//	  classic ─────────────────────────> seal pending ──┐ arm, re-arm (operator -2)
 //	     ^  <─────────────────────────────    │  │ <────┘
 //	     │        abort (operator -1)         │  │
 //	     │                       commit-seal  │  │ reseal (operator S)
@@ -29,11 +30,35 @@ import (
 //
 // Leader, ISR and reassignment changes that the same records carry are
 // the controller's; this package decides only the switch fields.
+//
+// Undoing the switch. The operator's override (`kafka-topic-switch.sh
+// seal`, AlterDisklessSwitch) undoes it with a negative seal: -1 aborts
+// (AbortSwitch), -2 re-arms (RearmSwitch). Inkless accepts both only while
+// the seal is pending and refuses them once a seal is committed, because
+// diskless records may exist past it and consumers could move backwards
+// (docs/inkless/CLASSIC_TO_DISKLESS_SWITCH.md of
+// https://github.com/aiven/inkless, "Operator override of the seal
+// offset", as published since the AlterDisklessSwitch tooling; an earlier
+// draft allowed both after the commit). So:
+//
+//	phase          abort (-1)                re-arm (-2)
+//	classic        ErrNotSwitching           ErrNotSwitching
+//	seal pending   -> classic                -> seal pending (no field changes)
+//	phase 1        ErrSealCommitted          ErrSealCommitted
+//	phase 2        ErrSealCommitted          ErrSealCommitted
+//
+// Both refusals are *TransitionErrors whose From names the phase. An undo
+// never drops a recorded epoch: R (tag 104), like E_d and the producer
+// states, exists only with a committed seal, and no undo is accepted
+// then (Kafka's merge drops tags 101, 102 and 104 with a negative tag
+// 100, https://github.com/aiven/inkless/pull/857 adding 104; here there is
+// nothing left to drop, see ApplyChange).
 
 // Operation names, as TransitionError.Op reports them.
 const (
 	OpArm              = "arm"
 	OpAbort            = "abort"
+	OpRearm            = "rearm"
 	OpCommitSeal       = "commit-seal"
 	OpReseal           = "reseal"
 	OpSetClassicPrefix = "set-classic-prefix-flag"
@@ -56,9 +81,19 @@ func (s State) ArmSwitch() (State, error) {
 }
 
 // AbortSwitch returns a pending switch to classic (operator `seal -1`,
-// written as an explicit tag 100 = -1 that also drops tags 101, 102 and
-// 104). Refused with ErrSealCommitted after the commit and with
+// written as an explicit tag 100 = -1; a pending switch has no tag 101,
+// 102 or 104 for it to drop). Refused with ErrSealCommitted after the commit and with
 // ErrNotSwitching on a classic partition (nothing to abort).
+//
+// The aborted partition is classic and not consolidating [INF]: Inkless
+// says the abort "reverts the partition to classic", and a classic State
+// that kept consolidating is a born-diskless partition to every decision
+// downstream (the leader would consolidate from its high watermark,
+// followers would leave the classic fetcher, the pruner would prune it as
+// born diskless). Arming the switch again (ArmSwitch on the topic's
+// diskless.enable) starts from classic like the first time; the broker
+// takes consolidating from the State it replays, so it must not set it
+// again from a topic configuration the abort left on.
 func (s State) AbortSwitch() (State, error) {
 	switch s.phase {
 	case PhaseClassic:
@@ -66,7 +101,35 @@ func (s State) AbortSwitch() (State, error) {
 	case PhaseOne, PhaseTwo:
 		return s, refuse(OpAbort, s.phase, PhaseClassic, ErrSealCommitted, "seal %d", s.seal)
 	}
-	return s.checked(State{consolidating: s.consolidating}), nil
+	return s.checked(s.undone()), nil
+}
+
+// undone is the classic State an abort leaves: no switch field, and not
+// consolidating (AbortSwitch).
+func (s State) undone() State {
+	n := State{consolidating: s.consolidating}
+	if !mutation.Disabled(mutation.UndoLeavesDiskless) {
+		n.consolidating = false
+	}
+	return n
+}
+
+// RearmSwitch is the operator's `kafka-topic-switch.sh seal -2`: a
+// pending switch stays pending, and the controller re-sets the leader in
+// the same record so that the leader epoch rises and the leader seals
+// again. No switch field changes (the State is returned as it is).
+// Unlike ArmSwitch, which the controller runs when diskless.enable turns
+// on, the override is refused on a classic partition (ErrNotSwitching:
+// nothing to re-arm) and, like the abort, once a seal is committed
+// (ErrSealCommitted).
+func (s State) RearmSwitch() (State, error) {
+	switch s.phase {
+	case PhaseClassic:
+		return s, refuse(OpRearm, s.phase, PhaseSealPending, ErrNotSwitching, "")
+	case PhaseOne, PhaseTwo:
+		return s, refuse(OpRearm, s.phase, PhaseSealPending, ErrSealCommitted, "seal %d", s.seal)
+	}
+	return s.ArmSwitch()
 }
 
 // CommitSeal commits the seal the leader proposed with InitDisklessLog (the

@@ -161,3 +161,49 @@ type brokerWriteHook func(key int16)
 func (h brokerWriteHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
 	h(key)
 }
+
+// TestFetchAndListOffsetsCheckCurrentLeaderEpoch: Fetch and ListOffsets
+// check the CurrentLeaderEpoch as OffsetForLeaderEpoch does (Kafka's
+// Partition.validateCurrentLeaderEpoch): none (-1) or this broker's
+// epoch is served, a newer one is UNKNOWN_LEADER_EPOCH, an older one
+// FENCED_LEADER_EPOCH, and a fenced request is served no records.
+func TestFetchAndListOffsetsCheckCurrentLeaderEpoch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := startBroker(t, t.TempDir())
+	cl := newClient(t, s, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	createTopic(ctx, t, cl, testTopic)
+	produceAt(ctx, t, cl, 1, 2, 3)
+	_, b := rawBroker(ctx, t, s)
+
+	for _, r := range []struct {
+		current  int32
+		wantCode int16
+	}{{-1, 0}, {0, 0}, {1, kerr.UnknownLeaderEpoch.Code}, {-2, kerr.FencedLeaderEpoch.Code}} {
+		fetch := kmsg.NewPtrFetchRequest()
+		fetch.ReplicaID, fetch.MaxBytes, fetch.MaxWaitMillis = -1, 1<<20, 0
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = testTopic
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.CurrentLeaderEpoch, fp.PartitionMaxBytes = 0, r.current, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+		fetch.Topics = append(fetch.Topics, ft)
+		fr, err := fetch.RequestWith(ctx, b)
+		require.NoError(t, err)
+		p := fr.Topics[0].Partitions[0]
+		require.Equal(t, r.wantCode, p.ErrorCode, "fetch, current epoch %d", r.current)
+		require.Equal(t, r.wantCode == 0, len(p.RecordBatches) > 0, "fetch, current epoch %d", r.current)
+
+		list := kmsg.NewPtrListOffsetsRequest()
+		list.ReplicaID = -1
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = testTopic
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.CurrentLeaderEpoch, lp.Timestamp = 0, r.current, -1
+		lt.Partitions = append(lt.Partitions, lp)
+		list.Topics = append(list.Topics, lt)
+		lr, err := list.RequestWith(ctx, b)
+		require.NoError(t, err)
+		require.Equal(t, r.wantCode, lr.Topics[0].Partitions[0].ErrorCode, "list offsets, current epoch %d", r.current)
+	}
+}

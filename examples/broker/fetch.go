@@ -70,8 +70,9 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest, isolation log.Isolation) (*kmsg
 				p.ErrorCode = kafkaerr.ErrorCode(err)
 			case !ok:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > leaderEpoch:
-				p.ErrorCode = kerr.UnknownLeaderEpoch.Code // a newer epoch than any this broker led
+			case currentLeaderEpochError(rp.CurrentLeaderEpoch, leaderEpoch) != 0:
+				// Kafka's Partition.validateCurrentLeaderEpoch, as OffsetForLeaderEpoch.
+				p.ErrorCode = currentLeaderEpochError(rp.CurrentLeaderEpoch, leaderEpoch)
 			default:
 				maxBytes := min(int(rp.PartitionMaxBytes), budget-total)
 				// The first partition with data returns at least one

@@ -33,8 +33,9 @@ func (s *Server) listOffsets(r *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 				p.ErrorCode = kafkaerr.ErrorCode(err)
 			case !ok:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > leaderEpoch:
-				p.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case currentLeaderEpochError(rp.CurrentLeaderEpoch, leaderEpoch) != 0:
+				// Kafka's Partition.validateCurrentLeaderEpoch, as OffsetForLeaderEpoch.
+				p.ErrorCode = currentLeaderEpochError(rp.CurrentLeaderEpoch, leaderEpoch)
 			default:
 				var err error
 				p.Timestamp, p.Offset, p.LeaderEpoch, err = s.listOffset(l, rt.Topic, rp.Partition, rp.Timestamp, r.IsolationLevel)

@@ -161,6 +161,14 @@ const (
 	// never deletes records appended after an unclean truncation as if
 	// another lineage's remote segments held them.
 	TruncationLowersRemoteHighest
+	// UndoLeavesDiskless: an undo of the classic-to-diskless switch (the
+	// operator's abort of a pending seal, tierstate.State.AbortSwitch and
+	// an explicit tag 100 = -1 replayed by State.ApplyChange) returns the
+	// partition to classic without consolidation. A classic State that
+	// kept consolidating reads as born diskless: the leader would start
+	// consolidating at its high watermark and followers would leave the
+	// classic fetcher, so classic records stop being replicated.
+	UndoLeavesDiskless
 	// WALReadSkippedStart: the WAL reader refuses a whole FindBatches
 	// answer, not only the rows from the first bad one, when a refused
 	// row holds offsets between the requested offset and a first batch
@@ -196,6 +204,7 @@ var names = [numGuards]string{
 	ManagedCloseDurable:             "managed-close-durable",
 	ResealBatchBoundary:             "reseal-batch-boundary",
 	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
+	UndoLeavesDiskless:              "undo-leaves-diskless",
 	WALReadSkippedStart:             "wal-read-skipped-start",
 }
 

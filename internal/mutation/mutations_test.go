@@ -122,6 +122,9 @@ var catches = []catch{
 	{mutation.ResealBatchBoundary, "internal/harness/sim", "TestScripts/reseal_inside_batch"},
 	{mutation.TruncationLowersRemoteHighest, "log", "TestTruncationLowersHighestOffsetInRemoteStorage"},
 	{mutation.TruncationLowersRemoteHighest, "internal/harness/sim", "TestScripts/unclean_truncation_remote_highest"},
+	{mutation.UndoLeavesDiskless, "tierstate", "TestAbortReturnsPartitionToClassic"},
+	{mutation.UndoLeavesDiskless, "tierstate", "TestStateDataDriven/state_undo"},
+	{mutation.UndoLeavesDiskless, "internal/harness/sim", "TestScripts/switch_undo_abort"},
 	{mutation.WALReadSkippedStart, "wal", "TestReaderRowsOutOfOrderAtTheStart"},
 }
 

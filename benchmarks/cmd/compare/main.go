@@ -102,6 +102,13 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.BoolVar(&cfg.s3.testServer, "s3-test-server", false, "run the S3 rows against the tests' S3 server (versitygw, started on 127.0.0.1; $TIERLOG_VERSITYGW or a cached build) instead of -s3-endpoint")
 	var walMiB int64
 	fl.Int64Var(&walMiB, "wal-mib", 1024, "MiB per diskless-WAL produce row and repetition, at least 10x the writer's 72 MiB in-flight budget or a row is one burst (0 skips the WAL rows)")
+	fl.IntVar(&cfg.cpCommits, "cp-commits", 2000, "CommitFile calls per control-plane commit row and repetition (0 skips the control-plane rows)")
+	fl.IntVar(&cfg.cpFindBatches, "cp-find-batches", 1_000_000, "batches in the partition of the FindBatches rows (0 skips them)")
+	fl.IntVar(&cfg.cpFinds, "cp-finds", 2000, "FindBatches calls per find row and repetition")
+	var pgURL string
+	var pgTestServer bool
+	fl.StringVar(&pgURL, "pg-url", "", "PostgreSQL database (a postgres:// URL of a role that may create schemas and tables) for the PostgreSQL control-plane rows (none: Pebble rows only)")
+	fl.BoolVar(&pgTestServer, "pg-test-server", false, "run the PostgreSQL rows against the PostgreSQL the tests start (a local cluster, here with fsync on) instead of -pg-url")
 	var brokerMiB int64
 	fl.Int64Var(&brokerMiB, "broker-mib", 64, "MiB per broker produce row and repetition (examples/broker built with go build, produced to by kgo; 0 skips the broker rows)")
 	var lifeN int
@@ -141,6 +148,24 @@ func run(stdout, stderr io.Writer, args []string) error {
 		defer srv.Stop()
 		cfg.s3.srv, cfg.s3.endpoint, cfg.s3.bucket = srv, srv.URL, "tierlog-compare"
 	}
+	if pgTestServer && pgURL != "" {
+		return fmt.Errorf("-pg-test-server replaces -pg-url")
+	}
+	if cfg.cpCommits < 0 || cfg.cpFindBatches < 0 || (cfg.cpFindBatches > 0 && cfg.cpFindBatches < 2*cpFindRun) || cfg.cpFinds < 1 {
+		return fmt.Errorf("-cp-commits must not be negative, -cp-find-batches 0 or at least %d, -cp-finds positive", 2*cpFindRun)
+	}
+	pgNote := ""
+	if cfg.cpCommits > 0 && pgTestServer {
+		fmt.Fprintf(stderr, "starting the tests' PostgreSQL server (fsync on)\n")
+		srv, url, err := startPG(context.Background())
+		if err != nil {
+			return fmt.Errorf("-pg-test-server: %w", err)
+		}
+		defer srv.Stop()
+		pgURL, pgNote = url, "PostgreSQL: the tests' server (internal/harness/pgtest), a local cluster on this machine's disk, fsync and synchronous_commit on."
+	} else if cfg.cpCommits > 0 && pgURL == "" {
+		pgNote = "PostgreSQL rows not run: no -pg-url nor -pg-test-server given."
+	}
 	loadStart := loadAvg()
 	root, err := os.MkdirTemp(cfg.dir, "tierlog-compare-")
 	if err != nil {
@@ -172,6 +197,10 @@ func run(stdout, stderr io.Writer, args []string) error {
 	var wr *walRun
 	if cfg.walBytes > 0 {
 		wr = newWALRun(filepath.Join(root, "wal"), cfg)
+	}
+	var cr *cpRun
+	if cfg.cpCommits > 0 {
+		cr = newCPRun(filepath.Join(root, "cp"), cfg, pgURL, pgNote)
 	}
 	var br *brokerRun
 	if brokerMiB > 0 {
@@ -215,6 +244,10 @@ func run(stdout, stderr io.Writer, args []string) error {
 		if wr != nil {
 			wr.runRep(rep, res, stderr, func() float64 { return time.Since(start).Seconds() })
 		}
+		// The control-plane rows, each beside its store's raw durable write.
+		if cr != nil {
+			cr.runRep(rep, res, stderr, func() float64 { return time.Since(start).Seconds() })
+		}
 		// The broker rows: the example broker on tierlog beside the same
 		// broker writing to a plain file.
 		if br != nil {
@@ -227,6 +260,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	if wr != nil {
 		wr.close()
+	}
+	if cr != nil {
+		cr.close()
 	}
 	if cfg.partitions > 0 {
 		for i, e := range ents {
@@ -263,6 +299,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	if wr != nil {
 		printWAL(stdout, wr, res)
+	}
+	if cr != nil {
+		printCP(stdout, cr, res)
 	}
 	if br != nil {
 		printBroker(stdout, res, br.total)

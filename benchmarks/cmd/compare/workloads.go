@@ -46,6 +46,10 @@ type config struct {
 	s3                 s3Flags       // S3 rows when endpoint is set
 	// walBytes is what each diskless-WAL row produces; 0 skips them.
 	walBytes int64
+	// cpCommits is the number of commits per control-plane row (0
+	// skips those rows); cpFindBatches the batches of the FindBatches
+	// partition (0 skips the find rows), cpFinds the finds per row.
+	cpCommits, cpFindBatches, cpFinds int
 }
 
 // appendCase is one append workload.

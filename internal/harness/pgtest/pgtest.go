@@ -188,6 +188,22 @@ func (s *Server) Stop() {
 	}
 }
 
+// StartServer starts a server outside a test (the benchmarks' compare
+// command, -pg-test-server): the server of EnvURL or a new local cluster
+// (fsync as EnvFsync says). The caller stops it.
+func StartServer(ctx context.Context) (*Server, error) { return start(ctx) }
+
+// CreateDatabase creates an empty database no other call returns and
+// returns its URL (NewDatabase outside a test; on an existing server the
+// caller drops it).
+func (s *Server) CreateDatabase() (string, error) {
+	name, err := s.createDatabase()
+	if err != nil {
+		return "", err
+	}
+	return WithDatabase(s.URL, name), nil
+}
+
 // start returns the server of EnvURL or a new local one.
 func start(ctx context.Context) (*Server, error) {
 	if raw := os.Getenv(EnvURL); raw != "" {

@@ -96,6 +96,9 @@ func (c *Cluster) Produce(n int) error {
 		}
 		l := b.Log()
 		info, err := b.gate.AppendAsLeader(c.batch(n), c.ctrl.rec.LeaderEpoch, log.OriginClient)
+		if v := c.classicProduceRefused(err); v != nil {
+			return "refused", v
+		}
 		if err != nil {
 			return fmt.Sprintf("refused: %v", err), nil
 		}

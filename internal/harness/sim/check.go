@@ -49,6 +49,8 @@ func (k Kind) String() string {
 		return "lineage-diverged"
 	case ConsolidatingOutsideISR:
 		return "consolidating-outside-isr"
+	case ClassicBroken:
+		return "classic-broken"
 	case Stuck:
 		return "stuck"
 	}
@@ -82,7 +84,7 @@ func (c *Cluster) Check() *Violation {
 		return v
 	}
 	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage,
-		c.checkConsolidatingInISR} {
+		c.checkConsolidatingInISR, c.checkClassic} {
 		if v := f(); v != nil {
 			return v
 		}

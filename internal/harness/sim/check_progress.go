@@ -16,7 +16,7 @@ import (
 // other invariants check safety only: a replica that refuses every
 // answer (a misplaced batch, a fetch that never validates) breaks none
 // of them, and a partition stuck that way serves nothing new.
-const Stuck = ConsolidatingOutsideISR + 1
+const Stuck = ClassicBroken + 1
 
 // Settle's bounds. A round is one classic fetch of every follower and
 // one consolidation step of every consolidating broker. Rounds go on

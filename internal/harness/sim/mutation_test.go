@@ -68,6 +68,10 @@ var simCatches = []simCatch{
 	// from before the flag: a follower's epochs disagree with the
 	// leader's (LineageDiverged).
 	{guard: mutation.Phase2Gate, limit: 60},
+	// An undone switch that stays consolidating reads as born diskless:
+	// the leader starts consolidating and followers leave the classic
+	// fetcher (ClassicBroken), at the undo-switch step.
+	{guard: mutation.UndoLeavesDiskless, limit: 40},
 }
 
 // name is the row's subtest name: its guards, as -mutation spells them.

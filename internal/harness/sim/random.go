@@ -110,6 +110,20 @@ var choices = []choice{
 		return c.ArmSwitch()
 	}},
 	{"switch-step", 6, func(c *Cluster, rng *rand.Rand) error { return c.SwitchStep() }},
+	// The operator's undo (undo.go) where Inkless's switch document allows
+	// it: while the seal is pending.
+	{"undo-switch", 1, func(c *Cluster, rng *rand.Rand) error {
+		if c.ctrl.rec.State.Phase() != tierstate.PhaseSealPending {
+			return ErrNotApplicable
+		}
+		return c.UndoSwitch()
+	}},
+	{"rearm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
+		if c.ctrl.rec.State.Phase() != tierstate.PhaseSealPending || c.ctrl.rec.Leader < 0 {
+			return ErrNotApplicable
+		}
+		return c.RearmSwitch()
+	}},
 	// Controller elections a request or the controller's periodic task
 	// asks for: refused (not applicable) when Kafka refuses them.
 	{"elect-preferred", 1, func(c *Cluster, rng *rand.Rand) error { return c.ElectLeaders(ElectPreferred) }},

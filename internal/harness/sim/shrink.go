@@ -114,11 +114,14 @@ var brokerActions = map[string]func(*Cluster, int32) error{
 
 // clusterActions are the commands without arguments.
 var clusterActions = map[string]func(*Cluster) error{
-	"arm-switch":  (*Cluster).ArmSwitch,
-	"switch-step": (*Cluster).SwitchStep,
-	"prune":       (*Cluster).Prune,
-	"repair":      (*Cluster).Repair,
-	"rebalance":   (*Cluster).RebalanceLeaders,
+	"arm-switch": (*Cluster).ArmSwitch,
+	// The operator's undo of a pending switch (undo.go).
+	"undo-switch":  (*Cluster).UndoSwitch,
+	"rearm-switch": (*Cluster).RearmSwitch,
+	"switch-step":  (*Cluster).SwitchStep,
+	"prune":        (*Cluster).Prune,
+	"repair":       (*Cluster).Repair,
+	"rebalance":    (*Cluster).RebalanceLeaders,
 }
 
 // noBrokerArg are commands whose trace line names a broker (the leader)

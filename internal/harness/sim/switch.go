@@ -9,7 +9,9 @@ import (
 )
 
 // ArmSwitch is the controller arming the classic-to-diskless switch
-// (the topic becomes consolidating; the seal is pending).
+// (the topic becomes consolidating; the seal is pending). After an undo
+// (UndoSwitch, undo.go) the partition is classic again and the switch
+// can be armed anew.
 func (c *Cluster) ArmSwitch() error {
 	return c.do("arm-switch", -1, func() (string, error) {
 		k := &c.ctrl
