@@ -49,7 +49,7 @@ type simCatch struct {
 // served from past its fetch offset (LostRecord) or a follower's epochs
 // disagree with the leader's (LineageDiverged).
 var simCatches = []simCatch{
-	{guard: mutation.FirstPruneBound, limit: 130},
+	{guard: mutation.FirstPruneBound, limit: 260},
 	{guard: mutation.FirstPruneBound, with: []mutation.Guard{mutation.WALReadGap}, limit: 60},
 	// The object store answers a WAL object's GET with another object's
 	// bytes of the same size (wal-read-faults): without the binding
