@@ -79,7 +79,10 @@ func NewReader(opts ReaderOptions) (*Reader, error) {
 //     after the requested offset, which FindBatchesResult documents
 //     (the WAL holds nothing at it); the Reader cannot tell that from a
 //     skipped first batch, so a caller that needs contiguity with its
-//     own log (consolidate.Fetcher) checks it against its log end;
+//     own log (consolidate.Fetcher) checks it against its log end. A
+//     later row of the answer that holds offsets between the requested
+//     offset and such a first batch (rows out of order) shows the first
+//     batch skipped them: the whole answer is refused, no prefix;
 //   - bytes: one whole v2 batch whose CRC checks, of the committed size,
 //     covering the committed number of offsets;
 //   - binding: when the row has one (BatchInfo.Binding.Known), the
@@ -383,7 +386,7 @@ func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges
 		}
 		if err != nil {
 			r.countBatchError(err)
-			if len(out) == 0 {
+			if len(out) == 0 || skippedStart(p.Offset, batches[0], info) {
 				r.metrics.failedPartitions.Add(1)
 				r.opts.Logger.Warn("wal: fetch failed", zap.Stringer("partition", tp), zap.Error(err))
 				return nil, err
@@ -399,6 +402,20 @@ func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges
 		next = info.LastOffset + 1
 	}
 	return out, nil
+}
+
+// skippedStart reports whether the refused row bad shows that the
+// answer's first batch, served as the start of the answer, skipped
+// offsets the WAL holds: first starts past the requested offset (which
+// FindBatchesResult allows only where the WAL holds nothing) and bad
+// holds offsets between the two. Rows out of order then make the prefix
+// before bad no good prefix: it would serve a consumer the records past
+// a hole and let a consolidating log at its seal start past it.
+func skippedStart(offset int64, first, bad BatchInfo) bool {
+	if mutation.Disabled(mutation.WALReadSkippedStart) {
+		return false
+	}
+	return first.BaseOffset > offset && bad.BaseOffset < first.BaseOffset && bad.LastOffset >= offset
 }
 
 func (r *Reader) countBatchError(err error) {

@@ -342,6 +342,35 @@ func TestReaderFirstBatchAfterRequestedOffset(t *testing.T) {
 	require.Len(t, values(t, res.Records), 6)
 }
 
+// Rows out of order that put a later batch first (a buggy control plane
+// swapping two rows) are refused whole: the first batch starts past the
+// requested offset, which alone an answer may do, but the row after it
+// holds the offsets it skipped, so it is no good prefix. Rows out of
+// order past a first batch that holds the requested offset still serve
+// the prefix before them.
+func TestReaderRowsOutOfOrderAtTheStart(t *testing.T) {
+	e := threeBatches(t)
+	swap := func(i int) func(wal.TopicIDPartition, int64, []wal.BatchInfo) []wal.BatchInfo {
+		return func(_ wal.TopicIDPartition, _ int64, bs []wal.BatchInfo) []wal.BatchInfo {
+			bs[i], bs[i+1] = bs[i+1], bs[i]
+			return bs
+		}
+	}
+	e.cp.lie = swap(0)
+	r := e.reader(nil)
+	requireRefused(t, e.fetch(r, 1, 0)[0], wal.ErrInconsistentAnswer, "wal/k", 0, 0, "offsets [0, 1] after 4")
+	requireRefused(t, e.fetch(r, 1, 1)[0], wal.ErrInconsistentAnswer, "wal/k", 0, 0, "offsets [0, 1] after 4")
+	m := r.Metrics()
+	require.Equal(t, int64(2), m.InconsistentAnswers)
+	require.Equal(t, int64(2), m.FailedPartitions)
+	require.Equal(t, int64(0), m.TruncatedPartitions)
+
+	e.cp.lie = swap(1)
+	res := e.fetch(r, 1, 0)[0]
+	require.NoError(t, res.Err, "the good prefix")
+	require.Equal(t, []string{"0:a-0", "1:a-1"}, values(t, res.Records))
+}
+
 // shortObject is an object of two partitions, two batches each.
 func shortObject(t *testing.T) (*bindEnv, []byte, []wal.CommitBatch, map[int32][][]string) {
 	e := newBindEnv(t)

@@ -169,6 +169,13 @@ const (
 	// consolidating at its high watermark and followers would leave the
 	// classic fetcher, so classic records stop being replicated.
 	UndoLeavesDiskless
+	// WALReadSkippedStart: the WAL reader refuses a whole FindBatches
+	// answer, not only the rows from the first bad one, when a refused
+	// row holds offsets between the requested offset and a first batch
+	// that starts past it (wal.Reader, skippedStart): rows out of order
+	// that put a later batch first would otherwise be served as the
+	// start of the answer, skipping the batches before it.
+	WALReadSkippedStart
 
 	numGuards = iota + 1
 )
@@ -198,6 +205,7 @@ var names = [numGuards]string{
 	ResealBatchBoundary:             "reseal-batch-boundary",
 	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
 	UndoLeavesDiskless:              "undo-leaves-diskless",
+	WALReadSkippedStart:             "wal-read-skipped-start",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -63,6 +63,7 @@ var catches = []catch{
 	{mutation.FirstPruneBound, "consolidate", "TestEndpointRecreatedLeaderBeforeFirstPrune"},
 	{mutation.FirstPruneBound, "consolidate", "TestFetcherRecreatedLeaderConsolidatesFromSeal"},
 	{mutation.FirstPruneBound, "internal/harness/sim", "TestScripts/pull857_example"},
+	{mutation.FirstPruneBound, "internal/harness/sim", "TestScripts/shrunk_first_prune_bound_alone"},
 
 	{mutation.PruneFloor, "consolidate", "TestPruneDataDriven/prune_first_prune"},
 	{mutation.PruneFloor, "internal/harness/sim", "TestScripts/pull857_truncation_online"},
@@ -124,6 +125,7 @@ var catches = []catch{
 	{mutation.UndoLeavesDiskless, "tierstate", "TestAbortReturnsPartitionToClassic"},
 	{mutation.UndoLeavesDiskless, "tierstate", "TestStateDataDriven/state_undo"},
 	{mutation.UndoLeavesDiskless, "internal/harness/sim", "TestScripts/switch_undo_abort"},
+	{mutation.WALReadSkippedStart, "wal", "TestReaderRowsOutOfOrderAtTheStart"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

@@ -348,8 +348,23 @@ func (c *Cluster) SetFaults(rate float64) error {
 // 2 this can lose committed records (the scheduler uses it only in phase
 // 2, where remote storage and the WAL hold everything); scripted runs
 // use it to give leadership to a replica that comes back.
-func (c *Cluster) ForceLeader(id int32) error {
+func (c *Cluster) ForceLeader(id int32) error { return c.forceLeader(id, false) }
+
+// ForceLeaderInPhaseTwo is ForceLeader where the scheduler takes it: in
+// phase 2 only (not applicable otherwise). It is recorded with the flag
+// phase-2, so that a replay keeps the precondition: a shrink that drops
+// the steps before phase 2 must not turn it into an election that loses
+// classic records.
+func (c *Cluster) ForceLeaderInPhaseTwo(id int32) error { return c.forceLeader(id, true) }
+
+func (c *Cluster) forceLeader(id int32, phaseTwoOnly bool) error {
 	return c.do("force-leader", id, func() (string, error) {
+		if phaseTwoOnly {
+			if c.ctrl.rec.State.Phase() != tierstate.PhaseTwo {
+				return "", notApplicable("not in phase 2")
+			}
+			c.rec.note("phase-2", "")
+		}
 		b := c.Broker(id)
 		if b == nil || c.ctrl.rec.Leader == id {
 			return "", notApplicable("broker %d leads already", id)

@@ -53,6 +53,15 @@ const (
 	// SequenceGap: a producer's committed records skip sequences (a batch was
 	// accepted out of order) or go back.
 	SequenceGap
+	// Stuck: with every fault off and every broker running, the catch-up
+	// rounds of Settle stopped moving the replicas before an in-sync
+	// follower reached the leader's log end and high watermark (and the
+	// leader's high watermark its log end), or before the consolidating
+	// leader of a phase-2 partition reached the WAL's high watermark. The
+	// other invariants check safety only: a replica that refuses every
+	// answer (a misplaced batch, a fetch that never validates) breaks none
+	// of them, and a partition stuck that way serves nothing new.
+	Stuck
 )
 
 func (k Kind) String() string {
@@ -75,6 +84,8 @@ func (k Kind) String() string {
 		return "duplicate"
 	case SequenceGap:
 		return "sequence-gap"
+	case Stuck:
+		return "stuck"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }

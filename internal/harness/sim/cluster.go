@@ -78,12 +78,16 @@ type Cluster struct {
 	nowMs int64
 	step  int
 
-	store   *faultStore
-	metaFS  vfs.FS
-	meta    *remote.MetadataManager
-	storage *remote.StorageManager
-	cpFS    vfs.FS
-	cp      *pebblecp.ControlPlane
+	store *faultStore
+	// walFaults are the hostile answers of the WAL's read path
+	// (walfaults.go): the writer and reader use store and cp through
+	// them.
+	walFaults *walFaults
+	metaFS    vfs.FS
+	meta      *remote.MetadataManager
+	storage   *remote.StorageManager
+	cpFS      vfs.FS
+	cp        *pebblecp.ControlPlane
 	// walCP is cp as the brokers' WAL clients reach it, with the
 	// injected control-plane faults (faults.go).
 	walCP  *faultCP
@@ -148,6 +152,8 @@ func (c *Cluster) now() time.Time { return time.UnixMilli(c.nowMs) }
 // Neither crashes in the simulation.
 func (c *Cluster) openShared() error {
 	c.store = newFaultStore(c.opts.Seed)
+	c.walFaults = newWALFaults(c.opts.Seed)
+	walStore := walStore{c.store, c.walFaults}
 	c.metaFS = vfs.NewMem()
 	meta, err := remote.Open(c.metaFS, "remote-metadata", remote.MetadataOptions{})
 	if err != nil {
@@ -166,11 +172,11 @@ func (c *Cluster) openShared() error {
 	// per upload and a clock whose timers never fire: the writer's
 	// goroutines then run one object at a time, in call order, and
 	// Produce returns only when its object is answered.
-	if c.writer, err = wal.NewWriter(wal.WriterOptions{Store: c.store, ControlPlane: c.walCP, MaxBytes: 1,
+	if c.writer, err = wal.NewWriter(wal.WriterOptions{Store: walStore, ControlPlane: c.walCP, MaxBytes: 1,
 		UploadAttempts: 1, Clock: stoppedClock{c}}); err != nil {
 		return err
 	}
-	c.reader, err = wal.NewReader(wal.ReaderOptions{Store: c.store, ControlPlane: c.walCP, ReadConcurrency: 1})
+	c.reader, err = wal.NewReader(wal.ReaderOptions{Store: walStore, ControlPlane: walPlane{c.walCP, c.walFaults}, ReadConcurrency: 1})
 	return err
 }
 

@@ -14,7 +14,8 @@ import (
 // WAL past the local log end once the seal is committed. Every record
 // it is served must be committed, with the committed value
 // (UncommittedRead otherwise), and the first one must be at offset when
-// offset is committed (LostRecord otherwise: the tier skipped records).
+// offset is committed and every later one must follow the one before
+// (LostRecord otherwise: the tier skipped records).
 // A fetch that fails (the tier is not
 // ready, the leader is rebuilding) serves nothing and is no violation.
 func (c *Cluster) Consume(offset int64) error {
@@ -39,6 +40,14 @@ func (c *Cluster) Consume(offset int64) error {
 				// lowered seal lost gets the records after it).
 				bad = c.violation(LostRecord, b.ID, offset, "%s served from %d a fetch at %d (committed end %d)",
 					tier, o, offset, c.model.end)
+				return bad
+			}
+			if n > 0 && o != last+1 && !c.model.given(last+1, o) {
+				// Within one answer too: a tier that served a batch
+				// after a skipped one (a row missing from the WAL's
+				// answer, a hole in a log) lost the records between.
+				bad = c.violation(LostRecord, b.ID, last+1, "%s served %d after %d at a fetch at %d (committed end %d)",
+					tier, o, last, offset, c.model.end)
 				return bad
 			}
 			n, last = n+1, o

@@ -42,15 +42,29 @@ type simCatch struct {
 // reached by random runs (see docs/simulation.md, "Guards the random runs
 // do not reach").
 //
-// first-prune-bound needs wal-read-gap off too: without the bound a
-// leader with an empty log is offered the first diskless batch at its
-// log end 0, and the fetcher's appendablePrefix refuses a batch that
-// does not start there, so the leader stays at 0 (no invariant breaks;
-// the model checks no progress); with both off it appends the batch at
-// 0: a consumer is served from past its fetch offset (LostRecord) or a
-// follower's epochs disagree with the leader's (LineageDiverged).
+// first-prune-bound alone: without the bound a leader with an empty log
+// is offered the first diskless batch at its log end 0, and the
+// fetcher's appendablePrefix refuses a batch that does not start there,
+// so the leader stays at 0: the liveness check (Settle) finds it Stuck.
+// With wal-read-gap off too it appends the batch at 0: a consumer is
+// served from past its fetch offset (LostRecord) or a follower's epochs
+// disagree with the leader's (LineageDiverged).
 var simCatches = []simCatch{
+	{guard: mutation.FirstPruneBound, limit: 260},
 	{guard: mutation.FirstPruneBound, with: []mutation.Guard{mutation.WALReadGap}, limit: 60},
+	// The object store answers a WAL object's GET with another object's
+	// bytes of the same size (wal-read-faults): without the binding
+	// check they are served (UncommittedRead).
+	{guard: mutation.WALReadBinding, limit: 35},
+	// The control plane's FindBatches answer misses a row in the middle
+	// (plane-faults): without the gap check the batches after the hole
+	// are served (LostRecord: a record that does not follow the one
+	// before).
+	{guard: mutation.WALReadGap, limit: 40},
+	// Two rows swapped at the start of a FindBatches answer
+	// (plane-faults): without the check the later batch is served as the
+	// answer's start (LostRecord: served past the fetch offset).
+	{guard: mutation.WALReadSkippedStart, limit: 45},
 	// Diskless records produced or consolidated in phase 1 carry an epoch
 	// from before the flag: a follower's epochs disagree with the
 	// leader's (LineageDiverged).

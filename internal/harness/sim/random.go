@@ -28,6 +28,9 @@ type Result struct {
 	ControlPlaneFaults ControlPlaneFaults
 	// Swarm is the run's swarm configuration (nil with NoSwarm).
 	Swarm *Swarm
+	// WALFaults count the hostile WAL read answers injected, by kind
+	// (walfaults.go).
+	WALFaults map[string]int
 }
 
 // Failed reports whether the run broke an invariant.
@@ -137,6 +140,23 @@ var choices = []choice{
 		}
 		return c.SetFaults(c.swarm.storeFaultRate())
 	}},
+	// Hostile answers on the WAL's read path (walfaults.go): wrong
+	// bytes from the object store, a stale or buggy FindBatches.
+	{"wal-read-faults", 1, func(c *Cluster, rng *rand.Rand) error {
+		if r, _ := c.walFaults.rates(); r > 0 {
+			return c.SetWALReadFaults(0)
+		}
+		return c.SetWALReadFaults(0.3)
+	}},
+	{"plane-faults", 1, func(c *Cluster, rng *rand.Rand) error {
+		if _, r := c.walFaults.rates(); r > 0 {
+			return c.SetPlaneFaults(0)
+		}
+		return c.SetPlaneFaults(0.3)
+	}},
+	// The liveness check: catch-up rounds on a quiet cluster must bring
+	// the replicas to the high watermarks (check_progress.go).
+	{"settle", 1, func(c *Cluster, rng *rand.Rand) error { return c.Settle() }},
 	{"arm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.step < 60 {
 			return ErrNotApplicable
@@ -224,7 +244,7 @@ var choices = []choice{
 		if c.ctrl.rec.State.Phase() != tierstate.PhaseTwo {
 			return ErrNotApplicable
 		}
-		return c.ForceLeader(anyBroker(c, rng))
+		return c.ForceLeaderInPhaseTwo(anyBroker(c, rng))
 	}},
 	// A remote log task in two steps: the lookup of the highest offset
 	// in remote storage (the follower task's, or the copy task's before
@@ -361,6 +381,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 	}
 	res.Steps, res.Trace = c.step, c.Trace()
 	res.Actions, res.StoreFaults, res.ControlPlaneFaults = c.rec.actions, c.store.faults(), c.walCP.faults()
+	res.WALFaults = c.walFaults.Fired()
 	if err := c.Close(); err != nil && res.Violation == nil {
 		return res, fmt.Errorf("sim: close after seed %d: %w", seed, err)
 	}

@@ -92,7 +92,6 @@ var brokerActions = map[string]func(*Cluster, int32) error{
 	"replicate":       (*Cluster).Replicate,
 	"catch-up":        (*Cluster).CatchUp,
 	"elect":           (*Cluster).ElectLeader,
-	"force-leader":    (*Cluster).ForceLeader,
 	"unclean-elect":   (*Cluster).UncleanElection,
 	"roll":            (*Cluster).Roll,
 	"task-install":    (*Cluster).RemoteTaskInstall,
@@ -194,6 +193,11 @@ func (a Action) apply(c *Cluster) error {
 			return err
 		}
 		return c.ClockJump(ms)
+	case "force-leader":
+		if _, ok := a.arg("phase-2"); ok {
+			return c.ForceLeaderInPhaseTwo(a.Broker)
+		}
+		return c.ForceLeader(a.Broker)
 	case "task-lookup":
 		off, err := need("offset")
 		if err != nil {
@@ -244,6 +248,9 @@ func (a Action) apply(c *Cluster) error {
 			return err
 		}
 		return c.Reseal(seal)
+	}
+	if ok, err := a.applyRate(c); ok {
+		return err
 	}
 	return fmt.Errorf("%w: unknown command %q", ErrUnreplayable, a.Cmd)
 }

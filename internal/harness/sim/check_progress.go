@@ -1,0 +1,162 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tierlog/tierlog/tierstate"
+)
+
+// Settle's bounds. A round is one classic fetch of every follower and
+// one consolidation step of every consolidating broker. Rounds go on
+// while they move some replica (its log end, high watermark or local log
+// start) and the partition is unsettled; stillRounds rounds in a row
+// that move nothing end them, as does maxSettleRounds. A classic fetch
+// moves up to fetchBytes and a consolidation step one WAL answer, so a
+// replica far behind takes many rounds, each of which moves it; a
+// rebuild from remote storage takes a few steps that move nothing
+// before it lands.
+const (
+	stillRounds     = 5
+	maxSettleRounds = 400
+)
+
+// quietness is why the cluster is not quiet ("" when it is): a fault
+// rate above 0, a broker down or with an offline log directory, no
+// running leader. Only a quiet cluster must make progress.
+func (c *Cluster) quietness() string {
+	read, plane := c.walFaults.rates()
+	switch {
+	case c.store.rate() > 0:
+		return "object-store faults on"
+	case read > 0 || plane > 0:
+		return "WAL read faults on"
+	case c.leaderBroker() == nil:
+		return "no running leader"
+	}
+	for _, b := range c.brokers {
+		if !b.up || b.Prior().Offline {
+			return fmt.Sprintf("broker %d is down", b.ID)
+		}
+	}
+	return ""
+}
+
+// unsettled names a replica that has not made the progress a quiet
+// cluster owes, nil if none: before the seal, an ISR member whose log
+// end or high watermark is below the leader's log end, or a leader whose
+// high watermark is (acks=all: once the ISR holds every record, every
+// record is committed); in phase
+// 2, a consolidating leader whose log ends below the WAL's high
+// watermark. Phase 1 waits for the operator or the phase-2 check and
+// owes nothing.
+func (c *Cluster) unsettled() *Violation {
+	lb := c.leaderBroker()
+	if lb == nil {
+		return nil
+	}
+	ll := lb.Log()
+	st := c.ctrl.rec.State
+	if !st.SealCommitted() {
+		leo := ll.LogEndOffset()
+		for _, id := range c.ctrl.rec.ISR {
+			f := c.Broker(id)
+			if f == lb || f == nil || f.Log() == nil {
+				continue
+			}
+			if fl := f.Log(); fl.LogEndOffset() < leo || fl.HighWatermark() < leo {
+				return c.violation(Stuck, id, fl.LogEndOffset(), "in-sync follower at log end %d hw %d, leader's log end %d hw %d (leader %d)",
+					fl.LogEndOffset(), fl.HighWatermark(), leo, ll.HighWatermark(), lb.ID)
+			}
+		}
+		if ll.HighWatermark() < leo {
+			return c.violation(Stuck, lb.ID, ll.HighWatermark(), "leader's hw %d below its log end %d with the ISR %v caught up",
+				ll.HighWatermark(), leo, c.ctrl.rec.ISR)
+		}
+		return nil
+	}
+	if st.Phase() != tierstate.PhaseTwo || !lb.consolidating {
+		return nil
+	}
+	if _, hw, ok := c.WAL(); ok && ll.LogEndOffset() < hw {
+		detail := fmt.Sprintf("consolidating leader's log ends at %d, WAL high watermark %d (local start %d, seal %d)",
+			ll.LogEndOffset(), hw, ll.LocalLogStartOffset(), st.Seal())
+		if err := lb.fetcher.Failed(Partition); err != nil {
+			detail += "; fetcher failed: " + err.Error()
+		}
+		return c.violation(Stuck, lb.ID, ll.LogEndOffset(), "%s", detail)
+	}
+	return nil
+}
+
+// Settle is a liveness check: on a quiet cluster (no fault on, every
+// broker running, a running leader) it runs rounds of catch-up, each a
+// classic fetch of every follower and a consolidation step of every
+// consolidating broker (each its own step, checked), until the partition
+// has made the progress unsettled asks for or the rounds stop moving
+// it (stillRounds, maxSettleRounds), then takes
+// one "settle" step that fails with Stuck if it has not. A cluster that
+// is not quiet is not applicable. It is recorded and replayed as one
+// action (the rounds run again): a shrink that dropped some of them
+// would report a replica as stuck that was only not asked to fetch.
+func (c *Cluster) Settle() error {
+	if why := c.quietness(); why != "" {
+		return notApplicable("not quiet: %s", why)
+	}
+	on := c.rec.on
+	c.rec.on = false
+	rounds, err := c.settleRounds()
+	c.rec.on = on
+	if v := (*Violation)(nil); errors.As(err, &v) {
+		c.rec.done("settle", -1, true)
+		return v
+	}
+	return c.do("settle", -1, func() (string, error) {
+		if v := c.unsettled(); v != nil {
+			v.Detail = fmt.Sprintf("after %d catch-up round(s): %s", rounds, v.Detail)
+			return "stuck", v
+		}
+		return fmt.Sprintf("settled after %d round(s)", rounds), nil
+	})
+}
+
+// settleRounds runs Settle's rounds; a violation ends them. Other errors
+// of a step are in its trace line.
+func (c *Cluster) settleRounds() (int, error) {
+	rounds, still := 0, 0
+	last := c.replicaPositions()
+	for ; rounds < maxSettleRounds && still < stillRounds && c.unsettled() != nil && c.quietness() == ""; rounds++ {
+		for _, b := range c.brokers {
+			if err := c.Replicate(b.ID); errors.Is(err, ErrViolation) {
+				return rounds, err
+			}
+		}
+		for _, b := range c.brokers {
+			if err := c.Consolidate(b.ID); errors.Is(err, ErrViolation) {
+				return rounds, err
+			}
+		}
+		still++
+		if pos := c.replicaPositions(); !slices.Equal(pos, last) {
+			still, last = 0, pos
+		}
+	}
+	return rounds, nil
+}
+
+// replicaPositions are every broker's local log start, log end and high
+// watermark (-1 without a log).
+func (c *Cluster) replicaPositions() []int64 {
+	var out []int64
+	for _, b := range c.brokers {
+		_, localStart, leo, hw := b.Offsets()
+		out = append(out, localStart, leo, hw)
+	}
+	return out
+}
+
+func init() {
+	clusterActions["settle"] = (*Cluster).Settle
+	noBrokerArg["settle"] = true
+}
