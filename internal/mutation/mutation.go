@@ -161,6 +161,13 @@ const (
 	// never deletes records appended after an unclean truncation as if
 	// another lineage's remote segments held them.
 	TruncationLowersRemoteHighest
+	// TruncationKeepsRemotePrefix: a truncation below the local log start
+	// of a log with remote storage keeps the log start offset and the
+	// epochs below the truncation offset (log.UnifiedLog.TruncateTo), so
+	// a follower that an unclean election truncated below its local log
+	// and that leads later does not delete the committed remote prefix
+	// (below its log start, or by the epoch cleanup).
+	TruncationKeepsRemotePrefix
 
 	numGuards = iota + 1
 )
@@ -189,6 +196,7 @@ var names = [numGuards]string{
 	ManagedCloseDurable:             "managed-close-durable",
 	ResealBatchBoundary:             "reseal-batch-boundary",
 	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
+	TruncationKeepsRemotePrefix:     "truncation-keeps-remote-prefix",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -121,6 +121,8 @@ var catches = []catch{
 	{mutation.ResealBatchBoundary, "internal/harness/sim", "TestScripts/reseal_inside_batch"},
 	{mutation.TruncationLowersRemoteHighest, "log", "TestTruncationLowersHighestOffsetInRemoteStorage"},
 	{mutation.TruncationLowersRemoteHighest, "internal/harness/sim", "TestScripts/unclean_truncation_remote_highest"},
+	{mutation.TruncationKeepsRemotePrefix, "log", "TestTruncationBelowLocalLogStartKeepsRemotePrefix"},
+	{mutation.TruncationKeepsRemotePrefix, "internal/harness/sim", "TestScripts/unclean_truncation_below_local_start"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
