@@ -168,6 +168,12 @@ const (
 	// and that leads later does not delete the committed remote prefix
 	// (below its log start, or by the epoch cleanup).
 	TruncationKeepsRemotePrefix
+	// RemoteReadLineage: a remote read returns only batches whose leader
+	// epoch is the one the leader's epoch cache gives their base offset
+	// (remote.Manager.Read): a segment copied before an unclean election
+	// can hold, past its epoch's end in the leader's lineage, records the
+	// partition discarded.
+	RemoteReadLineage
 
 	numGuards = iota + 1
 )
@@ -197,6 +203,7 @@ var names = [numGuards]string{
 	ResealBatchBoundary:             "reseal-batch-boundary",
 	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
 	TruncationKeepsRemotePrefix:     "truncation-keeps-remote-prefix",
+	RemoteReadLineage:               "remote-read-lineage",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -123,6 +123,7 @@ var catches = []catch{
 	{mutation.TruncationLowersRemoteHighest, "internal/harness/sim", "TestScripts/unclean_truncation_remote_highest"},
 	{mutation.TruncationKeepsRemotePrefix, "log", "TestTruncationBelowLocalLogStartKeepsRemotePrefix"},
 	{mutation.TruncationKeepsRemotePrefix, "internal/harness/sim", "TestScripts/unclean_truncation_below_local_start"},
+	{mutation.RemoteReadLineage, "remote", "TestRemoteReadStopsAtTheLineage"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
