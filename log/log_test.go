@@ -405,3 +405,26 @@ func TestTruncationBelowLocalLogStartKeepsRemotePrefix(t *testing.T) {
 		})
 	}
 }
+
+// TestHighestOffsetInRemoteStorageInLineage: what the WAL pruner may
+// trust. A truncation below the highest offset in remote storage (an
+// unclean leader change) caps it below the new log end, though
+// HighestOffsetInRemoteStorage keeps Kafka's value; an install computed
+// after the truncation (remote storage now holds [0, 59] of this
+// lineage) lifts the cap to it.
+func TestHighestOffsetInRemoteStorageInLineage(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), Options{RemoteStorageEnabled: true})
+	defer l.Close()
+	appendRecords(t, l, 0, 120, 0)
+	require.True(t, l.UpdateHighestOffsetInRemoteStorage(99, l.TruncationCount()))
+	require.Equal(t, int64(99), l.HighestOffsetInRemoteStorageInLineage())
+
+	_, err := l.TruncateTo(50)
+	require.NoError(t, err)
+	require.Equal(t, int64(99), l.HighestOffsetInRemoteStorage())
+	require.Equal(t, int64(49), l.HighestOffsetInRemoteStorageInLineage())
+	appendRecords(t, l, 1, 30, 0)
+	require.Equal(t, int64(49), l.HighestOffsetInRemoteStorageInLineage(), "appends do not lift it")
+	l.UpdateHighestOffsetInRemoteStorage(59, l.TruncationCount())
+	require.Equal(t, int64(59), l.HighestOffsetInRemoteStorageInLineage())
+}

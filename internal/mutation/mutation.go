@@ -174,6 +174,14 @@ const (
 	// can hold, past its epoch's end in the leader's lineage, records the
 	// partition discarded.
 	RemoteReadLineage
+	// PrunerRemoteLineage: the WAL pruner trusts the highest offset in
+	// remote storage only as far as it holds the leader's lineage
+	// (log.UnifiedLog.HighestOffsetInRemoteStorageInLineage): a
+	// truncation under it caps it below the new log end until a task
+	// computed after the truncation installs an offset, so a leader that
+	// an unclean election truncated never prunes the WAL past what remote
+	// storage holds of its records.
+	PrunerRemoteLineage
 
 	numGuards = iota + 1
 )
@@ -204,6 +212,7 @@ var names = [numGuards]string{
 	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
 	TruncationKeepsRemotePrefix:     "truncation-keeps-remote-prefix",
 	RemoteReadLineage:               "remote-read-lineage",
+	PrunerRemoteLineage:             "pruner-remote-lineage",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -129,15 +129,23 @@ var choices = []choice{
 		if st.Phase() != tierstate.PhaseOne || lb == nil {
 			return ErrNotApplicable
 		}
-		// A seal lowered to a batch boundary below S: the leader's log
-		// end (github.com/aiven/inkless/pull/871's recovery) or the end
-		// of the prefix in remote storage (the seal start-phase-2 of
-		// /pull/855 sets). PlanReseal refuses one outside [X, leader's
-		// log end]. (A seal inside a batch is left out: the truncation
-		// to it cuts to the batch's start, below the seal.)
-		seal := lb.Log().LogEndOffset()
-		if rng.IntN(2) == 0 {
+		// A seal lowered below S: the leader's log end
+		// (github.com/aiven/inkless/pull/871's recovery), the end of the
+		// prefix in remote storage (the seal start-phase-2 of /pull/855
+		// sets), or any offset of the leader's log (the tool checks only
+		// the range, so an operator may name one inside a batch, which
+		// PlanReseal refuses: tierstate.SealBatchError). PlanReseal
+		// refuses one outside [X, leader's log end].
+		l := lb.Log()
+		var seal int64
+		switch rng.IntN(3) {
+		case 0:
+			seal = l.LogEndOffset()
+		case 1:
 			seal = c.HighestRemoteOffset() + 1
+		default:
+			lo := l.LogStartOffset()
+			seal = lo + rng.Int64N(max(1, l.LogEndOffset()-lo))
 		}
 		if seal >= st.Seal() {
 			return ErrNotApplicable
