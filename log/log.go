@@ -213,7 +213,7 @@ func (l *UnifiedLog) HighestOffsetInRemoteStorage() int64 {
 // keeps Kafka's meaning.
 func (l *UnifiedLog) HighestOffsetInRemoteStorageInLineage() int64 {
 	h := l.highestOffsetInRemoteStorage.Load()
-	if !mutation.Disabled(mutation.PrunerRemoteLineage) {
+	if !mutation.Disabled(mutation.RemoteHighestInLineage) {
 		h = min(h, l.remoteRetentionCap.Load())
 	}
 	return h

@@ -174,14 +174,15 @@ const (
 	// can hold, past its epoch's end in the leader's lineage, records the
 	// partition discarded.
 	RemoteReadLineage
-	// PrunerRemoteLineage: the WAL pruner trusts the highest offset in
-	// remote storage only as far as it holds the leader's lineage
-	// (log.UnifiedLog.HighestOffsetInRemoteStorageInLineage): a
-	// truncation under it caps it below the new log end until a task
+	// RemoteHighestInLineage: the WAL pruner and the phase-2 request trust
+	// the highest offset in remote storage only as far as it holds the
+	// leader's lineage (log.UnifiedLog.HighestOffsetInRemoteStorageInLineage):
+	// a truncation under it caps it below the new log end until a task
 	// computed after the truncation installs an offset, so a leader that
-	// an unclean election truncated never prunes the WAL past what remote
-	// storage holds of its records.
-	PrunerRemoteLineage
+	// an unclean election truncated neither prunes the WAL past what
+	// remote storage holds of its records nor asks for phase 2 before
+	// S-1 of its lineage is tiered.
+	RemoteHighestInLineage
 
 	numGuards = iota + 1
 )
@@ -212,7 +213,7 @@ var names = [numGuards]string{
 	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
 	TruncationKeepsRemotePrefix:     "truncation-keeps-remote-prefix",
 	RemoteReadLineage:               "remote-read-lineage",
-	PrunerRemoteLineage:             "pruner-remote-lineage",
+	RemoteHighestInLineage:          "remote-highest-in-lineage",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

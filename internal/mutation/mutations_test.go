@@ -124,7 +124,7 @@ var catches = []catch{
 	{mutation.TruncationKeepsRemotePrefix, "log", "TestTruncationBelowLocalLogStartKeepsRemotePrefix"},
 	{mutation.TruncationKeepsRemotePrefix, "internal/harness/sim", "TestScripts/unclean_truncation_below_local_start"},
 	{mutation.RemoteReadLineage, "remote", "TestRemoteReadStopsAtTheLineage"},
-	{mutation.PrunerRemoteLineage, "log", "TestHighestOffsetInRemoteStorageInLineage"},
+	{mutation.RemoteHighestInLineage, "log", "TestHighestOffsetInRemoteStorageInLineage"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

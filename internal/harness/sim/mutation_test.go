@@ -69,7 +69,7 @@ var simCatches = []simCatch{
 	{guard: mutation.SealCapRemoteRead, weights: uncleanMenu, limit: 162},
 	{guard: mutation.TruncationLowersRemoteHighest, weights: uncleanMenu, limit: 138},
 	{guard: mutation.TruncationKeepsRemotePrefix, weights: uncleanMenu, limit: 207},
-	{guard: mutation.PrunerRemoteLineage, weights: uncleanMenu, limit: 138},
+	{guard: mutation.RemoteHighestInLineage, weights: uncleanMenu, limit: 138},
 }
 
 // uncleanMenu takes unclean ElectLeaders requests and leaves out the
