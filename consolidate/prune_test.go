@@ -15,8 +15,8 @@ import (
 // fakePruneLog is a leader log's remote progress and end.
 type fakePruneLog struct{ h, leo int64 }
 
-func (f *fakePruneLog) HighestOffsetInRemoteStorage() int64 { return f.h }
-func (f *fakePruneLog) LogEndOffset() int64                 { return f.leo }
+func (f *fakePruneLog) HighestOffsetInRemoteStorageInLineage() int64 { return f.h }
+func (f *fakePruneLog) LogEndOffset() int64                          { return f.leo }
 
 // TestPruneDataDriven runs testdata/prune_*: the pruner over a real
 // control plane (Pebble on vfs.NewMem) and a WAL written through

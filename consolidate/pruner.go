@@ -17,7 +17,10 @@ import (
 // PruneLog is what the pruner reads of a leader's local log.
 // *log.UnifiedLog satisfies it.
 type PruneLog interface {
-	HighestOffsetInRemoteStorage() int64
+	// HighestOffsetInRemoteStorageInLineage is the highest offset remote
+	// storage holds of this log's lineage (not a stale value an unclean
+	// truncation left: log.UnifiedLog.HighestOffsetInRemoteStorageInLineage).
+	HighestOffsetInRemoteStorageInLineage() int64
 	LogEndOffset() int64
 }
 
@@ -131,7 +134,7 @@ func (p *Pruner) Run(ctx context.Context, parts []PrunePartition) ([]PruneOutcom
 	for i, part := range parts {
 		floor := p.Floor(part.Partition)
 		in := PruneInput{State: part.State, Floor: floor, AwaitingRebuild: part.AwaitingRebuild,
-			HighestOffsetInRemoteStorage: part.Log.HighestOffsetInRemoteStorage(), LogEndOffset: part.Log.LogEndOffset()}
+			HighestOffsetInRemoteStorage: part.Log.HighestOffsetInRemoteStorageInLineage(), LogEndOffset: part.Log.LogEndOffset()}
 		d := DecidePrune(in)
 		out[i] = PruneOutcome{Partition: part.Partition, Decision: d, LogStartOffset: NoFloor, Floor: floor}
 		if !d.Prune() {

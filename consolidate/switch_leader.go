@@ -14,7 +14,10 @@ import (
 // PrefixLog is what the leader reads of its log to ask for phase 2.
 // *log.UnifiedLog satisfies it.
 type PrefixLog interface {
-	HighestOffsetInRemoteStorage() int64
+	// HighestOffsetInRemoteStorageInLineage: a stale highest offset in
+	// remote storage an unclean truncation left (another lineage's
+	// segments) does not prove S-1 tiered.
+	HighestOffsetInRemoteStorageInLineage() int64
 	LogStartOffset() int64
 	EpochForOffset(offset int64) (int32, bool)
 }
@@ -42,7 +45,7 @@ func PlanClassicPrefixRequest(s tierstate.State, l PrefixLog) ClassicPrefixPlan 
 		return none
 	}
 	seal := s.Seal()
-	if l.HighestOffsetInRemoteStorage() < seal-1 {
+	if l.HighestOffsetInRemoteStorageInLineage() < seal-1 {
 		return none
 	}
 	r := base.UndefinedEpoch
@@ -180,7 +183,7 @@ func (d *LeaderSwitch) ForgetProposal() { d.proposed = false }
 // when it sealed, failed) would hold S-1 in its active segment for good
 // and never ask for phase 2.
 func NeedsRollAtSeal(s tierstate.State, l PrefixLog, logEnd int64) bool {
-	return s.Phase() == tierstate.PhaseOne && logEnd == s.Seal() && l.HighestOffsetInRemoteStorage() < s.Seal()-1
+	return s.Phase() == tierstate.PhaseOne && logEnd == s.Seal() && l.HighestOffsetInRemoteStorageInLineage() < s.Seal()-1
 }
 
 // RollAtSeal rolls the leader's active segment when NeedsRollAtSeal

@@ -14,8 +14,8 @@ type fakePrefixLog struct {
 	epochs      []epochcache.Entry
 }
 
-func (f fakePrefixLog) HighestOffsetInRemoteStorage() int64 { return f.h }
-func (f fakePrefixLog) LogStartOffset() int64               { return f.logStart }
+func (f fakePrefixLog) HighestOffsetInRemoteStorageInLineage() int64 { return f.h }
+func (f fakePrefixLog) LogStartOffset() int64                        { return f.logStart }
 func (f fakePrefixLog) EpochForOffset(o int64) (int32, bool) {
 	e, ok := int32(-1), false
 	for _, x := range f.epochs {

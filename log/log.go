@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/truncation"
@@ -200,6 +201,22 @@ func (l *UnifiedLog) LastStableOffset() int64 { return l.Offsets().LastStableOff
 // be in remote storage, or -1.
 func (l *UnifiedLog) HighestOffsetInRemoteStorage() int64 {
 	return l.highestOffsetInRemoteStorage.Load()
+}
+
+// HighestOffsetInRemoteStorageInLineage returns the highest offset in
+// remote storage known to hold this log's records, or -1:
+// HighestOffsetInRemoteStorage, capped below the log end a truncation
+// under it left (after an unclean leader change remote storage holds
+// another lineage's records there) until a copy or follower task
+// computed after that truncation installs an offset. This is what the
+// WAL pruner may trust (consolidate.Pruner); HighestOffsetInRemoteStorage
+// keeps Kafka's meaning.
+func (l *UnifiedLog) HighestOffsetInRemoteStorageInLineage() int64 {
+	h := l.highestOffsetInRemoteStorage.Load()
+	if !mutation.Disabled(mutation.RemoteHighestInLineage) {
+		h = min(h, l.remoteRetentionCap.Load())
+	}
+	return h
 }
 
 // RemoteStorageEnabled reports whether the log is tiered.

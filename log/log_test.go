@@ -353,3 +353,78 @@ func TestTruncationLowersHighestOffsetInRemoteStorage(t *testing.T) {
 	require.False(t, changed)
 	require.Equal(t, int64(19), deletable(), "a truncation that changes nothing")
 }
+
+// TestTruncationBelowLocalLogStartKeepsRemotePrefix: a follower of a
+// tiered log whose local log starts at L (remote storage holds the records
+// below it) truncates to t < L after an unclean leader change. Kafka's
+// truncateTo starts the log afresh at t (log start t, epoch cache
+// cleared); here the log start and the epoch covering [0, t) stay, also
+// across a reopen, so the remote prefix remains part of the log. Without
+// remote storage the log starts at t as in Kafka.
+func TestTruncationBelowLocalLogStartKeepsRemotePrefix(t *testing.T) {
+	for _, remote := range []bool{true, false} {
+		t.Run(fmt.Sprintf("remote=%t", remote), func(t *testing.T) {
+			fs := vfs.NewMem()
+			o := Options{SegmentBytes: 600, RemoteStorageEnabled: remote}
+			if remote {
+				o.LocalRetentionBytes = 1
+			} else {
+				o.RetentionBytes = 1
+			}
+			l := openTestLog(t, fs, o)
+			appendRecords(t, l, 1, 60, 0)
+			l.UpdateHighWatermark(l.LogEndOffset())
+			if remote {
+				require.True(t, l.UpdateHighestOffsetInRemoteStorage(56, l.TruncationCount()))
+			}
+			_, err := l.DeleteOldSegments()
+			require.NoError(t, err)
+			local := l.LocalLogStartOffset()
+			require.Greater(t, local, int64(10), "retention deleted the first segments")
+			target := local - 5
+
+			changed, err := l.TruncateTo(target)
+			require.NoError(t, err)
+			require.True(t, changed)
+			check := func(l *UnifiedLog) {
+				require.Equal(t, target, l.LogEndOffset())
+				require.Equal(t, target, l.LocalLogStartOffset())
+				if remote {
+					require.Equal(t, int64(0), l.LogStartOffset(), "remote storage holds [0, %d)", local)
+					require.Equal(t, []epochcache.Entry{{Epoch: 1, StartOffset: 0}}, l.EpochEntries())
+				} else {
+					require.Equal(t, target, l.LogStartOffset())
+					require.Empty(t, l.EpochEntries())
+				}
+			}
+			check(l)
+			require.NoError(t, l.Close())
+			l = openTestLog(t, fs, o)
+			defer l.Close()
+			check(l)
+		})
+	}
+}
+
+// TestHighestOffsetInRemoteStorageInLineage: what the WAL pruner may
+// trust. A truncation below the highest offset in remote storage (an
+// unclean leader change) caps it below the new log end, though
+// HighestOffsetInRemoteStorage keeps Kafka's value; an install computed
+// after the truncation (remote storage now holds [0, 59] of this
+// lineage) lifts the cap to it.
+func TestHighestOffsetInRemoteStorageInLineage(t *testing.T) {
+	l := openTestLog(t, vfs.NewMem(), Options{RemoteStorageEnabled: true})
+	defer l.Close()
+	appendRecords(t, l, 0, 120, 0)
+	require.True(t, l.UpdateHighestOffsetInRemoteStorage(99, l.TruncationCount()))
+	require.Equal(t, int64(99), l.HighestOffsetInRemoteStorageInLineage())
+
+	_, err := l.TruncateTo(50)
+	require.NoError(t, err)
+	require.Equal(t, int64(99), l.HighestOffsetInRemoteStorage())
+	require.Equal(t, int64(49), l.HighestOffsetInRemoteStorageInLineage())
+	appendRecords(t, l, 1, 30, 0)
+	require.Equal(t, int64(49), l.HighestOffsetInRemoteStorageInLineage(), "appends do not lift it")
+	l.UpdateHighestOffsetInRemoteStorage(59, l.TruncationCount())
+	require.Equal(t, int64(59), l.HighestOffsetInRemoteStorageInLineage())
+}

@@ -83,6 +83,12 @@ func (l *UnifiedLog) UpdateHighestOffsetInRemoteStorage(offset int64, count trun
 // LocalLog.truncateTo then sets the log end offset to t itself, which is
 // only right because its callers pass batch boundaries (a leader epoch's
 // end offset or a high watermark always is one).
+//
+// A t below the first local segment empties the log and starts it at t.
+// Without remote storage the log start offset becomes t and the epoch
+// cache is cleared, as in Kafka; with it, the log start offset and the
+// epochs below t stay (remote storage holds the records below the local
+// log; see the comment in the body).
 func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	if t < 0 {
 		return false, fmt.Errorf("log: truncate to %d: %w", t, ErrInvalidArgument)
@@ -120,7 +126,20 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	var ev events
 	var err error
 	if full {
-		err = l.truncateFullyLocked(t, t, &ev)
+		// Kafka's truncateTo starts the log afresh at t here
+		// (truncateFullyAndStartAt: log start t, epoch cache cleared). A
+		// tiered log's local log starts above t only because remote
+		// storage holds [log start, local log start), and forgetting that
+		// prefix lets the leader's remote retention delete committed
+		// records: below the new log start, or by the epoch cleanup once
+		// the cache's earliest epoch is the new leader's. So the log start
+		// and the epochs below t stay, as in a truncation inside the local
+		// log.
+		logStart, keepEpochs := t, false
+		if l.opts.RemoteStorageEnabled && !mutation.Disabled(mutation.TruncationKeepsRemotePrefix) {
+			logStart, keepEpochs = min(l.logStartOffset.Load(), t), true
+		}
+		err = l.truncateFullyLocked(t, logStart, keepEpochs, &ev)
 	} else {
 		err = l.truncateToLocked(t, &ev)
 	}
@@ -153,7 +172,7 @@ func (l *UnifiedLog) TruncateFullyAndStartAt(n, logStart int64) error {
 	}
 	return l.countedTruncation(func(ev *events) error {
 		l.capRemoteRetentionLocked(n)
-		return l.truncateFullyLocked(n, logStart, ev)
+		return l.truncateFullyLocked(n, logStart, false, ev)
 	})
 }
 
@@ -322,10 +341,13 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	return nil
 }
 
-// truncateFullyLocked replaces every segment with one empty segment at n.
+// truncateFullyLocked replaces every segment with one empty segment at n,
+// with log start offset logStart. The epoch cache is cleared and flushed,
+// or, with keepEpochs, cut at n (its entries below n describe the records
+// below the local log that remote storage holds; the caller flushes it).
 //
 // REQUIRES: l.mu held.
-func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
+func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, keepEpochs bool, ev *events) error {
 	old := l.mu.segments
 	// No producer state survives (testdata/producer_truncate_fully): the
 	// snapshot files go first, so
@@ -376,7 +398,9 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, ev *events) error {
 	// The empty segment and the offsets that describe it, in one store.
 	l.publishLocked()
 
-	if err := l.epochs.ClearAndFlush(); err != nil {
+	if keepEpochs {
+		l.epochs.TruncateFromEnd(n)
+	} else if err := l.epochs.ClearAndFlush(); err != nil {
 		return l.failLocked(err)
 	}
 	l.checkOffsetsLocked()

@@ -38,7 +38,36 @@ var (
 	// first batch at or past the seal (a discarded tail). Returned as a
 	// *SealCapError.
 	ErrReadPastSeal = errors.New("remote: remote read reaches the seal")
+
+	// ErrNotInLineage means a remote read met a first batch whose leader
+	// epoch is not the one the leader's epoch cache gives its offset (a
+	// tail an unclean election discarded). Returned as a *LineageError.
+	ErrNotInLineage = errors.New("remote: remote batch is not in the leader's lineage")
 )
+
+// LineageError reports a remote read whose first batch carries another
+// leader epoch than the leader's epoch cache gives its base offset: the
+// remote segment was copied before an unclean election and crosses the
+// end of its epoch in the leader's lineage with records the partition
+// discarded. No record is returned. It matches ErrNotInLineage.
+type LineageError struct {
+	TopicIDPartition TopicIDPartition
+	// Offset is the fetch offset; Segment the remote segment read.
+	Offset  int64
+	Segment SegmentID
+	// BatchBaseOffset, BatchLastOffset and BatchEpoch describe the batch
+	// refused, LineageEpoch the epoch the cache gives its base offset
+	// (record.UndefinedEpoch when none).
+	BatchBaseOffset, BatchLastOffset int64
+	BatchEpoch, LineageEpoch         int32
+}
+
+func (e *LineageError) Error() string {
+	return fmt.Sprintf("remote: read at %d of %s: remote segment %s holds batch [%d, %d] of epoch %d, the leader's lineage has epoch %d there",
+		e.Offset, e.TopicIDPartition, e.Segment, e.BatchBaseOffset, e.BatchLastOffset, e.BatchEpoch, e.LineageEpoch)
+}
+
+func (e *LineageError) Unwrap() error { return ErrNotInLineage }
 
 // ReadRangeError reports a remote read at an offset no remote segment
 // holds in the epoch the leader's cache gives it. It matches

@@ -53,7 +53,12 @@ type ReadResult struct {
 // reaches the seal, and is refused with a *SealCapError when its first
 // batch does: such a batch is from a tail the partition discarded (a
 // remote segment that crosses the seal after an unclean election,
-// github.com/aiven/inkless/pull/857). Every returned batch passed its CRC
+// github.com/aiven/inkless/pull/857). Every batch returned carries the
+// leader epoch the log's cache gives its base offset: a segment copied
+// before an unclean election may hold, in the same epoch, records past
+// that epoch's end in the leader's lineage, which the partition
+// discarded. The read ends before such a batch, and is refused with a
+// *LineageError when its first batch is one. Every returned batch passed its CRC
 // check: a corrupt byte from the object store is an error wrapping
 // ErrCorruption, never returned data.
 func (m *Manager) Read(ctx context.Context, tp TopicIDPartition, offset int64, maxBytes int, isolation log.Isolation, minOneMessage bool) (ReadResult, error) {
@@ -113,10 +118,14 @@ func (m *Manager) read(ctx context.Context, tp TopicIDPartition, offset int64, m
 	}
 	res := ReadResult{FetchOffset: offset, BatchBaseOffset: base.UndefinedOffset}
 	for {
-		found, err := m.readSegment(ctx, seg, offset, maxBytes, minOneMessage, limit, &res)
+		found, err := m.readSegment(ctx, seg, offset, maxBytes, minOneMessage, limit, l, &res)
 		var capErr *SealCapError
 		if errors.As(err, &capErr) {
 			capErr.TopicIDPartition = tp
+		}
+		var linErr *LineageError
+		if errors.As(err, &linErr) {
+			linErr.TopicIDPartition = tp
 		}
 		if err != nil || found {
 			if err == nil && isolation == log.IsolationCommitted && len(res.Records) > 0 {
@@ -147,8 +156,10 @@ func (m *Manager) nextSegment(tp TopicIDPartition, l PartitionLog, offset int64)
 // for the first batch with last offset >= offset and fills res. found is
 // false when the segment has none. No batch with last offset >= limit is
 // returned: the records end before it, or, when it is the first, the
-// read fails with a *SealCapError.
-func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset int64, maxBytes int, minOne bool, limit int64, res *ReadResult) (found bool, err error) {
+// read fails with a *SealCapError. No batch outside l's lineage
+// (inLineage) is returned either: the records end before it, or, when it
+// is the first, the read fails with a *LineageError.
+func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset int64, maxBytes int, minOne bool, limit int64, l PartitionLog, res *ReadResult) (found bool, err error) {
 	pos, indexed, err := m.lookupPosition(ctx, seg, offset)
 	if err != nil {
 		return false, err
@@ -175,6 +186,10 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 			return true, &SealCapError{Offset: offset, Seal: limit, Segment: seg.SegmentID,
 				BatchBaseOffset: b.BaseOffset(), BatchLastOffset: b.LastOffset()}
 		}
+		if e, ok := inLineage(l, b); !ok {
+			return true, &LineageError{Offset: offset, Segment: seg.SegmentID, BatchBaseOffset: b.BaseOffset(),
+				BatchLastOffset: b.LastOffset(), BatchEpoch: b.PartitionLeaderEpoch(), LineageEpoch: e}
+		}
 		if b.Size() > maxBytes && !minOne {
 			return true, nil
 		}
@@ -185,6 +200,11 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 			if err == io.EOF || (err == nil && (!fits || nb.LastOffset() >= limit)) {
 				break
 			}
+			if err == nil {
+				if _, ok := inLineage(l, nb); !ok {
+					break
+				}
+			}
 			if err != nil {
 				return false, err
 			}
@@ -193,6 +213,17 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 		}
 		return true, nil
 	}
+}
+
+// inLineage reports whether batch b carries the leader epoch l's cache
+// gives its base offset, and returns that epoch (record.UndefinedEpoch
+// when the cache has none: then b is not in the lineage either).
+func inLineage(l PartitionLog, b record.Batch) (int32, bool) {
+	e, ok := l.EpochForOffset(b.BaseOffset())
+	if !ok {
+		e = base.UndefinedEpoch
+	}
+	return e, (ok && e == b.PartitionLeaderEpoch()) || mutation.Disabled(mutation.RemoteReadLineage)
 }
 
 // batchStream reads whole batches from a segment body, each checked as

@@ -116,3 +116,30 @@ func TestRemoteReadStopsAtTheSeal(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"[0, 89]"}, batchRanges(t, res.Records))
 }
+
+// A segment copied before an unclean election holds, in its epoch, records
+// past that epoch's end in the leader's lineage: X led epoch 2, wrote
+// [0, 100) in two batches and copied them as one segment; the unclean
+// election's leader had only [0, 50), so X truncated to 50 and follows in
+// epoch 4. A read from remote storage below 50 ends at 49: the batch
+// [50, 99] carries epoch 2, and X's cache gives epoch 4 at 50 (no switch,
+// no seal: the lineage alone decides).
+func TestRemoteReadStopsAtTheLineage(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	ctx := context.Background()
+	tp := testPartition(0)
+	l := copiedLog(t, e, tp, "x", [2]int{2, 50}, [2]int{2, 50})
+	_, err := l.TruncateTo(50)
+	require.NoError(t, err)
+	appendBatch(t, l, 4, 20)
+	require.Equal(t, int64(99), finished(t, e.meta, tp)[0].EndOffset)
+
+	for _, off := range []int64{0, 10, 49} {
+		res, err := e.mgr.Read(ctx, tp, off, 1<<20, log.IsolationLogEnd, true)
+		require.NoError(t, err, "offset %d", off)
+		require.Equal(t, []string{"[0, 49]"}, batchRanges(t, res.Records), "offset %d", off)
+	}
+	// At 50 the cache gives epoch 4, which no remote segment holds.
+	_, err = e.mgr.Read(ctx, tp, 50, 1<<20, log.IsolationLogEnd, true)
+	require.ErrorIs(t, err, ErrOffsetOutOfRange)
+}

@@ -458,7 +458,7 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 			return "not pruned here"
 		}
 		return fmt.Sprintf("prune partition: %s leo=%d remote=%d awaiting-rebuild=%t", p.State, p.Log.LogEndOffset(),
-			p.Log.HighestOffsetInRemoteStorage(), p.AwaitingRebuild)
+			p.Log.HighestOffsetInRemoteStorageInLineage(), p.AwaitingRebuild)
 	case "start-move":
 		// The log manager holds one future log per partition: a new move
 		// cancels the one in progress first (Kafka's alterReplicaLogDirs

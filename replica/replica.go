@@ -32,6 +32,9 @@ type Log interface {
 	LatestEpoch() (int32, bool)
 	TruncateTo(offset int64) (bool, error)
 	MaybeIncrementHighWatermark(hw int64) (bool, error)
+	// HighestOffsetInRemoteStorageInLineage is what the WAL pruner trusts
+	// (consolidate.PruneLog).
+	HighestOffsetInRemoteStorageInLineage() int64
 }
 
 // LogManager creates and deletes the partition's logs in the broker's log

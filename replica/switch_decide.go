@@ -96,11 +96,11 @@ func DecideSwitch(p Prior, d Delta, sp SwitchProgress, l SwitchLog) Plan {
 		}
 		if sp.Rolled != seal && consolidate.NeedsRollAtSeal(s, l, leo) {
 			plan = append(plan, act(RollAtSeal, seal, "phase 1, log end %d at the seal, remote storage holds up to %d < S-1 = %d: the segment holding S-1 must be rolled to be copied",
-				leo, l.HighestOffsetInRemoteStorage(), seal-1))
+				leo, l.HighestOffsetInRemoteStorageInLineage(), seal-1))
 		}
 		if req := consolidate.PlanClassicPrefixRequest(s, l); req.Send && sp.Asked != seal {
 			plan = append(plan, act(RequestPhaseTwo, seal, "phase 1, remote storage holds up to %d >= S-1 = %d: recorded epoch %d",
-				l.HighestOffsetInRemoteStorage(), seal-1, req.LastClassicLeaderEpoch))
+				l.HighestOffsetInRemoteStorageInLineage(), seal-1, req.LastClassicLeaderEpoch))
 		}
 	}
 	switch {

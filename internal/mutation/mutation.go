@@ -176,6 +176,28 @@ const (
 	// that put a later batch first would otherwise be served as the
 	// start of the answer, skipping the batches before it.
 	WALReadSkippedStart
+	// TruncationKeepsRemotePrefix: a truncation below the local log start
+	// of a log with remote storage keeps the log start offset and the
+	// epochs below the truncation offset (log.UnifiedLog.TruncateTo), so
+	// a follower that an unclean election truncated below its local log
+	// and that leads later does not delete the committed remote prefix
+	// (below its log start, or by the epoch cleanup).
+	TruncationKeepsRemotePrefix
+	// RemoteReadLineage: a remote read returns only batches whose leader
+	// epoch is the one the leader's epoch cache gives their base offset
+	// (remote.Manager.Read): a segment copied before an unclean election
+	// can hold, past its epoch's end in the leader's lineage, records the
+	// partition discarded.
+	RemoteReadLineage
+	// RemoteHighestInLineage: the WAL pruner and the phase-2 request trust
+	// the highest offset in remote storage only as far as it holds the
+	// leader's lineage (log.UnifiedLog.HighestOffsetInRemoteStorageInLineage):
+	// a truncation under it caps it below the new log end until a task
+	// computed after the truncation installs an offset, so a leader that
+	// an unclean election truncated neither prunes the WAL past what
+	// remote storage holds of its records nor asks for phase 2 before
+	// S-1 of its lineage is tiered.
+	RemoteHighestInLineage
 
 	numGuards = iota + 1
 )
@@ -206,6 +228,9 @@ var names = [numGuards]string{
 	TruncationLowersRemoteHighest:   "truncation-lowers-remote-highest",
 	UndoLeavesDiskless:              "undo-leaves-diskless",
 	WALReadSkippedStart:             "wal-read-skipped-start",
+	TruncationKeepsRemotePrefix:     "truncation-keeps-remote-prefix",
+	RemoteReadLineage:               "remote-read-lineage",
+	RemoteHighestInLineage:          "remote-highest-in-lineage",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

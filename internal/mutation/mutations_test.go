@@ -126,6 +126,10 @@ var catches = []catch{
 	{mutation.UndoLeavesDiskless, "tierstate", "TestStateDataDriven/state_undo"},
 	{mutation.UndoLeavesDiskless, "internal/harness/sim", "TestScripts/switch_undo_abort"},
 	{mutation.WALReadSkippedStart, "wal", "TestReaderRowsOutOfOrderAtTheStart"},
+	{mutation.TruncationKeepsRemotePrefix, "log", "TestTruncationBelowLocalLogStartKeepsRemotePrefix"},
+	{mutation.TruncationKeepsRemotePrefix, "internal/harness/sim", "TestScripts/unclean_truncation_below_local_start"},
+	{mutation.RemoteReadLineage, "remote", "TestRemoteReadStopsAtTheLineage"},
+	{mutation.RemoteHighestInLineage, "log", "TestHighestOffsetInRemoteStorageInLineage"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

@@ -84,7 +84,27 @@ var simCatches = []simCatch{
 	// consumer records the partition no longer commits (UncommittedRead).
 	// First caught at seed 172 (456 steps).
 	{guard: mutation.LogDirParentSync, limit: 546},
+	// The random reseal names an offset inside one of the leader's
+	// batches: the truncation to it loses the batch's records below the
+	// seal (seed 6 after 159 steps).
+	{guard: mutation.ResealBatchBoundary, limit: 48},
+	// A random reseal lowers the seal below the first WAL batch; the
+	// prune moves W past h + 1 (seed 6 after 203 steps).
+	{guard: mutation.PrunerCap, limit: 48},
+	// Unclean ElectLeaders requests (weight 0 in the default menu) with
+	// the operator's start-phase-2 left out: with it, seeds 75 and 582
+	// break LostRecord and UncommittedRead with every guard on
+	// (tierstate.Describe counts a remote segment of a lineage an unclean
+	// election discarded). First catching seeds: 44, 36, 59, 36.
+	{guard: mutation.SealCapRemoteRead, weights: uncleanMenu, limit: 162},
+	{guard: mutation.TruncationLowersRemoteHighest, weights: uncleanMenu, limit: 138},
+	{guard: mutation.TruncationKeepsRemotePrefix, weights: uncleanMenu, limit: 207},
+	{guard: mutation.RemoteHighestInLineage, weights: uncleanMenu, limit: 138},
 }
+
+// uncleanMenu takes unclean ElectLeaders requests and leaves out the
+// operator's start-phase-2 (see simCatches).
+var uncleanMenu = map[string]int{"elect-unclean": 1, "start-phase-2": 0}
 
 // name is the row's subtest name: its guards, as -mutation spells them.
 func (sc simCatch) name() string {

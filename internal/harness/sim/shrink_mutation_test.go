@@ -111,6 +111,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"shrunk_phase2_gate", []mutation.Guard{mutation.Phase2Gate}, LineageDiverged},
 		{"shrunk_first_prune_bound", []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap}, LineageDiverged},
 		{"shrunk_first_prune_bound_alone", []mutation.Guard{mutation.FirstPruneBound}, Stuck},
+		{"unclean_truncation_below_local_start", []mutation.Guard{mutation.TruncationKeepsRemotePrefix}, LostRecord},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
