@@ -253,9 +253,12 @@ func TestSimScriptedRetentionGuards(t *testing.T) {
 // TestSimResetAtSealEpochCleanup: the script reset_at_seal_epoch_cleanup
 // reaches the reset at the seal through actions alone (a forced election
 // of a replica whose log ends at the seal, and an out-of-range fetch
-// that empties the old leader's log); with epoch-cleanup-guard disabled
-// the new leader's epoch-cache cleanup deletes the classic prefix.
+// that empties the old leader's log, when truncation-keeps-remote-prefix
+// is off too: with it on, the reset log keeps its classic epoch); with
+// epoch-cleanup-guard disabled the new leader's epoch-cache cleanup
+// deletes the classic prefix.
 func TestSimResetAtSealEpochCleanup(t *testing.T) {
+	mutation.Disable(t, mutation.TruncationKeepsRemotePrefix)
 	mutation.Disable(t, mutation.EpochCleanupGuard)
 	vs := runScriptFile(t, filepath.Join("testdata/scripts", "reset_at_seal_epoch_cleanup"), false)
 	require.NotEmpty(t, vs, "epoch-cleanup-guard disabled: no violation")
