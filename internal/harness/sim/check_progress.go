@@ -34,10 +34,18 @@ func (c *Cluster) quietness() string {
 		return "WAL read faults on"
 	case c.leaderBroker() == nil:
 		return "no running leader"
+	case c.cut != 0:
+		return fmt.Sprintf("broker %d is cut off", c.cut)
+	}
+	if outage, lost := c.walCP.state(); outage || lost {
+		return "control-plane faults on"
 	}
 	for _, b := range c.brokers {
 		if !b.up || b.Prior().Offline {
 			return fmt.Sprintf("broker %d is down", b.ID)
+		}
+		if b.cut != nil && b.cut.armed(b) {
+			return fmt.Sprintf("broker %d has a crash armed", b.ID)
 		}
 	}
 	return ""

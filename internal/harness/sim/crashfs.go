@@ -54,6 +54,14 @@ type cutPoint struct {
 	}
 }
 
+// armed reports whether the cut will still fire on b's disk (armed on
+// it and not yet reached).
+func (p *cutPoint) armed(b *Broker) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.image == nil && p.mu.left > 0 && p.fs == b.fs
+}
+
 // inject is the errorfs injector of a broker's disk.
 func (p *cutPoint) inject(op errorfs.Op) error {
 	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite || !p.within(op.Path) {

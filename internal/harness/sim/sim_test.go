@@ -101,6 +101,11 @@ var knownViolations = map[uint64]struct {
 	// phase-2 state records no classic epoch (R undefined), so
 	// tierstate.CheckReplica skips the check ("no recorded epoch") and the
 	// leader keeps its stale record at offset 0 below the seal.
-	299: {Conflict, "start-phase-2 makes a replica holding an uncommitted record of an older epoch below the seal the " +
-		"leader: with no recorded epoch the phase-2 replica check is skipped"},
+	299: {Conflict, startPhaseTwoStaleTail},
+	// The same bug: start-phase-2 at seal 81 (recorded epoch -1) makes
+	// replica 1 the leader with an uncommitted tail [46, 58) of epoch 0.
+	256: {Conflict, startPhaseTwoStaleTail},
 }
+
+const startPhaseTwoStaleTail = "start-phase-2 makes a replica holding an uncommitted record of an older epoch below " +
+	"the seal the leader: with no recorded epoch the phase-2 replica check is skipped"
