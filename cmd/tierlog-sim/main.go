@@ -46,7 +46,9 @@
 //	go run -tags tierlog_mutation ./cmd/tierlog-sim -mutation GUARD -seeds N [-seed S] [-steps K]
 //
 // runs seeds 1 to N (or N seeds from S) with GUARD disabled until one
-// breaks an invariant, and prints exactly one line: "GUARD: caught at
+// breaks an invariant that the same seed with every guard on does not (a
+// seed that breaks with every guard on too meets another bug: it is
+// skipped, with a line on stderr), and prints exactly one line: "GUARD: caught at
 // seed S after K steps" or "GUARD: not caught in N seeds" (with -shrink,
 // a caught seed's shrink line follows, the guard still disabled while it
 // shrinks). -mutation all
@@ -254,13 +256,28 @@ func searchGuards(gs []mutation.Guard, o searchOptions, stderr io.Writer) (seed 
 		if err != nil {
 			return 0, 0, "", fmt.Errorf("seed %d: %w", s, err)
 		}
-		if res.Failed() {
-			if o.dir != "" {
-				// Still disabled: the shrink's replays need the bug.
-				shrunk = shrinkTo(o.dir, joinGuards(gs), res, opts, stderr)
-			}
-			return s, res.Steps, shrunk, nil
+		if !res.Failed() {
+			continue
 		}
+		// A seed that breaks with every guard on too meets another
+		// bug: it is no catch, and the search goes on past it.
+		sc.close()
+		on, err := sim.Run(s, opts)
+		if err != nil {
+			return 0, 0, "", fmt.Errorf("seed %d: %w", s, err)
+		}
+		for _, g := range gs {
+			mutation.Disable(sc, g)
+		}
+		if on.Failed() {
+			fmt.Fprintf(stderr, "tierlog-sim: seed %d breaks with every guard on too (%v): skipped\n", s, on.Violation)
+			continue
+		}
+		if o.dir != "" {
+			// Still disabled: the shrink's replays need the bug.
+			shrunk = shrinkTo(o.dir, joinGuards(gs), res, opts, stderr)
+		}
+		return s, res.Steps, shrunk, nil
 	}
 	return 0, 0, "", nil
 }
