@@ -210,6 +210,9 @@ var rules = []rule{
 	{remote.ErrPartitionNotReady, kerr.KafkaStorageError},
 	{remote.ErrSegmentDataNotFound, kerr.KafkaStorageError},
 	{remote.ErrReadPastSeal, kerr.KafkaStorageError},
+	// A remote batch of a discarded lineage: no record is served, and
+	// the consumer retries (as for a read past the seal).
+	{remote.ErrNotInLineage, kerr.KafkaStorageError},
 	{objstore.ErrNotExist, kerr.KafkaStorageError},
 	{objstore.ErrShortRead, kerr.KafkaStorageError},
 	{objstore.ErrSizeMismatch, kerr.KafkaStorageError},

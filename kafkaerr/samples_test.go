@@ -81,6 +81,7 @@ func errorTypeSamples(t *testing.T) map[string]sample {
 
 		"remote.ReadRangeError":       {&remote.ReadRangeError{Offset: 5}, remote.ErrOffsetOutOfRange},
 		"remote.SealCapError":         {&remote.SealCapError{Offset: 50, Seal: 100}, remote.ErrReadPastSeal},
+		"remote.LineageError":         {&remote.LineageError{Offset: 50, BatchEpoch: 1, LineageEpoch: 2}, remote.ErrNotInLineage},
 		"remote.ReadCorruptionError":  {&remote.ReadCorruptionError{Err: &remote.BatchCorruptionError{Remote: true}}, remote.ErrCorruption},
 		"remote.BatchCorruptionError": {&remote.BatchCorruptionError{Remote: true}, remote.ErrCorrupt},
 		"remote.SegmentMetadataError": {&remote.SegmentMetadataError{Reason: "end < start"}, remote.ErrInvalidArgument},

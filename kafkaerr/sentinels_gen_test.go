@@ -85,6 +85,7 @@ var sentinels = map[string]error{
 	"remote.ErrInvalidSegmentMetadata":            remote.ErrInvalidSegmentMetadata,
 	"remote.ErrInvalidTransition":                 remote.ErrInvalidTransition,
 	"remote.ErrNoLeaderEpoch":                     remote.ErrNoLeaderEpoch,
+	"remote.ErrNotInLineage":                      remote.ErrNotInLineage,
 	"remote.ErrOffsetOutOfRange":                  remote.ErrOffsetOutOfRange,
 	"remote.ErrPartitionNotReady":                 remote.ErrPartitionNotReady,
 	"remote.ErrReadPastSeal":                      remote.ErrReadPastSeal,
