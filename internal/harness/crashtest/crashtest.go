@@ -42,7 +42,7 @@ func New(stride int, check func(point int, what string) error) *Recorder {
 func (r *Recorder) Wrap(fs vfs.FS) vfs.FS {
 	return errorfs.Wrap(fs, errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
-			r.Point(fmt.Sprintf("%s %s", opName(op.Kind), op.Path))
+			r.Point(fmt.Sprintf("%s %s", OpName(op.Kind), op.Path))
 		}
 		return nil
 	}))
@@ -87,9 +87,12 @@ func (r *Recorder) Checked() int {
 	return r.checked
 }
 
-func opName(k errorfs.OpKind) string {
+// OpName is the short name of a mutating file operation in a crash
+// point's description ("create", "sync", "rename", ...; "write" for the
+// writes themselves).
+func OpName(k errorfs.OpKind) string {
 	switch k {
-	case errorfs.OpCreate:
+	case errorfs.OpCreate, errorfs.OpReuseForWrite:
 		return "create"
 	case errorfs.OpLink:
 		return "link"
@@ -99,6 +102,8 @@ func opName(k errorfs.OpKind) string {
 		return "rename"
 	case errorfs.OpMkdirAll:
 		return "mkdir"
+	case errorfs.OpLock:
+		return "lock"
 	case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpFileFlush:
 		return "sync"
 	case errorfs.OpFilePreallocate:

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"github.com/tierlog/tierlog/internal/harness/crashtest"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -76,7 +77,7 @@ func (p *cutPoint) inject(op errorfs.Op) error {
 		return nil
 	}
 	p.mu.image = p.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: p.unsyncedPercent, RNG: p.rng})
-	p.mu.what = fmt.Sprintf("%s %s", opKindName(op.Kind), op.Path)
+	p.mu.what = fmt.Sprintf("%s %s", crashtest.OpName(op.Kind), op.Path)
 	return ErrCrashed
 }
 
@@ -92,30 +93,6 @@ func (p *cutPoint) fired() (*vfs.MemFS, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.image, p.mu.what
-}
-
-func opKindName(k errorfs.OpKind) string {
-	switch k {
-	case errorfs.OpCreate, errorfs.OpReuseForWrite:
-		return "create"
-	case errorfs.OpLink:
-		return "link"
-	case errorfs.OpRemove, errorfs.OpRemoveAll:
-		return "remove"
-	case errorfs.OpRename:
-		return "rename"
-	case errorfs.OpMkdirAll:
-		return "mkdir"
-	case errorfs.OpLock:
-		return "lock"
-	case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpFileFlush:
-		return "sync"
-	case errorfs.OpFilePreallocate:
-		return "preallocate"
-	case errorfs.OpFileClose:
-		return "close"
-	}
-	return "write"
 }
 
 // disk is the file system the broker's log manager opens: its MemFS,
