@@ -89,3 +89,22 @@ func (q *Queue[C]) handOff() {
 	next.lead = true
 	next.wake <- struct{}{}
 }
+
+// Live is a group's calls in arrival order (the calls of one entry in
+// their list order) without those refused answers first: a refused call
+// (its context ended, say) is answered by refused itself and left out.
+func Live[C any](group [][]C, refused func(C) bool) []C {
+	n := 0
+	for _, e := range group {
+		n += len(e)
+	}
+	live := make([]C, 0, n)
+	for _, e := range group {
+		for _, c := range e {
+			if !refused(c) {
+				live = append(live, c)
+			}
+		}
+	}
+	return live
+}

@@ -1,6 +1,8 @@
 package pebblecp
 
 import (
+	"github.com/tierlog/tierlog/internal/groupcommit"
+
 	"context"
 	"fmt"
 	"math"
@@ -75,20 +77,10 @@ type commitCall struct {
 // the group is written and every call gets its error. Every call is
 // answered when commitGroup returns.
 func (cp *ControlPlane) commitGroup(group [][]*commitCall) {
-	n := 0
-	for _, e := range group {
-		n += len(e)
-	}
-	live := make([]*commitCall, 0, n)
-	for _, e := range group {
-		for _, c := range e {
-			if err := c.ctx.Err(); err != nil {
-				c.err = err
-				continue
-			}
-			live = append(live, c)
-		}
-	}
+	live := groupcommit.Live(group, func(c *commitCall) bool {
+		c.err = c.ctx.Err()
+		return c.err != nil
+	})
 	if len(live) > 0 {
 		err := cp.update(context.Background(), func(tx *txn) error {
 			for _, c := range live {

@@ -1,6 +1,8 @@
 package pgcp
 
 import (
+	"github.com/tierlog/tierlog/internal/groupcommit"
+
 	"context"
 	"errors"
 	"fmt"
@@ -111,20 +113,10 @@ type commitCall struct {
 // transaction, which answers it from the stored row). Every call is
 // answered when it returns.
 func (cp *ControlPlane) commitGroup(group [][]*commitCall) {
-	n := 0
-	for _, e := range group {
-		n += len(e)
-	}
-	live := make([]*commitCall, 0, n)
-	for _, e := range group {
-		for _, c := range e {
-			if err := cp.begin(c.ctx); err != nil {
-				c.err = err
-				continue
-			}
-			live = append(live, c)
-		}
-	}
+	live := groupcommit.Live(group, func(c *commitCall) bool {
+		c.err = cp.begin(c.ctx)
+		return c.err != nil
+	})
 	for len(live) > 0 {
 		n := distinctKeys(live)
 		cp.commitCalls(live[:n])
