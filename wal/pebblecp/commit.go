@@ -1,12 +1,11 @@
 package pebblecp
 
 import (
-	"github.com/tierlog/tierlog/internal/groupcommit"
-
 	"context"
 	"fmt"
 	"math"
 
+	"github.com/tierlog/tierlog/internal/groupcommit"
 	"github.com/tierlog/tierlog/wal"
 )
 

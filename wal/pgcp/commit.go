@@ -1,8 +1,6 @@
 package pgcp
 
 import (
-	"github.com/tierlog/tierlog/internal/groupcommit"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tierlog/tierlog/internal/groupcommit"
 	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/wal"
 )
