@@ -56,7 +56,7 @@ func TestFetcherStartsDisklessEpochAtLoweredSeal(t *testing.T) {
 	require.NoError(t, err)
 	state, err = state.CommitSeal(100, nil)
 	require.NoError(t, err)
-	state, err = state.StartPhaseTwo(60, 4)
+	state, err = state.StartPhaseTwo(60, -1, 4)
 	require.NoError(t, err)
 	_, err = e.cp.RepairDisklessLog(e.ctx, []wal.RepairDisklessLogRequest{{Partition: walTP(e.tp), DisklessStartOffset: 60}})
 	require.NoError(t, err)

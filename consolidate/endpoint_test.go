@@ -104,7 +104,7 @@ func TestEndpointCoverageWithoutRecordedEpoch(t *testing.T) {
 	var s tierstate.State
 	s, _ = s.WithConsolidating(true).ArmSwitch()
 	s, _ = s.CommitSeal(100, nil)
-	s, err := s.StartPhaseTwo(100, 4)
+	s, err := s.StartPhaseTwo(100, -1, 4)
 	require.NoError(t, err)
 	require.Equal(t, int32(-1), s.LastClassicLeaderEpoch())
 	e.parts.set(e.tp, s, e.openLog("leader"))

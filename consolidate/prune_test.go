@@ -76,7 +76,7 @@ func (e *pruneEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		if phase == "phase-2" {
 			if v, ok := args["start-phase-2"]; ok {
 				args["s2"] = v
-				s, err = s.StartPhaseTwo(mustInt(t, d, args, "s2"), 4)
+				s, err = s.StartPhaseTwo(mustInt(t, d, args, "s2"), -1, 4)
 			} else {
 				s, err = s.SetClassicPrefixInRemoteStorage(tierstate.ClassicPrefixRequest{BrokerID: 1, LeaderEpoch: 4,
 					Seal: s.Seal(), LastClassicLeaderEpoch: int32(mustInt(t, d, args, "recorded-epoch"))},

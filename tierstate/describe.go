@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/remote"
 )
 
@@ -220,6 +222,14 @@ type ReplicaDescription struct {
 	// seal: remote storage holds every offset of [X, RemoteEndOffset).
 	// min(X, S) when no finished segment holds X.
 	RemoteEndOffset int64
+	// RemoteEndEpoch is the leader epoch of the remote record at
+	// RemoteEndOffset - 1 (the segment's leader-epoch map; of the finished
+	// segments holding that offset, the highest epoch there: a later
+	// leader's copy supersedes an earlier lineage's), or -1 when the run
+	// is empty. start-phase-2 records it as the phase-2 recorded epoch,
+	// so the replica check compares every replica's log with the records
+	// remote storage holds below the new seal.
+	RemoteEndEpoch int32
 }
 
 // ClassicPrefix returns [X, S), empty when X >= S (retention or
@@ -333,6 +343,8 @@ func (d ReplicaDescription) validate() error {
 		return fmt.Errorf("high watermark %d, log end %d", d.HighWatermark, d.LogEndOffset)
 	case d.RemoteEndOffset < prefix.Start || d.RemoteEndOffset > prefix.End:
 		return fmt.Errorf("remote end %d outside [%d, %d]", d.RemoteEndOffset, prefix.Start, prefix.End)
+	case d.RemoteEndEpoch < base.UndefinedEpoch:
+		return fmt.Errorf("remote end epoch %d", d.RemoteEndEpoch)
 	}
 	return nil
 }
@@ -393,6 +405,10 @@ func Describe(req DescribeRequest) (ReplicaDescription, error) {
 		FencedByBroker:          req.FencedByBroker,
 		CrossTierLogStartOffset: x,
 		RemoteEndOffset:         gapFreeRemoteEnd(segs, x, seal),
+		RemoteEndEpoch:          base.UndefinedEpoch,
+	}
+	if d.RemoteEndOffset > d.ClassicPrefix().Start {
+		d.RemoteEndEpoch = remoteEpochAt(segs, d.RemoteEndOffset-1)
 	}
 	return d, nil
 }
@@ -422,6 +438,25 @@ func gapFreeRemoteEnd(segs []remote.SegmentMetadata, x, seal int64) int64 {
 		end = max(end, r.End) // a segment wholly below end adds nothing
 	}
 	return end
+}
+
+// remoteEpochAt is the leader epoch of the remote record at offset: of
+// the COPY_SEGMENT_FINISHED segments holding it, the highest epoch their
+// leader-epoch maps give it; -1 when none holds it. Two finished segments
+// hold one offset only when leaders of different lineages copied it (an
+// unclean election before the switch); the later leader's epoch is the
+// higher one and its records replaced the earlier ones.
+func remoteEpochAt(segs []remote.SegmentMetadata, offset int64) int32 {
+	best := base.UndefinedEpoch
+	for _, seg := range segs {
+		if seg.State != remote.CopySegmentFinished || offset < seg.StartOffset || offset > seg.EndOffset {
+			continue
+		}
+		if e, ok := epochAt(seg.SegmentLeaderEpochs, offset); ok && e > best {
+			best = e
+		}
+	}
+	return best
 }
 
 // CheckElectReplica is kafka-topic-switch.sh elect --replica
@@ -491,6 +526,14 @@ type StartPhaseTwoPlan struct {
 	// RemoteEndFrom is the replica whose remote view gave Seal (the
 	// lowest broker id among equals).
 	RemoteEndFrom int32
+	// RecordedEpoch is the epoch of the remote record at Seal - 1 as that
+	// replica reported it (ReplicaDescription.RemoteEndEpoch), -1 when
+	// the new prefix is empty: the phase-2 recorded epoch R the record
+	// writes. With R every replica runs the phase-2 replica check, so one
+	// whose log below the new seal is not the lineage remote storage holds
+	// (an uncommitted tail of an older epoch) is recreated from remote
+	// storage instead of leading with records no consumer was given.
+	RecordedEpoch int32
 	// Lost is [Seal, PreviousSeal): the records phase 2 gives up; empty
 	// when remote storage holds the whole prefix. Consumers reading
 	// inside it receive the diskless records from PreviousSeal on.
@@ -500,9 +543,9 @@ type StartPhaseTwoPlan struct {
 	// hold was not checked. Nil when every replica was described.
 	NotDescribed []int32
 	// Next is the State the controller commits: State.StartPhaseTwo(Seal,
-	// CurrentLeaderEpoch) of the State planned from (phase 2, flag set,
-	// no recorded epoch, E_d = CurrentLeaderEpoch + 1). The controller
-	// runs StartPhaseTwo on its own State; --dry-run prints this one.
+	// RecordedEpoch, CurrentLeaderEpoch) of the State planned from (phase
+	// 2, flag set, E_d = CurrentLeaderEpoch + 1). The controller runs
+	// StartPhaseTwo on its own State; --dry-run prints this one.
 	Next State
 }
 
@@ -522,8 +565,8 @@ func (p StartPhaseTwoPlan) Reminder() string {
 }
 
 func (p StartPhaseTwoPlan) String() string {
-	msg := fmt.Sprintf("start phase 2 at seal %d (was %d, remote end from replica %d), lost %s",
-		p.Seal, p.PreviousSeal, p.RemoteEndFrom, p.Lost)
+	msg := fmt.Sprintf("start phase 2 at seal %d (was %d, remote end from replica %d, epoch %d there), lost %s",
+		p.Seal, p.PreviousSeal, p.RemoteEndFrom, p.RecordedEpoch, p.Lost)
 	if len(p.NotDescribed) > 0 {
 		msg += fmt.Sprintf(", replicas not described %v", p.NotDescribed)
 	}
@@ -565,7 +608,7 @@ func (p StartPhaseTwoPlan) String() string {
 // changes the operator must run repair next (StartPhaseTwoPlan.Reminder).
 func PlanStartPhaseTwo(s State, req StartPhaseTwoRequest) (StartPhaseTwoPlan, error) {
 	const op = OpStartPhaseTwo
-	if _, err := s.StartPhaseTwo(s.Seal(), req.CurrentLeaderEpoch); err != nil {
+	if _, err := s.StartPhaseTwo(s.Seal(), base.UndefinedEpoch, req.CurrentLeaderEpoch); err != nil {
 		return StartPhaseTwoPlan{}, err
 	}
 	seal := s.Seal()
@@ -592,8 +635,12 @@ func PlanStartPhaseTwo(s State, req StartPhaseTwoRequest) (StartPhaseTwoPlan, er
 		PreviousSeal:  seal,
 		Seal:          best.RemoteEndOffset,
 		RemoteEndFrom: best.BrokerID,
+		RecordedEpoch: base.UndefinedEpoch,
 		Lost:          best.StartPhaseTwoLoss(),
 		NotDescribed:  notDescribed(req.Replicas, req.Descriptions),
+	}
+	if best.RemoteEndOffset > best.ClassicPrefix().Start && !mutation.Disabled(mutation.StartPhaseTwoRecordedEpoch) {
+		plan.RecordedEpoch = best.RemoteEndEpoch
 	}
 	if !plan.Lost.Empty() && !req.AcceptDataLoss {
 		unchecked := ""
@@ -603,9 +650,10 @@ func PlanStartPhaseTwo(s State, req StartPhaseTwoRequest) (StartPhaseTwoPlan, er
 		return StartPhaseTwoPlan{}, refuseRecovery(op, noReplica, ErrDataLossNotAccepted,
 			"new seal %d (remote end from replica %d) loses %s%s", plan.Seal, plan.RemoteEndFrom, plan.Lost, unchecked)
 	}
-	next, err := s.StartPhaseTwo(plan.Seal, req.CurrentLeaderEpoch)
+	next, err := s.StartPhaseTwo(plan.Seal, plan.RecordedEpoch, req.CurrentLeaderEpoch)
 	if err != nil {
-		// Step 1 passed and 0 <= the new seal <= the committed one.
+		// Step 1 passed and 0 <= the new seal <= the committed one; a
+		// remote end epoch above the leader epoch is ErrInvalidRecordedEpoch.
 		return StartPhaseTwoPlan{}, err
 	}
 	plan.Next = next

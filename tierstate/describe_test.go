@@ -192,7 +192,7 @@ func TestDescribe(t *testing.T) {
 	d, err := Describe(req)
 	require.NoError(t, err)
 	require.Equal(t, ReplicaDescription{BrokerID: 2, Seal: 1000, LocalLogStartOffset: 0, LogEndOffset: 1000,
-		HighWatermark: 990, FencedByBroker: true, RemoteEndOffset: 600}, d)
+		HighWatermark: 990, FencedByBroker: true, RemoteEndOffset: 600, RemoteEndEpoch: 0}, d)
 
 	// A log read mid-change never gives a description that contradicts
 	// itself.
@@ -202,7 +202,7 @@ func TestDescribe(t *testing.T) {
 	require.NoError(t, d.validate())
 
 	// In phase 2 it still answers.
-	s2, err := s.StartPhaseTwo(600, 3)
+	s2, err := s.StartPhaseTwo(600, 0, 3)
 	require.NoError(t, err)
 	req.State = s2
 	d, err = Describe(req)
@@ -269,7 +269,7 @@ func TestCheckElectReplica(t *testing.T) {
 		require.Equal(t, OpElectReplica, te.Op)
 		require.NotErrorIs(t, err, ErrRecoveryRefused)
 
-		s2, err := s.StartPhaseTwo(1000, 1)
+		s2, err := s.StartPhaseTwo(1000, -1, 1)
 		require.NoError(t, err)
 		require.ErrorIs(t, CheckElectReplica(s2, good), ErrInPhaseTwo)
 		require.ErrorIs(t, CheckElectReplica(State{}, good), ErrNotSwitching)
@@ -302,8 +302,10 @@ func TestCheckElectReplica(t *testing.T) {
 
 func TestPlanStartPhaseTwo(t *testing.T) {
 	s := describePhaseOne(t, 1000)
+	// The remote record at 599 is in epoch 2, at 499 in epoch 1.
 	wiped := func(id int32, remoteEnd int64) ReplicaDescription {
-		return ReplicaDescription{BrokerID: id, Seal: 1000, RemoteEndOffset: remoteEnd}
+		return ReplicaDescription{BrokerID: id, Seal: 1000, RemoteEndOffset: remoteEnd,
+			RemoteEndEpoch: map[int64]int32{500: 1, 600: 2, 1000: 2}[remoteEnd]}
 	}
 	// Every replica lost its disk, remote storage holds [0, 599].
 	req := StartPhaseTwoRequest{Replicas: []int32{1, 2, 3},
@@ -316,10 +318,12 @@ func TestPlanStartPhaseTwo(t *testing.T) {
 	req.AcceptDataLoss = true
 	plan, err := PlanStartPhaseTwo(s, req)
 	require.NoError(t, err)
-	want, err := s.StartPhaseTwo(600, 3)
+	want, err := s.StartPhaseTwo(600, 2, 3)
 	require.NoError(t, err)
-	require.Equal(t, StartPhaseTwoPlan{PreviousSeal: 1000, Seal: 600, RemoteEndFrom: 1,
+	require.Equal(t, StartPhaseTwoPlan{PreviousSeal: 1000, Seal: 600, RemoteEndFrom: 1, RecordedEpoch: 2,
 		Lost: OffsetRange{600, 1000}, Next: want}, plan)
+	require.Equal(t, int32(2), plan.Next.LastClassicLeaderEpoch())
+	require.True(t, plan.Next.UsesRecordedEpoch())
 	require.True(t, plan.RepairNeeded())
 	require.Contains(t, plan.Reminder(), "repair")
 	require.Contains(t, plan.Reminder(), "1000")
@@ -342,7 +346,7 @@ func TestPlanStartPhaseTwo(t *testing.T) {
 		var te *TransitionError
 		require.ErrorAs(t, err, &te)
 
-		s2, err := s.StartPhaseTwo(600, 3)
+		s2, err := s.StartPhaseTwo(600, 2, 3)
 		require.NoError(t, err)
 		_, err = PlanStartPhaseTwo(s2, req)
 		require.ErrorIs(t, err, ErrInPhaseTwo)
@@ -517,7 +521,7 @@ func TestRecoveryErrorMessage(t *testing.T) {
 }
 
 // Every replica lost its disk and remote storage holds [0, 599] of
-// the classic prefix [0, 1000).
+// the classic prefix [0, 1000), the record at 599 in leader epoch 2.
 func ExamplePlanStartPhaseTwo() {
 	s, _ := State{}.WithConsolidating(true).ArmSwitch()
 	s, _ = s.CommitSeal(1000, nil)
@@ -525,7 +529,7 @@ func ExamplePlanStartPhaseTwo() {
 	for _, id := range []int32{1, 2, 3} {
 		// What Describe answers for a wiped replica: an empty log.
 		descs = append(descs, ReplicaDescription{BrokerID: id, Seal: 1000, RemoteEndOffset: 600,
-			FencedByBroker: id == 1})
+			RemoteEndEpoch: 2, FencedByBroker: id == 1})
 	}
 	fmt.Println(descs[0])
 	req := StartPhaseTwoRequest{Replicas: []int32{1, 2, 3}, Descriptions: descs, CurrentLeaderEpoch: 3}
@@ -539,6 +543,31 @@ func ExamplePlanStartPhaseTwo() {
 	// Output:
 	// replica 1: seal=1000 log=none hw=0 fenced x=0 remote=[0, 600) missing=[600, 1000) holds-prefix=false start-phase-2-loses=[600, 1000)
 	// without --accept-data-loss: tierstate: start-phase-2 refused: start-phase-2 loses records and data loss is not accepted: new seal 600 (remote end from replica 1) loses [600, 1000)
-	// phase-2 seal=600 recorded-epoch=-1 diskless-epoch=4 consolidating
+	// phase-2 seal=600 recorded-epoch=2 diskless-epoch=4 consolidating
 	// run kafka-topic-switch.sh repair: the control plane's diskless_start_offset keeps the old seal 1000 until then
+}
+
+// TestDescribeRemoteEndEpochOfTheLaterLineage: an unclean election before
+// the switch left two finished copies of offsets 500..599 in remote
+// storage, one by the epoch-1 leader and one by the epoch-3 leader that
+// replaced them; the remote end epoch is the later lineage's.
+func TestDescribeRemoteEndEpochOfTheLaterLineage(t *testing.T) {
+	s := describePhaseOne(t, 600)
+	old := describeFinished(0, 599)
+	old.SegmentLeaderEpochs = []epochcache.Entry{{Epoch: 1, StartOffset: 0}}
+	later := describeFinished(400, 599)
+	later.SegmentLeaderEpochs = []epochcache.Entry{{Epoch: 1, StartOffset: 400}, {Epoch: 3, StartOffset: 500}}
+	for _, segs := range [][]remote.SegmentMetadata{{old, later}, {later, old}} {
+		d, err := Describe(DescribeRequest{Partition: testTP, BrokerID: 1, State: s, Log: describeFakeLog{0, 0, 0},
+			Remote: describeFakeLister{segs: segs}})
+		require.NoError(t, err)
+		require.Equal(t, int64(600), d.RemoteEndOffset)
+		require.Equal(t, int32(3), d.RemoteEndEpoch)
+	}
+	// Nothing copied: no epoch.
+	d, err := Describe(DescribeRequest{Partition: testTP, BrokerID: 1, State: s, Log: describeFakeLog{0, 0, 0},
+		Remote: describeFakeLister{}})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), d.RemoteEndOffset)
+	require.Equal(t, int32(-1), d.RemoteEndEpoch)
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/internal/base"
 )
 
 // TestStateDataDriven runs testdata/state_*: one partition's switch State
@@ -102,7 +104,9 @@ func runStateCommand(t *testing.T, d *datadriven.TestData, s *State) string {
 		var epoch int32
 		d.ScanArgs(t, "seal", &seal)
 		d.ScanArgs(t, "partition-epoch", &epoch)
-		next, err = prev.StartPhaseTwo(seal, epoch)
+		recorded := base.UndefinedEpoch
+		d.MaybeScanArgs(t, "recorded-epoch", &recorded)
+		next, err = prev.StartPhaseTwo(seal, recorded, epoch)
 	case "elect":
 		var seal int64
 		d.ScanArgs(t, "seal", &seal)

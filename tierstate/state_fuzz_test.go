@@ -93,9 +93,9 @@ func (p *program) step(s State) (next State, err error, transition bool, name st
 		next, err = s.SetClassicPrefixInRemoteStorage(req, l)
 		return next, err, true, fmt.Sprintf("set-flag %+v %+v", req, l)
 	case 5:
-		seal, epoch := p.seal(), p.epoch()
-		next, err = s.StartPhaseTwo(seal, epoch)
-		return next, err, true, fmt.Sprintf("start-phase-2 %d %d", seal, epoch)
+		seal, recorded, epoch := p.seal(), p.epoch(), p.epoch()
+		next, err = s.StartPhaseTwo(seal, recorded, epoch)
+		return next, err, true, fmt.Sprintf("start-phase-2 %d %d %d", seal, recorded, epoch)
 	case 6:
 		seal := p.seal()
 		return s, s.ValidateElectReplica(seal), true, fmt.Sprintf("elect %d", seal)

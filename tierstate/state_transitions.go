@@ -282,19 +282,24 @@ func (s State) SetClassicPrefixInRemoteStorage(req ClassicPrefixRequest, p Leade
 // ClassicPrefixInRemoteStorage, `kafka-topic-switch.sh start-phase-2`,
 // https://github.com/aiven/inkless/pull/855): phase 1 -> phase 2 at seal,
 // which may be below the committed seal (the records between are lost).
-// Like the flag commit the record bumps the leader epoch once and writes
-// E_d = currentLeaderEpoch + 1; producer states are kept (the request may
-// not clear them). No leader reports an epoch at seal-1, so R stays -1
-// [INF] and brokers use the upstream rebuild (a limitation
-// https://github.com/aiven/inkless/pull/857 accepts). Refused: classic
+// Like the flag commit the record bumps the leader epoch once, writes
+// E_d = currentLeaderEpoch + 1 and records R = recordedEpoch; producer
+// states are kept (the request may not clear them). No leader reports an
+// epoch at seal-1 here, so the tool takes R from remote storage: the
+// epoch of the remote record at seal-1 (PlanStartPhaseTwo), or -1 for an
+// empty prefix. [INF] Inkless's tool leaves R at -1, so its brokers use
+// the upstream rebuild and a replica whose log below the seal holds an
+// uncommitted tail of an older epoch could lead with it; recording R
+// makes every replica run the phase-2 replica check. Refused: classic
 // (ErrNotSwitching), seal pending (ErrSealNotCommitted), phase 2
 // (ErrInPhaseTwo), a negative seal (ErrInvalidSeal), a seal above the
-// committed one (ErrSealIncrease), an E_d that would fall
+// committed one (ErrSealIncrease), R outside [-1, currentLeaderEpoch]
+// (ErrInvalidRecordedEpoch), an E_d that would fall
 // (ErrDisklessEpochDecrease).
 //
 // The tool's checks (no replica holds the whole prefix, the data-loss
 // confirmation) need the replicas' descriptions and are not made here.
-func (s State) StartPhaseTwo(seal int64, currentLeaderEpoch int32) (State, error) {
+func (s State) StartPhaseTwo(seal int64, recordedEpoch, currentLeaderEpoch int32) (State, error) {
 	const op = OpStartPhaseTwo
 	to := PhaseTwo
 	switch {
@@ -310,13 +315,15 @@ func (s State) StartPhaseTwo(seal int64, currentLeaderEpoch int32) (State, error
 		return s, refuse(op, s.phase, to, ErrInvalidSeal, "seal %d", seal)
 	case seal > s.seal:
 		return s, refuse(op, s.phase, to, ErrSealIncrease, "seal %d, request %d", s.seal, seal)
+	case recordedEpoch < base.UndefinedEpoch || recordedEpoch > currentLeaderEpoch:
+		return s, refuse(op, s.phase, to, ErrInvalidRecordedEpoch, "%d outside [-1, %d]", recordedEpoch, currentLeaderEpoch)
 	case currentLeaderEpoch+1 < s.DisklessLeaderEpoch():
 		return s, refuse(op, s.phase, to, ErrDisklessEpochDecrease, "diskless epoch %d, partition leader epoch %d",
 			s.DisklessLeaderEpoch(), currentLeaderEpoch)
 	}
 	n := s
 	n.phase, n.seal = PhaseTwo, seal
-	n.lastClassicLeaderEpoch = epochOf(base.UndefinedEpoch)
+	n.lastClassicLeaderEpoch = epochOf(recordedEpoch)
 	n.disklessLeaderEpoch = epochOf(currentLeaderEpoch + 1)
 	return s.checked(n), nil
 }

@@ -26,6 +26,7 @@ type replicaJSON struct {
 	HighWatermarkAssumed    bool   `json:"highWatermarkAssumed"`
 	CrossTierLogStartOffset int64  `json:"crossTierLogStartOffset"`
 	RemoteEndOffset         int64  `json:"remoteEndOffset"`
+	RemoteEndEpoch          int32  `json:"remoteEndEpoch"`
 	HoldsClassicPrefix      bool   `json:"holdsClassicPrefix"`
 	CoversClassicPrefix     bool   `json:"coversClassicPrefix"`
 	Summary                 string `json:"summary"`
@@ -99,7 +100,7 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 		doc := replicaJSON{BrokerID: desc.BrokerID, Seal: desc.Seal, LocalLogStartOffset: desc.LocalLogStartOffset,
 			LogEndOffset: desc.LogEndOffset, HighWatermark: desc.HighWatermark, HighWatermarkAssumed: assumed,
 			CrossTierLogStartOffset: desc.CrossTierLogStartOffset, RemoteEndOffset: desc.RemoteEndOffset,
-			HoldsClassicPrefix: desc.HoldsClassicPrefix(), CoversClassicPrefix: desc.CoversClassicPrefix(), Summary: desc.String()}
+			RemoteEndEpoch: desc.RemoteEndEpoch, HoldsClassicPrefix: desc.HoldsClassicPrefix(), CoversClassicPrefix: desc.CoversClassicPrefix(), Summary: desc.String()}
 		out.printf("%s", desc.String())
 		if assumed {
 			out.printf("(high watermark assumed to be the log end offset; pass --high-watermark)")

@@ -654,7 +654,12 @@ func (e *env) sealLowering(ctx context.Context) (int64, error) {
 	e.Printf("6. orders-1 (github.com/aiven/inkless/pull/855): sealed at 1000, the WAL's first batch at %d; "+
 		"a last-known leader holds only [0, %d), remote storage [%d, %d]: [600, 1000) exists nowhere",
 		res[0].Batches[0].BaseOffset, l.LogEndOffset(), copied.Copied[0].StartOffset, copied.Copied[0].EndOffset)
-	if s, err = s.StartPhaseTwo(600, 3); err != nil {
+	// R is the epoch of the remote record at the new seal - 1, as
+	// kafka-topic-switch.sh start-phase-2 records it from the replicas'
+	// descriptions (tierstate.PlanStartPhaseTwo).
+	seg := copied.Copied[0]
+	r := seg.SegmentLeaderEpochs[len(seg.SegmentLeaderEpochs)-1].Epoch
+	if s, err = s.StartPhaseTwo(600, r, 3); err != nil {
 		return 0, err
 	}
 	if _, err := e.cp.RepairDisklessLog(ctx, []wal.RepairDisklessLogRequest{{Partition: walTP(tp), DisklessStartOffset: 600}}); err != nil {

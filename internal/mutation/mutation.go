@@ -198,6 +198,13 @@ const (
 	// remote storage holds of its records nor asks for phase 2 before
 	// S-1 of its lineage is tiered.
 	RemoteHighestInLineage
+	// StartPhaseTwoRecordedEpoch: start-phase-2 records as R the epoch of
+	// the remote record at the new seal - 1
+	// (tierstate.PlanStartPhaseTwo), so every replica runs the phase-2
+	// replica check and one whose log below the seal diverges from remote
+	// storage (an uncommitted tail of an older epoch) is recreated rather
+	// than elected with it.
+	StartPhaseTwoRecordedEpoch
 
 	numGuards = iota + 1
 )
@@ -231,6 +238,7 @@ var names = [numGuards]string{
 	TruncationKeepsRemotePrefix:     "truncation-keeps-remote-prefix",
 	RemoteReadLineage:               "remote-read-lineage",
 	RemoteHighestInLineage:          "remote-highest-in-lineage",
+	StartPhaseTwoRecordedEpoch:      "start-phase-2-recorded-epoch",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

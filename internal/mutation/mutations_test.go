@@ -130,6 +130,8 @@ var catches = []catch{
 	{mutation.TruncationKeepsRemotePrefix, "internal/harness/sim", "TestScripts/unclean_truncation_below_local_start"},
 	{mutation.RemoteReadLineage, "remote", "TestRemoteReadStopsAtTheLineage"},
 	{mutation.RemoteHighestInLineage, "log", "TestHighestOffsetInRemoteStorageInLineage"},
+	{mutation.StartPhaseTwoRecordedEpoch, "tierstate", "TestPlanStartPhaseTwo"},
+	{mutation.StartPhaseTwoRecordedEpoch, "internal/harness/sim", "TestScripts/start_phase_2_divergent_tail"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

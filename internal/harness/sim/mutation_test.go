@@ -101,6 +101,11 @@ var simCatches = []simCatch{
 	// A random reseal lowers the seal below the first WAL batch; the
 	// prune moves W past h + 1. Seed 4 after 394 steps.
 	{guard: mutation.PrunerCap, limit: 40},
+	// start-phase-2 elects a replica whose log below the seal holds an
+	// uncommitted record of an older epoch; without a recorded epoch the
+	// replica check is skipped and it leads with it. Seed 476 after 132
+	// steps.
+	{guard: mutation.StartPhaseTwoRecordedEpoch, limit: 520},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out: with it, seeds 75 and 582
 	// break LostRecord and UncommittedRead with every guard on

@@ -137,7 +137,7 @@ func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
 		if err != nil {
 			return "refused", err
 		}
-		st, err := k.rec.State.StartPhaseTwo(plan.Seal, k.rec.LeaderEpoch)
+		st, err := k.rec.State.StartPhaseTwo(plan.Seal, plan.RecordedEpoch, k.rec.LeaderEpoch)
 		if err != nil {
 			return "controller refused", err
 		}

@@ -89,23 +89,4 @@ func TestRandom(t *testing.T) {
 var knownViolations = map[uint64]struct {
 	kind Kind
 	why  string
-}{
-	// Shrunk to 11 steps (go run ./cmd/tierlog-sim -seed 299 -shrink DIR):
-	// produce n=1; replicate broker=3; crash broker=1 unsynced=0; crash
-	// broker=3 unsynced=0; produce n=2; restart broker=3; arm-switch;
-	// switch-step; copy broker=2; crash broker=2 unsynced=0; start-phase-2
-	// accept-data-loss. Broker 3 holds [0, 1) of epoch 0, never committed;
-	// leader 2 commits [0, 2) in epoch 1, seals at 2 and copies [0, 1] to
-	// remote storage, then dies alone in the ELR. start-phase-2 plans the
-	// seal from the remote end with replica 3 and makes it the leader; the
-	// phase-2 state records no classic epoch (R undefined), so
-	// tierstate.CheckReplica skips the check ("no recorded epoch") and the
-	// leader keeps its stale record at offset 0 below the seal.
-	299: {Conflict, startPhaseTwoStaleTail},
-	// The same bug: start-phase-2 at seal 81 (recorded epoch -1) makes
-	// replica 1 the leader with an uncommitted tail [46, 58) of epoch 0.
-	256: {Conflict, startPhaseTwoStaleTail},
-}
-
-const startPhaseTwoStaleTail = "start-phase-2 makes a replica holding an uncommitted record of an older epoch below " +
-	"the seal the leader: with no recorded epoch the phase-2 replica check is skipped"
+}{}
