@@ -380,6 +380,7 @@ func (w *Writer) rotateLocked() {
 	}
 	w.mu.active = nil
 	obj.timer.Stop()
+	obj.sealedAt = w.opts.Clock.Now()
 	obj.ctx, obj.cancel = context.WithCancel(context.Background())
 	obj.expired = make(chan struct{})
 	obj.deadline = w.opts.Clock.AfterFunc(w.opts.ObjectTimeout, func() {

@@ -36,6 +36,7 @@ type walObject struct {
 	timer      Timer
 
 	// Set by rotateLocked, before the upload goroutine starts.
+	sealedAt time.Time
 	ctx      context.Context
 	cancel   context.CancelFunc
 	deadline Timer
@@ -67,6 +68,10 @@ type walObject struct {
 	uploadErr error
 	uploadDur time.Duration
 	uploaded  chan struct{}
+	// phases holds the upload goroutine's phases (SlotWait to Put) and
+	// uploadedAt when the Put answered; the committer adds the rest.
+	phases     ObjectPhases
+	uploadedAt time.Time
 
 	// Written by the committer before done is closed.
 	result CommitFileResult
@@ -150,18 +155,23 @@ func (w *Writer) upload(obj *walObject) {
 		return
 	}
 	defer func() { <-w.uploads }()
+	slot := w.opts.Clock.Now()
+	obj.phases.SlotWait = slot.Sub(obj.sealedAt)
 	if h := w.beforeBuildForTesting; h != nil {
 		h(obj.key)
 	}
 	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer)
 	ctx := obj.ctx
 	start := w.opts.Clock.Now()
+	obj.phases.Build = start.Sub(slot)
 	// Reserve first: if this process dies after the Put, the reservation
 	// is what lets the cleaner find and delete the orphan.
 	if err := w.opts.ControlPlane.ReserveObject(ctx, obj.key); err != nil {
 		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
 		return
 	}
+	reserved := w.opts.Clock.Now()
+	obj.phases.Reserve = reserved.Sub(start)
 	var err error
 	for attempt := 0; ; attempt++ {
 		// The key is fresh and reserved for this writer, so a retry
@@ -175,7 +185,9 @@ func (w *Writer) upload(obj *walObject) {
 		}
 		w.metrics.uploadRetries.Add(1)
 	}
-	obj.uploadDur = w.opts.Clock.Now().Sub(start)
+	obj.uploadedAt = w.opts.Clock.Now()
+	obj.uploadDur = obj.uploadedAt.Sub(start)
+	obj.phases.Put = obj.uploadedAt.Sub(reserved)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w: %w", w.deadlineErr(), err)
@@ -342,7 +354,11 @@ func (w *Writer) commitGroup(group []*walObject) {
 				}
 			}
 		}
-		if out := outs[i]; out.err != nil {
+		out := outs[i]
+		obj.phases.CommitWait = out.start.Sub(obj.uploadedAt)
+		obj.phases.Commit = out.end.Sub(out.start)
+		obj.phases.Answer = w.opts.Clock.Now().Sub(out.end)
+		if out.err != nil {
 			obj.err = out.err
 		} else {
 			for _, b := range out.res.Batches {
@@ -397,6 +413,8 @@ func isClosed(ch <-chan struct{}) bool {
 type commitOutcome struct {
 	res CommitFileResult
 	err error
+	// start and end bound the CommitFiles call (with retries).
+	start, end time.Time
 }
 
 // commitObjects registers uploaded objects with one CommitFiles call
@@ -409,8 +427,10 @@ type commitOutcome struct {
 func (w *Writer) commitObjects(ctx context.Context, objs []*walObject) []commitOutcome {
 	start := w.opts.Clock.Now()
 	outs := w.commitWithRetries(ctx, objs)
-	took := int64(w.opts.Clock.Now().Sub(start))
+	end := w.opts.Clock.Now()
+	took := int64(end.Sub(start))
 	for i, obj := range objs {
+		outs[i].start, outs[i].end = start, end
 		w.metrics.commitNanos.Add(took)
 		err := outs[i].err
 		if err == nil {
@@ -419,7 +439,7 @@ func (w *Writer) commitObjects(ctx context.Context, objs []*walObject) []commitO
 		if err != nil {
 			w.metrics.commitErrors.Add(1)
 			w.afterFailedCommit(obj, err)
-			outs[i] = commitOutcome{err: &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}}
+			outs[i] = commitOutcome{err: &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}, start: start, end: end}
 			continue
 		}
 		w.metrics.objectsCommitted.Add(1)
@@ -545,9 +565,12 @@ func checkCommitAnswer(req CommitFileRequest, res CommitFileResult) error {
 // finish answers an object's requests and frees its budget.
 func (w *Writer) finish(obj *walObject) {
 	obj.deadline.Stop()
-	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs)}
+	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs), Phases: ObjectPhases{Filling: obj.sealedAt.Sub(obj.firstWrite)}}
 	if !obj.abandoned {
 		info.Bytes, info.Batches, info.UploadDuration = obj.size, len(obj.commit.Batches), obj.uploadDur
+		p := obj.phases
+		p.Filling = info.Phases.Filling
+		info.Phases = p
 		// The upload returned; a commit still in flight passed its
 		// deadline, which cancelled the context already.
 		obj.cancel()
