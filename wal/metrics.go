@@ -63,8 +63,7 @@ type ObjectInfo struct {
 	Bytes    int64
 	Batches  int
 	Requests int
-	// UploadDuration is ReserveObject and Put with its retries
-	// (Phases.Reserve + Phases.Put).
+	// UploadDuration is the Put with its retries (Phases.Put).
 	UploadDuration time.Duration
 	// Phases is the object's life on the writer's Clock, for latency
 	// breakdowns; a phase the object did not reach is zero.
@@ -72,18 +71,21 @@ type ObjectInfo struct {
 }
 
 // ObjectPhases is where one object's time went, from its first request
-// to its answer; the phases follow each other, so their sum is the
-// oldest request's wait (the last one's misses most of Filling).
+// to its answer. The phases but ReserveCall follow each other, so their
+// sum is the oldest request's wait (a later one misses part of Filling).
 type ObjectPhases struct {
 	// Filling: first request buffered to sealed (size, CommitInterval,
 	// back pressure or Close).
 	Filling time.Duration
-	// SlotWait: sealed to an upload slot taken (UploadConcurrency).
+	// ReserveWait: sealed to its key reserved, when the reservation
+	// (which starts with the first request) took longer than Filling.
+	ReserveWait time.Duration
+	// SlotWait: sealed and reserved to an upload slot taken
+	// (UploadConcurrency).
 	SlotWait time.Duration
-	// Build: the object's layout, footer and commit list.
+	// Build: the object's layout, footer and commit list (and its copy,
+	// with a Cache).
 	Build time.Duration
-	// Reserve: ControlPlane.ReserveObject.
-	Reserve time.Duration
 	// Put: Store.Put with its retries.
 	Put time.Duration
 	// CommitWait: uploaded to its CommitFiles call sent (the earlier
@@ -94,6 +96,9 @@ type ObjectPhases struct {
 	// Answer: the call's answer to the object's requests answered (the
 	// earlier objects of the same call answered first).
 	Answer time.Duration
+	// ReserveCall is the ControlPlane.ReserveObject call itself, which
+	// overlaps Filling and ReserveWait.
+	ReserveCall time.Duration
 }
 
 // rejectionCauses are the sentinels Rejected counts, in report order.

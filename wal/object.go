@@ -11,7 +11,6 @@ import (
 	"hash/crc32"
 	"slices"
 
-	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -141,17 +140,26 @@ func comparePartitions(a, b TopicIDPartition) int {
 // order, arrival order within a partition), appends the footer, and
 // returns the object's bytes and the CommitFile batches that describe it.
 // Each batch's bytes are copied once, into a buffer that is not zeroed
-// first (bytes.Join): the object is the only copy the writer makes.
-func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) { return o.buildInto(nil) }
+// first.
+func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) {
+	l := o.layout()
+	return l.concat(), l.batches
+}
 
-// buildInto is Build into alloc(size), a buffer of length 0 and capacity
-// at least the object's size (a reused one), or into a new buffer if
-// alloc is nil.
-func (o *ObjectBuilder) buildInto(alloc func(size int) []byte) ([]byte, []CommitBatch) {
+// objectLayout is an object not yet copied: its parts (the batches'
+// bytes in object order, then the footer) and its commit list.
+type objectLayout struct {
+	parts   [][]byte
+	batches []CommitBatch
+	size    int64
+}
+
+// layout orders the batches as Build does and returns the object as the
+// batches' own bytes followed by the footer, without copying them.
+func (o *ObjectBuilder) layout() objectLayout {
 	entries := slices.Clone(o.entries)
 	slices.SortStableFunc(entries, func(a, b objectEntry) int { return comparePartitions(a.tp, b.tp) })
-	parts := make([][]byte, 0, len(entries)+1)
-	batches := make([]CommitBatch, 0, len(entries))
+	l := objectLayout{parts: make([][]byte, 0, len(entries)+1), batches: make([]CommitBatch, 0, len(entries))}
 	var footer []byte // the runs, then the trailer
 	var batchesCRC uint32
 	pos := int64(0)
@@ -159,8 +167,8 @@ func (o *ObjectBuilder) buildInto(alloc func(size int) []byte) ([]byte, []Commit
 		j, start := i, pos
 		for ; j < len(entries) && entries[j].tp == entries[i].tp; j++ {
 			b := entries[j].batch.Bytes()
-			batches = append(batches, commitBatchOf(entries[j].tp, pos, entries[j].batch))
-			parts = append(parts, b)
+			l.batches = append(l.batches, commitBatchOf(entries[j].tp, pos, entries[j].batch))
+			l.parts = append(l.parts, b)
 			batchesCRC = crc32.Update(batchesCRC, objectCRC, b)
 			pos += int64(len(b))
 		}
@@ -172,17 +180,18 @@ func (o *ObjectBuilder) buildInto(alloc func(size int) []byte) ([]byte, []Commit
 	footer = append(footer, objectMagic...)
 	footer = binary.BigEndian.AppendUint32(footer, batchesCRC)
 	footer = binary.BigEndian.AppendUint32(footer, crc32.Checksum(footer, objectCRC))
-	parts = append(parts, footer)
-	if alloc == nil {
-		return bytes.Join(parts, nil), batches
-	}
-	size := int(pos) + len(footer)
-	dst := alloc(size)
-	invariants.Assertf(len(dst) == 0 && cap(dst) >= size, "wal: object buffer of length %d, capacity %d for %d bytes", len(dst), cap(dst), size)
-	for _, p := range parts {
+	l.parts = append(l.parts, footer)
+	l.size = pos + int64(len(footer))
+	return l
+}
+
+// concat copies the parts into one new buffer.
+func (l objectLayout) concat() []byte {
+	dst := make([]byte, 0, l.size)
+	for _, p := range l.parts {
 		dst = append(dst, p...)
 	}
-	return dst, batches
+	return dst
 }
 
 func appendRun(dst []byte, tp TopicIDPartition, count uint32, offset, length int64) []byte {

@@ -187,9 +187,8 @@ type Writer struct {
 	// iters holds record iterators for validate: an Iter with its
 	// decompressor is large, and Produce is called once per request.
 	iters sync.Pool
-	// buffers holds the buffers of stored objects for later builds
-	// (unused with a Cache, which keeps the objects).
-	buffers bufferPool
+	// reserves bounds the reservations in flight (UploadConcurrency).
+	reserves chan struct{}
 	// beforeBuildForTesting, if set, runs in an upload goroutine between
 	// taking its upload slot and building the object. Set only by tests,
 	// before the first Produce.
@@ -221,16 +220,11 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 	w := &Writer{
 		opts:          opts,
 		uploads:       make(chan struct{}, opts.UploadConcurrency),
+		reserves:      make(chan struct{}, opts.UploadConcurrency),
 		committerDone: make(chan struct{}),
 	}
 	w.queue.wake = make(chan struct{}, 1)
 	w.iters.New = func() any { return record.NewIter(record.IterOptions{}) }
-	// One buffer per upload slot (an object is built in its slot), each
-	// holding an object of MaxBytes and a footer of up to 1/8 of that;
-	// a larger object (a request alone larger than MaxBytes, or tiny
-	// batches) gets a buffer of its own, not kept.
-	w.buffers.max = opts.UploadConcurrency
-	w.buffers.maxCap = int(opts.MaxBytes + opts.MaxBytes/8)
 	w.mu.room = make(chan struct{})
 	go w.runCommitter()
 	return w, nil
@@ -348,6 +342,7 @@ func (w *Writer) admit(ctx context.Context, reqs []*pendingRequest, need int64) 
 		w.mu.active = newWALObject(NewObjectKey(w.opts.KeyPrefix), now)
 		a := w.mu.active
 		a.timer = w.opts.Clock.AfterFunc(w.opts.CommitInterval, func() { w.rotateIfActive(a) })
+		go w.reserve(a)
 	}
 	obj := w.mu.active
 	obj.reqs = append(obj.reqs, reqs...)
@@ -381,7 +376,6 @@ func (w *Writer) rotateLocked() {
 	w.mu.active = nil
 	obj.timer.Stop()
 	obj.sealedAt = w.opts.Clock.Now()
-	obj.ctx, obj.cancel = context.WithCancel(context.Background())
 	obj.expired = make(chan struct{})
 	obj.deadline = w.opts.Clock.AfterFunc(w.opts.ObjectTimeout, func() {
 		close(obj.expired)

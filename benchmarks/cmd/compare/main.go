@@ -123,7 +123,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.BoolVar(&walOnly, "wal-only", false, "run the diskless-WAL rows only (with -wal-mib)")
 	var walOpts walOptions
 	fl.StringVar(&walOpts.cpuProfile, "cpuprofile", "", "write a CPU profile of each wal.Writer row (only those) to FILE.<store>-<batch size>.pprof")
-	fl.BoolVar(&walOpts.verbose, "v", false, "print, per wal.Writer row, the percentiles of an object's life (fill, upload slot wait, build, reserve, put, wait for commit, commit)")
+	fl.BoolVar(&walOpts.verbose, "v", false, "print, per wal.Writer row, the percentiles of an object's life (fill, reservation, upload slot wait, build, put, wait for commit, commit, answer)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}

@@ -324,7 +324,8 @@ func (r *walRun) startProfile(t *walTarget, batchBytes int) (func(), error) {
 	}, nil
 }
 
-// objectLife sums up the objects' phases: p50/p90/p99 of each in ms, how
+// objectLife sums up the objects' phases: p50/p90/p99 of each in ms (the
+// reservation's call overlaps filling and its wait), how
 // busy the upload slots and the commit calls kept, and objects per call.
 func objectLife(phases []wal.ObjectPhases, m wal.WriterMetrics, elapsed time.Duration) string {
 	if len(phases) == 0 || m.CommitCalls == 0 {
@@ -335,9 +336,10 @@ func objectLife(phases []wal.ObjectPhases, m wal.WriterMetrics, elapsed time.Dur
 		get  func(wal.ObjectPhases) time.Duration
 	}{
 		{"fill", func(p wal.ObjectPhases) time.Duration { return p.Filling }},
+		{"reserve call", func(p wal.ObjectPhases) time.Duration { return p.ReserveCall }},
+		{"reserve wait", func(p wal.ObjectPhases) time.Duration { return p.ReserveWait }},
 		{"slot wait", func(p wal.ObjectPhases) time.Duration { return p.SlotWait }},
 		{"build", func(p wal.ObjectPhases) time.Duration { return p.Build }},
-		{"reserve", func(p wal.ObjectPhases) time.Duration { return p.Reserve }},
 		{"put", func(p wal.ObjectPhases) time.Duration { return p.Put }},
 		{"commit wait", func(p wal.ObjectPhases) time.Duration { return p.CommitWait }},
 		{"commit", func(p wal.ObjectPhases) time.Duration { return p.Commit }},
@@ -348,7 +350,7 @@ func objectLife(phases []wal.ObjectPhases, m wal.WriterMetrics, elapsed time.Dur
 	fmt.Fprintf(&b, "object life, ms p50/p90/p99 of %d objects:", len(phases))
 	var slotBusy time.Duration
 	for _, p := range phases {
-		slotBusy += p.Build + p.Reserve + p.Put
+		slotBusy += p.Build + p.Put
 	}
 	for _, part := range parts {
 		ds := make([]time.Duration, len(phases))
