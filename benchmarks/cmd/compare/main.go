@@ -122,7 +122,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 	var walOnly bool
 	fl.BoolVar(&walOnly, "wal-only", false, "run the diskless-WAL rows only (with -wal-mib)")
 	var walOpts walOptions
-	fl.StringVar(&walOpts.cpuProfile, "cpuprofile", "", "write a CPU profile of each wal.Writer row (only those) to FILE.<store>-<batch size>.pprof")
+	fl.StringVar(&walOpts.cpuProfile, "cpuprofile", "", "write a CPU profile of each diskless-WAL row's timed region (only those) to FILE.<store>-<batch size>.pprof (wal.Writer) and FILE.<store>-<batch size>-raw.pprof (raw Put)")
 	fl.BoolVar(&walOpts.verbose, "v", false, "print, per wal.Writer row, the percentiles of an object's life (fill, reservation, upload slot wait, build, put, wait for commit, commit, answer)")
 	if err := fl.Parse(args); err != nil {
 		return err

@@ -70,8 +70,9 @@ type walTarget struct {
 // walOptions are the WAL rows' own flags.
 type walOptions struct {
 	// cpuProfile, if set, is the stem of the CPU profile files of the
-	// wal.Writer rows: one per row, FILE.<store>-<batch size>.pprof,
-	// covering the timed region only (the last repetition's).
+	// WAL rows: one per row, FILE.<store>-<batch size>.pprof for the
+	// writer's and FILE.<store>-<batch size>-raw.pprof for the raw Put's,
+	// each covering the row's timed region (of the last repetition).
 	cpuProfile string
 	// verbose adds an object's life in percentiles to each writer row.
 	verbose bool
@@ -200,7 +201,7 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		// filling), one batch per call, as many callers as that takes.
 		producers := max(16, walMaxBytes*(walUploads+1)/batchBytes)
 		var next atomic.Int64
-		stopProfile, err := r.startProfile(t, batchBytes)
+		stopProfile, err := r.startProfile(t, batchBytes, "")
 		if err != nil {
 			return 0, err
 		}
@@ -262,6 +263,10 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		puts := max(1, int(int64(n)*int64(batchBytes)/size))
 		n = int(int64(puts) * size / int64(batchBytes)) // bytes actually moved, in batch units
 		var next atomic.Int64
+		stopProfile, err := r.startProfile(t, batchBytes, "-raw")
+		if err != nil {
+			return 0, err
+		}
 		cpu0, start := cpuTime(), time.Now()
 		var wg sync.WaitGroup
 		for range walUploads {
@@ -285,6 +290,7 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		}
 		wg.Wait()
 		elapsed, cpu = time.Since(start), cpuTime()-cpu0
+		stopProfile()
 	}
 	if err, _ := failed.Load().(error); err != nil {
 		return 0, err
@@ -303,13 +309,14 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 	return mbs, nil
 }
 
-// startProfile starts the CPU profile of a writer row if -cpuprofile is
-// set; the returned func stops it and closes its file.
-func (r *walRun) startProfile(t *walTarget, batchBytes int) (func(), error) {
+// startProfile starts the CPU profile of a row if -cpuprofile is set
+// (suffix "" for the writer's, "-raw" for the raw Put's); the returned
+// func stops it and closes its file.
+func (r *walRun) startProfile(t *walTarget, batchBytes int, suffix string) (func(), error) {
 	if r.opts.cpuProfile == "" {
 		return func() {}, nil
 	}
-	name := fmt.Sprintf("%s.%s-%s.pprof", r.opts.cpuProfile, t.name, strings.ReplaceAll(sizeName(batchBytes), " ", ""))
+	name := fmt.Sprintf("%s.%s-%s%s.pprof", r.opts.cpuProfile, t.name, strings.ReplaceAll(sizeName(batchBytes), " ", ""), suffix)
 	f, err := os.Create(name)
 	if err != nil {
 		return nil, err
