@@ -102,6 +102,9 @@ type ObjectBuilder struct {
 type objectEntry struct {
 	tp    TopicIDPartition
 	batch record.Batch
+	// crcChecked: the batch's CRC was checked against its bytes (the
+	// writer's validation), so the object's CRC may be derived from it.
+	crcChecked bool
 }
 
 // Add appends a batch of tp. The batch must frame as one Kafka v2 batch
@@ -115,14 +118,15 @@ func (o *ObjectBuilder) Add(tp TopicIDPartition, batch []byte) error {
 	if b.Size() != len(batch) {
 		return invalidf("batch of %s: %d bytes given, the batch frames %d", tp, len(batch), b.Size())
 	}
-	o.entries = append(o.entries, objectEntry{tp, b})
+	o.entries = append(o.entries, objectEntry{tp: tp, batch: b})
 	o.size += int64(len(batch))
 	return nil
 }
 
-// addFramed is Add of a batch framed already.
-func (o *ObjectBuilder) addFramed(tp TopicIDPartition, b record.Batch) {
-	o.entries = append(o.entries, objectEntry{tp, b})
+// addChecked is Add of a batch framed already whose CRC was checked
+// against its bytes.
+func (o *ObjectBuilder) addChecked(tp TopicIDPartition, b record.Batch) {
+	o.entries = append(o.entries, objectEntry{tp: tp, batch: b, crcChecked: true})
 	o.size += int64(b.Size())
 }
 
@@ -169,7 +173,7 @@ func (o *ObjectBuilder) layout() objectLayout {
 			b := entries[j].batch.Bytes()
 			l.batches = append(l.batches, commitBatchOf(entries[j].tp, pos, entries[j].batch))
 			l.parts = append(l.parts, b)
-			batchesCRC = crc32.Update(batchesCRC, objectCRC, b)
+			batchesCRC = appendBatchCRC(batchesCRC, entries[j])
 			pos += int64(len(b))
 		}
 		footer = appendRun(footer, entries[i].tp, uint32(j-i), start, pos-start)
@@ -183,6 +187,81 @@ func (o *ObjectBuilder) layout() objectLayout {
 	l.parts = append(l.parts, footer)
 	l.size = pos + int64(len(footer))
 	return l
+}
+
+// appendBatchCRC extends crc, the CRC-32C of the batch area so far, with
+// e's bytes. A batch whose CRC was checked needs no second pass over its
+// bytes: Kafka's batch CRC is the CRC-32C of its bytes from the
+// attributes on, so only the 21 bytes before them are read and the two
+// CRCs combined.
+func appendBatchCRC(crc uint32, e objectEntry) uint32 {
+	b := e.batch.Bytes()
+	if !e.crcChecked {
+		return crc32.Update(crc, objectCRC, b)
+	}
+	crc = crc32.Update(crc, objectCRC, b[:batchCRCStart])
+	return crc32Combine(crc, e.batch.CRC(), int64(len(b)-batchCRCStart))
+}
+
+// batchCRCStart is where the bytes a v2 batch's CRC covers start: its
+// attributes, after base offset (8), length (4), partition leader epoch
+// (4), magic (1) and the CRC itself (4).
+const batchCRCStart = 8 + 4 + 4 + 1 + 4
+
+// crc32Combine returns the CRC-32C of A followed by B from crcA, crcB and
+// the length of B, without reading either (zlib's crc32_combine: crcA
+// times x^(8*lenB) modulo the polynomial, plus crcB).
+func crc32Combine(crcA, crcB uint32, lenB int64) uint32 {
+	return multModP(x2nModP(uint64(lenB), 3), crcA) ^ crcB
+}
+
+// castagnoliReversed is the CRC-32C polynomial, bit-reversed as the
+// table-driven CRC uses it.
+const castagnoliReversed = 0x82f63b78
+
+// multModP returns a*b modulo the polynomial, in the reflected bit order
+// (the x^0 coefficient is the top bit).
+func multModP(a, b uint32) uint32 {
+	m := uint32(1) << 31
+	var p uint32
+	for {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				return p
+			}
+		}
+		m >>= 1
+		if b&1 != 0 {
+			b = b>>1 ^ castagnoliReversed
+		} else {
+			b >>= 1
+		}
+	}
+}
+
+// x2nTable[k] is x^(2^k) modulo the polynomial.
+var x2nTable = func() (t [32]uint32) {
+	p := uint32(1) << 30 // x^1
+	t[0] = p
+	for k := 1; k < 32; k++ {
+		p = multModP(p, p)
+		t[k] = p
+	}
+	return t
+}()
+
+// x2nModP returns x^(n*2^k) modulo the polynomial.
+func x2nModP(n uint64, k uint) uint32 {
+	p := uint32(1) << 31 // x^0
+	for n != 0 {
+		if n&1 != 0 {
+			p = multModP(x2nTable[k&31], p)
+		}
+		n >>= 1
+		k++
+	}
+	return p
 }
 
 // concat copies the parts into one new buffer.

@@ -65,7 +65,8 @@ type WriterOptions struct {
 	// must prove it unregistered first (IsSafeToDeleteObject). A call
 	// that never returns leaves the reservation to the cleaner's
 	// reaper, whose CleanerOptions.ReservationTimeout must therefore
-	// exceed this. Default 30 s. Kafka: request.timeout.ms.
+	// exceed this plus CommitInterval (a key is reserved as its object
+	// starts filling). Default 30 s. Kafka: request.timeout.ms.
 	ObjectTimeout time.Duration
 	// CommitAttempts is how many times a commit is tried: a
 	// CommitFiles call that failed as a whole is sent again with the
@@ -167,15 +168,20 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 // time, of the oldest object and the later ones uploaded by then, which
 // the plane decides in list order and writes in one durable step (group
 // commit). A request is answered only after its object is stored and
-// committed. It keeps one object buffer per upload slot (at most
-// UploadConcurrency * MaxBytes * 9/8 bytes) for its builds.
+// committed. Each object's key is reserved (ControlPlane.ReserveObject)
+// from its first request on, while it fills, so that the reservation's
+// durable write is off the upload slot. Without a Cache an object is
+// never copied: its Put reads the requests' own bytes, then the footer
+// (with a Cache, which keeps the object, it is copied once, into the
+// object the cache keeps).
 //
 // Concurrency: Produce may be called from any number of goroutines. The
 // committer goroutine and the upload goroutines never hold Writer.mu
 // across store or control-plane calls.
 //
-// Lock order: Writer.mu -> commitQueue.mu. Listener callbacks, uploads
-// and commits run with no lock held.
+// Lock order: Writer.mu -> commitQueue.mu; walObject.srcMu is taken
+// alone. Listener callbacks, reservations, uploads and commits run with
+// no lock held (a Put's Reads of an object take its srcMu, briefly).
 type Writer struct {
 	opts    WriterOptions // immutable after NewWriter
 	uploads chan struct{} // UploadConcurrency tokens
@@ -237,8 +243,9 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 // or the context's error (if it ends after the requests were buffered
 // their outcome is unknown, as for a produce request whose connection
 // drops). The writer reads the requests' bytes until their object is
-// built (one copy, into the object) and never after Produce returns; the
-// caller must not modify them during the call.
+// stored (the store's Put reads them; with a Cache, until it is copied)
+// and never after Produce returns (a call that returns early leaves a
+// private copy behind); the caller must not modify them during the call.
 func (w *Writer) Produce(ctx context.Context, reqs []ProduceRequest) ([]ProduceResult, error) {
 	results := make([]ProduceResult, len(reqs))
 	checked, need := w.validate(reqs, results)

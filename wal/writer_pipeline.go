@@ -146,8 +146,9 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64, copy bool) {
 	for _, pr := range reqs {
 		pr.first = n
 		for _, b := range pr.req.batches {
-			// Framed and validated by Produce: added as it is.
-			ob.addFramed(pr.req.partition, b)
+			// Framed and validated (its CRC too) by Produce: added
+			// as it is.
+			ob.addChecked(pr.req.partition, b)
 			n++
 		}
 	}

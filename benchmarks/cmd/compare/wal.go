@@ -370,9 +370,9 @@ func objectLife(phases []wal.ObjectPhases, m wal.WriterMetrics, elapsed time.Dur
 	// CommitLatencySum counts a call once per object: the calls' own
 	// time is the mean per object times the calls.
 	callTime := time.Duration(float64(m.CommitLatencySum) / float64(m.ObjectsCommitted+m.CommitErrors) * float64(m.CommitCalls))
-	fmt.Fprintf(&b, " upload slots busy %.0f%%, a commit call in flight %.0f%% of the time, %.1f objects per call",
+	fmt.Fprintf(&b, " upload slots busy %.0f%%, a commit call in flight %.0f%% of the time, %.1f objects per call, %d Produce calls waited for room",
 		100*slotBusy.Seconds()/(float64(walUploads)*elapsed.Seconds()), 100*callTime.Seconds()/elapsed.Seconds(),
-		float64(m.ObjectsCommitted)/float64(m.CommitCalls))
+		float64(m.ObjectsCommitted)/float64(m.CommitCalls), m.BackPressureWaits)
 	return b.String()
 }
 
