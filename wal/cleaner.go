@@ -23,9 +23,10 @@ type CleanerOptions struct {
 	GracePeriod time.Duration
 	// ReservationTimeout is the age after which a reserved, uncommitted
 	// key is an orphan (its writer crashed between upload and commit).
-	// It must exceed the longest upload plus commit a live writer takes,
-	// which WriterOptions.ObjectTimeout bounds (default 30 s). Default
-	// 10 min.
+	// It must exceed the longest a live writer takes from a reservation
+	// to its commit, which WriterOptions.CommitInterval (the object fills
+	// after its key is reserved) plus ObjectTimeout bound (default 250 ms
+	// + 30 s). Default 10 min.
 	ReservationTimeout time.Duration
 	// MaxFilesPerRun caps the deletions of one Run. Default 1000.
 	// Inkless: inkless.file.cleaner.max.files.per.cycle.

@@ -59,11 +59,46 @@ type WriterListener struct {
 
 // ObjectInfo describes one object of a Writer.
 type ObjectInfo struct {
-	Key            string
-	Bytes          int64
-	Batches        int
-	Requests       int
+	Key      string
+	Bytes    int64
+	Batches  int
+	Requests int
+	// UploadDuration is the Put with its retries (Phases.Put).
 	UploadDuration time.Duration
+	// Phases is the object's life on the writer's Clock, for latency
+	// breakdowns; a phase the object did not reach is zero.
+	Phases ObjectPhases
+}
+
+// ObjectPhases is where one object's time went, from its first request
+// to its answer. The phases but ReserveCall follow each other, so their
+// sum is the oldest request's wait (a later one misses part of Filling).
+type ObjectPhases struct {
+	// Filling: first request buffered to sealed (size, CommitInterval,
+	// back pressure or Close).
+	Filling time.Duration
+	// ReserveWait: sealed to its key reserved, when the reservation
+	// (which starts with the first request) took longer than Filling.
+	ReserveWait time.Duration
+	// SlotWait: sealed and reserved to an upload slot taken
+	// (UploadConcurrency).
+	SlotWait time.Duration
+	// Build: the object's layout, footer and commit list (and its copy,
+	// with a Cache).
+	Build time.Duration
+	// Put: Store.Put with its retries.
+	Put time.Duration
+	// CommitWait: uploaded to its CommitFiles call sent (the earlier
+	// objects' uploads and the call in flight before it).
+	CommitWait time.Duration
+	// Commit: the CommitFiles call with its retries.
+	Commit time.Duration
+	// Answer: the call's answer to the object's requests answered (the
+	// earlier objects of the same call answered first).
+	Answer time.Duration
+	// ReserveCall is the ControlPlane.ReserveObject call itself, which
+	// overlaps Filling and ReserveWait.
+	ReserveCall time.Duration
 }
 
 // rejectionCauses are the sentinels Rejected counts, in report order.

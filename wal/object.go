@@ -11,7 +11,6 @@ import (
 	"hash/crc32"
 	"slices"
 
-	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/log/record"
 )
 
@@ -103,6 +102,9 @@ type ObjectBuilder struct {
 type objectEntry struct {
 	tp    TopicIDPartition
 	batch record.Batch
+	// crcChecked: the batch's CRC was checked against its bytes (the
+	// writer's validation), so the object's CRC may be derived from it.
+	crcChecked bool
 }
 
 // Add appends a batch of tp. The batch must frame as one Kafka v2 batch
@@ -116,14 +118,15 @@ func (o *ObjectBuilder) Add(tp TopicIDPartition, batch []byte) error {
 	if b.Size() != len(batch) {
 		return invalidf("batch of %s: %d bytes given, the batch frames %d", tp, len(batch), b.Size())
 	}
-	o.entries = append(o.entries, objectEntry{tp, b})
+	o.entries = append(o.entries, objectEntry{tp: tp, batch: b})
 	o.size += int64(len(batch))
 	return nil
 }
 
-// addFramed is Add of a batch framed already.
-func (o *ObjectBuilder) addFramed(tp TopicIDPartition, b record.Batch) {
-	o.entries = append(o.entries, objectEntry{tp, b})
+// addChecked is Add of a batch framed already whose CRC was checked
+// against its bytes.
+func (o *ObjectBuilder) addChecked(tp TopicIDPartition, b record.Batch) {
+	o.entries = append(o.entries, objectEntry{tp: tp, batch: b, crcChecked: true})
 	o.size += int64(b.Size())
 }
 
@@ -141,17 +144,26 @@ func comparePartitions(a, b TopicIDPartition) int {
 // order, arrival order within a partition), appends the footer, and
 // returns the object's bytes and the CommitFile batches that describe it.
 // Each batch's bytes are copied once, into a buffer that is not zeroed
-// first (bytes.Join): the object is the only copy the writer makes.
-func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) { return o.buildInto(nil) }
+// first.
+func (o *ObjectBuilder) Build() ([]byte, []CommitBatch) {
+	l := o.layout()
+	return l.concat(), l.batches
+}
 
-// buildInto is Build into alloc(size), a buffer of length 0 and capacity
-// at least the object's size (a reused one), or into a new buffer if
-// alloc is nil.
-func (o *ObjectBuilder) buildInto(alloc func(size int) []byte) ([]byte, []CommitBatch) {
+// objectLayout is an object not yet copied: its parts (the batches'
+// bytes in object order, then the footer) and its commit list.
+type objectLayout struct {
+	parts   [][]byte
+	batches []CommitBatch
+	size    int64
+}
+
+// layout orders the batches as Build does and returns the object as the
+// batches' own bytes followed by the footer, without copying them.
+func (o *ObjectBuilder) layout() objectLayout {
 	entries := slices.Clone(o.entries)
 	slices.SortStableFunc(entries, func(a, b objectEntry) int { return comparePartitions(a.tp, b.tp) })
-	parts := make([][]byte, 0, len(entries)+1)
-	batches := make([]CommitBatch, 0, len(entries))
+	l := objectLayout{parts: make([][]byte, 0, len(entries)+1), batches: make([]CommitBatch, 0, len(entries))}
 	var footer []byte // the runs, then the trailer
 	var batchesCRC uint32
 	pos := int64(0)
@@ -159,9 +171,9 @@ func (o *ObjectBuilder) buildInto(alloc func(size int) []byte) ([]byte, []Commit
 		j, start := i, pos
 		for ; j < len(entries) && entries[j].tp == entries[i].tp; j++ {
 			b := entries[j].batch.Bytes()
-			batches = append(batches, commitBatchOf(entries[j].tp, pos, entries[j].batch))
-			parts = append(parts, b)
-			batchesCRC = crc32.Update(batchesCRC, objectCRC, b)
+			l.batches = append(l.batches, commitBatchOf(entries[j].tp, pos, entries[j].batch))
+			l.parts = append(l.parts, b)
+			batchesCRC = appendBatchCRC(batchesCRC, entries[j])
 			pos += int64(len(b))
 		}
 		footer = appendRun(footer, entries[i].tp, uint32(j-i), start, pos-start)
@@ -172,17 +184,93 @@ func (o *ObjectBuilder) buildInto(alloc func(size int) []byte) ([]byte, []Commit
 	footer = append(footer, objectMagic...)
 	footer = binary.BigEndian.AppendUint32(footer, batchesCRC)
 	footer = binary.BigEndian.AppendUint32(footer, crc32.Checksum(footer, objectCRC))
-	parts = append(parts, footer)
-	if alloc == nil {
-		return bytes.Join(parts, nil), batches
+	l.parts = append(l.parts, footer)
+	l.size = pos + int64(len(footer))
+	return l
+}
+
+// appendBatchCRC extends crc, the CRC-32C of the batch area so far, with
+// e's bytes. A batch whose CRC was checked needs no second pass over its
+// bytes: Kafka's batch CRC is the CRC-32C of its bytes from the
+// attributes on, so only the 21 bytes before them are read and the two
+// CRCs combined.
+func appendBatchCRC(crc uint32, e objectEntry) uint32 {
+	b := e.batch.Bytes()
+	if !e.crcChecked {
+		return crc32.Update(crc, objectCRC, b)
 	}
-	size := int(pos) + len(footer)
-	dst := alloc(size)
-	invariants.Assertf(len(dst) == 0 && cap(dst) >= size, "wal: object buffer of length %d, capacity %d for %d bytes", len(dst), cap(dst), size)
-	for _, p := range parts {
+	crc = crc32.Update(crc, objectCRC, b[:batchCRCStart])
+	return crc32Combine(crc, e.batch.CRC(), int64(len(b)-batchCRCStart))
+}
+
+// batchCRCStart is where the bytes a v2 batch's CRC covers start: its
+// attributes, after base offset (8), length (4), partition leader epoch
+// (4), magic (1) and the CRC itself (4).
+const batchCRCStart = 8 + 4 + 4 + 1 + 4
+
+// crc32Combine returns the CRC-32C of A followed by B from crcA, crcB and
+// the length of B, without reading either (zlib's crc32_combine: crcA
+// times x^(8*lenB) modulo the polynomial, plus crcB).
+func crc32Combine(crcA, crcB uint32, lenB int64) uint32 {
+	return multModP(x2nModP(uint64(lenB), 3), crcA) ^ crcB
+}
+
+// castagnoliReversed is the CRC-32C polynomial, bit-reversed as the
+// table-driven CRC uses it.
+const castagnoliReversed = 0x82f63b78
+
+// multModP returns a*b modulo the polynomial, in the reflected bit order
+// (the x^0 coefficient is the top bit).
+func multModP(a, b uint32) uint32 {
+	m := uint32(1) << 31
+	var p uint32
+	for {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				return p
+			}
+		}
+		m >>= 1
+		if b&1 != 0 {
+			b = b>>1 ^ castagnoliReversed
+		} else {
+			b >>= 1
+		}
+	}
+}
+
+// x2nTable[k] is x^(2^k) modulo the polynomial.
+var x2nTable = func() (t [32]uint32) {
+	p := uint32(1) << 30 // x^1
+	t[0] = p
+	for k := 1; k < 32; k++ {
+		p = multModP(p, p)
+		t[k] = p
+	}
+	return t
+}()
+
+// x2nModP returns x^(n*2^k) modulo the polynomial.
+func x2nModP(n uint64, k uint) uint32 {
+	p := uint32(1) << 31 // x^0
+	for n != 0 {
+		if n&1 != 0 {
+			p = multModP(x2nTable[k&31], p)
+		}
+		n >>= 1
+		k++
+	}
+	return p
+}
+
+// concat copies the parts into one new buffer.
+func (l objectLayout) concat() []byte {
+	dst := make([]byte, 0, l.size)
+	for _, p := range l.parts {
 		dst = append(dst, p...)
 	}
-	return dst, batches
+	return dst
 }
 
 func appendRun(dst []byte, tp TopicIDPartition, count uint32, offset, length int64) []byte {

@@ -65,7 +65,8 @@ type WriterOptions struct {
 	// must prove it unregistered first (IsSafeToDeleteObject). A call
 	// that never returns leaves the reservation to the cleaner's
 	// reaper, whose CleanerOptions.ReservationTimeout must therefore
-	// exceed this. Default 30 s. Kafka: request.timeout.ms.
+	// exceed this plus CommitInterval (a key is reserved as its object
+	// starts filling). Default 30 s. Kafka: request.timeout.ms.
 	ObjectTimeout time.Duration
 	// CommitAttempts is how many times a commit is tried: a
 	// CommitFiles call that failed as a whole is sent again with the
@@ -167,15 +168,20 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 // time, of the oldest object and the later ones uploaded by then, which
 // the plane decides in list order and writes in one durable step (group
 // commit). A request is answered only after its object is stored and
-// committed. It keeps one object buffer per upload slot (at most
-// UploadConcurrency * MaxBytes * 9/8 bytes) for its builds.
+// committed. Each object's key is reserved (ControlPlane.ReserveObject)
+// from its first request on, while it fills, so that the reservation's
+// durable write is off the upload slot. Without a Cache an object is
+// never copied: its Put reads the requests' own bytes, then the footer
+// (with a Cache, which keeps the object, it is copied once, into the
+// object the cache keeps).
 //
 // Concurrency: Produce may be called from any number of goroutines. The
 // committer goroutine and the upload goroutines never hold Writer.mu
 // across store or control-plane calls.
 //
-// Lock order: Writer.mu -> commitQueue.mu. Listener callbacks, uploads
-// and commits run with no lock held.
+// Lock order: Writer.mu -> commitQueue.mu; walObject.srcMu is taken
+// alone. Listener callbacks, reservations, uploads and commits run with
+// no lock held (a Put's Reads of an object take its srcMu, briefly).
 type Writer struct {
 	opts    WriterOptions // immutable after NewWriter
 	uploads chan struct{} // UploadConcurrency tokens
@@ -187,9 +193,8 @@ type Writer struct {
 	// iters holds record iterators for validate: an Iter with its
 	// decompressor is large, and Produce is called once per request.
 	iters sync.Pool
-	// buffers holds the buffers of stored objects for later builds
-	// (unused with a Cache, which keeps the objects).
-	buffers bufferPool
+	// reserves bounds the reservations in flight (UploadConcurrency).
+	reserves chan struct{}
 	// beforeBuildForTesting, if set, runs in an upload goroutine between
 	// taking its upload slot and building the object. Set only by tests,
 	// before the first Produce.
@@ -221,16 +226,11 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 	w := &Writer{
 		opts:          opts,
 		uploads:       make(chan struct{}, opts.UploadConcurrency),
+		reserves:      make(chan struct{}, opts.UploadConcurrency),
 		committerDone: make(chan struct{}),
 	}
 	w.queue.wake = make(chan struct{}, 1)
 	w.iters.New = func() any { return record.NewIter(record.IterOptions{}) }
-	// One buffer per upload slot (an object is built in its slot), each
-	// holding an object of MaxBytes and a footer of up to 1/8 of that;
-	// a larger object (a request alone larger than MaxBytes, or tiny
-	// batches) gets a buffer of its own, not kept.
-	w.buffers.max = opts.UploadConcurrency
-	w.buffers.maxCap = int(opts.MaxBytes + opts.MaxBytes/8)
 	w.mu.room = make(chan struct{})
 	go w.runCommitter()
 	return w, nil
@@ -243,8 +243,9 @@ func NewWriter(opts WriterOptions) (*Writer, error) {
 // or the context's error (if it ends after the requests were buffered
 // their outcome is unknown, as for a produce request whose connection
 // drops). The writer reads the requests' bytes until their object is
-// built (one copy, into the object) and never after Produce returns; the
-// caller must not modify them during the call.
+// stored (the store's Put reads them; with a Cache, until it is copied)
+// and never after Produce returns (a call that returns early leaves a
+// private copy behind); the caller must not modify them during the call.
 func (w *Writer) Produce(ctx context.Context, reqs []ProduceRequest) ([]ProduceResult, error) {
 	results := make([]ProduceResult, len(reqs))
 	checked, need := w.validate(reqs, results)
@@ -348,6 +349,7 @@ func (w *Writer) admit(ctx context.Context, reqs []*pendingRequest, need int64) 
 		w.mu.active = newWALObject(NewObjectKey(w.opts.KeyPrefix), now)
 		a := w.mu.active
 		a.timer = w.opts.Clock.AfterFunc(w.opts.CommitInterval, func() { w.rotateIfActive(a) })
+		go w.reserve(a)
 	}
 	obj := w.mu.active
 	obj.reqs = append(obj.reqs, reqs...)
@@ -380,7 +382,7 @@ func (w *Writer) rotateLocked() {
 	}
 	w.mu.active = nil
 	obj.timer.Stop()
-	obj.ctx, obj.cancel = context.WithCancel(context.Background())
+	obj.sealedAt = w.opts.Clock.Now()
 	obj.expired = make(chan struct{})
 	obj.deadline = w.opts.Clock.AfterFunc(w.opts.ObjectTimeout, func() {
 		close(obj.expired)

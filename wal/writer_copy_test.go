@@ -1,10 +1,15 @@
 package wal_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -12,9 +17,9 @@ import (
 	"github.com/tierlog/tierlog/wal"
 )
 
-// TestWriterCallerLeavesBeforeBuild: the writer copies a request's bytes
-// once, when it builds the object, not when Produce is called. A caller
-// whose context ends before that build must get its buffer back: the
+// TestWriterCallerLeavesBeforeBuild: the writer reads a request's bytes
+// when it builds and stores the object, not when Produce is called. A
+// caller whose context ends before that must get its buffer back: the
 // writer takes a private copy as Produce returns, so that the caller
 // overwriting its buffer at once does not change what is stored.
 func TestWriterCallerLeavesBeforeBuild(t *testing.T) {
@@ -58,10 +63,10 @@ func TestWriterCallerLeavesBeforeBuild(t *testing.T) {
 	require.True(t, found, "the second object is stored")
 }
 
-// TestWriterBufferReuse: without a Cache the writer builds each object
-// into the buffer of an earlier one that was stored; with a Cache it
-// never does, since the cache keeps the objects it is given. Every
-// object, in the store and in the cache, still holds its own batches.
+// TestWriterBufferReuse: without a Cache the writer stores each object
+// from its requests' bytes, with a Cache it copies them into the object
+// the cache keeps. Every object, in the store and in the cache, holds its
+// own batches.
 func TestWriterBufferReuse(t *testing.T) {
 	for _, cached := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cache=%v", cached), func(t *testing.T) {
@@ -114,4 +119,107 @@ func objectValue(t *testing.T, data []byte) string {
 	require.Len(t, v, 1)
 	_, value, _ := strings.Cut(v[0], ":")
 	return value
+}
+
+// halfStore reads the first half of the first Put's body, then waits
+// for its gate before reading the rest and storing the object.
+type halfStore struct {
+	objstore.Store
+	once     sync.Once
+	halfRead chan struct{}
+	gate     chan struct{}
+}
+
+func (s *halfStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts objstore.PutOptions) error {
+	first := false
+	s.once.Do(func() { first = true })
+	if !first {
+		return s.Store.Put(ctx, key, r, size, opts)
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(r, data[:size/2]); err != nil {
+		return err
+	}
+	close(s.halfRead)
+	<-s.gate
+	if _, err := io.ReadFull(r, data[size/2:]); err != nil {
+		return err
+	}
+	return s.Store.Put(ctx, key, bytes.NewReader(data), size, opts)
+}
+
+// TestWriterCallerLeavesDuringPut: without a Cache the object is never
+// copied, the store reads it from the callers' bytes. A caller whose
+// context ends while the Put is half-way must still get its buffer back
+// at once: the rest of the Put reads the private copy the writer took as
+// Produce returned, so the object holds the bytes Produce was given.
+func TestWriterCallerLeavesDuringPut(t *testing.T) {
+	e := newEnv(t, 1)
+	hs := &halfStore{Store: e.store, halfRead: make(chan struct{}), gate: make(chan struct{})}
+	w := e.writer(wal.WriterOptions{Store: hs, MaxBytes: 1})
+	buf := batch(t, 50, "caller")
+	want := bytes.Clone(buf)
+	ctx, cancel := context.WithCancel(e.ctx)
+	ch := produceAsync(ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: buf})
+	<-hs.halfRead
+	cancel()
+	require.ErrorIs(t, (<-ch).err, context.Canceled)
+	clear(buf) // the caller reuses its buffer
+	close(hs.gate)
+	require.NoError(t, w.Close())
+	require.Equal(t, int64(1), w.Metrics().ObjectsCommitted)
+	keys := e.store.Keys()
+	require.Len(t, keys, 1)
+	data, err := objstore.ReadAll(e.ctx, e.store, keys[0])
+	require.NoError(t, err)
+	parsed, err := wal.ParseObject(data)
+	require.NoError(t, err, "the object's CRCs hold")
+	require.Len(t, parsed, 1)
+	require.Equal(t, want, data[parsed[0].ByteOffset:parsed[0].ByteOffset+parsed[0].Size])
+}
+
+// lingerStore fails the first Put after reading part of its body and
+// keeps the reader, as an HTTP transport may go on reading a request's
+// body after the call returned an error.
+type lingerStore struct {
+	objstore.Store
+	mu   sync.Mutex
+	kept io.Reader
+}
+
+var errLinger = errors.New("connection reset (test)")
+
+func (s *lingerStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts objstore.PutOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kept == nil {
+		if _, err := io.ReadFull(r, make([]byte, 10)); err != nil {
+			return err
+		}
+		s.kept = r
+		return errLinger
+	}
+	return s.Store.Put(ctx, key, r, size, opts)
+}
+
+// TestWriterBodyEndsWithPut: a store must not read a Put's body after the
+// Put returned, but a transport may. Once the object is answered its
+// callers reuse their buffers, so the body of a failed attempt (read from
+// those buffers) answers every later read with an error instead of their
+// new bytes.
+func TestWriterBodyEndsWithPut(t *testing.T) {
+	e := newEnv(t, 1)
+	e.clock.fireAtOnceBelow = time.Second // the retry's backoff
+	ls := &lingerStore{Store: e.store}
+	w := e.writer(wal.WriterOptions{Store: ls, MaxBytes: 1, UploadBackoff: time.Millisecond})
+	buf := batch(t, 5, "reused")
+	res, err := w.Produce(e.ctx, []wal.ProduceRequest{{Partition: e.tp(0), Batches: buf}})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	require.Equal(t, int64(1), w.Metrics().UploadRetries)
+	clear(buf)
+	n, err := ls.kept.Read(make([]byte, 100))
+	require.Error(t, err, "the failed attempt's body still reads %d bytes", n)
+	require.Zero(t, n)
+	require.NoError(t, w.Close())
 }

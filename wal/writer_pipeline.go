@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -18,26 +19,41 @@ import (
 
 // walObject is one object from its first buffered request to its answer.
 //
-//	buffered   reqs added under Writer.mu (active == this)
+//	buffered   reqs added under Writer.mu (active == this); its key's
+//	           reservation (ControlPlane.ReserveObject) starts with the
+//	           first request, in a goroutine of its own
 //	sealed     rotateLocked: queued for commit, an upload goroutine started
-//	built      upload goroutine: data and commit list from the same entries
-//	reserved   ControlPlane.ReserveObject(key)
+//	reserved   the reservation answered; the upload waits for it
+//	built      upload goroutine, in an upload slot: layout and commit
+//	           list from the same entries
 //	uploaded   Store.Put(key) succeeded; uploaded closed
 //	committed  ControlPlane.CommitFiles answered (with the objects
 //	           uploaded by then that follow it in sealing order)
 //	answered   result/err set, done closed
 //
-// From sealing on, the object runs under a deadline (ObjectTimeout): the
-// timer closes expired and cancels ctx, and the committer answers the
-// requests then if the upload or the commit has not answered yet.
+// Without a Cache the object is never copied: Put reads it from the
+// requests' own bytes (objectBody). From sealing on, the object runs under
+// a deadline (ObjectTimeout): the timer closes expired and cancels ctx,
+// and the committer answers the requests then if the upload or the commit
+// has not answered yet.
 type walObject struct {
 	key        string
 	firstWrite time.Time
 	timer      Timer
+	// ctx and cancel are set at creation: the reservation runs under ctx
+	// from the first request on; the deadline timer (set at sealing)
+	// cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Written by the reservation goroutine before reserved is closed.
+	reserveErr  error
+	reservedAt  time.Time
+	reserveCall time.Duration
+	reserved    chan struct{}
 
 	// Set by rotateLocked, before the upload goroutine starts.
-	ctx      context.Context
-	cancel   context.CancelFunc
+	sealedAt time.Time
 	deadline Timer
 	expired  chan struct{} // closed by the deadline timer
 	// committing is set by the committer when the object goes into a
@@ -52,21 +68,33 @@ type walObject struct {
 	reqs  []*pendingRequest
 	bytes int64
 
-	// buildMu orders build, which copies the requests' bytes (the
-	// callers' own) into data, against detach, by which a caller that
-	// leaves before that takes its bytes back. built is set under it.
-	buildMu sync.Mutex
-	built   bool
+	// srcMu orders the upload's reads of the requests' bytes (the
+	// callers' own: build, and every Read of the object's body during a
+	// Put) against detach, by which a caller that leaves first takes its
+	// bytes back. The fields below it are guarded by it.
+	srcMu sync.Mutex
+	// srcDone is set once the upload reads the requests' bytes no more:
+	// it copied them (with a Cache), or its last Put returned.
+	srcDone bool
+	// sorted is reqs in object order (set by build): the body is their
+	// bytes, then footer.
+	sorted []*pendingRequest
+	footer []byte
 
 	// Written by the upload goroutine before uploaded is closed. data is
-	// nil again once a Put without a Cache succeeded (its buffer went
-	// back to Writer.buffers); size stays.
+	// the object's bytes when they were copied (with a Cache, which keeps
+	// them); nil otherwise.
 	data      []byte
 	size      int64
 	commit    CommitFileRequest
 	uploadErr error
 	uploadDur time.Duration
 	uploaded  chan struct{}
+	// phases holds the upload goroutine's phases (ReserveCall,
+	// ReserveWait to Put) and uploadedAt when the Put answered; the
+	// committer adds the rest.
+	phases     ObjectPhases
+	uploadedAt time.Time
 
 	// Written by the committer before done is closed.
 	result CommitFileResult
@@ -76,6 +104,8 @@ type walObject struct {
 
 // pendingRequest is one validated request inside an object.
 type pendingRequest struct {
+	// req is guarded by the object's srcMu once the object exists (detach
+	// replaces it with a private copy).
 	req   checkedRequest
 	index int // position in the caller's request list
 	// first is the index of the request's first batch in the commit
@@ -84,18 +114,22 @@ type pendingRequest struct {
 }
 
 func newWALObject(key string, now time.Time) *walObject {
-	return &walObject{key: key, firstWrite: now, uploaded: make(chan struct{}), done: make(chan struct{})}
+	o := &walObject{key: key, firstWrite: now, reserved: make(chan struct{}), uploaded: make(chan struct{}), done: make(chan struct{})}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	return o
 }
 
 // build lays the batches out grouped by partition and derives the commit
 // list from the same builder, so the coordinates the control plane stores
 // and the bytes never disagree. The requests are sorted here (stably, as
 // ObjectBuilder.Build sorts its batches) so that each request's batches
-// are a known, contiguous slice of the commit list.
-func (o *walObject) build(brokerID int32, brokerEpoch int64, alloc func(size int) []byte) {
-	o.buildMu.Lock()
-	defer o.buildMu.Unlock()
-	o.built = true
+// are a known, contiguous slice of the commit list, and its bytes a
+// contiguous part of the object. With copy, the bytes are copied into
+// data (the object a Cache keeps); otherwise Put reads them from the
+// requests (body).
+func (o *walObject) build(brokerID int32, brokerEpoch int64, copy bool) {
+	o.srcMu.Lock()
+	defer o.srcMu.Unlock()
 	reqs := slices.Clone(o.reqs)
 	slices.SortStableFunc(reqs, func(a, b *pendingRequest) int {
 		if c := bytes.Compare(a.req.partition.TopicID[:], b.req.partition.TopicID[:]); c != 0 {
@@ -103,30 +137,40 @@ func (o *walObject) build(brokerID int32, brokerEpoch int64, alloc func(size int
 		}
 		return cmp.Compare(a.req.partition.Partition, b.req.partition.Partition)
 	})
-	var ob ObjectBuilder
 	n := 0
+	for _, pr := range reqs {
+		n += len(pr.req.batches)
+	}
+	ob := ObjectBuilder{entries: make([]objectEntry, 0, n)}
+	n = 0
 	for _, pr := range reqs {
 		pr.first = n
 		for _, b := range pr.req.batches {
-			// Framed and validated by Produce: added as it is.
-			ob.addFramed(pr.req.partition, b)
+			// Framed and validated (its CRC too) by Produce: added
+			// as it is.
+			ob.addChecked(pr.req.partition, b)
 			n++
 		}
 	}
-	data, batches := ob.buildInto(alloc)
-	o.data = data
-	o.size = int64(len(data))
-	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: int64(len(data)),
-		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: batches}
+	l := ob.layout()
+	o.sorted, o.footer = reqs, l.parts[len(l.parts)-1]
+	o.size = l.size
+	o.commit = CommitFileRequest{ObjectKey: o.key, ObjectSize: l.size,
+		BrokerID: brokerID, BrokerEpoch: brokerEpoch, Batches: l.batches}
+	if copy {
+		o.data = l.concat()
+		o.srcDone = true
+	}
 }
 
-// detach gives reqs private copies of their bytes unless the object has
-// copied them already: Produce calls it before it returns early, so that
-// the writer never reads a caller's buffer after the call.
+// detach gives reqs private copies of their bytes unless the upload reads
+// them no more: Produce calls it before it returns early, so that the
+// writer never reads a caller's buffer after the call. A Put reading the
+// body goes on from the copies, which hold the same bytes.
 func (o *walObject) detach(reqs []*pendingRequest) {
-	o.buildMu.Lock()
-	defer o.buildMu.Unlock()
-	if o.built {
+	o.srcMu.Lock()
+	defer o.srcMu.Unlock()
+	if o.srcDone {
 		return
 	}
 	for _, pr := range reqs {
@@ -134,8 +178,117 @@ func (o *walObject) detach(reqs []*pendingRequest) {
 	}
 }
 
-// upload builds, reserves and stores one sealed object. It runs in its own
-// goroutine, at most UploadConcurrency at once, under the object's
+// body returns a reader of the built object for one Put: its data if it
+// was copied, else the requests' bytes and the footer. Call end once the
+// Put returned: an objectBody then fails every later Read, so a store
+// that reads after its Put returned (an HTTP transport may, after an
+// error) never sees bytes a caller reused.
+func (o *walObject) body() (io.Reader, func()) {
+	if o.data != nil {
+		return bytes.NewReader(o.data), func() {}
+	}
+	b := &objectBody{obj: o}
+	return b, func() {
+		o.srcMu.Lock()
+		b.ended = true
+		o.srcMu.Unlock()
+	}
+}
+
+// objectBody reads an object that was not copied: the bytes of obj.sorted
+// in order, then obj.footer, each Read under obj.srcMu (so that it reads
+// either a caller's bytes or detach's copy of them, never a buffer the
+// caller got back). It seeks, so that a store may rewind it for a retry.
+type objectBody struct {
+	obj   *walObject
+	pos   int64 // the next byte to read
+	seg   int   // the part holding pos: an index of obj.sorted, or len(obj.sorted) for the footer
+	off   int   // pos's offset in that part
+	ended bool  // guarded by obj.srcMu
+}
+
+// errBodyEnded is what an objectBody answers once its Put returned.
+var errBodyEnded = errors.New("wal: object body read after its Put returned")
+
+// part returns part i of the body. REQUIRES: obj.srcMu held.
+func (b *objectBody) part(i int) []byte {
+	if i < len(b.obj.sorted) {
+		return b.obj.sorted[i].req.data
+	}
+	return b.obj.footer
+}
+
+func (b *objectBody) Read(p []byte) (int, error) {
+	b.obj.srcMu.Lock()
+	defer b.obj.srcMu.Unlock()
+	if b.ended {
+		return 0, errBodyEnded
+	}
+	n := 0
+	for n < len(p) && b.seg <= len(b.obj.sorted) {
+		part := b.part(b.seg)
+		k := copy(p[n:], part[b.off:])
+		n += k
+		b.off += k
+		if b.off == len(part) {
+			b.seg, b.off = b.seg+1, 0
+		}
+	}
+	b.pos += int64(n)
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (b *objectBody) Seek(offset int64, whence int) (int64, error) {
+	b.obj.srcMu.Lock()
+	defer b.obj.srcMu.Unlock()
+	switch whence {
+	case io.SeekCurrent:
+		offset += b.pos
+	case io.SeekEnd:
+		offset += b.obj.size
+	case io.SeekStart:
+	default:
+		return 0, fmt.Errorf("wal: object body: whence %d", whence)
+	}
+	if offset < 0 || offset > b.obj.size {
+		return 0, fmt.Errorf("wal: object body: seek to %d of %d bytes", offset, b.obj.size)
+	}
+	b.pos, b.seg, b.off = offset, 0, 0
+	for rest := offset; rest > 0; b.seg++ {
+		if n := int64(len(b.part(b.seg))); rest < n {
+			b.off = int(rest)
+			break
+		} else {
+			rest -= n
+		}
+	}
+	return offset, nil
+}
+
+// reserve records the object's key with the control plane, from its
+// first request on (overlapping its filling), at most UploadConcurrency
+// at once, under the object's context.
+func (w *Writer) reserve(obj *walObject) {
+	defer close(obj.reserved)
+	select {
+	case w.reserves <- struct{}{}:
+	case <-obj.ctx.Done():
+		obj.reserveErr = obj.ctx.Err()
+		return
+	}
+	defer func() { <-w.reserves }()
+	start := w.opts.Clock.Now()
+	obj.reserveErr = w.opts.ControlPlane.ReserveObject(obj.ctx, obj.key)
+	obj.reservedAt = w.opts.Clock.Now()
+	obj.reserveCall = obj.reservedAt.Sub(start)
+}
+
+// upload builds and stores one sealed object once its key is reserved. It
+// runs in its own goroutine, in an upload slot (at most UploadConcurrency
+// at once) from the build to the Put's answer, under the object's
 // deadline: when it passes, obj.ctx is cancelled and the committer stops
 // waiting for this goroutine (see abandonUpload).
 func (w *Writer) upload(obj *walObject) {
@@ -143,30 +296,53 @@ func (w *Writer) upload(obj *walObject) {
 		defer h(obj.key) // runs last, once uploaded is closed
 	}
 	defer close(obj.uploaded)
+	defer func() {
+		// Whatever happened, the requests' bytes are read no more.
+		obj.srcMu.Lock()
+		obj.srcDone = true
+		obj.srcMu.Unlock()
+	}()
+	ctx := obj.ctx
+	// The reservation first: if this process dies after the Put, it is
+	// what lets the cleaner find and delete the orphan.
+	select {
+	case <-obj.reserved:
+	case <-ctx.Done():
+		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: w.deadlineErr()}
+		return
+	}
+	obj.phases.ReserveCall = obj.reserveCall
+	if obj.reserveErr != nil {
+		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: obj.reserveErr}
+		return
+	}
+	ready := obj.sealedAt
+	if obj.reservedAt.After(ready) {
+		obj.phases.ReserveWait = obj.reservedAt.Sub(ready)
+		ready = obj.reservedAt
+	}
 	select {
 	case w.uploads <- struct{}{}:
-	case <-obj.ctx.Done():
+	case <-ctx.Done():
 		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: w.deadlineErr()}
 		return
 	}
 	defer func() { <-w.uploads }()
+	slot := w.opts.Clock.Now()
+	obj.phases.SlotWait = slot.Sub(ready)
 	if h := w.beforeBuildForTesting; h != nil {
 		h(obj.key)
 	}
-	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.buffer)
-	ctx := obj.ctx
+	obj.build(w.opts.BrokerID, w.opts.BrokerEpoch, w.opts.Cache != nil)
 	start := w.opts.Clock.Now()
-	// Reserve first: if this process dies after the Put, the reservation
-	// is what lets the cleaner find and delete the orphan.
-	if err := w.opts.ControlPlane.ReserveObject(ctx, obj.key); err != nil {
-		obj.uploadErr = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: err}
-		return
-	}
+	obj.phases.Build = start.Sub(slot)
 	var err error
 	for attempt := 0; ; attempt++ {
 		// The key is fresh and reserved for this writer, so a retry
 		// after a lost response rewrites the same bytes.
-		err = w.opts.Store.Put(ctx, obj.key, bytes.NewReader(obj.data), int64(len(obj.data)), objstore.PutOptions{})
+		body, end := obj.body()
+		err = w.opts.Store.Put(ctx, obj.key, body, obj.size, objstore.PutOptions{})
+		end()
 		if err == nil || !retriablePutError(err) || ctx.Err() != nil || attempt+1 >= w.opts.UploadAttempts {
 			break
 		}
@@ -175,7 +351,9 @@ func (w *Writer) upload(obj *walObject) {
 		}
 		w.metrics.uploadRetries.Add(1)
 	}
-	obj.uploadDur = w.opts.Clock.Now().Sub(start)
+	obj.uploadedAt = w.opts.Clock.Now()
+	obj.uploadDur = obj.uploadedAt.Sub(start)
+	obj.phases.Put = obj.uploadDur
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w: %w", w.deadlineErr(), err)
@@ -189,7 +367,6 @@ func (w *Writer) upload(obj *walObject) {
 	}
 	w.metrics.objectsUploaded.Add(1)
 	w.metrics.bytesUploaded.Add(obj.size)
-	w.recycle(obj)
 }
 
 // retriablePutError reports whether a failed Put may succeed if tried
@@ -342,7 +519,11 @@ func (w *Writer) commitGroup(group []*walObject) {
 				}
 			}
 		}
-		if out := outs[i]; out.err != nil {
+		out := outs[i]
+		obj.phases.CommitWait = out.start.Sub(obj.uploadedAt)
+		obj.phases.Commit = out.end.Sub(out.start)
+		obj.phases.Answer = w.opts.Clock.Now().Sub(out.end)
+		if out.err != nil {
 			obj.err = out.err
 		} else {
 			for _, b := range out.res.Batches {
@@ -364,8 +545,8 @@ func (w *Writer) commitGroup(group []*walObject) {
 func (w *Writer) abandonUpload(obj *walObject) {
 	obj.abandoned = true
 	// The requests are answered now, but the upload goroutine may not
-	// have built the object yet: it must not read the callers' buffers
-	// after their Produce returned.
+	// have built or stored the object yet: it must not read the callers'
+	// buffers after their Produce returned.
 	obj.detach(obj.reqs)
 	w.metrics.objectsTimedOut.Add(1)
 	obj.err = &StorageError{ObjectKey: obj.key, Err: ErrUploadFailed, Cause: w.deadlineErr()}
@@ -397,6 +578,8 @@ func isClosed(ch <-chan struct{}) bool {
 type commitOutcome struct {
 	res CommitFileResult
 	err error
+	// start and end bound the CommitFiles call (with retries).
+	start, end time.Time
 }
 
 // commitObjects registers uploaded objects with one CommitFiles call
@@ -409,8 +592,10 @@ type commitOutcome struct {
 func (w *Writer) commitObjects(ctx context.Context, objs []*walObject) []commitOutcome {
 	start := w.opts.Clock.Now()
 	outs := w.commitWithRetries(ctx, objs)
-	took := int64(w.opts.Clock.Now().Sub(start))
+	end := w.opts.Clock.Now()
+	took := int64(end.Sub(start))
 	for i, obj := range objs {
+		outs[i].start, outs[i].end = start, end
 		w.metrics.commitNanos.Add(took)
 		err := outs[i].err
 		if err == nil {
@@ -419,7 +604,7 @@ func (w *Writer) commitObjects(ctx context.Context, objs []*walObject) []commitO
 		if err != nil {
 			w.metrics.commitErrors.Add(1)
 			w.afterFailedCommit(obj, err)
-			outs[i] = commitOutcome{err: &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}}
+			outs[i] = commitOutcome{err: &StorageError{ObjectKey: obj.key, Err: ErrCommitFailed, Cause: err}, start: start, end: end}
 			continue
 		}
 		w.metrics.objectsCommitted.Add(1)
@@ -545,9 +730,12 @@ func checkCommitAnswer(req CommitFileRequest, res CommitFileResult) error {
 // finish answers an object's requests and frees its budget.
 func (w *Writer) finish(obj *walObject) {
 	obj.deadline.Stop()
-	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs)}
+	info := ObjectInfo{Key: obj.key, Requests: len(obj.reqs), Phases: ObjectPhases{Filling: obj.sealedAt.Sub(obj.firstWrite)}}
 	if !obj.abandoned {
 		info.Bytes, info.Batches, info.UploadDuration = obj.size, len(obj.commit.Batches), obj.uploadDur
+		p := obj.phases
+		p.Filling = info.Phases.Filling
+		info.Phases = p
 		// The upload returned; a commit still in flight passed its
 		// deadline, which cancelled the context already.
 		obj.cancel()
@@ -562,91 +750,6 @@ func (w *Writer) finish(obj *walObject) {
 	}
 	close(obj.done)
 	w.release(obj)
-}
-
-// buffer returns a buffer of capacity at least size to build an object
-// of size bytes into: a kept one, or a new one that holds an object of
-// MaxBytes with its footer, so that it serves every later object too.
-// Buffers are kept only without a Cache, which keeps the objects it is
-// given (and then each gets a buffer of its own size).
-func (w *Writer) buffer(size int) []byte {
-	if w.opts.Cache != nil {
-		return make([]byte, 0, size)
-	}
-	if b := w.buffers.get(size); b != nil {
-		return b
-	}
-	return make([]byte, 0, max(size, w.buffers.maxCap))
-}
-
-// recycle keeps an object's buffer for a later build once its Put
-// succeeded (a failed one may still be reading it; an abandoned upload
-// runs this on its own goroutine, which owns the buffer), and only
-// without a Cache. It runs on the upload goroutine, before uploaded is
-// closed.
-func (w *Writer) recycle(obj *walObject) {
-	if w.opts.Cache != nil || obj.data == nil {
-		return
-	}
-	w.buffers.put(obj.data[:0])
-	obj.data = nil
-}
-
-// bufferPool keeps the buffers of stored objects for later builds, so
-// that a busy writer builds into memory it has touched before instead of
-// a fresh allocation per object (whose page faults and collections cost
-// more than the copy into it). It keeps at most max buffers, each of at
-// most maxCap bytes, preferring the largest: at most max * maxCap bytes.
-// Safe for concurrent use.
-type bufferPool struct {
-	max    int
-	maxCap int
-	mu     sync.Mutex
-	bufs   [][]byte // guarded by mu; each of length 0
-}
-
-// get returns the smallest kept buffer of capacity at least size, or nil.
-func (p *bufferPool) get(size int) []byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	best := -1
-	for i, b := range p.bufs {
-		if cap(b) >= size && (best < 0 || cap(b) < cap(p.bufs[best])) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return nil
-	}
-	b := p.bufs[best]
-	last := len(p.bufs) - 1
-	p.bufs[best] = p.bufs[last]
-	p.bufs[last] = nil
-	p.bufs = p.bufs[:last]
-	return b
-}
-
-// put keeps b unless it is larger than maxCap, or the pool is full of
-// buffers no smaller than b.
-func (p *bufferPool) put(b []byte) {
-	if cap(b) > p.maxCap || p.max <= 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.bufs) < p.max {
-		p.bufs = append(p.bufs, b)
-		return
-	}
-	smallest := 0
-	for i := range p.bufs {
-		if cap(p.bufs[i]) < cap(p.bufs[smallest]) {
-			smallest = i
-		}
-	}
-	if cap(p.bufs[smallest]) < cap(b) {
-		p.bufs[smallest] = b
-	}
 }
 
 // commitQueue holds the sealed objects in sealing order. It is unbounded:

@@ -3,6 +3,7 @@ package wal_test
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -434,4 +435,56 @@ func TestWriterCommitAfterOrphanReaped(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, out[0].Err)
 	require.Equal(t, int64(0), out[0].Batches[0].BaseOffset)
+}
+
+// phaseCP and phaseStore move the env's clock inside their calls, so that
+// each phase of an object takes a known time.
+type phaseCP struct {
+	wal.ControlPlane
+	clock    *fakeClock
+	reserved chan struct{}
+}
+
+func (c phaseCP) ReserveObject(ctx context.Context, key string) error {
+	c.clock.Advance(3 * time.Millisecond)
+	err := c.ControlPlane.ReserveObject(ctx, key)
+	close(c.reserved)
+	return err
+}
+
+func (c phaseCP) CommitFiles(ctx context.Context, reqs []wal.CommitFileRequest) ([]wal.CommitFilesResult, error) {
+	c.clock.Advance(5 * time.Millisecond)
+	return c.ControlPlane.CommitFiles(ctx, reqs)
+}
+
+type phaseStore struct {
+	objstore.Store
+	clock *fakeClock
+}
+
+func (s phaseStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts objstore.PutOptions) error {
+	s.clock.Advance(7 * time.Millisecond)
+	return s.Store.Put(ctx, key, r, size, opts)
+}
+
+// TestWriterObjectPhases: ObjectInfo.Phases tells where an object's time
+// went. The key is reserved while the object fills (3 ms of its 250 ms
+// CommitInterval), so the upload does not wait for it; the Put takes
+// 7 ms and the commit 5 ms.
+func TestWriterObjectPhases(t *testing.T) {
+	e := newEnv(t, 1)
+	cp := phaseCP{ControlPlane: e.cp, clock: e.clock, reserved: make(chan struct{})}
+	infos := make(chan wal.ObjectInfo, 1)
+	w := e.writer(wal.WriterOptions{ControlPlane: cp, Store: phaseStore{Store: e.store, clock: e.clock},
+		Listener: wal.WriterListener{ObjectCommitted: func(o wal.ObjectInfo) { infos <- o }}})
+	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 2, "p")})
+	<-cp.reserved
+	e.clock.Advance(247 * time.Millisecond) // the CommitInterval seals it
+	p := <-ch
+	require.NoError(t, p.err)
+	require.NoError(t, p.res[0].Err)
+	info := <-infos
+	require.Equal(t, wal.ObjectPhases{Filling: 250 * time.Millisecond, Put: 7 * time.Millisecond,
+		Commit: 5 * time.Millisecond, ReserveCall: 3 * time.Millisecond}, info.Phases)
+	require.Equal(t, 7*time.Millisecond, info.UploadDuration)
 }

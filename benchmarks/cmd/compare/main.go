@@ -121,6 +121,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.BoolVar(&tailOnly, "tail-only", false, "run the tail-read and first-pass rows only")
 	var walOnly bool
 	fl.BoolVar(&walOnly, "wal-only", false, "run the diskless-WAL rows only (with -wal-mib)")
+	var walOpts walOptions
+	fl.StringVar(&walOpts.cpuProfile, "cpuprofile", "", "write a CPU profile of each diskless-WAL row's timed region (only those) to FILE.<store>-<batch size>.pprof (wal.Writer) and FILE.<store>-<batch size>-raw.pprof (raw Put)")
+	fl.BoolVar(&walOpts.verbose, "v", false, "print, per wal.Writer row, the percentiles of an object's life (fill, reservation, upload slot wait, build, put, wait for commit, commit, answer)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -197,7 +200,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 		if cfg.walBytes <= 0 {
 			return fmt.Errorf("-wal-only needs -wal-mib > 0")
 		}
-		return runWALOnly(stdout, stderr, root, cfg, args, loadStart)
+		return runWALOnly(stdout, stderr, root, cfg, walOpts, args, loadStart)
 	}
 
 	ents := entries()
@@ -214,7 +217,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	var wr *walRun
 	if cfg.walBytes > 0 {
-		wr = newWALRun(filepath.Join(root, "wal"), cfg)
+		wr = newWALRun(filepath.Join(root, "wal"), cfg, walOpts)
 	}
 	var cr *cpRun
 	if cfg.cpCommits > 0 {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -66,9 +67,21 @@ type walTarget struct {
 	err        error
 }
 
+// walOptions are the WAL rows' own flags.
+type walOptions struct {
+	// cpuProfile, if set, is the stem of the CPU profile files of the
+	// WAL rows: one per row, FILE.<store>-<batch size>.pprof for the
+	// writer's and FILE.<store>-<batch size>-raw.pprof for the raw Put's,
+	// each covering the row's timed region (of the last repetition).
+	cpuProfile string
+	// verbose adds an object's life in percentiles to each writer row.
+	verbose bool
+}
+
 // walRun is the WAL part of a run.
 type walRun struct {
 	cfg     config
+	opts    walOptions
 	dir     string
 	targets []*walTarget
 	s3Note  string
@@ -78,8 +91,8 @@ type walRun struct {
 	objectBytes map[string]int64
 }
 
-func newWALRun(dir string, cfg config) *walRun {
-	r := &walRun{cfg: cfg, dir: dir, objectBytes: map[string]int64{}}
+func newWALRun(dir string, cfg config, opts walOptions) *walRun {
+	r := &walRun{cfg: cfg, opts: opts, dir: dir, objectBytes: map[string]int64{}}
 	fsT := &walTarget{name: "fs", durability: "objstore/fs default: temp file, fsync, rename, fsync of the directory before Put returns; " +
 		"the control plane's commit is a synced Pebble batch"}
 	fsT.store, fsT.err = fs.Open(filepath.Join(dir, "store"), fs.Options{})
@@ -146,6 +159,7 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 	ctx := context.Background()
 	n := max(1, int(r.cfg.walBytes/int64(batchBytes)))
 	var keys []string
+	var phases []wal.ObjectPhases
 	var keysMu sync.Mutex
 	defer func() {
 		for _, k := range keys {
@@ -172,6 +186,7 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 			Listener: wal.WriterListener{ObjectCommitted: func(o wal.ObjectInfo) {
 				keysMu.Lock()
 				keys = append(keys, o.Key)
+				phases = append(phases, o.Phases)
 				keysMu.Unlock()
 			}}})
 		if err != nil {
@@ -186,6 +201,10 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		// filling), one batch per call, as many callers as that takes.
 		producers := max(16, walMaxBytes*(walUploads+1)/batchBytes)
 		var next atomic.Int64
+		stopProfile, err := r.startProfile(t, batchBytes, "")
+		if err != nil {
+			return 0, err
+		}
 		cpu0, start := cpuTime(), time.Now()
 		var wg sync.WaitGroup
 		for range producers {
@@ -219,6 +238,7 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		}
 		wg.Wait()
 		elapsed, cpu = time.Since(start), cpuTime()-cpu0
+		stopProfile()
 		if err := w.Close(); err != nil {
 			return 0, err
 		}
@@ -230,6 +250,9 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		if m.ObjectsCommitted > 0 {
 			commitMs = float64(m.CommitLatencySum.Microseconds()) / 1e3 / float64(m.ObjectsCommitted)
 		}
+		if r.opts.verbose {
+			res.note(sec, row, objectLife(phases, m, elapsed))
+		}
 	case rowWALRaw:
 		size := r.objectBytes[sec]
 		if size == 0 {
@@ -240,6 +263,10 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		puts := max(1, int(int64(n)*int64(batchBytes)/size))
 		n = int(int64(puts) * size / int64(batchBytes)) // bytes actually moved, in batch units
 		var next atomic.Int64
+		stopProfile, err := r.startProfile(t, batchBytes, "-raw")
+		if err != nil {
+			return 0, err
+		}
 		cpu0, start := cpuTime(), time.Now()
 		var wg sync.WaitGroup
 		for range walUploads {
@@ -263,6 +290,7 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		}
 		wg.Wait()
 		elapsed, cpu = time.Since(start), cpuTime()-cpu0
+		stopProfile()
 	}
 	if err, _ := failed.Load().(error); err != nil {
 		return 0, err
@@ -279,6 +307,73 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 		res.addRow(sec, row, "commit ms (mean)", commitMs)
 	}
 	return mbs, nil
+}
+
+// startProfile starts the CPU profile of a row if -cpuprofile is set
+// (suffix "" for the writer's, "-raw" for the raw Put's); the returned
+// func stops it and closes its file.
+func (r *walRun) startProfile(t *walTarget, batchBytes int, suffix string) (func(), error) {
+	if r.opts.cpuProfile == "" {
+		return func() {}, nil
+	}
+	name := fmt.Sprintf("%s.%s-%s%s.pprof", r.opts.cpuProfile, t.name, strings.ReplaceAll(sizeName(batchBytes), " ", ""), suffix)
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
+// objectLife sums up the objects' phases: p50/p90/p99 of each in ms (the
+// reservation's call overlaps filling and its wait), how
+// busy the upload slots and the commit calls kept, and objects per call.
+func objectLife(phases []wal.ObjectPhases, m wal.WriterMetrics, elapsed time.Duration) string {
+	if len(phases) == 0 || m.CommitCalls == 0 {
+		return "no object committed"
+	}
+	parts := []struct {
+		name string
+		get  func(wal.ObjectPhases) time.Duration
+	}{
+		{"fill", func(p wal.ObjectPhases) time.Duration { return p.Filling }},
+		{"reserve call", func(p wal.ObjectPhases) time.Duration { return p.ReserveCall }},
+		{"reserve wait", func(p wal.ObjectPhases) time.Duration { return p.ReserveWait }},
+		{"slot wait", func(p wal.ObjectPhases) time.Duration { return p.SlotWait }},
+		{"build", func(p wal.ObjectPhases) time.Duration { return p.Build }},
+		{"put", func(p wal.ObjectPhases) time.Duration { return p.Put }},
+		{"commit wait", func(p wal.ObjectPhases) time.Duration { return p.CommitWait }},
+		{"commit", func(p wal.ObjectPhases) time.Duration { return p.Commit }},
+		{"answer", func(p wal.ObjectPhases) time.Duration { return p.Answer }},
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1e3) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "object life, ms p50/p90/p99 of %d objects:", len(phases))
+	var slotBusy time.Duration
+	for _, p := range phases {
+		slotBusy += p.Build + p.Put
+	}
+	for _, part := range parts {
+		ds := make([]time.Duration, len(phases))
+		for i, p := range phases {
+			ds[i] = part.get(p)
+		}
+		slices.Sort(ds)
+		fmt.Fprintf(&b, " %s %s/%s/%s;", part.name, ms(percentile(ds, 0.5)), ms(percentile(ds, 0.9)), ms(percentile(ds, 0.99)))
+	}
+	// CommitLatencySum counts a call once per object: the calls' own
+	// time is the mean per object times the calls.
+	callTime := time.Duration(float64(m.CommitLatencySum) / float64(m.ObjectsCommitted+m.CommitErrors) * float64(m.CommitCalls))
+	fmt.Fprintf(&b, " upload slots busy %.0f%%, a commit call in flight %.0f%% of the time, %.1f objects per call, %d Produce calls waited for room",
+		100*slotBusy.Seconds()/(float64(walUploads)*elapsed.Seconds()), 100*callTime.Seconds()/elapsed.Seconds(),
+		float64(m.ObjectsCommitted)/float64(m.CommitCalls), m.BackPressureWaits)
+	return b.String()
 }
 
 // walBatch builds one client batch of about size bytes from 1 KiB
@@ -386,11 +481,11 @@ func walSameRep(res *results, sec, name string) string {
 }
 
 // runWALOnly runs the WAL rows alone (-wal-only) and prints their tables.
-func runWALOnly(stdout, stderr io.Writer, root string, cfg config, args []string, loadStart string) error {
+func runWALOnly(stdout, stderr io.Writer, root string, cfg config, opts walOptions, args []string, loadStart string) error {
 	res := newResults()
 	start := time.Now()
 	since := func() float64 { return time.Since(start).Seconds() }
-	wr := newWALRun(filepath.Join(root, "wal"), cfg)
+	wr := newWALRun(filepath.Join(root, "wal"), cfg, opts)
 	defer wr.close()
 	for rep := 0; rep < cfg.reps; rep++ {
 		wr.runRep(rep, res, stderr, since)
