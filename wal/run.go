@@ -309,3 +309,35 @@ func (d *runDecoder) int16() int16 {
 	}
 	return int16(v)
 }
+
+// ListOffsetInRow answers a ListOffsets of timestamp from the batches of
+// the row a plane found for it: for MaxTimestamp, the row holding the
+// largest effective timestamp (the first such row), and the last offset
+// of its first batch that has it; else the first row holding a batch of
+// effective timestamp >= timestamp, and that batch's base offset (at
+// least logStart). A row that holds no such batch is corruption.
+func ListOffsetInRow(timestamp int64, batches []BatchInfo, logStart int64) (ListOffsetsResult, error) {
+	if timestamp == MaxTimestamp {
+		best := -1
+		for i, b := range batches {
+			if best < 0 || b.EffectiveTimestamp() > batches[best].EffectiveTimestamp() {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return ListOffsetsResult{Offset: batches[best].LastOffset, Timestamp: batches[best].EffectiveTimestamp()}, nil
+		}
+	} else {
+		for _, b := range batches {
+			if ts := b.EffectiveTimestamp(); ts >= timestamp {
+				return ListOffsetsResult{Offset: max(b.BaseOffset, logStart), Timestamp: ts}, nil
+			}
+		}
+	}
+	first, last := int64(-1), int64(-1)
+	if len(batches) > 0 {
+		first, last = batches[0].BaseOffset, batches[len(batches)-1].LastOffset
+	}
+	return ListOffsetsResult{}, &RunCorruptionError{BaseOffset: first, LastOffset: last,
+		Detail: fmt.Sprintf("found for timestamp %d, no batch answers it", timestamp)}
+}

@@ -44,35 +44,53 @@ func logRows(ctx context.Context, tx pgx.Tx, tps []wal.TopicIDPartition) (map[wa
 	return out, rows.Err()
 }
 
-// findPage is how many batches FindBatches reads at a time.
-const findPage = 256
+// findPage is how many rows FindBatches reads at a time: findFirstPage
+// first (a row may be a run of up to wal.MaxRunBatches batches, and most
+// finds want tens of batches), then findPage.
+const (
+	findFirstPage = 16
+	findPage      = 256
+)
 
 const batchColumns = `b.base_offset, b.last_offset, f.object_key, b.byte_offset, b.byte_size, b.batch_max_timestamp,
-	b.timestamp_type, b.log_append_timestamp, b.crc, b.partition_leader_epoch, b.producer_id, b.producer_epoch, b.base_sequence`
+	b.timestamp_type, b.log_append_timestamp, b.crc, b.partition_leader_epoch, b.producer_id, b.producer_epoch, b.base_sequence, b.run`
 
-// scanBatch scans batchColumns. A row whose binding columns are NULL
-// (committed before schema version 2) has an unknown binding.
-func scanBatch(rows pgx.Rows) (wal.BatchInfo, error) {
+// scanBatch scans batchColumns (and into extra the columns after them):
+// the row and its run bytes (nil for a row of one batch). A row whose
+// binding columns are NULL (committed before schema version 2) has an
+// unknown binding.
+func scanBatch(row pgx.Row, extra ...any) (wal.BatchInfo, []byte, error) {
 	var bi wal.BatchInfo
 	var tt int16
 	var crc, pid *int64
 	var epoch, seq *int32
 	var pe *int16
-	if err := rows.Scan(&bi.BaseOffset, &bi.LastOffset, &bi.ObjectKey, &bi.ByteOffset, &bi.Size, &bi.MaxTimestamp, &tt,
-		&bi.LogAppendTime, &crc, &epoch, &pid, &pe, &seq); err != nil {
-		return bi, err
+	var run []byte
+	if err := row.Scan(append([]any{&bi.BaseOffset, &bi.LastOffset, &bi.ObjectKey, &bi.ByteOffset, &bi.Size, &bi.MaxTimestamp, &tt,
+		&bi.LogAppendTime, &crc, &epoch, &pid, &pe, &seq, &run}, extra...)...); err != nil {
+		return bi, nil, err
 	}
 	bi.TimestampType = wal.TimestampType(tt)
 	switch {
-	case crc == nil && epoch == nil && pid == nil && pe == nil && seq == nil:
+	case crc == nil && epoch == nil && pid == nil && pe == nil && seq == nil && run == nil:
 	case crc != nil && epoch != nil && pid != nil && pe != nil && seq != nil && *crc >= 0 && *crc <= math.MaxUint32:
 		bi.Binding = wal.BatchBinding{Known: true, CRC: uint32(*crc), PartitionLeaderEpoch: *epoch,
 			ProducerID: *pid, ProducerEpoch: *pe, BaseSequence: *seq}
 	default:
-		return bi, fmt.Errorf("%w: pgcp: batch [%d, %d] in %q: binding columns partly NULL or CRC out of range",
+		return bi, nil, fmt.Errorf("%w: pgcp: batch [%d, %d] in %q: binding columns partly NULL or CRC out of range",
 			wal.ErrCorruption, bi.BaseOffset, bi.LastOffset, bi.ObjectKey)
 	}
-	return bi, nil
+	return bi, run, nil
+}
+
+// scanBatches scans a row of batchColumns and splits it into its
+// batches (wal.SplitRun).
+func scanBatches(rows pgx.Row) ([]wal.BatchInfo, error) {
+	head, run, err := scanBatch(rows)
+	if err != nil {
+		return nil, err
+	}
+	return wal.SplitRun(head, run)
 }
 
 // FindBatches implements wal.ControlPlane: one snapshot for the whole
@@ -120,7 +138,7 @@ func findPartition(ctx context.Context, tx pgx.Tx, p wal.FindPartition, info *wa
 	}
 	var partBytes int64
 	from := p.Offset
-	page := findPage
+	page := findFirstPage
 	if maxBatches > 0 {
 		page = min(page, maxBatches)
 	}
@@ -133,22 +151,27 @@ func findPartition(ctx context.Context, tx pgx.Tx, p wal.FindPartition, info *wa
 		}
 		n, done := 0, false
 		for rows.Next() {
-			bi, err := scanBatch(rows)
-			if err != nil {
-				rows.Close()
-				return res, err
-			}
 			n++
 			if done {
 				continue
 			}
-			if (maxBatches > 0 && len(res.Batches) >= maxBatches) || !budget.Admit(partBytes, p.MaxPartitionBytes, bi.Size) {
-				done = true
-				continue
+			batches, err := scanBatches(rows)
+			if err != nil {
+				rows.Close()
+				return res, err
 			}
-			partBytes += bi.Size
-			res.Batches = append(res.Batches, bi)
-			from = bi.LastOffset + 1
+			for _, bi := range batches {
+				if bi.LastOffset < from {
+					continue // a run's batches before the requested offset
+				}
+				if (maxBatches > 0 && len(res.Batches) >= maxBatches) || !budget.Admit(partBytes, p.MaxPartitionBytes, bi.Size) {
+					done = true
+					break
+				}
+				partBytes += bi.Size
+				res.Batches = append(res.Batches, bi)
+				from = bi.LastOffset + 1
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -157,6 +180,7 @@ func findPartition(ctx context.Context, tx pgx.Tx, p wal.FindPartition, info *wa
 		if done || n < page {
 			return res, nil
 		}
+		page = findPage
 	}
 }
 
@@ -189,7 +213,7 @@ func (cp *ControlPlane) ListOffsets(ctx context.Context, reqs []wal.ListOffsetsR
 
 var noOffset = wal.ListOffsetsResult{Offset: -1, Timestamp: -1}
 
-const effectiveTimestamp = `CASE WHEN timestamp_type = 1 THEN log_append_timestamp ELSE batch_max_timestamp END`
+const effectiveTimestamp = `CASE WHEN b.timestamp_type = 1 THEN b.log_append_timestamp ELSE b.batch_max_timestamp END`
 
 func listOffset(ctx context.Context, tx pgx.Tx, q wal.ListOffsetsRequest, info *wal.LogInfo) (wal.ListOffsetsResult, error) {
 	if info == nil {
@@ -199,24 +223,27 @@ func listOffset(ctx context.Context, tx pgx.Tx, q wal.ListOffsetsRequest, info *
 	if res, ok := wal.FixedListOffset(q, *info); ok {
 		return res, nil
 	}
-	var res wal.ListOffsetsResult
+	// The row found holds the batch that answers (a run's largest max
+	// timestamp is the row's); the run is split to find it.
+	var batches []wal.BatchInfo
 	var err error
 	if q.Timestamp == wal.MaxTimestamp {
 		// The largest effective timestamp, and the last offset of the
 		// first batch that has it.
-		err = tx.QueryRow(ctx, `SELECT last_offset, `+effectiveTimestamp+` AS ts FROM batches
-			WHERE topic_id = $1 AND partition = $2 ORDER BY ts DESC, last_offset LIMIT 1`, id, part).Scan(&res.Offset, &res.Timestamp)
+		batches, err = scanBatches(tx.QueryRow(ctx, `SELECT `+batchColumns+` FROM batches b JOIN files f ON f.file_id = b.file_id
+			WHERE b.topic_id = $1 AND b.partition = $2 ORDER BY `+effectiveTimestamp+` DESC, b.last_offset LIMIT 1`, id, part))
 	} else {
-		var base int64
-		err = tx.QueryRow(ctx, `SELECT base_offset, `+effectiveTimestamp+` AS ts FROM batches
-			WHERE topic_id = $1 AND partition = $2 AND `+effectiveTimestamp+` >= $3 ORDER BY last_offset LIMIT 1`,
-			id, part, q.Timestamp).Scan(&base, &res.Timestamp)
-		res.Offset = max(base, info.LogStartOffset)
+		batches, err = scanBatches(tx.QueryRow(ctx, `SELECT `+batchColumns+` FROM batches b JOIN files f ON f.file_id = b.file_id
+			WHERE b.topic_id = $1 AND b.partition = $2 AND `+effectiveTimestamp+` >= $3 ORDER BY b.last_offset LIMIT 1`,
+			id, part, q.Timestamp))
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return noOffset, nil
 	}
-	return res, err
+	if err != nil {
+		return wal.ListOffsetsResult{}, err
+	}
+	return wal.ListOffsetInRow(q.Timestamp, batches, info.LogStartOffset)
 }
 
 // LogInfo implements wal.ControlPlane.
