@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -161,7 +162,10 @@ func (cp *ControlPlane) commitCalls(calls []*commitCall) {
 // statement, a decision error) is rolled back before it returns to the
 // pool, or closed.
 func (cp *ControlPlane) commitOnce(ctx context.Context, calls []*commitCall) error {
+	start := time.Now()
 	c, err := cp.pool.Acquire(ctx)
+	cp.metrics.stageAttempts.Add(1)
+	cp.metrics.acquireNanos.Add(int64(time.Since(start)))
 	if err != nil {
 		return &stageError{err: err, began: false}
 	}
@@ -174,7 +178,7 @@ func (cp *ControlPlane) commitOnce(ctx context.Context, calls []*commitCall) err
 		}
 		c.Release()
 	}()
-	return commitGroupTx(ctx, c.Conn(), calls, cp.now().UnixMilli())
+	return commitGroupTx(ctx, c.Conn(), calls, cp.now().UnixMilli(), &cp.metrics)
 }
 
 type logState struct {
@@ -209,7 +213,13 @@ ORDER BY topic_id, partition FOR UPDATE`
 //     put back, and COMMIT, in one pipeline: the group's commit point.
 //     A statement's error makes the server skip the rest of the
 //     pipeline, COMMIT included, and fails the whole group.
-func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, nowMs int64) error {
+func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, nowMs int64, m *counters) error {
+	stage := time.Now()
+	lap := func(sum *atomic.Int64) {
+		now := time.Now()
+		sum.Add(int64(now.Sub(stage)))
+		stage = now
+	}
 	keys := make([]string, len(calls))
 	brokers := make([]int32, len(calls))
 	epochs, sizes := make([]int64, len(calls)), make([]int64, len(calls))
@@ -254,6 +264,7 @@ func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, now
 		FROM producer_state WHERE (topic_id, partition, producer_id) IN (SELECT * FROM unnest($1::uuid[], $2::int4[], $3::int8[]))`,
 		pTopics, pParts, pIDs)
 	reserved, fileIDs, logs, producers, err := readPipeline(conn.SendBatch(ctx, &batch))
+	lap(&m.readNanos)
 	if err != nil {
 		// No COMMIT was sent: the server rolls the transaction back
 		// whatever became of the connection.
@@ -313,7 +324,10 @@ func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, now
 	if testHookBeforeCommit != nil {
 		testHookBeforeCommit()
 	}
-	if err := conn.SendBatch(ctx, &wb).Close(); err != nil {
+	lap(&m.decideNanos)
+	err = conn.SendBatch(ctx, &wb).Close()
+	lap(&m.writeNanos)
+	if err != nil {
 		return &stageError{err: err, began: true}
 	}
 	return nil
