@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
@@ -115,4 +116,50 @@ func TestMigrationBatchRuns(t *testing.T) {
 	var re *wal.RunCorruptionError
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, [2]int64{6, 6 + 64*3/2 - 1}, [2]int64{re.BaseOffset, re.LastOffset})
+}
+
+// TestFindBeyondFirstPage: a find that needs more rows of a partition
+// than the one-round-trip pipeline reads (rows of one batch each, as
+// batches of two partitions interleaved in objects are) is answered
+// whole, as the paged find answers it, for every budget.
+func TestFindBeyondFirstPage(t *testing.T) {
+	ctx := context.Background()
+	cp := openFresh(t, time.Now)
+	topic := wal.TopicID{0x46, 0x50}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "pages", NumPartitions: 2}}))
+	for k := range 3 {
+		req := wal.CommitFileRequest{ObjectKey: fmt.Sprintf("wal/p-%d", k)}
+		for i := range int64(100) {
+			req.Batches = append(req.Batches, wal.CommitBatch{Partition: wal.TopicIDPartition{TopicID: topic, Partition: int32(i % 2)},
+				ByteOffset: 10 * i, Size: 10, LastOffset: 0, RecordCount: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, CRC: uint32(i)})
+			req.ObjectSize += 10
+		}
+		_, err := cp.CommitFile(ctx, req)
+		require.NoError(t, err)
+	}
+	p0, p1 := wal.TopicIDPartition{TopicID: topic}, wal.TopicIDPartition{TopicID: topic, Partition: 1}
+	for _, tc := range []struct {
+		maxBytes, partBytes int64
+		maxBatches          int
+		want0, want1        int
+	}{
+		{1 << 20, 1 << 20, 0, 150, 150},
+		{1 << 20, 1 << 20, 70, 70, 70},
+		{1 << 20, 700, 0, 70, 70},
+		{1000, 1 << 20, 0, 100, 0},
+		{1200, 1 << 20, 0, 120, 0},
+		{1 << 20, 640, 0, 64, 64},
+	} {
+		req := wal.FindBatchesRequest{MaxBytes: tc.maxBytes, MaxBatchesPerPartition: tc.maxBatches, Partitions: []wal.FindPartition{
+			{Partition: p0, MaxPartitionBytes: tc.partBytes}, {Partition: p1, Offset: 0, MaxPartitionBytes: tc.partBytes}}}
+		got, err := cp.FindBatches(ctx, req)
+		require.NoError(t, err)
+		paged, err := cp.FindPagedForTesting(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, paged, got, "%+v", tc)
+		require.Equal(t, [2]int{tc.want0, tc.want1}, [2]int{len(got[0].Batches), len(got[1].Batches)}, "%+v", tc)
+		for i, b := range got[0].Batches {
+			require.Equal(t, int64(i), b.BaseOffset)
+		}
+	}
 }
