@@ -129,6 +129,22 @@ func (cp *ControlPlane) FindBatches(ctx context.Context, req wal.FindBatchesRequ
 const findPageSQL = `SELECT ` + batchColumns + ` FROM batches b JOIN files f ON f.file_id = b.file_id
 	WHERE b.topic_id = $1 AND b.partition = $2 AND b.last_offset >= $3 ORDER BY b.last_offset LIMIT $4`
 
+// findFirstPageSQL is findPageSQL bounded by the partition's byte budget
+// ($5) too: the first row, then the rows while the bytes of the rows
+// after the first and before this one stay below the budget. A find
+// that reads rows past those would refuse their batches anyway (the
+// first row's batches before the offset may be skipped, so its bytes do
+// not count), and a run of many batches then does not bring 63 more
+// runs it does not need.
+const findFirstPageSQL = `SELECT base_offset, last_offset, object_key, byte_offset, byte_size, batch_max_timestamp,
+		timestamp_type, log_append_timestamp, crc, partition_leader_epoch, producer_id, producer_epoch, base_sequence, run
+	FROM (SELECT ` + batchColumns + `, row_number() OVER w AS row_number,
+			sum(b.byte_size) OVER w - b.byte_size - first_value(b.byte_size) OVER w AS bytes_before
+		FROM batches b JOIN files f ON f.file_id = b.file_id
+		WHERE b.topic_id = $1 AND b.partition = $2 AND b.last_offset >= $3
+		WINDOW w AS (ORDER BY b.last_offset) ORDER BY b.last_offset LIMIT $4) page
+	WHERE row_number = 1 OR bytes_before < $5 ORDER BY last_offset`
+
 // findPipelined sends the whole find as one pipeline: BEGIN (repeatable
 // read, read only), the partitions' rows, each partition's first page
 // of batch rows from its offset, COMMIT. complete is false when a
@@ -158,7 +174,7 @@ func (cp *ControlPlane) findPipelined(ctx context.Context, req wal.FindBatchesRe
 	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 	b.Queue(logRowsSQL, ts, ps)
 	for _, p := range req.Partitions {
-		b.Queue(findPageSQL, [16]byte(p.Partition.TopicID), p.Partition.Partition, p.Offset, page)
+		b.Queue(findFirstPageSQL, [16]byte(p.Partition.TopicID), p.Partition.Partition, p.Offset, page, p.MaxPartitionBytes)
 	}
 	b.Queue(`COMMIT`)
 	br := c.Conn().SendBatch(ctx, &b)

@@ -162,4 +162,29 @@ func TestFindBeyondFirstPage(t *testing.T) {
 			require.Equal(t, int64(i), b.BaseOffset)
 		}
 	}
+
+	// Runs: from the last batch of a run, a budget that ends in the next
+	// run; from inside the first, one that spans three runs.
+	p2 := wal.TopicIDPartition{TopicID: topic, Partition: 2}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "pages", NumPartitions: 3}}))
+	req := wal.CommitFileRequest{ObjectKey: "wal/runs"}
+	for i := range int64(200) {
+		req.Batches = append(req.Batches, wal.CommitBatch{Partition: p2, ByteOffset: 10 * i, Size: 10, LastOffset: 0, RecordCount: 1,
+			ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, CRC: uint32(i)})
+		req.ObjectSize += 10
+	}
+	_, err := cp.CommitFile(ctx, req)
+	require.NoError(t, err)
+	for _, tc := range []struct{ offset, partBytes, want int64 }{
+		{wal.MaxRunBatches - 1, 50, 5}, {wal.MaxRunBatches - 1, 10, 1}, {wal.MaxRunBatches - 1, 11, 2}, {3, 1500, 150}, {3, 1 << 20, 197},
+	} {
+		req := wal.FindBatchesRequest{MaxBytes: 1 << 20, Partitions: []wal.FindPartition{{Partition: p2, Offset: tc.offset, MaxPartitionBytes: tc.partBytes}}}
+		got, err := cp.FindBatches(ctx, req)
+		require.NoError(t, err)
+		paged, err := cp.FindPagedForTesting(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, paged, got, "%+v", tc)
+		require.Len(t, got[0].Batches, int(tc.want), "%+v", tc)
+		require.Equal(t, tc.offset, got[0].Batches[0].BaseOffset)
+	}
 }
