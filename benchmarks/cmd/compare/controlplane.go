@@ -179,9 +179,15 @@ func (r *cpRun) commitRow(s cpSection, row string, rep int, res *results) error 
 			return err
 		}
 	}
+	walStart := r.walLSN(ctx, s.pg)
 	lats, elapsed, err := runWriters(s.writers, int64(r.cfg.cpCommits), op)
 	if after != nil {
 		after()
+	}
+	if walEnd := r.walLSN(ctx, s.pg); walStart != "" && walEnd != "" && err == nil {
+		if kib, ok := r.walKiB(ctx, walStart, walEnd); ok {
+			res.note(s.title, row, fmt.Sprintf("%.1f KiB of WAL a commit", kib/float64(len(lats))))
+		}
 	}
 	if err != nil {
 		return err
@@ -198,6 +204,38 @@ func (r *cpRun) commitRow(s cpSection, row string, rep int, res *results) error 
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// walLSN is the server's WAL insert position ("" without PostgreSQL or
+// on an error: the WAL note is then left out).
+func (r *cpRun) walLSN(ctx context.Context, pg bool) string {
+	if !pg {
+		return ""
+	}
+	conn, err := pgx.Connect(ctx, r.pgURL)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close(ctx)
+	var lsn string
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
+		return ""
+	}
+	return lsn
+}
+
+// walKiB is the WAL written between two positions, in KiB.
+func (r *cpRun) walKiB(ctx context.Context, from, to string) (float64, bool) {
+	conn, err := pgx.Connect(ctx, r.pgURL)
+	if err != nil {
+		return 0, false
+	}
+	defer conn.Close(ctx)
+	var b float64
+	if err := conn.QueryRow(ctx, "SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::float8", from, to).Scan(&b); err != nil {
+		return 0, false
+	}
+	return b / 1024, true
+}
 
 // stageSection is the title of the pgcp commit's breakdown.
 func (r *cpRun) stageSection() string {
