@@ -232,9 +232,6 @@ func (rb *RunBuilder[P]) Add(part P, b BatchInfo) {
 	rb.runs = append(rb.runs, builderRun[P]{part: part, batches: []BatchInfo{b}})
 }
 
-// Close ends every open run: batches added after it start new runs.
-func (rb *RunBuilder[P]) Close() { clear(rb.open) }
-
 // Rows calls row for each run in the order the runs were started, with
 // its head and run bytes (JoinRun).
 func (rb *RunBuilder[P]) Rows(row func(part P, head BatchInfo, run []byte, batches int)) error {

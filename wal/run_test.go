@@ -142,8 +142,7 @@ func TestRunBuilder(t *testing.T) {
 		rb.Add("p0", x)
 	}
 	rb.Add("p1", b[1])
-	rb.Close()
-	rb.Add("p1", b[1]) // after Close: a new row even though it would extend
+	rb.Add("p1", b[1]) // not after b[1]: a new row
 	var got []string
 	require.NoError(t, rb.Rows(func(part string, head BatchInfo, run []byte, n int) {
 		got = append(got, fmt.Sprintf("%s [%d,%d] %d", part, head.BaseOffset, head.LastOffset, n))
