@@ -63,6 +63,10 @@
 // reaps orphans (objects uploaded but never committed).
 //
 // Control planes: package wal/pebblecp (embedded, on Pebble) and package
-// wal/pgcp (on PostgreSQL, shared by many brokers). Package
+// wal/pgcp (on PostgreSQL, shared by many brokers). Both store
+// contiguous batches of one partition in one object, committed together,
+// as one row, a run (run.go: JoinRun, SplitRun, CutRun), and answer
+// FindBatches, ListOffsets and retention batch by batch from it, so a
+// run is never seen outside a plane. Package
 // wal/controlplanetest is the conformance suite each runs.
 package wal

@@ -122,6 +122,9 @@ func Run(t *testing.T, open Opener, opts Options) {
 		{"RetentionKeepsDeleteRecordsStart", testRetentionKeepsDeleteRecordsStart},
 		{"RetentionByTime", testRetentionByTime},
 		{"RetentionLogAppendTime", testRetentionLogAppendTime},
+		// Runs: contiguous batches of one partition in one object.
+		{"RunsAnswerBatchByBatch", testRunsAnswerBatchByBatch},
+		{"RunsRemovalInsideRun", testRunsRemovalInsideRun},
 		// Files and orphans.
 		{"FilesToDeleteGracePeriod", testFilesToDelete},
 		{"IsSafeToDeleteObject", testIsSafe},

@@ -80,8 +80,15 @@ func deleteTopic(tx *txn, id wal.TopicID) error {
 }
 
 // deleteBatchesBelow deletes the batches of tp with lastOffset < end (end
-// < 0: all), adding their bytes to *bytes if non-nil.
+// < 0: all), adding their bytes to *bytes if non-nil. A run holding end
+// after its first batch is cut there first (cutRunAt), so the batch
+// holding end stays whole with the ones after it.
 func deleteBatchesBelow(tx *txn, tp wal.TopicIDPartition, end int64, bytes *int64) error {
+	if end >= 0 {
+		if err := cutRunAt(tx, tp, end); err != nil {
+			return err
+		}
+	}
 	type victim struct {
 		last int64
 		row  batchRow
@@ -103,6 +110,39 @@ func deleteBatchesBelow(tx *txn, tp wal.TopicIDPartition, end int64, bytes *int6
 		}
 	}
 	return nil
+}
+
+// cutRunAt makes the batch of tp that holds offset start a row: a run
+// row that holds offset after its first batch becomes two rows
+// (wal.CutRun), the batches before it under their last offset, the rest
+// under the run's own; its object counts one more live row. Nothing to
+// cut: no write.
+func cutRunAt(tx *txn, tp wal.TopicIDPartition, offset int64) error {
+	var last int64
+	var row *batchRow
+	err := eachBatch(tx.b, tp, offset, -1, func(l int64, b *batchRow) (bool, error) {
+		last, row = l, b
+		return false, nil
+	})
+	if err != nil || row == nil || row.Run == nil {
+		return err
+	}
+	cut, ok, err := wal.CutRun(batchInfo(last, row), row.Run, offset)
+	if err != nil || !ok {
+		return err
+	}
+	f, err := tx.file(row.ObjectKey)
+	if err != nil {
+		return err
+	}
+	if !f.found || f.row.LiveBatches <= 0 {
+		return &CorruptionError{Key: batchKey(tp, last),
+			Reason: fmt.Sprintf("run in object %q, which has no live batch on record", row.ObjectKey)}
+	}
+	if err := tx.b.Set(batchKey(tp, last), encodeBatch(rowOf(cut.From, cut.FromRun)), nil); err != nil {
+		return err
+	}
+	return tx.addBatch(tp, cut.Before.LastOffset, rowOf(cut.Before, cut.BeforeRun), f)
 }
 
 // firstBatchBase returns the base offset of tp's first batch as this
@@ -286,32 +326,42 @@ func enforceRetention(tx *txn, q wal.RetentionRequest, maxBatches int) (wal.Rete
 		return wal.RetentionResult{Err: unknown(q.Partition), LogStartOffset: -1}, nil
 	}
 	scan := wal.NewRetentionScan(l.row.ByteSize, q.RetentionBytes, q.RetentionMs, tx.nowMs, maxBatches)
-	type victim struct {
-		last int64
-		row  batchRow
-	}
-	var vs []victim
+	res := wal.RetentionResult{LogStartOffset: l.row.LogStartOffset}
 	nextBase, remain := int64(0), false
 	err = eachBatch(tx.b, q.Partition, 0, -1, func(last int64, b *batchRow) (bool, error) {
-		if !scan.Delete(b.Size, batchInfo(last, b).EffectiveTimestamp()) {
-			nextBase, remain = b.BaseOffset, true
-			return false, nil
+		batches, err := rowBatches(last, b)
+		if err != nil {
+			return false, err
 		}
-		vs = append(vs, victim{last, *b})
+		for _, bi := range batches {
+			if !scan.Delete(bi.Size, bi.EffectiveTimestamp()) {
+				nextBase, remain = bi.BaseOffset, true
+				return false, nil
+			}
+			res.DeletedBatches++
+			res.DeletedBytes += bi.Size
+		}
 		return true, nil
 	})
 	if err != nil {
 		return wal.RetentionResult{}, err
 	}
-	res := wal.RetentionResult{DeletedBatches: len(vs), LogStartOffset: l.row.LogStartOffset}
-	if len(vs) == 0 {
+	if res.DeletedBatches == 0 {
 		return res, nil
 	}
-	for i := range vs {
-		if err := tx.deleteBatch(q.Partition, vs[i].last, &vs[i].row); err != nil {
-			return wal.RetentionResult{}, err
-		}
-		res.DeletedBytes += vs[i].row.Size
+	// The victims are the batches below nextBase (all, when none
+	// remains); a run holding nextBase is cut there.
+	end := int64(-1)
+	if remain {
+		end = nextBase
+	}
+	var freed int64
+	if err := deleteBatchesBelow(tx, q.Partition, end, &freed); err != nil {
+		return wal.RetentionResult{}, err
+	}
+	if freed != res.DeletedBytes {
+		return wal.RetentionResult{}, fmt.Errorf("%w: pebblecp: retention of %s deleted %d bytes, scanned %d",
+			wal.ErrCorruption, q.Partition, freed, res.DeletedBytes)
 	}
 	w := l.row.HighWatermark
 	if remain {

@@ -27,9 +27,10 @@ const (
 	kindFile        = 4
 	kindReservation = 5
 	kindBoundBatch  = 6 // a batch row with its binding: kindBatch's fields, then the binding
+	kindRunBatch    = 7 // a run (wal.JoinRun): kindBoundBatch's fields, then the run bytes
 
 	// numKinds is the number of kinds (they run from 1).
-	numKinds = 6
+	numKinds = 7
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -143,6 +144,19 @@ func (d *decoder) i64() int64 {
 
 func (d *decoder) str() string { return string(d.take(int(d.u16()))) }
 
+// lenBytes reads u32 length + bytes, copied (the value's buffer is the
+// iterator's); nil on an error.
+func (d *decoder) lenBytes() []byte {
+	n := d.u32()
+	if d.err != nil {
+		return nil
+	}
+	if p := d.take(int(n)); p != nil {
+		return append([]byte{}, p...)
+	}
+	return nil
+}
+
 // done reports the first error, or trailing bytes.
 func (d *decoder) done() error {
 	if d.err == nil && len(d.b) != 0 {
@@ -211,6 +225,10 @@ type batchRow struct {
 	// Binding is what ties the row to the batch's bytes. Known is false
 	// only for a row written before bindings (kind kindBatch).
 	Binding wal.BatchBinding
+	// Run is nil for a row of one batch; for a run (kind kindRunBatch)
+	// the run bytes, and the fields above are the run's whole
+	// coordinates (wal.JoinRun): split it with wal.SplitRun.
+	Run []byte
 }
 
 // encodeBatch writes a row with a known binding as kindBoundBatch:
@@ -220,12 +238,16 @@ type batchRow struct {
 //	crc u32 | partition leader epoch u32 | producer id u64 |
 //	producer epoch u16 | base sequence u32
 //
-// and a row without one as kindBatch, the same fields without the
-// binding (the layout written before bindings, kept so that the decoder's
-// answer re-encodes to the stored bytes).
+// a row without one as kindBatch, the same fields without the binding
+// (the layout written before bindings, kept so that the decoder's answer
+// re-encodes to the stored bytes), and a run as kindRunBatch,
+// kindBoundBatch's fields then the run bytes u32 length + bytes.
 func encodeBatch(r *batchRow) []byte {
 	kind := byte(kindBatch)
-	if r.Binding.Known {
+	switch {
+	case r.Run != nil:
+		kind = kindRunBatch
+	case r.Binding.Known:
 		kind = kindBoundBatch
 	}
 	e := newEncoder(kind)
@@ -243,11 +265,15 @@ func encodeBatch(r *batchRow) []byte {
 		e.u16(uint16(r.Binding.ProducerEpoch))
 		e.u32(uint32(r.Binding.BaseSequence))
 	}
+	if r.Run != nil {
+		e.u32(uint32(len(r.Run)))
+		e.bytes(r.Run)
+	}
 	return e.finish()
 }
 
 func decodeBatch(key, v []byte) (batchRow, error) {
-	d, kind, err := newDecoderOf(v, kindBatch, kindBoundBatch)
+	d, kind, err := newDecoderOf(v, kindBatch, kindBoundBatch, kindRunBatch)
 	if err != nil {
 		return batchRow{}, corrupt(key, err)
 	}
@@ -260,9 +286,13 @@ func decodeBatch(key, v []byte) (batchRow, error) {
 		TimestampType: wal.TimestampType(d.u8()),
 		ObjectKey:     d.str(),
 	}
-	if kind == kindBoundBatch {
+	if kind == kindBoundBatch || kind == kindRunBatch {
 		r.Binding = wal.BatchBinding{Known: true, CRC: d.u32(), PartitionLeaderEpoch: int32(d.u32()),
 			ProducerID: d.i64(), ProducerEpoch: int16(d.u16()), BaseSequence: int32(d.u32())}
+	}
+	if kind == kindRunBatch {
+		r.Run = d.lenBytes()
+		d.check(r.Run != nil, "a run without run bytes")
 	}
 	d.check(r.BaseOffset >= 0 && r.ByteOffset >= 0 && r.Size > 0,
 		"base offset %d, byte offset %d, size %d", r.BaseOffset, r.ByteOffset, r.Size)

@@ -49,12 +49,43 @@ func TestCodecBatchBinding(t *testing.T) {
 	require.Equal(t, old[2:len(old)-4], v[2:len(old)-4], "kind 2's fields come first")
 }
 
+// sampleRunBatch is a run row of two batches of sampleBoundBatch's
+// shape.
+func sampleRunBatch() *batchRow {
+	a := batchInfo(12, &sampleBoundBatch)
+	b := a
+	b.BaseOffset, b.LastOffset, b.ByteOffset, b.Size = 13, 20, a.ByteOffset+a.Size, 9
+	b.Binding.CRC, b.MaxTimestamp = 7, 3000
+	head, run, err := wal.JoinRun([]wal.BatchInfo{a, b})
+	if err != nil {
+		panic(err)
+	}
+	return rowOf(head, run)
+}
+
+// A run row decodes to its fields and run bytes, and SplitRun gives back
+// its two batches.
+func TestCodecRunBatch(t *testing.T) {
+	row := sampleRunBatch()
+	v := encodeBatch(row)
+	require.Equal(t, byte(kindRunBatch), v[1])
+	got, err := decodeBatch([]byte("k"), v)
+	require.NoError(t, err)
+	require.Equal(t, *row, got)
+	batches, err := rowBatches(20, &got)
+	require.NoError(t, err)
+	require.Len(t, batches, 2)
+	require.Equal(t, batchInfo(12, &sampleBoundBatch), batches[0])
+	require.Equal(t, [4]int64{13, 20, 73, 9}, [4]int64{batches[1].BaseOffset, batches[1].LastOffset, batches[1].ByteOffset, batches[1].Size})
+}
+
 func sampleValues() map[byte][]byte {
 	return map[byte][]byte{
 		kindLog: encodeLog(&logRow{Topic: "t", LogStartOffset: 5, HighWatermark: 20, DisklessStartOffset: 10,
 			CrossTierLogStartOffset: -1, ByteSize: 99}),
 		kindBatch:      encodeBatch(&sampleUnboundBatch),
 		kindBoundBatch: encodeBatch(&sampleBoundBatch),
+		kindRunBatch:   encodeBatch(sampleRunBatch()),
 		kindProducer: encodeProducer(&wal.ProducerState{ProducerID: 7, ProducerEpoch: 2,
 			Batches: []wal.ProducerBatch{{BaseSequence: 0, LastSequence: 9, AssignedOffset: 100, Timestamp: 5},
 				{BaseSequence: 10, LastSequence: 19, AssignedOffset: 110, Timestamp: 6}}}),
@@ -75,7 +106,7 @@ func decodeAny(kind byte, v []byte) ([]byte, error) {
 			return nil, err
 		}
 		return encodeLog(&r), nil
-	case kindBatch, kindBoundBatch:
+	case kindBatch, kindBoundBatch, kindRunBatch:
 		r, err := decodeBatch(key, v)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package pebblecp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -135,12 +136,23 @@ func commitStep(tx *txn, req *wal.CommitFileRequest, digest [32]byte) (wal.Commi
 	f.found, f.dirty = true, true
 	f.row = fileRow{State: fileUploaded, Reason: reasonProduce, BrokerID: req.BrokerID,
 		BrokerEpoch: req.BrokerEpoch, Size: req.ObjectSize, CommittedAt: tx.nowMs, Digest: digest}
+	// The accepted batches become rows at the end of the step,
+	// contiguous ones of a partition coalesced into runs.
+	var runs wal.RunBuilder[wal.TopicIDPartition]
 	for i := range req.Batches {
-		r, err := commitBatch(tx, &req.Batches[i], req.ObjectKey, f)
+		r, err := commitBatch(tx, &req.Batches[i], req.ObjectKey, &runs)
 		if err != nil {
 			return wal.CommitFileResult{}, err
 		}
 		f.row.Results = append(f.row.Results, r)
+	}
+	var addErr error
+	if err := runs.Rows(func(tp wal.TopicIDPartition, head wal.BatchInfo, run []byte, _ int) {
+		if addErr == nil {
+			addErr = tx.addBatch(tp, head.LastOffset, rowOf(head, run), f)
+		}
+	}); err != nil || addErr != nil {
+		return wal.CommitFileResult{}, errors.Join(err, addErr)
 	}
 	if f.row.LiveBatches == 0 {
 		f.row.State, f.row.MarkedAt = fileDeleting, tx.nowMs
@@ -158,8 +170,8 @@ func errReaped(key string) error {
 }
 
 // commitBatch decides one batch: unknown partition, the producer check,
-// or accept at the partition's high watermark.
-func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (storedResult, error) {
+// or accept at the partition's high watermark (added to runs).
+func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, runs *wal.RunBuilder[wal.TopicIDPartition]) (storedResult, error) {
 	l, known, err := tx.knownLog(b.Partition)
 	if err != nil {
 		return storedResult{}, err
@@ -192,13 +204,18 @@ func commitBatch(tx *txn, b *wal.CommitBatch, objectKey string, f *fileEntry) (s
 	l.row.HighWatermark += b.OffsetCount()
 	l.row.ByteSize += b.Size
 	l.dirty = true
-	row := batchRow{BaseOffset: assigned, ObjectKey: objectKey, ByteOffset: b.ByteOffset, Size: b.Size,
-		MaxTimestamp: b.MaxTimestamp, LogAppendTime: appendTime, TimestampType: b.TimestampType, Binding: b.Binding()}
-	if err := tx.addBatch(b.Partition, l.row.HighWatermark-1, &row, f); err != nil {
-		return storedResult{}, err
-	}
+	runs.Add(b.Partition, wal.BatchInfo{ObjectKey: objectKey, ByteOffset: b.ByteOffset, Size: b.Size, BaseOffset: assigned,
+		LastOffset: l.row.HighWatermark - 1, MaxTimestamp: b.MaxTimestamp, TimestampType: b.TimestampType,
+		LogAppendTime: appendTime, Binding: b.Binding()})
 	return storedResult{Status: wal.BatchAccepted, BaseOffset: assigned, LogAppendTime: appendTime,
 		LogStartOffset: l.row.LogStartOffset}, nil
+}
+
+// rowOf is the stored row of a run's head and run bytes (wal.JoinRun).
+func rowOf(head wal.BatchInfo, run []byte) *batchRow {
+	return &batchRow{BaseOffset: head.BaseOffset, ObjectKey: head.ObjectKey, ByteOffset: head.ByteOffset, Size: head.Size,
+		MaxTimestamp: head.MaxTimestamp, LogAppendTime: head.LogAppendTime, TimestampType: head.TimestampType,
+		Binding: head.Binding, Run: run}
 }
 
 // resultsOf turns the stored results into the call's answer.

@@ -142,10 +142,10 @@ func Open(fs vfs.FS, dir string, opts Options) (*ControlPlane, error) {
 }
 
 // ensureVersion checks the format version key, writing it in a new
-// database and upgrading formatVersionBefore to formatVersion (nothing
+// database and upgrading an older version to formatVersion (nothing
 // else changes: version-1 rows stay as they are and decode with an
-// unknown binding). A read-only open reads both versions and writes
-// nothing.
+// unknown binding, version-2 rows are of one batch each). A read-only
+// open reads every version and writes nothing.
 func ensureVersion(db *pebble.DB, readOnly bool) error {
 	v, closer, err := db.Get([]byte(keyVersion))
 	if errors.Is(err, pebble.ErrNotFound) && readOnly {
@@ -163,11 +163,12 @@ func ensureVersion(db *pebble.DB, readOnly bool) error {
 	if len(v) == 4 {
 		version = binary.BigEndian.Uint32(v)
 	}
+	older := version == formatVersionBefore || version == formatVersionBindings
 	switch {
-	case len(v) != 4 || (version != formatVersion && version != formatVersionBefore):
+	case len(v) != 4 || (version != formatVersion && !older):
 		return &CorruptionError{Key: []byte(keyVersion),
-			Reason: fmt.Sprintf("format version %x, want %d or %d", v, formatVersionBefore, formatVersion)}
-	case version == formatVersionBefore && !readOnly:
+			Reason: fmt.Sprintf("format version %x, want %d to %d", v, formatVersionBefore, formatVersion)}
+	case older && !readOnly:
 		return writeVersion(db)
 	}
 	return nil

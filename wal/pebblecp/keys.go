@@ -14,7 +14,7 @@ import (
 //
 //	0x00 "tierlog-wal-control-plane-version"         format version u32
 //	'L' topicID[16] partition u32                    log row
-//	'B' topicID[16] partition u32 lastOffset u64     batch
+//	'B' topicID[16] partition u32 lastOffset u64     batch row (one batch, or a run ending at lastOffset)
 //	'P' topicID[16] partition u32 producerID u64     producer state
 //	'F' objectKey                                    object (file) row
 //	'D' markedAtMs u64 objectKey                     deletion queue (empty value)
@@ -36,8 +36,18 @@ const (
 	// rows are all kindBatch, read with an unknown binding) by rewriting
 	// this key, so that code which knows only version 1 refuses the
 	// database at its Open instead of reporting bound rows as corrupt.
-	formatVersion       = 2
-	formatVersionBefore = 1 // before bindings; read, and upgraded at Open
+	//
+	// formatVersion 3: a batch row may be a run of contiguous batches of
+	// one partition in one object (value kind kindRunBatch, wal.JoinRun).
+	// Open upgrades a version-1 or version-2 database the same way (its
+	// rows are all of one batch and read as before); code that knows
+	// only version 2 refuses a version-3 database at its Open, so it
+	// never reads a run as one batch.
+	formatVersion = 3
+	// formatVersionsBefore are read, and upgraded at Open: 1 (before
+	// bindings) and 2 (before runs).
+	formatVersionBindings = 2
+	formatVersionBefore   = 1
 )
 
 func partitionPrefix(tag byte, tp wal.TopicIDPartition) []byte {

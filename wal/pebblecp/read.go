@@ -55,23 +55,38 @@ func findPartition(r pebble.Reader, p wal.FindPartition, budget *wal.FindBudget,
 	}
 	var partBytes int64
 	err = eachBatch(r, p.Partition, p.Offset, -1, func(last int64, b *batchRow) (bool, error) {
-		if maxBatches > 0 && len(res.Batches) >= maxBatches {
-			return false, nil
+		batches, err := rowBatches(last, b)
+		if err != nil {
+			return false, err
 		}
-		if !budget.Admit(partBytes, p.MaxPartitionBytes, b.Size) {
-			return false, nil
+		for _, bi := range batches {
+			if bi.LastOffset < p.Offset {
+				continue // a run's batches before the requested offset
+			}
+			if maxBatches > 0 && len(res.Batches) >= maxBatches {
+				return false, nil
+			}
+			if !budget.Admit(partBytes, p.MaxPartitionBytes, bi.Size) {
+				return false, nil
+			}
+			partBytes += bi.Size
+			res.Batches = append(res.Batches, bi)
 		}
-		partBytes += b.Size
-		res.Batches = append(res.Batches, batchInfo(last, b))
 		return true, nil
 	})
 	return res, err
 }
 
+// batchInfo is the row as one BatchInfo: a run's whole coordinates.
 func batchInfo(last int64, b *batchRow) wal.BatchInfo {
 	return wal.BatchInfo{ObjectKey: b.ObjectKey, ByteOffset: b.ByteOffset, Size: b.Size,
 		BaseOffset: b.BaseOffset, LastOffset: last, MaxTimestamp: b.MaxTimestamp,
 		TimestampType: b.TimestampType, LogAppendTime: b.LogAppendTime, Binding: b.Binding}
+}
+
+// rowBatches returns the batches of a row (wal.SplitRun).
+func rowBatches(last int64, b *batchRow) ([]wal.BatchInfo, error) {
+	return wal.SplitRun(batchInfo(last, b), b.Run)
 }
 
 // ListOffsets implements wal.ControlPlane.
@@ -97,12 +112,15 @@ func listOffset(r pebble.Reader, q wal.ListOffsetsRequest) (wal.ListOffsetsResul
 	}
 	res := noOffset
 	err = eachBatch(r, q.Partition, 0, -1, func(last int64, b *batchRow) (bool, error) {
-		info := batchInfo(last, b)
-		if ts := info.EffectiveTimestamp(); ts >= q.Timestamp {
-			res = wal.ListOffsetsResult{Offset: max(b.BaseOffset, row.LogStartOffset), Timestamp: ts}
-			return false, nil
+		// A run's max timestamp is its batches' largest.
+		if batchInfo(last, b).EffectiveTimestamp() < q.Timestamp {
+			return true, nil
 		}
-		return true, nil
+		batches, err := rowBatches(last, b)
+		if err == nil {
+			res, err = wal.ListOffsetInRow(q.Timestamp, batches, row.LogStartOffset)
+		}
+		return false, err
 	})
 	return res, err
 }
@@ -113,7 +131,14 @@ func maxTimestamp(r pebble.Reader, tp wal.TopicIDPartition) (wal.ListOffsetsResu
 	res, best := noOffset, int64(math.MinInt64)
 	err := eachBatch(r, tp, 0, -1, func(last int64, b *batchRow) (bool, error) {
 		if ts := batchInfo(last, b).EffectiveTimestamp(); ts > best {
-			best, res = ts, wal.ListOffsetsResult{Offset: last, Timestamp: ts}
+			batches, err := rowBatches(last, b)
+			if err == nil {
+				res, err = wal.ListOffsetInRow(wal.MaxTimestamp, batches, 0)
+			}
+			if err != nil {
+				return false, err
+			}
+			best = ts
 		}
 		return true, nil
 	})

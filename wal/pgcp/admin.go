@@ -204,6 +204,9 @@ func (cp *ControlPlane) DeleteRecords(ctx context.Context, reqs []wal.DeleteReco
 			if offset <= l.w {
 				return wal.DeleteRecordsResult{LogStartOffset: l.w}, nil
 			}
+			if err := cutRunAt(lk.ctx, lk.tx, q.Partition, offset); err != nil {
+				return wal.DeleteRecordsResult{}, err
+			}
 			rows, err := lk.tx.Query(lk.ctx, `DELETE FROM batches WHERE topic_id = $1 AND partition = $2 AND last_offset < $3
 				RETURNING file_id, byte_size`, [16]byte(q.Partition.TopicID), q.Partition.Partition, offset)
 			if err != nil {
@@ -256,6 +259,11 @@ func (cp *ControlPlane) PruneDisklessLogs(ctx context.Context, reqs []wal.PruneR
 			case q.HighestOffsetInRemoteStorage < -1:
 				return wal.PruneResult{LogStartOffset: -1, Err: &wal.PartitionError{Partition: q.Partition,
 					Err: wal.ErrInvalidArgument, Detail: fmt.Sprintf("highest offset in remote storage %d", q.HighestOffsetInRemoteStorage)}}, nil
+			}
+			// The batches kept start at the one holding h+1: a run
+			// holding it is cut there first.
+			if err := cutRunAt(lk.ctx, lk.tx, q.Partition, min(q.HighestOffsetInRemoteStorage, l.hw)+1); err != nil {
+				return wal.PruneResult{}, err
 			}
 			// pruneSQL writes the row itself; l is updated (not
 			// dirtied) so later requests of the call see the new W.
@@ -392,9 +400,8 @@ func retain(ctx context.Context, tx pgx.Tx, q wal.RetentionRequest, l *logState,
 	after := int64(-1)
 scan:
 	for {
-		rows, err := tx.Query(ctx, `SELECT last_offset, base_offset, byte_size,
-				CASE WHEN timestamp_type = 1 THEN log_append_timestamp ELSE batch_max_timestamp END
-			FROM batches WHERE topic_id = $1 AND partition = $2 AND last_offset > $3 ORDER BY last_offset LIMIT $4`,
+		rows, err := tx.Query(ctx, `SELECT `+batchColumns+` FROM batches b JOIN files f ON f.file_id = b.file_id
+			WHERE b.topic_id = $1 AND b.partition = $2 AND b.last_offset > $3 ORDER BY b.last_offset LIMIT $4`,
 			id, part, after, retentionPage)
 		if err != nil {
 			return res, err
@@ -402,23 +409,25 @@ scan:
 		n := 0
 		stop := false
 		for rows.Next() {
-			var last, base, size, ts int64
-			if err := rows.Scan(&last, &base, &size, &ts); err != nil {
-				rows.Close()
-				return res, err
-			}
 			n++
-			after = last
 			if stop {
 				continue
 			}
-			if !scan.Delete(size, ts) {
-				nextBase, remain, stop = base, true, true
-				continue
+			batches, err := scanBatches(rows)
+			if err != nil {
+				rows.Close()
+				return res, err
 			}
-			lastVictim = last
-			res.DeletedBatches++
-			res.DeletedBytes += size
+			for _, b := range batches {
+				after = b.LastOffset
+				if !scan.Delete(b.Size, b.EffectiveTimestamp()) {
+					nextBase, remain, stop = b.BaseOffset, true, true
+					break
+				}
+				lastVictim = b.LastOffset
+				res.DeletedBatches++
+				res.DeletedBytes += b.Size
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -430,6 +439,12 @@ scan:
 	}
 	if res.DeletedBatches == 0 {
 		return res, nil
+	}
+	if remain {
+		// The first batch kept may be inside a run of victims.
+		if err := cutRunAt(ctx, tx, q.Partition, nextBase); err != nil {
+			return res, err
+		}
 	}
 	rows, err := tx.Query(ctx, `DELETE FROM batches WHERE topic_id = $1 AND partition = $2 AND last_offset <= $3
 		RETURNING file_id, byte_size`, id, part, lastVictim)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -161,7 +162,10 @@ func (cp *ControlPlane) commitCalls(calls []*commitCall) {
 // statement, a decision error) is rolled back before it returns to the
 // pool, or closed.
 func (cp *ControlPlane) commitOnce(ctx context.Context, calls []*commitCall) error {
+	start := time.Now()
 	c, err := cp.pool.Acquire(ctx)
+	cp.metrics.stageAttempts.Add(1)
+	cp.metrics.acquireNanos.Add(int64(time.Since(start)))
 	if err != nil {
 		return &stageError{err: err, began: false}
 	}
@@ -174,7 +178,7 @@ func (cp *ControlPlane) commitOnce(ctx context.Context, calls []*commitCall) err
 		}
 		c.Release()
 	}()
-	return commitGroupTx(ctx, c.Conn(), calls, cp.now().UnixMilli())
+	return commitGroupTx(ctx, c.Conn(), calls, cp.now().UnixMilli(), &cp.metrics)
 }
 
 type logState struct {
@@ -209,7 +213,13 @@ ORDER BY topic_id, partition FOR UPDATE`
 //     put back, and COMMIT, in one pipeline: the group's commit point.
 //     A statement's error makes the server skip the rest of the
 //     pipeline, COMMIT included, and fails the whole group.
-func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, nowMs int64) error {
+func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, nowMs int64, m *counters) error {
+	stage := time.Now()
+	lap := func(sum *atomic.Int64) {
+		now := time.Now()
+		sum.Add(int64(now.Sub(stage)))
+		stage = now
+	}
 	keys := make([]string, len(calls))
 	brokers := make([]int32, len(calls))
 	epochs, sizes := make([]int64, len(calls)), make([]int64, len(calls))
@@ -254,6 +264,7 @@ func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, now
 		FROM producer_state WHERE (topic_id, partition, producer_id) IN (SELECT * FROM unnest($1::uuid[], $2::int4[], $3::int8[]))`,
 		pTopics, pParts, pIDs)
 	reserved, fileIDs, logs, producers, err := readPipeline(conn.SendBatch(ctx, &batch))
+	lap(&m.readNanos)
 	if err != nil {
 		// No COMMIT was sent: the server rolls the transaction back
 		// whatever became of the connection.
@@ -297,17 +308,7 @@ func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, now
 	}
 
 	var wb pgx.Batch
-	if len(rows.last) > 0 {
-		wb.Queue(`INSERT INTO batches (topic_id, partition, last_offset, base_offset, file_id, byte_offset, byte_size,
-				timestamp_type, batch_max_timestamp, log_append_timestamp,
-				crc, partition_leader_epoch, producer_id, producer_epoch, base_sequence)
-			SELECT t, p, l, b, f, bo, bs, tt, mt, at, crc, ple, pid, pe, seq
-			FROM unnest($1::uuid[], $2::int4[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::int2[], $9::int8[], $10::int8[],
-					$11::int8[], $12::int4[], $13::int8[], $14::int2[], $15::int4[])
-				AS v(t, p, l, b, f, bo, bs, tt, mt, at, crc, ple, pid, pe, seq)`,
-			rows.topic, rows.part, rows.last, rows.base, rows.file, rows.byteOffset, rows.size, rows.tsType, rows.maxTs, rows.appendTs,
-			rows.crc, rows.leaderEpoch, rows.producerID, rows.producerEpoch, rows.baseSequence)
-	}
+	queueBatchInsert(&wb, &rows)
 	queueLogWrites(&wb, logs)
 	for k := range dirtyProducers {
 		queueProducerWrite(&wb, k.tp, producers[k])
@@ -323,16 +324,35 @@ func commitGroupTx(ctx context.Context, conn *pgx.Conn, calls []*commitCall, now
 	if testHookBeforeCommit != nil {
 		testHookBeforeCommit()
 	}
-	if err := conn.SendBatch(ctx, &wb).Close(); err != nil {
+	lap(&m.decideNanos)
+	err = conn.SendBatch(ctx, &wb).Close()
+	lap(&m.writeNanos)
+	if err != nil {
 		return &stageError{err: err, began: true}
 	}
 	return nil
 }
 
+// queueBatchInsert inserts rows (none: no statement).
+func queueBatchInsert(wb *pgx.Batch, rows *batchRows) {
+	if len(rows.last) > 0 {
+		wb.Queue(`INSERT INTO batches (topic_id, partition, last_offset, base_offset, file_id, byte_offset, byte_size,
+				timestamp_type, batch_max_timestamp, log_append_timestamp,
+				crc, partition_leader_epoch, producer_id, producer_epoch, base_sequence, run)
+			SELECT t, p, l, b, f, bo, bs, tt, mt, at, crc, ple, pid, pe, seq, run
+			FROM unnest($1::uuid[], $2::int4[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::int2[], $9::int8[], $10::int8[],
+					$11::int8[], $12::int4[], $13::int8[], $14::int2[], $15::int4[], $16::bytea[])
+				AS v(t, p, l, b, f, bo, bs, tt, mt, at, crc, ple, pid, pe, seq, run)`,
+			rows.topic, rows.part, rows.last, rows.base, rows.file, rows.byteOffset, rows.size, rows.tsType, rows.maxTs, rows.appendTs,
+			rows.crc, rows.leaderEpoch, rows.producerID, rows.producerEpoch, rows.baseSequence, rows.run)
+	}
+}
+
 // decideCommit decides the batches of one new object, in list order, on
-// the group's rows, and adds its accepted batches to rows. On an error
-// (an offset overflow) it leaves logs, producers, dirtyProducers and rows
-// as it found them.
+// the group's rows, and adds its accepted batches to rows, contiguous
+// batches of one partition coalesced into runs (wal.RunBuilder). On an
+// error (an offset overflow) it leaves logs, producers, dirtyProducers
+// and rows as it found them.
 func decideCommit(req *wal.CommitFileRequest, fileID int64, logs map[wal.TopicIDPartition]*logState,
 	producers map[producerKey]*wal.ProducerState, dirtyProducers map[producerKey]bool, rows *batchRows, nowMs int64) ([]storedResult, error) {
 	type producerWas struct {
@@ -354,6 +374,7 @@ func decideCommit(req *wal.CommitFileRequest, fileID int64, logs map[wal.TopicID
 		}
 		rows.truncate(savedRows)
 	}
+	var runs wal.RunBuilder[wal.TopicIDPartition]
 	results := make([]storedResult, len(req.Batches))
 	for i := range req.Batches {
 		b := &req.Batches[i]
@@ -395,8 +416,16 @@ func decideCommit(req *wal.CommitFileRequest, fileID int64, logs map[wal.TopicID
 		l.hw += b.OffsetCount()
 		l.byteSize += b.Size
 		l.dirty = true
-		rows.add(b, fileID, assigned, l.hw-1, nowMs)
+		runs.Add(b.Partition, wal.BatchInfo{ObjectKey: req.ObjectKey, ByteOffset: b.ByteOffset, Size: b.Size,
+			BaseOffset: assigned, LastOffset: l.hw - 1, MaxTimestamp: b.MaxTimestamp, TimestampType: b.TimestampType,
+			LogAppendTime: nowMs, Binding: b.Binding()})
 		results[i] = storedResult{Status: wal.BatchAccepted, BaseOffset: assigned, LogAppendTime: nowMs, LogStartOffset: l.w}
+	}
+	if err := runs.Rows(func(tp wal.TopicIDPartition, head wal.BatchInfo, run []byte, _ int) {
+		rows.add(tp, fileID, head, run)
+	}); err != nil {
+		undo()
+		return nil, err
 	}
 	return results, nil
 }
@@ -655,27 +684,32 @@ func queueLogWrites(b *pgx.Batch, logs map[wal.TopicIDPartition]*logState) {
 		WHERE logs.topic_id = v.t AND logs.partition = v.p`, ts, ps, ws, hws, sizes)
 }
 
-// batchRows collects the accepted batches as column arrays.
+// batchRows collects the rows of the accepted batches (runs or single
+// batches) as column arrays.
 type batchRows struct {
 	topic                                               [][16]byte
 	part                                                []int32
 	last, base, file, byteOffset, size, maxTs, appendTs []int64
 	tsType                                              []int16
-	// The binding (wal.BatchBinding); crc is the unsigned CRC in an int8.
+	// The binding (wal.BatchBinding) of the row's first batch; crc is the
+	// unsigned CRC in an int8.
 	crc, producerID           []int64
 	leaderEpoch, baseSequence []int32
 	producerEpoch             []int16
+	// run is the run bytes (wal.JoinRun), nil for a single batch.
+	run [][]byte
 }
 
-func (r *batchRows) add(b *wal.CommitBatch, fileID, base, last, nowMs int64) {
-	r.topic, r.part = append(r.topic, b.Partition.TopicID), append(r.part, b.Partition.Partition)
-	r.last, r.base, r.file = append(r.last, last), append(r.base, base), append(r.file, fileID)
-	r.byteOffset, r.size = append(r.byteOffset, b.ByteOffset), append(r.size, b.Size)
-	r.tsType, r.maxTs, r.appendTs = append(r.tsType, int16(b.TimestampType)), append(r.maxTs, b.MaxTimestamp), append(r.appendTs, nowMs)
-	bb := b.Binding()
+func (r *batchRows) add(tp wal.TopicIDPartition, fileID int64, head wal.BatchInfo, run []byte) {
+	r.topic, r.part = append(r.topic, tp.TopicID), append(r.part, tp.Partition)
+	r.last, r.base, r.file = append(r.last, head.LastOffset), append(r.base, head.BaseOffset), append(r.file, fileID)
+	r.byteOffset, r.size = append(r.byteOffset, head.ByteOffset), append(r.size, head.Size)
+	r.tsType, r.maxTs, r.appendTs = append(r.tsType, int16(head.TimestampType)), append(r.maxTs, head.MaxTimestamp), append(r.appendTs, head.LogAppendTime)
+	bb := head.Binding
 	r.crc, r.leaderEpoch = append(r.crc, int64(bb.CRC)), append(r.leaderEpoch, bb.PartitionLeaderEpoch)
 	r.producerID, r.producerEpoch, r.baseSequence = append(r.producerID, bb.ProducerID), append(r.producerEpoch, bb.ProducerEpoch),
 		append(r.baseSequence, bb.BaseSequence)
+	r.run = append(r.run, run)
 }
 
 func (r *batchRows) len() int { return len(r.last) }
@@ -685,4 +719,5 @@ func (r *batchRows) truncate(n int) {
 	r.topic, r.part, r.last, r.base, r.file = r.topic[:n], r.part[:n], r.last[:n], r.base[:n], r.file[:n]
 	r.byteOffset, r.size, r.maxTs, r.appendTs, r.tsType = r.byteOffset[:n], r.size[:n], r.maxTs[:n], r.appendTs[:n], r.tsType[:n]
 	r.crc, r.producerID, r.leaderEpoch, r.baseSequence, r.producerEpoch = r.crc[:n], r.producerID[:n], r.leaderEpoch[:n], r.baseSequence[:n], r.producerEpoch[:n]
+	r.run = r.run[:n]
 }

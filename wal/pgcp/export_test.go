@@ -45,3 +45,9 @@ func (cp *ControlPlane) CommitGroup(ctx context.Context, reqs []wal.CommitFileRe
 	}
 	return res, errs
 }
+
+// FindPagedForTesting answers req as FindBatches does when its one-round-
+// trip pipeline is not enough: page after page in one transaction.
+func (cp *ControlPlane) FindPagedForTesting(ctx context.Context, req wal.FindBatchesRequest) ([]wal.FindBatchesResult, error) {
+	return cp.findPaged(ctx, req)
+}

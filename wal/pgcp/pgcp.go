@@ -5,9 +5,13 @@
 // # Model
 //
 // The schema (migrations/*.sql, applied at Open) has one row per
-// partition (logs), per object (files), per accepted batch (batches), per
-// producer of a partition (producer_state), per reserved key
-// (reservations) and per reaped key (reaped_keys). Every mutating call is
+// partition (logs), per object (files), per run of accepted batches
+// (batches: contiguous batches of one partition in one object committed
+// together are one row, wal.JoinRun, split batch by batch by every read,
+// wal.SplitRun; a removal whose boundary falls inside a run first cuts
+// it in two rows, cutRunAt), per producer of a partition
+// (producer_state), per reserved key (reservations) and per reaped key
+// (reaped_keys). Every mutating call is
 // one transaction at READ COMMITTED whose statements are built here (no
 // stored functions); the decisions (sequence checks, retention, prune's W)
 // are the pure rules of package wal that the embedded plane uses too, so

@@ -415,6 +415,15 @@ func TestLostCommitAnswer(t *testing.T) {
 	require.Equal(t, int64(1), m.CommitErrors)
 	require.Equal(t, int64(1), m.OutcomeUnknown)
 	require.Positive(t, m.CommitLatencySum)
+	// Three group transactions ran (the warm-up, the lost one, the
+	// retry); each stage's time is counted, and the stages fit inside
+	// the calls' latency.
+	st := m.CommitStages
+	require.Equal(t, int64(3), st.Attempts)
+	require.Positive(t, st.Read)
+	require.Positive(t, st.Decide)
+	require.Positive(t, st.Write)
+	require.LessOrEqual(t, st.Acquire+st.Read+st.Decide+st.Write, m.CommitLatencySum)
 }
 
 // With no connection string, the standard PG* environment says where and

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tierlog/tierlog/internal/harness/pgtest"
@@ -42,6 +43,7 @@ const (
 	rowCPPebble    = "tierlog pebblecp CommitFile"
 	rowCPPGRaw     = "raw PostgreSQL: INSERT of 11 rows, one transaction"
 	rowCPPG        = "tierlog pgcp CommitFile"
+	rowCPPGOne     = "raw PostgreSQL: INSERT of 1 row, one transaction (a synced commit's floor)"
 	rowFindPebble  = "tierlog pebblecp FindBatches"
 	rowFindPG      = "tierlog pgcp FindBatches"
 )
@@ -49,7 +51,9 @@ const (
 var (
 	cpMetrics   = []metricSpec{{"commits/s", true}, {"p50 ms", false}, {"p99 ms", false}, {"mean ms", false}}
 	findMetrics = []metricSpec{{"p50 µs", false}, {"p99 µs", false}}
-	cpTopic     = wal.TopicID{0xC0, 0x9E}
+	// stageMetrics are the pgcp commit's stages, per group transaction.
+	stageMetrics = []metricSpec{{"ms a group", false}, {"share", false}}
+	cpTopic      = wal.TopicID{0xC0, 0x9E}
 )
 
 // cpSection is a commit section's title and shape.
@@ -91,7 +95,7 @@ func (r *cpRun) runRep(rep int, res *results, stderr io.Writer, since func() flo
 	for _, s := range r.sections() {
 		rows := []string{rowCPPebbleRaw, rowCPPebble}
 		if s.pg {
-			rows = []string{rowCPPGRaw, rowCPPG}
+			rows = []string{rowCPPGRaw, rowCPPG, rowCPPGOne}
 		}
 		for k := range rows {
 			row := rows[(k+rep)%len(rows)]
@@ -126,6 +130,7 @@ func (r *cpRun) commitRow(s cpSection, row string, rep int, res *results) error 
 	dir := filepath.Join(r.dir, fmt.Sprintf("commit-%d-%d", rep, len(row)))
 	defer os.RemoveAll(dir)
 	var op func(w int, i int64) error
+	var after func() // runs after the writers, before the plane closes
 	switch row {
 	case rowCPPebble, rowCPPG:
 		cp, closeCP, err := r.openPlane(row == rowCPPG, dir, s.writers)
@@ -136,6 +141,13 @@ func (r *cpRun) commitRow(s cpSection, row string, rep int, res *results) error 
 		op = func(w int, i int64) error {
 			_, err := cp.CommitFile(ctx, cpRequest(fmt.Sprintf("wal/c-%d-%09d", w, i), cpBatches, 0, cpShared))
 			return err
+		}
+		if pg, ok := cp.(*pgcp.ControlPlane); ok {
+			stopLocks := r.sampleLockWaits(ctx, s.title, res)
+			after = func() {
+				stopLocks()
+				r.addStages(pg.Metrics(), res)
+			}
 		}
 	case rowCPPebbleRaw:
 		db, err := pebble.Open(dir, &pebble.Options{FS: vfs.Default})
@@ -151,19 +163,32 @@ func (r *cpRun) commitRow(s cpSection, row string, rep int, res *results) error 
 			}
 			return b.Commit(pebble.Sync)
 		}
-	case rowCPPGRaw:
+	case rowCPPGRaw, rowCPPGOne:
 		pool, table, err := r.rawTable(ctx, s.writers)
 		if err != nil {
 			return err
 		}
 		defer pool.Close()
+		last := cpBatches
+		if row == rowCPPGOne {
+			last = 0
+		}
 		sql := "INSERT INTO " + table + " (w, i, k, v) SELECT $1, $2, g, repeat('x', 64) FROM generate_series(0, $3) AS g"
 		op = func(w int, i int64) error {
-			_, err := pool.Exec(ctx, sql, w, i, cpBatches)
+			_, err := pool.Exec(ctx, sql, w, i, last)
 			return err
 		}
 	}
+	walStart := r.walLSN(ctx, s.pg)
 	lats, elapsed, err := runWriters(s.writers, int64(r.cfg.cpCommits), op)
+	if after != nil {
+		after()
+	}
+	if walEnd := r.walLSN(ctx, s.pg); walStart != "" && walEnd != "" && err == nil {
+		if kib, ok := r.walKiB(ctx, walStart, walEnd); ok {
+			res.note(s.title, row, fmt.Sprintf("%.1f KiB of WAL a commit", kib/float64(len(lats))))
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -179,6 +204,113 @@ func (r *cpRun) commitRow(s cpSection, row string, rep int, res *results) error 
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// walLSN is the server's WAL insert position ("" without PostgreSQL or
+// on an error: the WAL note is then left out).
+func (r *cpRun) walLSN(ctx context.Context, pg bool) string {
+	if !pg {
+		return ""
+	}
+	conn, err := pgx.Connect(ctx, r.pgURL)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close(ctx)
+	var lsn string
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
+		return ""
+	}
+	return lsn
+}
+
+// walKiB is the WAL written between two positions, in KiB.
+func (r *cpRun) walKiB(ctx context.Context, from, to string) (float64, bool) {
+	conn, err := pgx.Connect(ctx, r.pgURL)
+	if err != nil {
+		return 0, false
+	}
+	defer conn.Close(ctx)
+	var b float64
+	if err := conn.QueryRow(ctx, "SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::float8", from, to).Scan(&b); err != nil {
+		return 0, false
+	}
+	return b / 1024, true
+}
+
+// stageSection is the title of the pgcp commit's breakdown.
+func (r *cpRun) stageSection() string {
+	return fmt.Sprintf("Where a pgcp commit's time goes, %d writers on %d shared partitions (per group transaction, client-side)", cpWriters, cpShared)
+}
+
+// stageRows are the breakdown's rows, in order.
+var stageRows = []string{"queue: waiting for the groups before one's own", "acquire a pooled connection",
+	"read pipeline: BEGIN, register, lock the partitions' rows, producers (1 round trip)",
+	"decide in Go (and answer retried keys)", "write pipeline: rows, high watermarks, answers, COMMIT (1 round trip + WAL flush)"}
+
+// addStages adds the breakdown of a pgcp commit row from the plane's
+// counters: the group stages per attempt, and the queue wait as a
+// call's mean latency less its group's stages.
+func (r *cpRun) addStages(m pgcp.Metrics, res *results) {
+	st := m.CommitStages
+	calls := m.Commits + m.CommitErrors
+	if st.Attempts == 0 || calls == 0 {
+		return
+	}
+	per := func(d time.Duration) float64 { return ms(d) / float64(st.Attempts) }
+	group := per(st.Acquire) + per(st.Read) + per(st.Decide) + per(st.Write)
+	queue := max(0, ms(m.CommitLatencySum)/float64(calls)-group)
+	vals := []float64{queue, per(st.Acquire), per(st.Read), per(st.Decide), per(st.Write)}
+	total := queue + group
+	sec := r.stageSection()
+	for i, row := range stageRows {
+		res.addRow(sec, row, "ms a group", vals[i])
+		res.addRow(sec, row, "share", 100*vals[i]/total)
+	}
+	res.note(sec, stageRows[0], fmt.Sprintf("%.1f commits a group (%d groups)", float64(calls)/float64(max(m.CommitGroups, 1)), m.CommitGroups))
+}
+
+// sampleLockWaits counts, every millisecond until the returned stop is
+// called, whether any lock of the server is waited for (pg_locks, not
+// granted), and notes the share of samples that found one.
+func (r *cpRun) sampleLockWaits(ctx context.Context, sec string, res *results) (stop func()) {
+	conn, err := pgx.Connect(ctx, r.pgURL)
+	if err != nil {
+		res.note(sec, rowCPPG, "lock sampling: "+err.Error())
+		return func() {}
+	}
+	done := make(chan struct{})
+	var samples, waiting int
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			var n int
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted").Scan(&n); err != nil {
+				return
+			}
+			samples++
+			if n > 0 {
+				waiting++
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		_ = conn.Close(ctx)
+		if samples > 0 {
+			res.note(r.stageSection(), stageRows[2], fmt.Sprintf("a lock waited for in %d of %d pg_locks samples (1 ms apart)", waiting, samples))
+		}
+	}
+}
 
 // runWriters calls op n times from writers goroutines and returns the
 // sorted latencies and the elapsed time.
@@ -365,7 +497,8 @@ func printCP(w io.Writer, r *cpRun, res *results) {
 		"shared partitions (so concurrent commits contend on the same partitions' rows, as brokers of one cluster do), "+
 		"each call timed; a new plane per row (Pebble on vfs.Default, synced; PostgreSQL in a new schema, the server "+
 		"with fsync and synchronous_commit on). Raw: the same number of durable writes of %d keys or rows from the same "+
-		"number of writers. Find: %d FindBatches of %d batches from random offsets of one partition.\n\n",
+		"number of writers, and for PostgreSQL a transaction of 1 row (the floor of one synced commit on this disk). "+
+		"Find: %d FindBatches of %d batches from random offsets of one partition.\n\n",
 		r.cfg.cpCommits, cpBatches, cpShared, cpBatches+1, r.cfg.cpFinds, cpFindRun)
 	if r.pgNote != "" {
 		fmt.Fprintf(w, "%s\n\n", r.pgNote)
@@ -374,9 +507,13 @@ func printCP(w io.Writer, r *cpRun, res *results) {
 		fmt.Fprintf(w, "#### %s\n\n", s.title)
 		rows := []string{rowCPPebbleRaw, rowCPPebble}
 		if s.pg {
-			rows = []string{rowCPPGRaw, rowCPPG}
+			rows = []string{rowCPPGRaw, rowCPPG, rowCPPGOne}
 		}
 		printRowsTable(w, s.title, rows, cpMetrics, res)
+	}
+	if len(r.sections()) > 1 {
+		fmt.Fprintf(w, "#### %s\n\n", r.stageSection())
+		printRowsTable(w, r.stageSection(), stageRows, stageMetrics, res)
 	}
 	if r.cfg.cpFindBatches > 0 {
 		fmt.Fprintf(w, "#### %s\n\n", r.findSection())
