@@ -313,8 +313,17 @@ func (f *Fetcher) fetch(ctx context.Context, claimed []*fetchState, now time.Tim
 		f.opts.Logger.Warn("consolidation fetch failed", zap.Error(err))
 		return nil
 	}
+	// Whether the answer served records: a partition answered nothing
+	// below the WAL's high watermark then had the fetch's byte budget
+	// spent before it (wal.FindBatchesRequest) and is fetched again at
+	// once rather than idle (Kafka's fetcher keeps such a partition in
+	// its next fetch).
+	served := false
+	for _, r := range res {
+		served = served || (r.Code == FetchNone && len(r.Records) > 0)
+	}
 	for i, s := range claimed {
-		wait, failed := f.handle(ctx, s.p, res[i])
+		wait, failed := f.handle(ctx, s.p, res[i], served)
 		var notBefore time.Time
 		if wait > 0 {
 			notBefore = now.Add(wait)
@@ -332,12 +341,13 @@ func (f *Fetcher) fetch(ctx context.Context, claimed []*fetchState, now time.Tim
 
 // handle acts on one partition's answer and returns how long the
 // partition waits before its next fetch, or the error that fails it.
-func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionResponse) (time.Duration, error) {
+// served says whether the fetch served records to any partition.
+func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionResponse, served bool) (time.Duration, error) {
 	switch r.Code {
 	case FetchNone:
 		if len(r.Records) == 0 {
 			p.Log.UpdateHighWatermark(r.HighWatermark)
-			return f.opts.IdleInterval, nil
+			return idleWait(served, r.HighWatermark, p.Log.LogEndOffset(), f.opts.IdleInterval), nil
 		}
 		epoch, err := StampEpoch(p.State)
 		if err != nil {
@@ -403,6 +413,18 @@ func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionRes
 		return 0, nil
 	}
 	return f.opts.Backoff, nil
+}
+
+// idleWait is how long a partition answered no record waits: not at all
+// when the WAL holds records past its log end and the same fetch served
+// records to others (the fetch's byte budget ran out before it: caught
+// up it is not), else idleInterval (caught up, or nothing served at all:
+// fetching again at once could spin).
+func idleWait(served bool, highWatermark, logEndOffset int64, idleInterval time.Duration) time.Duration {
+	if served && highWatermark > logEndOffset {
+		return 0
+	}
+	return idleInterval
 }
 
 // reset is the follower's answer to OFFSET_OUT_OF_RANGE against the
