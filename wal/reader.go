@@ -172,6 +172,16 @@ type objectRange struct {
 	// were read and assemble copies nothing.
 	dst    []byte
 	placed bool
+	// A placed range's batches (of partition tp, from index firstBatch
+	// of its answer) are checked as each chunk of them is read, while
+	// the bytes are in the CPU's cache, on the reading goroutine
+	// (readScattered): checkErr[k] is checkBatch's answer for
+	// batches[k], valid when checked (the read succeeded).
+	tp         TopicIDPartition
+	batches    []BatchInfo
+	firstBatch int
+	checkErr   []error
+	checked    bool
 }
 
 // Fetch finds the batches of every partition of req, reads the bytes it
@@ -193,7 +203,7 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 		return nil, fmt.Errorf("%w: %d find results for %d partitions", ErrInconsistentAnswer, len(found), len(req.Partitions))
 	}
 	ranges := planRanges(found)
-	answers := placeRanges(found, ranges)
+	answers := placeRanges(req, found, ranges)
 	r.readRanges(ctx, ranges)
 	out := make([]FetchResult, len(found))
 	for i, f := range found {
@@ -245,7 +255,7 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 //
 // The answer is allocated before the reads, from the coordinates: no
 // more than the ranges' bytes, which the reads need anyway.
-func placeRanges(found []FindBatchesResult, ranges map[rangeKey]*objectRange) [][]byte {
+func placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[rangeKey]*objectRange) [][]byte {
 	answers := make([][]byte, len(found))
 	for i, f := range found {
 		if f.Err != nil {
@@ -261,9 +271,14 @@ func placeRanges(found []FindBatchesResult, ranges map[rangeKey]*objectRange) []
 			if j > 0 && b.ObjectKey == f.Batches[j-1].ObjectKey {
 				continue // the run goes on
 			}
+			end := j + 1
+			for end < len(f.Batches) && f.Batches[end].ObjectKey == b.ObjectKey {
+				end++
+			}
 			rg := ranges[rangeKey{i, b.ObjectKey}]
 			n := rg.end - rg.start
 			rg.dst, rg.placed = out[pos:pos+n:pos+n], true
+			rg.tp, rg.batches, rg.firstBatch = req.Partitions[i].Partition, f.Batches[j:end], j
 			pos += n
 		}
 		invariants.Assertf(pos == total, "placed %d of %d bytes", pos, total)
@@ -401,6 +416,9 @@ func (r *Reader) readGroup(ctx context.Context, g *readGroup) {
 			return
 		}
 		r.metrics.getErrors.Add(1)
+		for _, rg := range g.members {
+			rg.checked = false // the fallback reads the bytes again
+		}
 		r.readFailed(ctx, &g.objectRange, err)
 	} else {
 		r.read(ctx, &g.objectRange)
@@ -449,8 +467,8 @@ func readScattered(ctx context.Context, s objstore.Store, g *readGroup) error {
 			}
 			pos += gap
 		}
-		if n, err := io.ReadFull(body, rg.dst); err != nil {
-			return short(int64(n), err)
+		if n, err := readChecked(body, rg); err != nil {
+			return short(n, err)
 		}
 		pos += int64(len(rg.dst))
 	}
@@ -466,6 +484,46 @@ func readScattered(ctx context.Context, s objstore.Store, g *readGroup) error {
 		return objstore.NewOpError(objstore.OpGet, g.key, err)
 	}
 	return nil
+}
+
+// checkChunkBytes is how much of a placed range readChecked reads
+// before it checks the batches read: small enough to be still in the
+// CPU's cache when their CRCs are computed (reading a whole object range
+// first and checking it later read the bytes from memory twice).
+const checkChunkBytes = 256 << 10
+
+// readChecked reads rg.dst from body and, for a placed range, checks its
+// batches chunk by chunk as they arrive (checkBatch, on this reading
+// goroutine: the checks of one fetch's objects run in parallel). It
+// returns the bytes read before an error.
+func readChecked(body io.Reader, rg *objectRange) (int64, error) {
+	if !rg.placed {
+		n, err := io.ReadFull(body, rg.dst)
+		return int64(n), err
+	}
+	rg.checkErr, rg.checked = make([]error, len(rg.batches)), false
+	var read int64
+	for k := 0; k < len(rg.batches); {
+		// A chunk: whole batches, up to checkChunkBytes (at least one).
+		end, m := k, int64(0)
+		for end < len(rg.batches) && (end == k || m+rg.batches[end].Size <= checkChunkBytes) {
+			m += rg.batches[end].Size
+			end++
+		}
+		n, err := io.ReadFull(body, rg.dst[read:read+m])
+		if err != nil {
+			return read + int64(n), err
+		}
+		for ; k < end; k++ {
+			info := rg.batches[k]
+			off := info.ByteOffset - rg.start
+			rg.checkErr[k] = checkBatch(rg.tp, info, rg.dst[off:off+info.Size])
+		}
+		read += m
+	}
+	invariants.Assertf(read == int64(len(rg.dst)), "a placed range of %d bytes holds batches of %d", len(rg.dst), read)
+	rg.checked = true
+	return read, nil
 }
 
 // placeMembers copies the bytes of each placed member into its dst (the
@@ -568,10 +626,15 @@ func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges
 		out = make([]byte, 0, n)
 	}
 	next := int64(-1)
-	for _, info := range batches {
-		raw, err := sliceBatch(tp, info, ranges[rangeKey{part, info.ObjectKey}], p.Offset, next)
+	for j, info := range batches {
+		rg := ranges[rangeKey{part, info.ObjectKey}]
+		raw, err := sliceBatch(tp, info, rg, p.Offset, next)
 		if err == nil {
-			err = checkBatch(tp, info, raw)
+			if rg.checked {
+				err = rg.checkErr[j-rg.firstBatch] // checked as it was read
+			} else {
+				err = checkBatch(tp, info, raw)
+			}
 		}
 		if err != nil {
 			r.countBatchError(err)
