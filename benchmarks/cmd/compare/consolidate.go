@@ -286,14 +286,16 @@ func (s *consolSection) openConsolLogs(dir string) ([]*log.UnifiedLog, func(), e
 
 // consolStats is what a timed consolidation reports beside its time.
 type consolStats struct {
-	fetches, gets int64
+	fetches, gets     int64
+	appends, appended int64
 }
 
 // consolidate copies every partition's WAL batches into new logs under
-// dir with a consolidate.Fetcher driven by Step (one fetch at a time, as
-// Run's single default worker), and checks each log ends where the WAL
-// does. onAppend, if set, sees every append. timed, if set, is called
-// around the timed region (start, then stop).
+// dir with a consolidate.Fetcher's Run (its defaults: one worker, which
+// fetches the next round while it appends the last), from its start
+// until every log ends where the WAL does, and checks each log. onAppend,
+// if set, sees every append. timed, if set, is called around the timed
+// region (start, then stop).
 func (s *consolSection) consolidate(dir string, onAppend func(part int, batches []byte), timed ...func()) (time.Duration, consolStats, error) {
 	ctx := context.Background()
 	logs, closeAll, err := s.openConsolLogs(dir)
@@ -315,54 +317,51 @@ func (s *consolSection) consolidate(dir string, onAppend func(part int, batches 
 	if err != nil {
 		return 0, consolStats{}, err
 	}
-	f, err := consolidate.NewFetcher(consolidate.FetcherOptions{Endpoint: ep, Machine: m, Clock: frozenClock{time.Now()}})
+	f, err := consolidate.NewFetcher(consolidate.FetcherOptions{Endpoint: ep, Machine: m})
 	if err != nil {
 		return 0, consolStats{}, err
 	}
+	var left atomic.Int64
+	left.Store(int64(len(logs)))
+	done := make(chan struct{})
 	for i, l := range logs {
-		var cl consolidate.ConsolidationLog = l
-		if onAppend != nil {
-			cl = &recordingLog{UnifiedLog: l, part: i, onAppend: onAppend}
+		w := &watchedLog{UnifiedLog: l, part: i, end: s.ends[i], onAppend: onAppend, left: &left, done: done}
+		if s.ends[i] == 0 {
+			w.reached = true
+			if left.Add(-1) == 0 {
+				close(done)
+			}
 		}
-		if err := f.Add(consolidate.FetcherPartition{Partition: consolTP(i), Log: cl, State: born}); err != nil {
+		if err := f.Add(consolidate.FetcherPartition{Partition: consolTP(i), Log: w, State: born}); err != nil {
 			return 0, consolStats{}, err
 		}
 	}
-	done := func() bool {
-		for i, l := range logs {
-			if l.LogEndOffset() < s.ends[i] {
-				return false
-			}
-		}
-		return true
-	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	if len(timed) > 0 {
 		timed[0]()
 	}
 	start := time.Now()
-	for !done() {
-		n, err := f.Step(ctx)
-		if err != nil {
-			return 0, consolStats{}, err
-		}
-		if n == 0 {
-			// The clock never moves: a partition that backed off or
-			// failed is not fetched again.
-			break
-		}
+	ran := make(chan error, 1)
+	go func() { ran <- f.Run(runCtx) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Minute):
 	}
 	elapsed := time.Since(start)
 	if len(timed) > 1 {
 		timed[1]()
 	}
+	stop()
+	<-ran
 	for i, l := range logs {
 		if l.LogEndOffset() != s.ends[i] {
 			return 0, consolStats{}, fmt.Errorf("partition %d consolidated to %d, the WAL ends at %d (failed: %v, fetcher %+v)",
 				i, l.LogEndOffset(), s.ends[i], f.Failed(consolTP(i)), f.Metrics())
 		}
 	}
-	rm := reader.Metrics()
-	return elapsed, consolStats{fetches: rm.Fetches, gets: rm.Gets}, nil
+	rm, fm := reader.Metrics(), f.Metrics()
+	return elapsed, consolStats{fetches: rm.Fetches, gets: rm.Gets, appends: fm.Appends, appended: fm.AppendedBytes}, nil
 }
 
 // runRow runs one timed row and records its figures; it returns MB/s.
@@ -426,7 +425,11 @@ func (s *consolSection) runRow(row string, rep int, res *results) (float64, erro
 	res.addRow(s.name, row, "MB/s", mbs)
 	res.addRow(s.name, row, "CPU s/GB", cpu.Seconds()/(total/1e9))
 	res.addRow(s.name, row, "allocs/batch", float64(allocs)/float64(s.batches))
-	res.addRow(s.name, row, "KiB/append", total/float64(len(s.appends))/1024)
+	appends := float64(len(s.appends))
+	if row == rowConsolFetcher && stats.appends > 0 {
+		appends = float64(stats.appends)
+	}
+	res.addRow(s.name, row, "KiB/append", total/appends/1024)
 	if row == rowConsolFetcher && stats.fetches > 0 {
 		res.addRow(s.name, row, "GETs/fetch", float64(stats.gets)/float64(stats.fetches))
 	}
@@ -455,9 +458,9 @@ func printConsolidation(w io.Writer, r *consolRun, res *results) {
 		"over the section's partitions through wal.Writer (as the WAL produce rows: fs store, Pebble control plane on "+
 		"vfs.Default, the writer's in-flight budget outstanding), then consolidated once into throwaway logs, recording "+
 		"each append. Consolidation row: new local logs (log.Open on vfs.Default, defaults, RemoteStorageEnabled), a "+
-		"consolidate.Fetcher with its defaults (one worker, up to %d partitions a fetch) over a consolidate.Endpoint and a "+
-		"wal.Reader with theirs, driven by Step until every log ends where the WAL does; the objects are in the page "+
-		"cache. Follower row: new logs of the same options, AppendAsFollower of the recorded appends (the same bytes, "+
+		"consolidate.Fetcher with its defaults (one worker, up to %d partitions a fetch, the next round fetched while the "+
+		"last is appended) over a consolidate.Endpoint and a wal.Reader with theirs, run (Fetcher.Run) until every log "+
+		"ends where the WAL does; the objects are in the page cache. KiB/append: the row's own appends. Follower row: new logs of the same options, AppendAsFollower of the recorded appends (the same bytes, "+
 		"the same sizes, in the same order) from memory, each followed by UpdateHighWatermark, as the fetcher does. "+
 		"Closing the logs is not timed. The rows alternate in order each repetition. Load average (1, 5, 15 min) at the "+
 		"first repetition's start: %s, at the last one's end: %s.\n\n",
@@ -564,16 +567,31 @@ func (c *consolSource) Partition(tp remote.TopicIDPartition) (tierstate.State, c
 	return c.state, c.logs[tp.Partition], true
 }
 
-// recordingLog passes every append to onAppend before making it.
-type recordingLog struct {
+// watchedLog is a consolidated log that passes every append to onAppend
+// (if set) and closes done once every log of the row reached its end.
+// Appends come from the Fetcher's one worker.
+type watchedLog struct {
 	*log.UnifiedLog
 	part     int
+	end      int64
+	reached  bool
 	onAppend func(part int, batches []byte)
+	left     *atomic.Int64
+	done     chan struct{}
 }
 
-func (l *recordingLog) AppendAsFollower(batches []byte, leaderEpoch int32) (log.AppendInfo, error) {
-	l.onAppend(l.part, batches)
-	return l.UnifiedLog.AppendAsFollower(batches, leaderEpoch)
+func (l *watchedLog) AppendAsFollower(batches []byte, leaderEpoch int32) (log.AppendInfo, error) {
+	if l.onAppend != nil {
+		l.onAppend(l.part, batches)
+	}
+	info, err := l.UnifiedLog.AppendAsFollower(batches, leaderEpoch)
+	if !l.reached && l.LogEndOffset() >= l.end {
+		l.reached = true
+		if l.left.Add(-1) == 0 {
+			close(l.done)
+		}
+	}
+	return info, err
 }
 
 // noRemoteData answers no remote read: born-diskless partitions are
@@ -589,15 +607,3 @@ func (noRemoteData) FetchLeaderEpochs(context.Context, *remote.SegmentMetadata) 
 func (noRemoteData) FetchIndex(context.Context, *remote.SegmentMetadata, remote.IndexType) ([]byte, error) {
 	return nil, errNoRemote
 }
-
-// frozenClock never moves: the rows drive the Fetcher with Step, and a
-// partition that backs off is then never fetched again (the row fails
-// instead of waiting).
-type frozenClock struct{ t time.Time }
-
-func (c frozenClock) Now() time.Time                          { return c.t }
-func (frozenClock) AfterFunc(time.Duration, func()) wal.Timer { return stoppedTimer{} }
-
-type stoppedTimer struct{}
-
-func (stoppedTimer) Stop() bool { return false }
