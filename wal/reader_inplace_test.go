@@ -71,7 +71,8 @@ func TestReaderReadsInPlace(t *testing.T) {
 	}
 	answers := int64(len(want[0]) + len(want[2]))
 	allocated := uint64(1 << 62)
-	for range 5 {
+	for range 10 { // the least of ten: other goroutines' allocations fall in some
+
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		res, err := r.Fetch(e.ctx, req)
@@ -83,9 +84,11 @@ func TestReaderReadsInPlace(t *testing.T) {
 		require.True(t, bytes.Equal(want[2], res[1].Records), "partition 2 served the committed batches")
 		allocated = min(allocated, after.TotalAlloc-before.TotalAlloc)
 	}
-	require.Equal(t, int64(5*objects), r.Metrics().Gets, "one GET per object and fetch")
+	require.Equal(t, int64(10*objects), r.Metrics().Gets, "one GET per object and fetch")
 	t.Logf("answers %d bytes, fetch allocated %d", answers, allocated)
-	require.Less(t, allocated, uint64(answers+answers/8+32<<10), "the fetch allocates the answers, not a read buffer and a copy")
+	// The answers and bookkeeping; a read buffer per GET and a copy
+	// out of it was 2.5 times the answers.
+	require.Less(t, allocated, uint64(answers+answers/2), "the fetch allocates the answers, not a read buffer and a copy")
 }
 
 // TestReaderCachedAnswerIsOwnCopy: an answer served from the writer's
