@@ -72,7 +72,6 @@ func TestReaderReadsInPlace(t *testing.T) {
 	answers := int64(len(want[0]) + len(want[2]))
 	allocated := uint64(1 << 62)
 	for range 10 { // the least of ten: other goroutines' allocations fall in some
-
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		res, err := r.Fetch(e.ctx, req)
