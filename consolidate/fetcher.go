@@ -96,7 +96,13 @@ const (
 // A partition's progress is its log: Run can stop (ctx) and run again and
 // every partition resumes at its log end. Partitions at rest hold no
 // goroutine: Workers goroutines share them, each fetch taking up to
-// MaxPartitionsPerFetch ready ones in round-robin order.
+// MaxPartitionsPerFetch ready ones in round-robin order. A Run worker
+// fetches its next round while it appends the last (pipelined), so
+// reading the WAL and appending use two CPUs; a prefetched answer is
+// used only where the append before it ended where it starts. A
+// partition answered nothing because the fetch's byte budget went to
+// the partitions before it is fetched again at once, not after
+// IdleInterval.
 //
 // Concurrency: safe for concurrent use. mu guards the partition table and
 // is never held across a fetch, an append or a rebuild; a partition is
