@@ -56,7 +56,7 @@ var (
 	consolPartitions = []int{64, 1}
 	consolRows       = []string{rowConsolFollower, rowConsolFetcher}
 	consolMetrics    = []metricSpec{
-		{"MB/s", true}, {"CPU s/GB", false}, {"allocs/batch", false}, {"KiB/append", true}, {"GETs/fetch", false},
+		{"MB/s", true}, {"CPU s/GB", false}, {"allocs/batch", false}, {"KiB/append", true}, {"GETs/fetch", false}, {"bytes read/byte", false},
 	}
 	consolTopic = remote.UUID{0xC0, 0x50}
 )
@@ -286,8 +286,8 @@ func (s *consolSection) openConsolLogs(dir string) ([]*log.UnifiedLog, func(), e
 
 // consolStats is what a timed consolidation reports beside its time.
 type consolStats struct {
-	fetches, gets     int64
-	appends, appended int64
+	fetches, gets, getBytes int64
+	appends, appended       int64
 }
 
 // consolidate copies every partition's WAL batches into new logs under
@@ -361,7 +361,7 @@ func (s *consolSection) consolidate(dir string, onAppend func(part int, batches 
 		}
 	}
 	rm, fm := reader.Metrics(), f.Metrics()
-	return elapsed, consolStats{fetches: rm.Fetches, gets: rm.Gets, appends: fm.Appends, appended: fm.AppendedBytes}, nil
+	return elapsed, consolStats{fetches: rm.Fetches, gets: rm.Gets, getBytes: rm.GetBytes, appends: fm.Appends, appended: fm.AppendedBytes}, nil
 }
 
 // runRow runs one timed row and records its figures; it returns MB/s.
@@ -432,6 +432,7 @@ func (s *consolSection) runRow(row string, rep int, res *results) (float64, erro
 	res.addRow(s.name, row, "KiB/append", total/appends/1024)
 	if row == rowConsolFetcher && stats.fetches > 0 {
 		res.addRow(s.name, row, "GETs/fetch", float64(stats.gets)/float64(stats.fetches))
+		res.addRow(s.name, row, "bytes read/byte", float64(stats.getBytes)/total)
 	}
 	return mbs, nil
 }
@@ -460,7 +461,7 @@ func printConsolidation(w io.Writer, r *consolRun, res *results) {
 		"each append. Consolidation row: new local logs (log.Open on vfs.Default, defaults, RemoteStorageEnabled), a "+
 		"consolidate.Fetcher with its defaults (one worker, up to %d partitions a fetch, the next round fetched while the "+
 		"last is appended) over a consolidate.Endpoint and a wal.Reader with theirs, run (Fetcher.Run) until every log "+
-		"ends where the WAL does; the objects are in the page cache. KiB/append: the row's own appends. Follower row: new logs of the same options, AppendAsFollower of the recorded appends (the same bytes, "+
+		"ends where the WAL does; the objects are in the page cache. KiB/append: the row's own appends. Bytes read/byte: what the reader's GETs read (the gaps of coalesced reads included) per byte consolidated. Follower row: new logs of the same options, AppendAsFollower of the recorded appends (the same bytes, "+
 		"the same sizes, in the same order) from memory, each followed by UpdateHighWatermark, as the fetcher does. "+
 		"Closing the logs is not timed. The rows alternate in order each repetition. Load average (1, 5, 15 min) at the "+
 		"first repetition's start: %s, at the last one's end: %s.\n\n",
