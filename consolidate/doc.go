@@ -45,7 +45,9 @@
 // partition; per partition it fetches from the Endpoint at the log end,
 // stamps E_d into each batch and appends as a follower, rebuilds on
 // OFFSET_MOVED_TO_TIERED_STORAGE (tierstate.Machine, the phase-2 rebuild
-// only below the seal) and resets on OFFSET_OUT_OF_RANGE. PlanStart is the
+// only below the seal) and resets on OFFSET_OUT_OF_RANGE; Run's workers
+// fetch the next round while they append the last, and use its answer
+// only where the append ended where it starts. PlanStart is the
 // reconciler's start rule. Reporter and CrossTierCache carry X from the
 // leader's remote-log manager through the control plane to every reader
 // (remote.ConsolidationState); ReportingLog wraps the remote.PartitionLog

@@ -60,6 +60,11 @@ type FetcherOptions struct {
 	// IdleInterval is the wait after a fetch that returned no record (the
 	// partition is caught up with the WAL). Default 500ms.
 	IdleInterval time.Duration
+	// DisablePrefetch makes Run's workers fetch, append, then fetch
+	// again. Default false: while a worker appends one fetch's answers
+	// it already fetches the next round (Run; Step never does), so that
+	// reading the WAL and appending to the local logs overlap.
+	DisablePrefetch bool
 	// Clock times the waits. Default: the system clock.
 	Clock wal.Clock
 	// Logger; default zap.NewNop().
@@ -91,7 +96,13 @@ const (
 // A partition's progress is its log: Run can stop (ctx) and run again and
 // every partition resumes at its log end. Partitions at rest hold no
 // goroutine: Workers goroutines share them, each fetch taking up to
-// MaxPartitionsPerFetch ready ones in round-robin order.
+// MaxPartitionsPerFetch ready ones in round-robin order. A Run worker
+// fetches its next round while it appends the last (pipelined), so
+// reading the WAL and appending use two CPUs; a prefetched answer is
+// used only where the append before it ended where it starts. A
+// partition answered nothing because the fetch's byte budget went to
+// the partitions before it is fetched again at once, not after
+// IdleInterval.
 //
 // Concurrency: safe for concurrent use. mu guards the partition table and
 // is never held across a fetch, an append or a rebuild; a partition is
@@ -108,14 +119,23 @@ type Fetcher struct {
 		next  int
 	}
 	appendedBytes, appends, rebuilds, resets, backoffs atomic.Int64
-	notAtLogEnd                                        atomic.Int64
+	notAtLogEnd, prefetches, droppedPrefetches         atomic.Int64
 }
 
 // fetchState is one partition's place in the Fetcher. Guarded by
 // Fetcher.mu.
 type fetchState struct {
-	p         FetcherPartition
-	notBefore time.Time
+	p FetcherPartition
+	// cur is p as of the claim that made the partition busy: the busy
+	// turn works on it whatever Add does meanwhile. Written by claim
+	// (mu held, the partition not busy); read by the claiming goroutine
+	// without mu, race-free because claim's unlock orders the write
+	// before the reads and nothing writes it again until the turn ends.
+	cur FetcherPartition
+	// gen counts Add's replacements of p, curGen is gen at the claim: a
+	// pipelined turn goes on only while they agree.
+	gen, curGen uint64
+	notBefore   time.Time
 	// busy: a goroutine is fetching for the partition; claim skips it.
 	busy bool
 	// removed: Remove was called while busy; release forgets it.
@@ -173,6 +193,7 @@ func (f *Fetcher) Add(p FetcherPartition) error {
 	f.mu.Lock()
 	if s, ok := f.mu.parts[p.Partition]; ok {
 		s.p, s.failed, s.notBefore, s.removed = p, nil, time.Time{}, false
+		s.gen++
 	} else {
 		f.mu.order = append(f.mu.order, p.Partition)
 		f.mu.parts[p.Partition] = &fetchState{p: p}
@@ -256,7 +277,7 @@ func (f *Fetcher) claim(now time.Time) ([]*fetchState, time.Time) {
 				earliest = s.notBefore
 			}
 		default:
-			s.busy, s.released = true, make(chan struct{})
+			f.claimLocked(s)
 			out = append(out, s)
 		}
 	}
@@ -264,6 +285,13 @@ func (f *Fetcher) claim(now time.Time) ([]*fetchState, time.Time) {
 		f.mu.next = (f.mu.next + 1) % n
 	}
 	return out, earliest
+}
+
+// claimLocked makes s busy for the caller's turn. REQUIRES: f.mu held,
+// s not busy.
+func (f *Fetcher) claimLocked(s *fetchState) {
+	s.busy, s.released = true, make(chan struct{})
+	s.cur, s.curGen = s.p, s.gen
 }
 
 // release ends a partition's turn: ready again at notBefore, or failed.
@@ -294,50 +322,240 @@ func (f *Fetcher) Step(ctx context.Context) (int, error) {
 }
 
 func (f *Fetcher) fetch(ctx context.Context, claimed []*fetchState, now time.Time) error {
+	offsets := make([]int64, len(claimed))
+	for i, s := range claimed {
+		offsets[i] = s.cur.Log.LogEndOffset()
+	}
+	res, err := f.fetchAt(ctx, claimed, offsets)
+	if err != nil {
+		return f.failRound(ctx, claimed, now, err)
+	}
+	served := anyServed(res)
+	for i, s := range claimed {
+		wait, failed := f.handle(ctx, s.cur, res[i], served)
+		f.endTurn(s, now, wait, failed)
+	}
+	return ctx.Err()
+}
+
+// fetchAt asks the endpoint for the claimed partitions' records from
+// offsets.
+func (f *Fetcher) fetchAt(ctx context.Context, claimed []*fetchState, offsets []int64) ([]PartitionResponse, error) {
 	parts := make([]FetchPartition, len(claimed))
 	for i, s := range claimed {
-		parts[i] = FetchPartition{Partition: s.p.Partition, Offset: s.p.Log.LogEndOffset()}
+		parts[i] = FetchPartition{Partition: s.cur.Partition, Offset: offsets[i]}
 	}
 	res, err := f.opts.Endpoint.Fetch(ctx, parts)
 	if err == nil && len(res) != len(parts) {
 		err = fmt.Errorf("consolidate: the endpoint answered %d partitions for %d: %w", len(res), len(parts), ErrInvalidArgument)
 	}
-	if err != nil {
-		for _, s := range claimed {
-			f.release(s, now.Add(f.opts.Backoff), nil)
+	return res, err
+}
+
+// failRound ends the turn of every claimed partition after a failed
+// fetch: each backs off. It returns ctx's error, if any.
+func (f *Fetcher) failRound(ctx context.Context, claimed []*fetchState, now time.Time, err error) error {
+	for _, s := range claimed {
+		f.release(s, now.Add(f.opts.Backoff), nil)
+	}
+	f.backoffs.Add(int64(len(claimed)))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	f.opts.Logger.Warn("consolidation fetch failed", zap.Error(err))
+	return nil
+}
+
+// endTurn releases s after handle answered wait and failed.
+func (f *Fetcher) endTurn(s *fetchState, now time.Time, wait time.Duration, failed error) {
+	var notBefore time.Time
+	if wait > 0 {
+		notBefore = now.Add(wait)
+		if wait == f.opts.Backoff {
+			f.backoffs.Add(1)
 		}
-		f.backoffs.Add(int64(len(claimed)))
-		if ctx.Err() != nil {
+	}
+	f.release(s, notBefore, failed)
+	if failed != nil {
+		f.opts.Logger.Error("partition leaves consolidation", zap.Stringer("partition", s.cur.Partition), zap.Error(failed))
+	}
+}
+
+// anyServed reports whether an answer served records: a partition
+// answered nothing below the WAL's high watermark then had the fetch's
+// byte budget spent before it (wal.FindBatchesRequest) and is fetched
+// again at once rather than idle (Kafka's fetcher keeps such a partition
+// in its next fetch).
+func anyServed(res []PartitionResponse) bool {
+	for _, r := range res {
+		if r.Code == FetchNone && len(r.Records) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// answerEnd returns the offset a partition's log ends at once r's
+// records are appended, when the WAL holds more past it (r's high
+// watermark): where the next fetch of the partition starts.
+func answerEnd(r PartitionResponse) (int64, bool) {
+	if r.Code != FetchNone || len(r.Records) == 0 {
+		return 0, false
+	}
+	end := int64(-1)
+	for pos := 0; pos < len(r.Records); {
+		b, err := record.ReadBatch(r.Records[pos:])
+		if err != nil {
+			return 0, false
+		}
+		end = b.LastOffset() + 1
+		pos += b.Size()
+	}
+	return end, r.HighWatermark > end
+}
+
+// pipelined runs a worker's fetches back to back, starting from the
+// claimed (busy) partitions: while one round's answers are appended the
+// next round is already being fetched, so that reading the WAL (the
+// GETs and the batch checks) and appending to the local logs overlap.
+// The next round holds what claimNext picks in the round-robin order:
+// ready partitions, and this round's that go on (records served, the
+// WAL holds more: answerEnd; no Add or Remove since their claim),
+// fetched at the offset their answer ends at. A partition's prefetched
+// answer is used only if its append succeeded and left the log ending
+// exactly there; otherwise it is dropped, unread, and the partition's
+// turn ends as Step's would. The loop ends when a round has nothing to
+// fetch next, or with ctx.
+func (f *Fetcher) pipelined(ctx context.Context, claimed []*fetchState) error {
+	now := f.opts.Clock.Now()
+	cur := claimed
+	offsets := make([]int64, len(cur))
+	for i, s := range cur {
+		offsets[i] = s.cur.Log.LogEndOffset()
+	}
+	res, err := f.fetchAt(ctx, cur, offsets)
+	if err != nil {
+		return f.failRound(ctx, cur, now, err)
+	}
+	type prefetched struct {
+		res []PartitionResponse
+		err error
+	}
+	for {
+		ends := map[*fetchState]int64{}
+		var next []*fetchState
+		if ctx.Err() == nil {
+			for i, s := range cur {
+				if end, more := answerEnd(res[i]); more {
+					ends[s] = end
+				}
+			}
+			next = f.claimNext(now, ends)
+		}
+		var pre chan prefetched
+		if len(next) > 0 {
+			offsets := make([]int64, len(next))
+			for i, s := range next {
+				if end, ok := ends[s]; ok {
+					offsets[i] = end
+				} else {
+					offsets[i] = s.cur.Log.LogEndOffset() // newly claimed: not written by anyone
+				}
+			}
+			f.prefetches.Add(1)
+			pre = make(chan prefetched, 1)
+			go func() {
+				r, err := f.fetchAt(ctx, next, offsets)
+				pre <- prefetched{r, err}
+			}()
+		}
+		inNext := make(map[*fetchState]bool, len(next))
+		for _, s := range next {
+			inNext[s] = true
+		}
+		served := anyServed(res)
+		dropped := map[*fetchState]bool{}
+		for i, s := range cur {
+			wait, failed := f.handle(ctx, s.cur, res[i], served)
+			if inNext[s] {
+				if failed == nil && wait == 0 && s.cur.Log.LogEndOffset() == ends[s] {
+					continue // its prefetched answer follows on: still busy
+				}
+				dropped[s] = true
+				f.droppedPrefetches.Add(1)
+			}
+			f.endTurn(s, now, wait, failed)
+		}
+		if pre == nil {
 			return ctx.Err()
 		}
-		f.opts.Logger.Warn("consolidation fetch failed", zap.Error(err))
-		return nil
-	}
-	for i, s := range claimed {
-		wait, failed := f.handle(ctx, s.p, res[i])
-		var notBefore time.Time
-		if wait > 0 {
-			notBefore = now.Add(wait)
-			if wait == f.opts.Backoff {
-				f.backoffs.Add(1)
+		p := <-pre
+		now = f.opts.Clock.Now()
+		var keep []*fetchState
+		var keepRes []PartitionResponse
+		for i, s := range next {
+			if dropped[s] {
+				continue // released above; nothing of its answer is used
+			}
+			keep = append(keep, s)
+			if p.err == nil {
+				keepRes = append(keepRes, p.res[i])
 			}
 		}
-		f.release(s, notBefore, failed)
-		if failed != nil {
-			f.opts.Logger.Error("partition leaves consolidation", zap.Stringer("partition", s.p.Partition), zap.Error(failed))
+		if p.err != nil {
+			return f.failRound(ctx, keep, now, p.err)
 		}
+		if ctx.Err() != nil {
+			for _, s := range keep {
+				f.release(s, time.Time{}, nil)
+			}
+			return ctx.Err()
+		}
+		if len(keep) == 0 {
+			return nil
+		}
+		cur, res = keep, keepRes
 	}
-	return ctx.Err()
+}
+
+// claimNext picks the next round of a pipelined worker, up to
+// MaxPartitionsPerFetch in the round-robin order: the partitions of ends
+// (this worker's, still busy) that still go on (not removed, no Add
+// since their claim), and ready partitions, which it claims.
+func (f *Fetcher) claimNext(now time.Time, ends map[*fetchState]int64) []*fetchState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*fetchState
+	n := len(f.mu.order)
+	for i := 0; i < n && len(out) < f.opts.MaxPartitionsPerFetch; i++ {
+		s := f.mu.parts[f.mu.order[(f.mu.next+i)%n]]
+		if _, mine := ends[s]; mine {
+			if !s.removed && s.gen == s.curGen {
+				out = append(out, s)
+			}
+			continue
+		}
+		if s.busy || s.removed || s.failed != nil || !s.p.State.TakesDisklessRecords() || s.notBefore.After(now) {
+			continue
+		}
+		f.claimLocked(s)
+		out = append(out, s)
+	}
+	if n > 0 {
+		f.mu.next = (f.mu.next + 1) % n
+	}
+	return out
 }
 
 // handle acts on one partition's answer and returns how long the
 // partition waits before its next fetch, or the error that fails it.
-func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionResponse) (time.Duration, error) {
+// served says whether the fetch served records to any partition.
+func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionResponse, served bool) (time.Duration, error) {
 	switch r.Code {
 	case FetchNone:
 		if len(r.Records) == 0 {
 			p.Log.UpdateHighWatermark(r.HighWatermark)
-			return f.opts.IdleInterval, nil
+			return idleWait(served, r.HighWatermark, p.Log.LogEndOffset(), f.opts.IdleInterval), nil
 		}
 		epoch, err := StampEpoch(p.State)
 		if err != nil {
@@ -403,6 +621,18 @@ func (f *Fetcher) handle(ctx context.Context, p FetcherPartition, r PartitionRes
 		return 0, nil
 	}
 	return f.opts.Backoff, nil
+}
+
+// idleWait is how long a partition answered no record waits: not at all
+// when the WAL holds records past its log end and the same fetch served
+// records to others (the fetch's byte budget ran out before it: caught
+// up it is not), else idleInterval (caught up, or nothing served at all:
+// fetching again at once could spin).
+func idleWait(served bool, highWatermark, logEndOffset int64, idleInterval time.Duration) time.Duration {
+	if served && highWatermark > logEndOffset {
+		return 0
+	}
+	return idleInterval
 }
 
 // reset is the follower's answer to OFFSET_OUT_OF_RANGE against the
@@ -565,7 +795,11 @@ func (f *Fetcher) work(ctx context.Context) {
 		now := f.opts.Clock.Now()
 		claimed, earliest := f.claim(now)
 		if len(claimed) > 0 {
-			_ = f.fetch(ctx, claimed, now)
+			if f.opts.DisablePrefetch {
+				_ = f.fetch(ctx, claimed, now)
+			} else {
+				_ = f.pipelined(ctx, claimed)
+			}
 			f.signal() // another worker may find more ready partitions
 			continue
 		}
@@ -594,13 +828,18 @@ type FetcherMetrics struct {
 	// first batch that does not start at the log end or right after the
 	// batch before: ErrNotAtLogEnd); each also backs off.
 	NotAtLogEnd int64
+	// Prefetches counts fetches Run's workers started while appending
+	// (FetcherOptions.DisablePrefetch); DroppedPrefetches the partitions'
+	// answers among them left unused because the append before did not
+	// end where they start.
+	Prefetches, DroppedPrefetches int64
 }
 
 // Metrics returns a snapshot of the counters.
 func (f *Fetcher) Metrics() FetcherMetrics {
 	return FetcherMetrics{Appends: f.appends.Load(), AppendedBytes: f.appendedBytes.Load(),
 		Rebuilds: f.rebuilds.Load(), Resets: f.resets.Load(), Backoffs: f.backoffs.Load(),
-		NotAtLogEnd: f.notAtLogEnd.Load()}
+		NotAtLogEnd: f.notAtLogEnd.Load(), Prefetches: f.prefetches.Load(), DroppedPrefetches: f.droppedPrefetches.Load()}
 }
 
 // StartAction is what the consolidation reconciler does with a partition

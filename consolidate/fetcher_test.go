@@ -350,3 +350,46 @@ func requireBlocked(t *testing.T, done <-chan struct{}, msg string) {
 	default:
 	}
 }
+
+// A partition whose answer is empty because the fetch's byte budget was
+// spent on the partitions before it (wal.FindBatchesRequest: FetchMaxBytes
+// 1 grants the request's first batch only) is not caught up: it is
+// fetched again in the next round, not after IdleInterval. Partitions
+// caught up with the WAL still idle.
+func TestFetcherBudgetStarvedPartitionIsFetchedAgain(t *testing.T) {
+	e := newWALEnv(t)
+	born := tierstate.State{}.WithConsolidating(true)
+	require.NoError(t, e.cp.CreatePartitions(e.ctx, []wal.CreatePartitionsRequest{{TopicID: walTP(e.tp).TopicID, Topic: e.tp.Topic, NumPartitions: 2}}))
+	ep := e.endpoint(EndpointOptions{FetchMaxBytes: 1})
+	f, err := NewFetcher(FetcherOptions{Endpoint: ep, Machine: e.machine(ep, checkpointData{}), Clock: &manualClock{}})
+	require.NoError(t, err)
+	var logs []*log.UnifiedLog
+	for p := range 2 {
+		tp := remote.TopicIDPartition{TopicID: e.tp.TopicID, Topic: e.tp.Topic, Partition: int32(p)}
+		saved := e.tp
+		e.tp = tp
+		e.produce(4, fmt.Sprintf("p%d", p))
+		e.tp = saved
+		l := e.openLog(fmt.Sprintf("p%d", p))
+		logs = append(logs, l)
+		e.parts.set(tp, born, l)
+		require.NoError(t, f.Add(FetcherPartition{Partition: tp, Log: l, State: born}))
+	}
+	leos := func() []int64 { return []int64{logs[0].LogEndOffset(), logs[1].LogEndOffset()} }
+
+	n, err := f.Step(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, []int64{4, 0}, leos(), "the budget went to partition 0")
+	n, err = f.Step(e.ctx) // the clock has not moved
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "partition 1 is fetched again at once")
+	require.Equal(t, []int64{4, 4}, leos())
+	n, err = f.Step(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "partition 1, served last, finds itself caught up; partition 0 idles")
+	n, err = f.Step(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "both caught up: idle")
+	require.Equal(t, int64(2), f.Metrics().Appends)
+}

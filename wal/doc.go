@@ -55,8 +55,10 @@
 // each request only once its object is
 // durable and committed, or with a retriable error at the latest when the
 // object's deadline (WriterOptions.ObjectTimeout) passes. Reader serves fetches from objects through
-// FindBatches (one ranged GET per object and partition, or the
-// write-through ObjectCache), checking every batch against its
+// FindBatches (one ranged GET per object, or per group of nearby
+// partitions' ranges of it: ReaderOptions.MaxCoalesceGap, read straight
+// into the partitions' answers; or the write-through ObjectCache),
+// checking every batch against its
 // coordinates, the offsets before it and, where the control plane stored
 // one, the binding committed for it (see FetchResult). Cleaner
 // deletes objects the control plane marked, after a grace period, and

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote/objstore"
@@ -164,6 +166,22 @@ type objectRange struct {
 	// batches past it are corruption), else -1.
 	objectSize int64
 	err        error
+	// dst, when not nil, is where a GET reads the range: len end-start.
+	// placed: dst is the range's part of its partition's answer
+	// (placeRanges), so the batches are checked and served where they
+	// were read and assemble copies nothing.
+	dst    []byte
+	placed bool
+	// A placed range's batches (of partition tp, from index firstBatch
+	// of its answer) are checked as each chunk of them is read, while
+	// the bytes are in the CPU's cache, on the reading goroutine
+	// (readScattered): checkErr[k] is checkBatch's answer for
+	// batches[k], valid when checked (the read succeeded).
+	tp         TopicIDPartition
+	batches    []BatchInfo
+	firstBatch int
+	checkErr   []error
+	checked    bool
 }
 
 // Fetch finds the batches of every partition of req, reads the bytes it
@@ -185,12 +203,13 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 		return nil, fmt.Errorf("%w: %d find results for %d partitions", ErrInconsistentAnswer, len(found), len(req.Partitions))
 	}
 	ranges := planRanges(found)
+	answers := placeRanges(req, found, ranges)
 	r.readRanges(ctx, ranges)
 	out := make([]FetchResult, len(found))
 	for i, f := range found {
 		out[i] = FetchResult{Err: f.Err, LogStartOffset: f.LogStartOffset, HighWatermark: f.HighWatermark}
 		if f.Err == nil {
-			out[i].Records, out[i].Err = r.assemble(i, req.Partitions[i], f.Batches, ranges)
+			out[i].Records, out[i].Err = r.assemble(i, req.Partitions[i], f.Batches, ranges, answers[i])
 		}
 		if out[i].Records == nil {
 			out[i].Records = []byte{} // an empty record set, never a null one
@@ -223,6 +242,78 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 	return ranges
 }
 
+// placeRanges allocates, for each partition whose batches lie in one
+// contiguous run per object (contiguousRuns: what a writer's objects
+// give), the buffer of its whole answer, and makes each of its ranges
+// read into its part of it (objectRange.dst, placed), in the answer's
+// order. The batches are then checked and served where the GET put them:
+// no copy between the object's bytes and the answer, and no second
+// buffer. Other partitions (coordinates that are no range, an object's
+// batches split by another's) get nil: their ranges read into buffers
+// of their own and assemble copies the batches out, checking each the
+// same way.
+//
+// The answer is allocated before the reads, from the coordinates: no
+// more than the ranges' bytes, which the reads need anyway.
+func placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[rangeKey]*objectRange) [][]byte {
+	answers := make([][]byte, len(found))
+	for i, f := range found {
+		if f.Err != nil {
+			continue
+		}
+		total, ok := contiguousRuns(f.Batches)
+		if !ok || total == 0 {
+			continue
+		}
+		out := make([]byte, total)
+		var pos int64
+		for j, b := range f.Batches {
+			if j > 0 && b.ObjectKey == f.Batches[j-1].ObjectKey {
+				continue // the run goes on
+			}
+			end := j + 1
+			for end < len(f.Batches) && f.Batches[end].ObjectKey == b.ObjectKey {
+				end++
+			}
+			rg := ranges[rangeKey{i, b.ObjectKey}]
+			n := rg.end - rg.start
+			rg.dst, rg.placed = out[pos:pos+n:pos+n], true
+			rg.tp, rg.batches, rg.firstBatch = req.Partitions[i].Partition, f.Batches[j:end], j
+			pos += n
+		}
+		invariants.Assertf(pos == total, "placed %d of %d bytes", pos, total)
+		answers[i] = out
+	}
+	return answers
+}
+
+// contiguousRuns reports whether batches, in answer order, lie in one
+// run per object, each batch starting where the one before it in the
+// run ends, every coordinate a range planRanges reads; and their bytes
+// in all. A run's object range (planRanges: from its first batch's start
+// to its last's end) is then exactly its batches.
+func contiguousRuns(batches []BatchInfo) (int64, bool) {
+	var total int64
+	var keys []string // of the runs so far
+	for j, b := range batches {
+		if b.ByteOffset < 0 || b.Size <= 0 || b.ByteOffset > maxObjectBytes || b.Size > maxObjectBytes {
+			return 0, false
+		}
+		total += b.Size
+		if j > 0 && b.ObjectKey == batches[j-1].ObjectKey {
+			if b.ByteOffset != batches[j-1].ByteOffset+batches[j-1].Size {
+				return 0, false
+			}
+			continue
+		}
+		if slices.Contains(keys, b.ObjectKey) {
+			return 0, false
+		}
+		keys = append(keys, b.ObjectKey)
+	}
+	return total, true
+}
+
 // readRanges fills every range: the ranges of one object that lie within
 // maxCoalesceGap of each other share one read (from the cache or one GET),
 // at most ReadConcurrency GETs at once. Coalescing does not change what
@@ -237,9 +328,11 @@ func (r *Reader) readRanges(ctx context.Context, ranges map[rangeKey]*objectRang
 		if c := r.opts.Cache; c != nil {
 			if obj, ok := c.Get(g.key); ok {
 				// The cache holds whole objects: one shorter than the
-				// range is short, as a store's would be.
+				// range is short, as a store's would be. Its bytes are
+				// shared: placed ranges get a copy.
 				g.clip(obj)
 				g.fillMembers()
+				g.placeMembers()
 				r.metrics.cacheHits.Add(1)
 				continue
 			}
@@ -253,9 +346,7 @@ func (r *Reader) readRanges(ctx context.Context, ranges map[rangeKey]*objectRang
 	var next atomic.Int64
 	work := func() {
 		for i := next.Add(1) - 1; i < int64(len(gets)); i = next.Add(1) - 1 {
-			g := gets[i]
-			r.read(ctx, &g.objectRange)
-			g.fillMembers()
+			r.readGroup(ctx, gets[i])
 		}
 	}
 	var wg sync.WaitGroup
@@ -302,6 +393,173 @@ func coalesce(ranges map[rangeKey]*objectRange, maxGap int64) []*readGroup {
 	return groups
 }
 
+// readGroup fills g's members with one GET of g's span, straight into
+// each member's dst when the members are disjoint (readScattered; the
+// bytes between them are dropped), else into one buffer the members are
+// cut from. A GET that finds the object short falls back to read's
+// Stat and read to the object's end, the members cut from that as
+// before and placed members copied into their dst.
+func (r *Reader) readGroup(ctx context.Context, g *readGroup) {
+	if g.disjoint() {
+		for _, rg := range g.members {
+			if rg.dst == nil {
+				rg.dst = make([]byte, rg.end-rg.start)
+			}
+		}
+		r.metrics.gets.Add(1)
+		err := readScattered(ctx, r.opts.Store, g)
+		if err == nil {
+			r.metrics.getBytes.Add(g.end - g.start)
+			for _, rg := range g.members {
+				rg.data = rg.dst
+			}
+			return
+		}
+		r.metrics.getErrors.Add(1)
+		for _, rg := range g.members {
+			rg.checked = false // the fallback reads the bytes again
+		}
+		r.readFailed(ctx, &g.objectRange, err)
+	} else {
+		r.read(ctx, &g.objectRange)
+	}
+	g.fillMembers()
+	g.placeMembers()
+}
+
+// disjoint reports whether g's members (in start order, as coalesce
+// leaves them) do not overlap, so that one GET can fill each in turn.
+// Overlapping ranges of two partitions come only from coordinates that
+// do not check; they are read the general way.
+func (g *readGroup) disjoint() bool {
+	for i := 1; i < len(g.members); i++ {
+		if g.members[i].start < g.members[i-1].end {
+			return false
+		}
+	}
+	return true
+}
+
+// readScattered reads [g.start, g.end) of g's object with one GET into
+// its members' dst in turn, dropping the bytes between them. Like
+// objstore.ReadRange it counts the bytes itself: a body that ends early
+// is an error wrapping objstore.ErrShortRead, one with bytes past the
+// range objstore.ErrSizeMismatch. What a failed read left in the dst is
+// overwritten by the fallback (readGroup).
+func readScattered(ctx context.Context, s objstore.Store, g *readGroup) error {
+	body, err := s.Get(ctx, g.key, g.start, g.end-g.start)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	pos := g.start
+	short := func(n int64, err error) error {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return objstore.NewOpError(objstore.OpGet, g.key, fmt.Errorf("%w: [%d, %d): got %d of %d bytes",
+				objstore.ErrShortRead, g.start, g.end, pos-g.start+n, g.end-g.start))
+		}
+		return objstore.NewOpError(objstore.OpGet, g.key, err)
+	}
+	for _, rg := range g.members {
+		if gap := rg.start - pos; gap > 0 {
+			if n, err := discard(body, gap); err != nil {
+				return short(n, err)
+			}
+			pos += gap
+		}
+		if n, err := readChecked(body, rg); err != nil {
+			return short(n, err)
+		}
+		pos += int64(len(rg.dst))
+	}
+	if pos != g.end {
+		// The members end before the span: not what coalesce builds.
+		return objstore.NewOpError(objstore.OpGet, g.key, fmt.Errorf("%w: members end at %d, the read at %d", objstore.ErrInvalidArgument, pos, g.end))
+	}
+	var one [1]byte
+	if m, err := body.Read(one[:]); m > 0 {
+		return objstore.NewOpError(objstore.OpGet, g.key, fmt.Errorf("%w: [%d, %d): body holds more than %d bytes",
+			objstore.ErrSizeMismatch, g.start, g.end, g.end-g.start))
+	} else if err != nil && err != io.EOF {
+		return objstore.NewOpError(objstore.OpGet, g.key, err)
+	}
+	return nil
+}
+
+// discardBuffers holds the scratch buffers discard reads other
+// partitions' bytes into: large, so that dropping the gap between two
+// ranges of a coalesced read takes few read calls (io.Discard's 8 KiB
+// made the gaps a third of a 64-partition consolidation's read calls).
+var discardBuffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// discard reads and drops n bytes of body; it returns how many it read
+// before an error.
+func discard(body io.Reader, n int64) (int64, error) {
+	bp := discardBuffers.Get().(*[]byte)
+	defer discardBuffers.Put(bp)
+	buf := *bp
+	var read int64
+	for read < n {
+		m, err := io.ReadFull(body, buf[:min(int64(len(buf)), n-read)])
+		read += int64(m)
+		if err != nil {
+			return read, err
+		}
+	}
+	return read, nil
+}
+
+// checkChunkBytes is how much of a placed range readChecked reads
+// before it checks the batches read: small enough to be still in the
+// CPU's cache when their CRCs are computed (reading a whole object range
+// first and checking it later read the bytes from memory twice).
+const checkChunkBytes = 256 << 10
+
+// readChecked reads rg.dst from body and, for a placed range, checks its
+// batches chunk by chunk as they arrive (checkBatch, on this reading
+// goroutine: the checks of one fetch's objects run in parallel). It
+// returns the bytes read before an error.
+func readChecked(body io.Reader, rg *objectRange) (int64, error) {
+	if !rg.placed {
+		n, err := io.ReadFull(body, rg.dst)
+		return int64(n), err
+	}
+	rg.checkErr, rg.checked = make([]error, len(rg.batches)), false
+	var read int64
+	for k := 0; k < len(rg.batches); {
+		// A chunk: whole batches, up to checkChunkBytes (at least one).
+		end, m := k, int64(0)
+		for end < len(rg.batches) && (end == k || m+rg.batches[end].Size <= checkChunkBytes) {
+			m += rg.batches[end].Size
+			end++
+		}
+		n, err := io.ReadFull(body, rg.dst[read:read+m])
+		if err != nil {
+			return read + int64(n), err
+		}
+		for ; k < end; k++ {
+			info := rg.batches[k]
+			off := info.ByteOffset - rg.start
+			rg.checkErr[k] = checkBatch(rg.tp, info, rg.dst[off:off+info.Size])
+		}
+		read += m
+	}
+	invariants.Assertf(read == int64(len(rg.dst)), "a placed range of %d bytes holds batches of %d", len(rg.dst), read)
+	rg.checked = true
+	return read, nil
+}
+
+// placeMembers copies the bytes of each placed member into its dst (the
+// member was cut from a shared read or the cache); unplaced members keep
+// theirs, and assemble copies their batches out.
+func (g *readGroup) placeMembers() {
+	for _, rg := range g.members {
+		if rg.placed && rg.err == nil {
+			rg.data = rg.dst[:copy(rg.dst, rg.data)]
+		}
+	}
+}
+
 // fillMembers cuts each member range out of the group's read.
 func (g *readGroup) fillMembers() {
 	for _, rg := range g.members {
@@ -337,7 +595,18 @@ func (rg *objectRange) clip(obj []byte) {
 // corruption (assemble); otherwise the read failed and is retriable.
 func (r *Reader) read(ctx context.Context, rg *objectRange) {
 	data, err := r.get(ctx, rg.key, rg.start, rg.end)
-	if err != nil && (errors.Is(err, objstore.ErrInvalidRange) || errors.Is(err, objstore.ErrShortRead)) {
+	if err != nil {
+		r.readFailed(ctx, rg, err)
+		return
+	}
+	rg.data = data
+}
+
+// readFailed finishes rg after its GET failed with err (read's doc): an
+// object shorter than the range is read to its end, anything else is a
+// retriable *StorageError.
+func (r *Reader) readFailed(ctx context.Context, rg *objectRange, err error) {
+	if errors.Is(err, objstore.ErrInvalidRange) || errors.Is(err, objstore.ErrShortRead) {
 		if info, serr := r.opts.Store.Stat(ctx, rg.key); serr == nil && info.Size < rg.end {
 			var part []byte
 			var perr error
@@ -351,11 +620,7 @@ func (r *Reader) read(ctx context.Context, rg *objectRange) {
 			err = perr
 		}
 	}
-	if err != nil {
-		rg.err = &StorageError{ObjectKey: rg.key, Err: ErrObjectRead, Cause: err}
-		return
-	}
-	rg.data = data
+	rg.err = &StorageError{ObjectKey: rg.key, Err: ErrObjectRead, Cause: err}
 }
 
 // get reads [start, end) of key, counted.
@@ -370,19 +635,29 @@ func (r *Reader) get(ctx context.Context, key string, start, end int64) ([]byte,
 	return data, nil
 }
 
-// assemble copies a partition's batches out of the read ranges, checking
-// each against its coordinates, and stops at the first that fails.
-func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges map[rangeKey]*objectRange) ([]byte, error) {
+// assemble checks a partition's batches against their coordinates, in
+// order, and stops at the first that fails. placed is the partition's
+// answer the reads filled in place (placeRanges), nil when the batches
+// are copied out of the read ranges instead; either way every batch is
+// checked before it is served, and its assigned offset written in.
+func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges map[rangeKey]*objectRange, placed []byte) ([]byte, error) {
 	tp := p.Partition
 	var out []byte
-	if n := assembledBytes(part, batches, ranges); n > 0 {
+	if placed != nil {
+		out = placed[:0]
+	} else if n := assembledBytes(part, batches, ranges); n > 0 {
 		out = make([]byte, 0, n)
 	}
 	next := int64(-1)
-	for _, info := range batches {
-		raw, err := sliceBatch(tp, info, ranges[rangeKey{part, info.ObjectKey}], p.Offset, next)
+	for j, info := range batches {
+		rg := ranges[rangeKey{part, info.ObjectKey}]
+		raw, err := sliceBatch(tp, info, rg, p.Offset, next)
 		if err == nil {
-			err = checkBatch(tp, info, raw)
+			if rg.checked {
+				err = rg.checkErr[j-rg.firstBatch] // checked as it was read
+			} else {
+				err = checkBatch(tp, info, raw)
+			}
 		}
 		if err != nil {
 			r.countBatchError(err)
@@ -396,7 +671,13 @@ func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges
 			return out, nil
 		}
 		start := len(out)
-		out = append(out, raw...)
+		if placed != nil {
+			// The batch was read where the answer has it.
+			invariants.Assertf(&raw[0] == &placed[start], "batch at offset %d not read in place", info.BaseOffset)
+			out = out[:start+len(raw)]
+		} else {
+			out = append(out, raw...)
+		}
 		b, _ := record.ReadBatch(out[start:]) // checked above
 		b.SetBaseOffset(info.BaseOffset)
 		next = info.LastOffset + 1

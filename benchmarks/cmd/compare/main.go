@@ -119,11 +119,13 @@ func run(stdout, stderr io.Writer, args []string) error {
 	var tailOnly bool
 	fl.Int64Var(&tailMiB, "tail-mib", 64, "MiB of the log of the tail-read and first-pass rows, mapped and DisableMmapReads (0 skips them)")
 	fl.BoolVar(&tailOnly, "tail-only", false, "run the tail-read and first-pass rows only")
-	var walOnly bool
+	var walOnly, consolOnly bool
 	fl.BoolVar(&walOnly, "wal-only", false, "run the diskless-WAL rows only (with -wal-mib)")
 	var walOpts walOptions
 	fl.StringVar(&walOpts.cpuProfile, "cpuprofile", "", "write a CPU profile of each diskless-WAL row's timed region (only those) to FILE.<store>-<batch size>.pprof (wal.Writer) and FILE.<store>-<batch size>-raw.pprof (raw Put)")
 	fl.BoolVar(&walOpts.verbose, "v", false, "print, per wal.Writer row, the percentiles of an object's life (fill, reservation, upload slot wait, build, put, wait for commit, commit, answer)")
+	consolidateFlags(fl)
+	fl.BoolVar(&consolOnly, "consolidate-only", false, "run the consolidation rows only (with -consolidate-mib)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -195,6 +197,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	if tailOnly {
 		return runTailOnly(stdout, stderr, root, cfg, args, loadStart, tailMiB<<20)
+	}
+	if consolOnly {
+		return runConsolidateOnly(stdout, stderr, root, cfg.reps, args, loadStart)
 	}
 	if walOnly {
 		if cfg.walBytes <= 0 {

@@ -89,10 +89,16 @@ type walRun struct {
 	// raw row (which runs second every other repetition, and then uses
 	// the previous repetition's).
 	objectBytes map[string]int64
+	// consol is the consolidation rows (consolidate.go), nil when
+	// -consolidate-mib is 0.
+	consol *consolRun
 }
 
 func newWALRun(dir string, cfg config, opts walOptions) *walRun {
 	r := &walRun{cfg: cfg, opts: opts, dir: dir, objectBytes: map[string]int64{}}
+	if consolBytes() > 0 {
+		r.consol = newConsolRun(filepath.Join(dir, "consolidate"), cfg.reps)
+	}
 	fsT := &walTarget{name: "fs", durability: "objstore/fs default: temp file, fsync, rename, fsync of the directory before Put returns; " +
 		"the control plane's commit is a synced Pebble batch"}
 	fsT.store, fsT.err = fs.Open(filepath.Join(dir, "store"), fs.Options{})
@@ -149,6 +155,9 @@ func (r *walRun) runRep(rep int, res *results, stderr io.Writer, since func() fl
 				res.addRow(sec, rowWALWriter, walRatioMetric, mbs[rowWALWriter]/raw)
 			}
 		}
+	}
+	if r.consol != nil {
+		r.consol.runRep(rep, res, stderr, since)
 	}
 }
 
@@ -390,6 +399,9 @@ func walBatch(size int) ([]byte, error) {
 }
 
 func (r *walRun) close() {
+	if r.consol != nil {
+		r.consol.close()
+	}
 	for _, t := range r.targets {
 		if t.store != nil {
 			_ = t.store.Close()
@@ -424,6 +436,9 @@ func printWAL(w io.Writer, r *walRun, res *results) {
 			printWALTable(w, sec, res)
 		}
 	}
+	if r.consol != nil {
+		printConsolidation(w, r.consol, res)
+	}
 	fmt.Fprint(w, "#### Goals (diskless WAL), checked against this run\n\n| goal | this run | met |\n|---|---|---|\n")
 	for _, t := range r.targets {
 		if t.err != nil {
@@ -437,6 +452,7 @@ func printWAL(w io.Writer, r *walRun, res *results) {
 			}
 		}
 	}
+	printConsolidationGoals(w, r.consol, res)
 	fmt.Fprintln(w)
 }
 
