@@ -205,6 +205,13 @@ const (
 	// storage (an uncommitted tail of an older epoch) is recreated rather
 	// than elected with it.
 	StartPhaseTwoRecordedEpoch
+	// LogStartCheckpointFirst: a log start raise (DeleteRecords, remote
+	// retention, local retention) writes the offsets checkpoint with the
+	// new log start before the epoch checkpoint it truncated from the
+	// start (log.UnifiedLog.commitLogStartFlushMuHeld), so a crash never
+	// reopens the log at the old log start with a cache that lost the
+	// epochs of the records above it.
+	LogStartCheckpointFirst
 
 	numGuards = iota + 1
 )
@@ -239,6 +246,7 @@ var names = [numGuards]string{
 	RemoteReadLineage:               "remote-read-lineage",
 	RemoteHighestInLineage:          "remote-highest-in-lineage",
 	StartPhaseTwoRecordedEpoch:      "start-phase-2-recorded-epoch",
+	LogStartCheckpointFirst:         "log-start-checkpoint-first",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.
