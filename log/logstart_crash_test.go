@@ -140,3 +140,99 @@ func checkLogStartClone(clone *vfs.MemFS, opts Options, lo, hi int64) error {
 	}
 	return nil
 }
+
+// TestTruncateFullyBelowLogStartIsCrashSafe crashes before every file
+// operation of a full truncation that lowers the log start (a follower
+// whose leader's log ends below its log start: Kafka's
+// truncateFullyAndStartAt(leaderEndOffset)) and of one that keeps it.
+// Each image must hold the old log whole (log start 15, every batch with
+// its epoch) or an empty log starting between the new log start and the
+// old one; once the truncation has returned, the empty log at the new
+// start. A checkpoint naming the lowered log start written while the old
+// segments could still come back reopened them from there, with records
+// below the epoch cache's first entry; and an image keeping the new
+// segment but not the removals before it (100% of the unsynced directory
+// entries) had a hole: the empty segment replacing an old one of its name
+// (n = 15) or overlapping one (n = 22).
+func TestTruncateFullyBelowLogStartIsCrashSafe(t *testing.T) {
+	for _, n := range []int64{11, 0, 15, 22, 40} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			mem := vfs.NewCrashableMem()
+			require.NoError(t, mem.MkdirAll("p0", 0o755))
+			for _, d := range []string{"", "p0"} {
+				require.NoError(t, atomicfile.SyncDir(mem, d))
+			}
+			opts := Options{SegmentBytes: 400, RetentionBytes: -1}
+			rng := rand.New(rand.NewPCG(1, 2))
+			done := false
+			check := func(point int, what string) error {
+				for _, pct := range []int{0, 100} {
+					clone := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rng})
+					if err := checkTruncateFullyClone(clone, opts, n, done); err != nil {
+						return fmt.Errorf("crash point %d (before %s), %d%% unsynced kept: %w", point, what, pct, err)
+					}
+				}
+				return nil
+			}
+			rec := crashtest.New(1, check)
+			l := openTestLog(t, rec.Wrap(mem), opts)
+			defer func() { require.NoError(t, l.Close()) }()
+			for epoch := range int32(3) {
+				appendRecords(t, l, epoch, 10, 1_000)
+			}
+			l.UpdateHighWatermark(30)
+			_, err := l.MaybeIncrementLogStartOffset(15) // inside a segment
+			require.NoError(t, err)
+			require.NoError(t, l.Flush())
+			require.Greater(t, l.Metrics().Segments, 3)
+
+			rec.Arm(true)
+			require.NoError(t, l.TruncateFullyAndStartAt(n, -1))
+			require.NoError(t, rec.Err())
+			done = true
+			require.NoError(t, check(0, "nothing: the truncation returned"))
+			rec.Arm(false)
+			require.Greater(t, rec.Checked(), 1)
+		})
+	}
+}
+
+// checkTruncateFullyClone opens the log of a crash image of a full
+// truncation to n of the log [15, 30): the old log (its log start raised
+// to n at most) or an empty one starting in [min(n, 15), max(n, 15)],
+// exactly at n once done.
+func checkTruncateFullyClone(clone *vfs.MemFS, opts Options, n int64, done bool) error {
+	opts.FS = clone
+	l, err := Open("p0", opts)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer l.Close()
+	s, err := readLogState(l)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, s)
+	}
+	switch {
+	case done && (s.logStart != n || s.leo != n):
+		return fmt.Errorf("after the truncation: log [%d, %d), want an empty log at %d\n%s", s.logStart, s.leo, n, s)
+	case s.logStart >= 15 && s.logStart <= max(n, 15) && s.leo == 30:
+		// The old log, its log start raised to n at most (the new
+		// checkpoint over the old segments): every record from its
+		// log start on, each with its epoch (readLogState).
+		next := s.logStart
+		for _, b := range s.batches {
+			if b.base > next {
+				break
+			}
+			next = b.next
+		}
+		if next != 30 {
+			return fmt.Errorf("old log without the records [%d, 30)\n%s", next, s)
+		}
+	case s.logStart == s.leo && s.logStart >= min(n, 15) && s.logStart <= max(n, 15):
+	default:
+		return fmt.Errorf("log [%d, %d): neither the old log [15, 30) nor an empty one at %d..%d\n%s",
+			s.logStart, s.leo, min(n, 15), max(n, 15), s)
+	}
+	return nil
+}

@@ -212,6 +212,13 @@ const (
 	// reopens the log at the old log start with a cache that lost the
 	// epochs of the records above it.
 	LogStartCheckpointFirst
+	// TruncateFullyOrder: a full truncation (log.UnifiedLog.truncateFullyLocked)
+	// makes the removal of the old segments durable before it creates
+	// the new one, and checkpoints a log start below the current one (a
+	// follower whose leader ends below its log start) only after that, so
+	// a crash never leaves the empty segment among old ones, nor reopens
+	// the old segments from below the epoch cache's first entry.
+	TruncateFullyOrder
 
 	numGuards = iota + 1
 )
@@ -247,6 +254,7 @@ var names = [numGuards]string{
 	RemoteHighestInLineage:          "remote-highest-in-lineage",
 	StartPhaseTwoRecordedEpoch:      "start-phase-2-recorded-epoch",
 	LogStartCheckpointFirst:         "log-start-checkpoint-first",
+	TruncateFullyOrder:              "truncate-fully-order",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.
