@@ -219,6 +219,11 @@ const (
 	// a crash never leaves the empty segment among old ones, nor reopens
 	// the old segments from below the epoch cache's first entry.
 	TruncateFullyOrder
+	// ResealPendingLogEnd: a seal the operator forces while the seal is
+	// pending must be the leader's log end (tierstate.PlanReseal,
+	// *tierstate.ForcedSealError): a lower one truncates acknowledged
+	// records with no loss accepted.
+	ResealPendingLogEnd
 
 	numGuards = iota + 1
 )
@@ -255,6 +260,7 @@ var names = [numGuards]string{
 	StartPhaseTwoRecordedEpoch:      "start-phase-2-recorded-epoch",
 	LogStartCheckpointFirst:         "log-start-checkpoint-first",
 	TruncateFullyOrder:              "truncate-fully-order",
+	ResealPendingLogEnd:             "reseal-pending-log-end",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

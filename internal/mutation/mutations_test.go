@@ -137,6 +137,8 @@ var catches = []catch{
 	{mutation.LogStartCheckpointFirst, "log", "TestCrashSweep"},
 	{mutation.TruncateFullyOrder, "log", "TestTruncateFullyBelowLogStartIsCrashSafe"},
 	{mutation.TruncateFullyOrder, "log", "TestCrashSweep"},
+	{mutation.ResealPendingLogEnd, "tierstate", "TestPlanResealWhileSealPending"},
+	{mutation.ResealPendingLogEnd, "internal/harness/sim", "TestScripts/reseal_while_pending"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
