@@ -44,6 +44,11 @@
 // recovery point. Open recovers every segment from the one holding the
 // recovery point unless the clean-shutdown marker says the log was closed
 // cleanly; recovery keeps the longest valid prefix and cuts the rest. A
+// raise of the log start (MaybeIncrementLogStartOffset, retention) is
+// durable when it returns: it writes the offsets checkpoint before the
+// epoch checkpoint it truncated from the start, so a crash never reopens
+// records below the cache's first entry; a full truncation checkpoints a
+// lower log start only once the old segments are durably gone. A
 // failed write or fsync makes the log refuse writes until it is reopened.
 // DESIGN.md lists each operation's commit point.
 //

@@ -59,7 +59,14 @@ func (l *UnifiedLog) MaybeIncrementHighWatermark(hw int64) (bool, error) {
 // the producer state its completed transactions below n (producers are
 // kept); producer snapshots stay until retention deletes their segments.
 // Segments wholly below n are deleted by the next DeleteOldSegments.
+//
+// The raise is durable when it returns: the offsets checkpoint holding n
+// is written before the epoch checkpoint without the epochs below n
+// (commitLogStartFlushMuHeld), and flushMu keeps a concurrent flush from
+// writing the latter first.
 func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	moved, err := l.maybeIncrementLogStartOffsetLocked(n)
 	if err == nil {
@@ -74,14 +81,45 @@ func (l *UnifiedLog) MaybeIncrementLogStartOffset(n int64) (bool, error) {
 	if len(l.mu.segments) > 0 && !mutation.Disabled(mutation.SnapshotFloor) {
 		floor = min(n, l.mu.segments[0].BaseOffset())
 	}
+	segs, ckpt := l.mu.segments, l.offsetsCheckpointLocked()
 	l.mu.Unlock()
 	if err != nil {
 		return false, err
 	}
 	if moved {
+		if err := l.commitLogStartFlushMuHeld(segs, ckpt); err != nil {
+			return true, err
+		}
 		l.deleteSnapshotsBelow(floor) // file I/O: after mu
 	}
 	return moved, l.flushEpochs()
+}
+
+// commitLogStartFlushMuHeld makes a raised log start durable: it writes
+// the offsets checkpoint ckpt (the state after the raise, taken under mu
+// with segs) before anything writes the epoch checkpoint the raise
+// truncated from the start. The checkpoint is the raise's commit point. In
+// the other order a crash between the two writes would reopen the log at
+// the old log start with an epoch cache that starts at the new one: the
+// records between them would have no epoch (or, for a raise to the log
+// end, none would: Open's truncation from the end drops the entry the
+// raise moved there), and a follower copying them would take their
+// batches' epochs, diverging from this log's lineage. Kafka flushes the
+// truncated epoch cache right away (LeaderEpochFileCache.truncateFromStartAsyncFlush)
+// and the log start offset checkpoint only periodically; its LogLoader
+// repairs only the stale-cache direction (truncateFromStart of the
+// checkpointed log start), which this order leaves as the only one.
+// A failure fails the log: its truncated cache must never be written.
+//
+// REQUIRES: l.flushMu held, l.mu not held.
+func (l *UnifiedLog) commitLogStartFlushMuHeld(segs []*segmentRef, ckpt offsetsCheckpoint) error {
+	if mutation.Disabled(mutation.LogStartCheckpointFirst) {
+		return nil
+	}
+	if err := l.writeCheckpoint(segs, ckpt); err != nil {
+		return l.fail(err)
+	}
+	return nil
 }
 
 // maybeIncrementLogStartOffsetLocked is MaybeIncrementLogStartOffset's

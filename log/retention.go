@@ -36,6 +36,7 @@ func (l *UnifiedLog) DeleteOldSegments() (int, error) {
 	}
 	startAfter := l.logStartOffset.Load()
 	floor := snapshotFloor(l.mu.segments, startAfter)
+	segs, ckpt := l.mu.segments, l.offsetsCheckpointLocked()
 	l.mu.Unlock()
 	l.fire(ev)
 	if len(ev.rolled) > 0 {
@@ -46,11 +47,18 @@ func (l *UnifiedLog) DeleteOldSegments() (int, error) {
 			err = werr
 		}
 	}
-	if startAfter > startBefore {
-		l.deleteSnapshotsBelow(floor) // file I/O: after mu
-	}
 	if err != nil {
 		return deleted, err
+	}
+	if startAfter > startBefore {
+		// The raised log start before the epochs it truncated: the
+		// removed segments are not durable yet, and a crash that
+		// brings them back must not find the cache without their
+		// epochs.
+		if err := l.commitLogStartFlushMuHeld(segs, ckpt); err != nil {
+			return deleted, err
+		}
+		l.deleteSnapshotsBelow(floor) // file I/O: after mu
 	}
 	return deleted, l.flushEpochs()
 }

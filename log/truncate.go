@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 
+	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
@@ -366,7 +367,20 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, keepEpochs bool, ev 
 	// segments change leaves the old segments under the new checkpoint,
 	// which Open reads as the old log (or an empty one at n if n is
 	// beyond it).
-	if err := writeOffsetsCheckpoint(l.fs, l.dir, offsetsCheckpoint{logStartOffset: logStart, recoveryPoint: n}); err != nil {
+	//
+	// A log start below the current one waits for the old segments to be
+	// durably gone: under a checkpoint naming it, segments that a crash
+	// brings back would reopen from there, with records below the epoch
+	// cache's first entry (which a raise of the log start truncated
+	// durably). Until then the checkpoint keeps the current log start; a
+	// crash leaves the old log, or no segment (or the new one) under a
+	// log start above n, which Open turns into an empty log there.
+	ckptStart := logStart
+	ordered := !mutation.Disabled(mutation.TruncateFullyOrder)
+	if cur := l.logStartOffset.Load(); logStart < cur && ordered {
+		ckptStart = cur
+	}
+	if err := writeOffsetsCheckpoint(l.fs, l.dir, offsetsCheckpoint{logStartOffset: ckptStart, recoveryPoint: n}); err != nil {
 		return l.failLocked(err)
 	}
 	// Remove first, then create: a segment at base n may exist and its
@@ -379,12 +393,27 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, keepEpochs bool, ev 
 			return l.failLocked(err)
 		}
 	}
+	// The removals durable before the new segment exists: a crash
+	// keeping a created file but not the removals before it (directory
+	// entries unsynced) would put the empty segment among old ones, a
+	// hole Open cannot see (an old segment overlapping it, or one of
+	// the same name replaced by the empty one).
+	if ordered {
+		if err := atomicfile.SyncDir(l.fs, l.dir); err != nil {
+			return l.failLocked(fmt.Errorf("log: %w", err))
+		}
+	}
 	seg, err := segment.Create(l.fs, l.dir, n, l.opts.nowMs(), l.segOpts)
 	if err != nil {
 		return l.failLocked(err)
 	}
 	l.mu.segments = []*segmentRef{newSegmentRef(seg, nil, 0)}
 	l.mu.dirDirty = true
+	if ckptStart != logStart {
+		if err := writeOffsetsCheckpoint(l.fs, l.dir, offsetsCheckpoint{logStartOffset: logStart, recoveryPoint: n}); err != nil {
+			return l.failLocked(err)
+		}
+	}
 	l.logEndOffset.Store(n)
 	l.logStartOffset.Store(logStart)
 	if l.opts.RemoteStorageEnabled {

@@ -36,6 +36,15 @@ var ErrSealOutOfRange = errors.New("tierstate: seal outside [log start, leader l
 // the batch named; the error is a *SealBatchError.
 var ErrSealInsideBatch = errors.New("tierstate: seal inside a batch of the leader")
 
+// ErrForcedSealBelowLogEnd: while the seal is pending, the operator's
+// seal lies below the leader's log end. The leader commits the seal
+// itself once its high watermark reaches its log end, so that no
+// acknowledged record lies above the seal; a forced seal below it would
+// truncate records the leader holds, committed ones among them, with no
+// loss accepted (the lowering of a committed seal in phase 1 is the
+// recovery that accepts a loss). The error is a *ForcedSealError.
+var ErrForcedSealBelowLogEnd = errors.New("tierstate: forced seal below the leader's log end")
+
 // ErrNoLeader: the partition has no leader, so nothing bounds a new seal
 // (the tool reads the leader's log end).
 var ErrNoLeader = errors.New("tierstate: partition has no leader")
@@ -80,6 +89,25 @@ func (e *SealBatchError) Error() string {
 // Unwrap returns ErrRecoveryRefused and ErrSealInsideBatch.
 func (e *SealBatchError) Unwrap() []error { return []error{ErrRecoveryRefused, ErrSealInsideBatch} }
 
+// ForcedSealError reports a seal forced while the seal is pending
+// (AlterDisklessSwitch from seal pending) that is not the leader's log
+// end. errors.Is matches ErrRecoveryRefused and ErrForcedSealBelowLogEnd.
+type ForcedSealError struct {
+	Seal               int64
+	Leader             int32
+	LeaderLogEndOffset int64
+}
+
+func (e *ForcedSealError) Error() string {
+	return fmt.Sprintf("tierstate: %s refused: seal %d while the seal is pending: leader %d's log ends at %d, and a seal below it would truncate [%d, %d) with no loss accepted; seal %d, or let the leader commit the seal",
+		OpReseal, e.Seal, e.Leader, e.LeaderLogEndOffset, e.Seal, e.LeaderLogEndOffset, e.LeaderLogEndOffset)
+}
+
+// Unwrap returns ErrRecoveryRefused and ErrForcedSealBelowLogEnd.
+func (e *ForcedSealError) Unwrap() []error {
+	return []error{ErrRecoveryRefused, ErrForcedSealBelowLogEnd}
+}
+
 // BatchSpan is one batch of a log: its base and last offsets.
 type BatchSpan struct {
 	// Known says the span was read; the zero value skips the check it
@@ -122,6 +150,15 @@ type ResealRequest struct {
 // or a *SealRangeError when S is outside [LogStartOffset,
 // LeaderLogEndOffset], or a *SealBatchError when S lies inside the
 // leader's batch SealBatch. Pure: the caller describes the leader.
+//
+// The seal lowers only a committed seal (phase 1), where the operator
+// recovers a partition whose leader lost records. While the seal is
+// pending the State rules accept S too (the operator forces the seal),
+// but only the leader's log end keeps every record the leader holds, as
+// the seal the leader commits does: any other S is refused with a
+// *ForcedSealError ([INF]: Inkless's tool accepts any S up to the high
+// watermark, which truncates acknowledged records above S with no loss
+// accepted).
 func PlanReseal(s State, req ResealRequest) (State, error) {
 	next, err := s.Reseal(req.Seal, req.ClearProducerStates)
 	if err != nil {
@@ -133,6 +170,9 @@ func PlanReseal(s State, req ResealRequest) (State, error) {
 	case req.LogStartOffset < 0 || req.LeaderLogEndOffset < 0:
 		return s, refuseRecovery(OpReseal, req.Leader, ErrInvalidArgument, "log start %d, leader log end %d",
 			req.LogStartOffset, req.LeaderLogEndOffset)
+	case s.Phase() == PhaseSealPending && req.Seal < req.LeaderLogEndOffset &&
+		!mutation.Disabled(mutation.ResealPendingLogEnd):
+		return s, &ForcedSealError{Seal: req.Seal, Leader: req.Leader, LeaderLogEndOffset: req.LeaderLogEndOffset}
 	case req.Seal < req.LogStartOffset || req.Seal > req.LeaderLogEndOffset:
 		return s, &SealRangeError{Seal: req.Seal, Leader: req.Leader, LogStartOffset: req.LogStartOffset,
 			LeaderLogEndOffset: req.LeaderLogEndOffset}

@@ -77,3 +77,42 @@ func TestPlanResealInsideBatch(t *testing.T) {
 	_, err = PlanReseal(s, req)
 	require.NoError(t, err, "batch unknown: the range check only")
 }
+
+// While the seal is pending the operator may force it, but only at the
+// leader's log end: the leader holds [0, 10) with its high watermark at
+// 10 (every record acknowledged), so `seal 5` would truncate [5, 10) with
+// no loss accepted and is refused with the log end named; `seal 10` is
+// what the leader would commit; `seal 12` names records nobody holds.
+func TestPlanResealWhileSealPending(t *testing.T) {
+	s, err := State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	require.Equal(t, PhaseSealPending, s.Phase())
+	req := ResealRequest{Seal: 5, Leader: 1, LogStartOffset: 0, LeaderLogEndOffset: 10}
+
+	got, err := PlanReseal(s, req)
+	require.ErrorIs(t, err, ErrForcedSealBelowLogEnd)
+	require.ErrorIs(t, err, ErrRecoveryRefused)
+	var forced *ForcedSealError
+	require.True(t, errors.As(err, &forced))
+	require.Equal(t, ForcedSealError{Seal: 5, Leader: 1, LeaderLogEndOffset: 10}, *forced)
+	require.Equal(t, s, got, "a refusal returns the State unchanged")
+	_, err = PlanReseal(s, ResealRequest{Seal: 0, Leader: 1, LeaderLogEndOffset: 10})
+	require.ErrorIs(t, err, ErrForcedSealBelowLogEnd)
+
+	req.Seal = 10
+	got, err = PlanReseal(s, req)
+	require.NoError(t, err)
+	require.Equal(t, PhaseOne, got.Phase())
+	require.Equal(t, int64(10), got.Seal())
+
+	req.Seal = 12
+	_, err = PlanReseal(s, req)
+	require.ErrorIs(t, err, ErrSealOutOfRange)
+
+	// In phase 1 the same lowering is the recovery that accepts the loss.
+	p1, err := s.CommitSeal(10, nil)
+	require.NoError(t, err)
+	got, err = PlanReseal(p1, ResealRequest{Seal: 5, Leader: 1, LeaderLogEndOffset: 10})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), got.Seal())
+}

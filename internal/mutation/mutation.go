@@ -205,6 +205,25 @@ const (
 	// storage (an uncommitted tail of an older epoch) is recreated rather
 	// than elected with it.
 	StartPhaseTwoRecordedEpoch
+	// LogStartCheckpointFirst: a log start raise (DeleteRecords, remote
+	// retention, local retention) writes the offsets checkpoint with the
+	// new log start before the epoch checkpoint it truncated from the
+	// start (log.UnifiedLog.commitLogStartFlushMuHeld), so a crash never
+	// reopens the log at the old log start with a cache that lost the
+	// epochs of the records above it.
+	LogStartCheckpointFirst
+	// TruncateFullyOrder: a full truncation (log.UnifiedLog.truncateFullyLocked)
+	// makes the removal of the old segments durable before it creates
+	// the new one, and checkpoints a log start below the current one (a
+	// follower whose leader ends below its log start) only after that, so
+	// a crash never leaves the empty segment among old ones, nor reopens
+	// the old segments from below the epoch cache's first entry.
+	TruncateFullyOrder
+	// ResealPendingLogEnd: a seal the operator forces while the seal is
+	// pending must be the leader's log end (tierstate.PlanReseal,
+	// *tierstate.ForcedSealError): a lower one truncates acknowledged
+	// records with no loss accepted.
+	ResealPendingLogEnd
 
 	numGuards = iota + 1
 )
@@ -239,6 +258,9 @@ var names = [numGuards]string{
 	RemoteReadLineage:               "remote-read-lineage",
 	RemoteHighestInLineage:          "remote-highest-in-lineage",
 	StartPhaseTwoRecordedEpoch:      "start-phase-2-recorded-epoch",
+	LogStartCheckpointFirst:         "log-start-checkpoint-first",
+	TruncateFullyOrder:              "truncate-fully-order",
+	ResealPendingLogEnd:             "reseal-pending-log-end",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

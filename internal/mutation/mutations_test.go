@@ -132,6 +132,13 @@ var catches = []catch{
 	{mutation.RemoteHighestInLineage, "log", "TestHighestOffsetInRemoteStorageInLineage"},
 	{mutation.StartPhaseTwoRecordedEpoch, "tierstate", "TestPlanStartPhaseTwo"},
 	{mutation.StartPhaseTwoRecordedEpoch, "internal/harness/sim", "TestScripts/start_phase_2_divergent_tail"},
+	{mutation.LogStartCheckpointFirst, "log", "TestLogStartRaiseIsCrashSafe"},
+	{mutation.LogStartCheckpointFirst, "internal/harness/sim", "TestScripts/delete_records_log_start_after_crash"},
+	{mutation.LogStartCheckpointFirst, "log", "TestCrashSweep"},
+	{mutation.TruncateFullyOrder, "log", "TestTruncateFullyBelowLogStartIsCrashSafe"},
+	{mutation.TruncateFullyOrder, "log", "TestCrashSweep"},
+	{mutation.ResealPendingLogEnd, "tierstate", "TestPlanResealWhileSealPending"},
+	{mutation.ResealPendingLogEnd, "internal/harness/sim", "TestScripts/reseal_while_pending"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

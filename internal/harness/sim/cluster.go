@@ -245,12 +245,14 @@ func (c *Cluster) WAL() (start, hw int64, ok bool) {
 // HighestRemoteOffset is the end of the gap-free run of finished remote
 // segments from the lowest one (-1 when none): the highest offset remote
 // storage holds of the partition's records (a segment an unclean
-// election discarded the end of counts below the discarded offsets).
+// election discarded the end of counts below the discarded offsets). The
+// records DeleteRecords deleted are no gap: remote storage need not hold
+// them (a copy after the deletion starts at the log start).
 func (c *Cluster) HighestRemoteOffset() int64 {
 	segs := c.validSegments()
 	h := int64(-1)
 	for _, s := range segs {
-		if h >= 0 && s.StartOffset > h+1 {
+		if h >= 0 && s.StartOffset > max(h+1, c.model.deletedBelow) {
 			break
 		}
 		h = max(h, s.EndOffset)

@@ -357,7 +357,14 @@ func (c *Cluster) checkProducers() *Violation {
 		if !ok {
 			continue
 		}
-		if at, dup := ps.seenAt[v]; dup && !c.model.given(at, at+1) {
+		// A copy DeleteRecords removed does not count: a replica whose
+		// log was reset at the leader's log start (or emptied) holds no
+		// state of the producers whose batches were deleted, and takes
+		// their retry as new, as Kafka does (ProducerAppendInfo's
+		// checkSequence accepts any sequence from a producer with no
+		// epoch: "all producer records have been deleted due to
+		// retention or the DeleteRecords API").
+		if at, dup := ps.seenAt[v]; dup && !c.model.given(at, at+1) && at >= c.model.deletedBelow {
 			return c.violation(Duplicate, -1, o, "%q committed at %d and at %d", v, at, o)
 		}
 		ps.seenAt[v] = o
@@ -368,8 +375,11 @@ func (c *Cluster) checkProducers() *Violation {
 		}
 		// A committed range given up between (or at) the previous record
 		// and this one may hold the sequences in between, or the first
-		// copy of a batch retried after its loss.
+		// copy of a batch retried after its loss; so may records
+		// DeleteRecords removed (a replica without the producer's state
+		// takes any sequence, as above).
 		gaveUp := c.model.lostBetween(prevAt, o) || (seen && c.model.given(prevAt, prevAt+1)) ||
+			(seen && prevAt < c.model.deletedBelow) ||
 			slices.ContainsFunc(ps.cuts, func(cut int64) bool { return prevAt < cut && cut <= o })
 		if seq != last+1 && !gaveUp {
 			return c.violation(SequenceGap, -1, o, "producer %d: sequence %d committed after %d (at %d)", idx, seq, last, prevAt)
@@ -423,10 +433,14 @@ func (c *Cluster) DeleteRecords(offset int64) error {
 		if offset <= l.LogStartOffset() || offset > l.HighWatermark() {
 			return "", notApplicable("offset %d outside (%d, %d]", offset, l.LogStartOffset(), l.HighWatermark())
 		}
+		// Given up before the call: a raise that fails after its
+		// commit point (a crash while the epoch checkpoint is written)
+		// still deleted the records, as an admin whose request got an
+		// error must assume.
+		c.model.deletedBelow = max(c.model.deletedBelow, offset)
 		if _, err := l.MaybeIncrementLogStartOffset(offset); err != nil {
 			return "", err
 		}
-		c.model.deletedBelow = max(c.model.deletedBelow, offset)
 		return fmt.Sprintf("log start %d local start %d", l.LogStartOffset(), l.LocalLogStartOffset()), nil
 	})
 }

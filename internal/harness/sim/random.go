@@ -109,15 +109,12 @@ var choices = []choice{
 	// close, its clean-shutdown markers and checkpoints.
 	{"stop", 2, func(c *Cluster, rng *rand.Rand) error { return c.Stop(anyBroker(c, rng), -1) }},
 	// An admin's DeleteRecords up to the high watermark, most often
-	// inside a segment (producer.go). It weighs 0 by default (-weights
-	// delete-records=1 takes it) for two open findings: a log start
-	// raise truncates the epoch cache durably while the log start offset
-	// waits for the checkpoint, so a crash brings the records below it
-	// back with no epoch, and the new leader's follower disagrees
-	// (LineageDiverged: testdata/findings/delete_records_log_start_after_crash);
-	// and the switch tools do not look at the log start offset, so a
-	// reseal may lower the seal below the deleted records.
-	{"delete-records", 0, func(c *Cluster, rng *rand.Rand) error {
+	// inside a segment (producer.go); followers raise their log start in
+	// their next fetch. The raise is durable when it returns (the
+	// offsets checkpoint before the epoch checkpoint: script
+	// delete_records_log_start_after_crash), and the reseal's range
+	// starts at the log start (script reseal_below_log_start).
+	{"delete-records", 2, func(c *Cluster, rng *rand.Rand) error {
 		lb := c.leaderBroker()
 		if lb == nil {
 			return ErrNotApplicable

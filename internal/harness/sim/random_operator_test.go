@@ -54,7 +54,7 @@ func TestRandomUncleanElectLeaders(t *testing.T) {
 		res, err := Run(seed, RunOptions{NoSwarm: true, Weights: map[string]int{"elect-unclean": 1, "undo-switch": 0,
 			"rearm-switch": 0, "task-lookup": 0, "task-install": 0, "cp-outage": 0, "cp-ambiguous": 0, "partition": 0,
 			"clock-jump": 0, "start-move": 0, "move-copy": 0, "promote-future": 0, "wal-read-faults": 0,
-			"plane-faults": 0, "settle": 0}})
+			"plane-faults": 0, "settle": 0, "delete-records": 0}})
 		require.NoError(t, err)
 		require.False(t, res.Failed(), "seed %d: %v\n%s", seed, res.Violation, res.TraceTail(20))
 		require.Contains(t, strings.Join(res.Trace, "\n"), "unclean: unclean election", "seed %d", seed)
