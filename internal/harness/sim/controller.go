@@ -604,4 +604,20 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 	case st.Phase() == tierstate.PhaseOne:
 		c.model.acceptLoss(min(end, st.Seal()), st.Seal())
 	}
+	if st := c.ctrl.rec.State; !st.SealCommitted() {
+		// The new leader's lineage wins: its records below its own high
+		// watermark (restored from its checkpoint, or learned before it
+		// fell out of the ISR) are served to consumers at once, as
+		// Kafka's new leader serves up to its high watermark, so they
+		// are the partition's committed records now, even where an
+		// earlier election had discarded them (the committed end may
+		// have fallen below them).
+		if b := c.leaderBroker(); b != nil && b.Log() != nil {
+			if from, hw := c.model.end, b.Log().HighWatermark(); hw > from {
+				if err := c.model.commitFromLog(b.Log(), from, hw); err != nil {
+					c.trace.detail("commit [%d, %d): %v", from, hw, err)
+				}
+			}
+		}
+	}
 }

@@ -63,6 +63,7 @@ func (m *model) discardFrom(offset int64, segs []remote.SegmentMetadata) {
 		}
 	}
 	m.end = min(m.end, offset)
+	m.cuts = append(m.cuts, offset)
 	if m.discarded == nil {
 		m.discarded = map[remote.SegmentID]int64{}
 	}
