@@ -619,5 +619,10 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 				}
 			}
 		}
+		// Its ISR is itself alone: Kafka's Partition.makeLeader raises
+		// the high watermark to the log end at once
+		// (maybeIncrementLeaderHW), and remote reads below the local log
+		// start are served regardless of a high watermark a crash lost.
+		c.advanceHW()
 	}
 }
