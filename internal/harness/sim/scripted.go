@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/truncation"
@@ -72,6 +73,17 @@ func (m *model) discardFrom(offset int64, segs []remote.SegmentMetadata) {
 		// counts only below the lowest cut.
 		if cut, ok := m.discarded[s.SegmentID]; !ok || offset < cut {
 			m.discarded[s.SegmentID] = offset
+		}
+	}
+}
+
+// restoreLineage forgets the cuts of the segments within the lineage of
+// a leader whose log ends at logEnd with epoch entries epochs: they hold
+// that leader's records, which are the partition's again.
+func (m *model) restoreLineage(segs []remote.SegmentMetadata, logEnd int64, epochs []epochcache.Entry) {
+	for i := range segs {
+		if _, ok := m.discarded[segs[i].SegmentID]; ok && remote.SegmentWithinLineage(&segs[i], logEnd, epochs) {
+			delete(m.discarded, segs[i].SegmentID)
 		}
 	}
 }
