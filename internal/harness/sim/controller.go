@@ -640,9 +640,11 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 // remoteAgreedEnd is where the records of b's lineage below its local log
 // start (read through its remote log manager, which serves only its
 // lineage's segments) stop agreeing with the committed values: the first
-// offset holding another value, or the first one it cannot read (the
-// model cannot tell whether it agrees, so an election from outside the
-// ISR gives it up); 1<<62 when every such record agrees. model.agreedEnd
+// offset holding another value, or the first one it cannot read (a
+// record of its lineage remote storage no longer holds: the new leader
+// cannot serve it, so an election from outside the ISR loses it; the model
+// cannot tell it from a read that failed otherwise, and gives it up
+// too); 1<<62 when every such record agrees. model.agreedEnd
 // reads the local log only, and a leader whose older records are tiered
 // may hold another lineage there (an unclean election of a replica that
 // tiered its own records while outside the ISR).
