@@ -112,9 +112,8 @@ var simCatches = []simCatch{
 	// unclean election discarded (testdata/findings). Seed 236 (347
 	// steps). truncation-lowers-remote-highest and
 	// remote-highest-in-lineage, caught at seed 554 before, are not caught
-	// in seeds 1 to 1850 of this menu since start-phase-2 records the
-	// epoch of the remote record at the seal (seed 554 passes with either
-	// guard off); their unit tests and the script
+	// in seeds 1 to 1850 of this menu any more (seed 554 passes with
+	// either guard off); their unit tests and the script
 	// unclean_truncation_remote_highest hold them.
 	// truncation-keeps-remote-prefix: not in 600 seeds of this menu
 	// (script unclean_truncation_below_local_start holds it).
