@@ -2,11 +2,13 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/tierlog/tierlog/consolidate"
+	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/replica"
 	"github.com/tierlog/tierlog/tierstate"
@@ -586,7 +588,7 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 	}
 	end := int64(0)
 	if b := c.Broker(c.ctrl.rec.Leader); b != nil && b.Log() != nil {
-		end = c.model.agreedEnd(b.Log())
+		end = min(c.remoteAgreedEnd(b), c.model.agreedEnd(b.Log()))
 	}
 	switch st := c.ctrl.rec.State; {
 	case !st.SealCommitted():
@@ -604,4 +606,73 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 	case st.Phase() == tierstate.PhaseOne:
 		c.model.acceptLoss(min(end, st.Seal()), st.Seal())
 	}
+	if st := c.ctrl.rec.State; !st.SealCommitted() {
+		// The new leader's lineage wins: its records below its own high
+		// watermark (restored from its checkpoint, or learned before it
+		// fell out of the ISR) are served to consumers at once, as
+		// Kafka's new leader serves up to its high watermark, so they
+		// are the partition's committed records now, even where an
+		// earlier election had discarded them (the committed end may
+		// have fallen below them).
+		if b := c.leaderBroker(); b != nil && b.Log() != nil {
+			if from, hw := c.model.end, b.Log().HighWatermark(); hw > from {
+				if err := c.model.commitFromLog(b.Log(), from, hw); err != nil {
+					c.trace.detail("commit [%d, %d): %v", from, hw, err)
+				}
+			}
+		}
+		// Its ISR is itself alone: Kafka's Partition.makeLeader raises
+		// the high watermark to the log end at once
+		// (maybeIncrementLeaderHW), and remote reads below the local log
+		// start are served regardless of a high watermark a crash lost.
+		c.advanceHW()
+		// A remote segment an earlier election discarded counts again
+		// when the new leader's lineage holds it (Kafka's
+		// isRemoteSegmentWithinLeaderEpochs: its leader serves it, and
+		// the expiration task keeps it): an unclean election may bring
+		// back a lineage an earlier one had discarded.
+		if b := c.leaderBroker(); b != nil && b.Log() != nil {
+			c.model.restoreLineage(c.finishedSegments(), b.Log().LogEndOffset(), b.Epochs())
+		}
+	}
+}
+
+// remoteAgreedEnd is where the records of b's lineage below its local log
+// start (read through its remote log manager, which serves only its
+// lineage's segments) stop agreeing with the committed values: the first
+// offset holding another value, or the first one it cannot read (a
+// record of its lineage remote storage no longer holds: the new leader
+// cannot serve it, so an election from outside the ISR loses it; the model
+// cannot tell it from a read that failed otherwise, and gives it up
+// too); 1<<62 when every such record agrees. model.agreedEnd
+// reads the local log only, and a leader whose older records are tiered
+// may hold another lineage there (an unclean election of a replica that
+// tiered its own records while outside the ISR).
+func (c *Cluster) remoteAgreedEnd(b *Broker) int64 {
+	l := b.Log()
+	to := min(l.LocalLogStartOffset(), c.model.end)
+	errStop := errors.New("stop")
+	for off := max(l.LogStartOffset(), 0); off < to; {
+		res, err := b.mgr.Read(c.ctx, Partition, off, fetchBytes, log.IsolationLogEnd, true)
+		if err != nil || len(res.Records) == 0 {
+			c.trace.detail("remote agreement: read at %d: %v", off, err)
+			return off
+		}
+		end := off
+		next, err := forEachRecord(res.Records, off, to, func(o int64, v string) error {
+			if want, ok := c.model.values[o]; ok && want != v {
+				end = o
+				return errStop
+			}
+			return nil
+		})
+		if errors.Is(err, errStop) {
+			return end
+		}
+		if err != nil || next <= off {
+			return off
+		}
+		off = next
+	}
+	return 1 << 62
 }

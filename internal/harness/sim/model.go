@@ -47,6 +47,11 @@ type model struct {
 	// deletedBelow is the log start offset DeleteRecords raised (0:
 	// none): the committed records below it are deleted on purpose.
 	deletedBelow int64
+	// cuts are the offsets discardFrom discarded from, in order: the
+	// committed end may come back above one within the same step (the
+	// new leader's records below its high watermark), so the producer
+	// checker learns of a discard from here, not from the end falling.
+	cuts []int64
 }
 
 // given reports whether the accepted losses cover [from, to).

@@ -113,15 +113,19 @@ var simCatches = []simCatch{
 	// the leader (LineageDiverged). Seed 8 after 284 steps.
 	{guard: mutation.LogStartCheckpointFirst, limit: 55},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
-	// the operator's start-phase-2 left out: with it, seeds 75 and 582
-	// break LostRecord and UncommittedRead with every guard on
-	// (tierstate.Describe counts a remote segment of a lineage an unclean
-	// election discarded). Seeds 236 (347 steps), 554 (202) and 554.
+	// the operator's start-phase-2 left out: with it, start-phase-2 with
+	// replicas not described trusts a remote segment of a lineage an
+	// unclean election discarded (testdata/findings). Seeds 236 (347
+	// steps) and, for remote-read-lineage, 78 (461 steps; 518 before the
+	// model committed what an unclean election's leader serves). truncation-lowers-remote-highest and
+	// remote-highest-in-lineage, caught at seed 554 before, are not caught
+	// in seeds 1 to 1850 of this menu any more (seed 554 passes with
+	// either guard off); their unit tests and the script
+	// unclean_truncation_remote_highest hold them.
 	// truncation-keeps-remote-prefix: not in 600 seeds of this menu
 	// (script unclean_truncation_below_local_start holds it).
 	{guard: mutation.SealCapRemoteRead, weights: uncleanMenu, limit: 400},
-	{guard: mutation.TruncationLowersRemoteHighest, weights: uncleanMenu, limit: 650},
-	{guard: mutation.RemoteHighestInLineage, weights: uncleanMenu, limit: 650},
+	{guard: mutation.RemoteReadLineage, weights: uncleanMenu, limit: 265},
 }
 
 // uncleanMenu takes unclean ElectLeaders requests and leaves out the

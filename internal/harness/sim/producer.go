@@ -133,6 +133,8 @@ type producerState struct {
 	// discarded the committed records from (model.discardFrom): the
 	// sequences of the records it discarded are gone with them.
 	cuts []int64
+	// cutsSeen is how many of model.cuts the checker has taken.
+	cutsSeen int
 }
 
 func (c *Cluster) producer(index int) (*simProducer, error) {
@@ -339,9 +341,11 @@ func (c *Cluster) checkProducers() *Violation {
 	if ps.producers == nil {
 		return nil
 	}
-	if c.model.end < ps.checkedTo {
-		// An election discarded committed records: scan again.
-		ps.cuts = append(ps.cuts, c.model.end)
+	if len(c.model.cuts) > ps.cutsSeen {
+		// An election discarded committed records (and its new leader's
+		// may have taken their offsets at once): scan again.
+		ps.cuts = append(ps.cuts, c.model.cuts[ps.cutsSeen:]...)
+		ps.cutsSeen = len(c.model.cuts)
 		ps.seenAt, ps.lastSeq, ps.lastAt, ps.checkedTo = map[string]int64{}, map[int]int32{}, map[int]int64{}, 0
 	}
 	for ; ps.checkedTo < c.model.end; ps.checkedTo++ {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/truncation"
@@ -63,6 +64,7 @@ func (m *model) discardFrom(offset int64, segs []remote.SegmentMetadata) {
 		}
 	}
 	m.end = min(m.end, offset)
+	m.cuts = append(m.cuts, offset)
 	if m.discarded == nil {
 		m.discarded = map[remote.SegmentID]int64{}
 	}
@@ -73,6 +75,45 @@ func (m *model) discardFrom(offset int64, segs []remote.SegmentMetadata) {
 			m.discarded[s.SegmentID] = offset
 		}
 	}
+}
+
+// restoreLineage raises the cuts of the segments a leader whose log ends
+// at logEnd with epoch entries epochs holds in its lineage: a segment's
+// records up to the first offset where its leader epoch differs from
+// that leader's are that leader's records, which are the partition's
+// again (Kafka's leader reads a remote offset from the segment of its
+// own epoch there).
+func (m *model) restoreLineage(segs []remote.SegmentMetadata, logEnd int64, epochs []epochcache.Entry) {
+	for _, s := range segs {
+		cut, ok := m.discarded[s.SegmentID]
+		if !ok {
+			continue
+		}
+		agree := s.StartOffset
+		for ; agree <= s.EndOffset && agree < logEnd; agree++ {
+			se, sok := epochAt(s.SegmentLeaderEpochs, agree)
+			le, lok := epochAt(epochs, agree)
+			if !sok || !lok || se != le {
+				break
+			}
+		}
+		if agree > cut {
+			m.discarded[s.SegmentID] = agree
+		}
+	}
+}
+
+// epochAt is the epoch entries give offset: of the last entry starting
+// at or below it; false when none does.
+func epochAt(entries []epochcache.Entry, offset int64) (int32, bool) {
+	e, ok := int32(0), false
+	for _, x := range entries {
+		if x.StartOffset > offset {
+			break
+		}
+		e, ok = x.Epoch, true
+	}
+	return e, ok
 }
 
 // validSegments are the finished remote segments as far as they hold
