@@ -61,7 +61,11 @@ func (m *Manager) makeDurable(dir string, logDirs []string) error {
 	if m.fs == vfs.Default && syncfsReportsErrors() {
 		err = syncFileSystem(dir)
 	} else {
-		err = forEach(logDirs, fsyncWorkers, func(d string) error { return syncTree(m.fs, d) })
+		workers := fsyncWorkers
+		if m.opts.Serial {
+			workers = 1
+		}
+		err = forEach(logDirs, workers, func(d string) error { return syncTree(m.fs, d) })
 		if err == nil {
 			err = atomicfile.SyncDir(m.fs, dir)
 		}
