@@ -160,7 +160,7 @@ func (c *Cluster) openShared() error {
 		return err
 	}
 	c.meta = meta
-	if c.storage, err = remote.NewStorageManager(c.store, remote.StorageOptions{ChunkSize: 4 << 10}); err != nil {
+	if c.storage, err = remote.NewStorageManager(c.store, remote.StorageOptions{ChunkSize: 4 << 10, SequentialUploads: true}); err != nil {
 		return err
 	}
 	c.cpFS = vfs.NewMem()
