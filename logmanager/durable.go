@@ -3,6 +3,7 @@ package logmanager
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -83,6 +84,7 @@ func syncTree(fs vfs.FS, dir string) error {
 	if err != nil {
 		return fmt.Errorf("list %s: %w", dir, err)
 	}
+	slices.Sort(names) // the same order in every run (readdir's is arbitrary)
 	for _, name := range names {
 		path := fs.PathJoin(dir, name)
 		fi, err := fs.Stat(path)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -985,6 +986,8 @@ func (m *Manager) Close() error {
 		if !ok {
 			return
 		}
+		// In path order (the maps' order is Go's, a new one every run).
+		slices.SortFunc(logs, func(a, b *managed) int { return strings.Compare(a.path, b.path) })
 		err := m.closeDir(dir, logs, &entries[i])
 		errsMu.Lock()
 		defer errsMu.Unlock()
