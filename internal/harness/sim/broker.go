@@ -148,6 +148,10 @@ func (b *Broker) logOptions() log.Options {
 // it, so that a later crash loses the high watermark as the model wants
 // (a checkpointed one over records an election discards would break the
 // checker's rule until the replica truncates).
+//
+// The manager runs serially (logmanager.Options.Serial): its directories,
+// logs and fsyncs one at a time, in order, so that a crash cut at the
+// N-th file operation (crashfs.go) falls at the same one in every run.
 func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 	c := b.c
 	m, err := logmanager.Open(c.ctx, logmanager.Options{Dirs: logDirs, FS: b.disk(), Log: b.logOptions(),

@@ -34,16 +34,16 @@ var ErrCrashed = errors.New("sim: broker crashed at this file operation")
 // touched the disk).
 //
 // Only the operations of one log directory (the partition's, and its
-// parent directories) count and fail: the log manager works on its
-// directories in parallel, and an order between their operations would
-// make a seed's run depend on the Go scheduler. The other directory
-// holds no log of the partition.
+// parent directories) count and fail; the other directory holds no log
+// of the partition, only a move's future log. The brokers' log managers
+// run serially (logmanager.Options.Serial: one directory, one log, one
+// fsync at a time, in order), so the operations reach the cut in the
+// same order in every run of a seed, a restart's recovery included.
 type cutPoint struct {
 	fs  *vfs.MemFS // the disk it is armed on (a new disk disarms it)
 	dir string     // the log directory whose operations count
-	// unsyncedPercent and rng make the crash image (drawn when armed,
-	// so that the image does not depend on which goroutine of the
-	// library reaches the point).
+	// unsyncedPercent and rng make the crash image (crashImage; the rng
+	// is seeded when armed, from the step, the broker and ops).
 	unsyncedPercent int
 	rng             *rand.Rand
 
