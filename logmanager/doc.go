@@ -67,7 +67,11 @@
 // A Manager is safe for concurrent use. Get takes one mutex; creation,
 // deletion, promotion, checkpoint writes and Close are serialized by a
 // second one (lock order: opMu -> mu -> the logs' locks). The background
-// tasks (RunTask) run on their own goroutines from Open to Close.
+// tasks (RunTask) run on their own goroutines from Open to Close. Open and
+// Close work on the directories at once; with Options.Serial they take
+// one directory, one log and one fsync at a time, in order, so that a
+// deterministic harness sees the same sequence of file operations in
+// every run.
 //
 // # Clean shutdown
 //

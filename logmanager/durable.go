@@ -3,6 +3,7 @@ package logmanager
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -61,7 +62,11 @@ func (m *Manager) makeDurable(dir string, logDirs []string) error {
 	if m.fs == vfs.Default && syncfsReportsErrors() {
 		err = syncFileSystem(dir)
 	} else {
-		err = forEach(logDirs, fsyncWorkers, func(d string) error { return syncTree(m.fs, d) })
+		workers := fsyncWorkers
+		if m.opts.Serial {
+			workers = 1
+		}
+		err = forEach(logDirs, workers, func(d string) error { return syncTree(m.fs, d) })
 		if err == nil {
 			err = atomicfile.SyncDir(m.fs, dir)
 		}
@@ -79,6 +84,7 @@ func syncTree(fs vfs.FS, dir string) error {
 	if err != nil {
 		return fmt.Errorf("list %s: %w", dir, err)
 	}
+	slices.Sort(names) // the same order in every run (readdir's is arbitrary)
 	for _, name := range names {
 		path := fs.PathJoin(dir, name)
 		fi, err := fs.Stat(path)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -283,11 +284,7 @@ func (m *Manager) writeCleanShutdownMarker(dir string) error {
 
 func (m *Manager) load(ctx context.Context) error {
 	scans := make([]dirScan, len(m.opts.Dirs))
-	var wg sync.WaitGroup
-	for i, d := range m.opts.Dirs {
-		wg.Go(func() { scans[i] = m.scanDir(d) })
-	}
-	wg.Wait()
+	m.forEachDir(func(i int) { scans[i] = m.scanDir(m.opts.Dirs[i]) })
 	m.finishPromotions(scans)
 	// Duplicates, before any log is opened.
 	for _, future := range []bool{false, true} {
@@ -318,10 +315,7 @@ func (m *Manager) load(ctx context.Context) error {
 			}
 		}
 	}
-	for i := range scans {
-		wg.Go(func() { m.openDir(ctx, &scans[i]) })
-	}
-	wg.Wait()
+	m.forEachDir(func(i int) { m.openDir(ctx, &scans[i]) })
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -341,6 +335,22 @@ func (m *Manager) load(ctx context.Context) error {
 		return fmt.Errorf("logmanager: every log directory is offline: %w", errors.Join(offline...))
 	}
 	return nil
+}
+
+// forEachDir runs fn with the index of every directory of Dirs: at once,
+// or one after another in Dirs order with Options.Serial.
+func (m *Manager) forEachDir(fn func(i int)) {
+	if m.opts.Serial {
+		for i := range m.opts.Dirs {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range m.opts.Dirs {
+		wg.Go(func() { fn(i) })
+	}
+	wg.Wait()
 }
 
 // openDir is step 4 of Open for one directory.
@@ -934,7 +944,8 @@ func (m *Manager) failDir(dir string, cause error) error {
 }
 
 // Close stops the background tasks, closes every log (each directory's
-// RecoveryThreadsPerDir at a time, the directories at once; deferred, and
+// RecoveryThreadsPerDir at a time, the directories at once (in order with
+// Options.Serial); deferred, and
 // made durable together per directory: see the package comment's "Clean
 // shutdown") and then writes each online directory's checkpoints, with
 // the recovery point of each cleanly closed log at its log end, and its
@@ -964,35 +975,32 @@ func (m *Manager) Close() error {
 	}
 	m.mu.Unlock()
 	var (
-		wg      sync.WaitGroup
 		errsMu  sync.Mutex
 		errs    []error
-		entries = map[string]*dirEntries{}
+		entries = make([]dirEntries, len(m.opts.Dirs))
 		failed  = map[string]bool{}
 	)
-	for dir, logs := range byDir {
-		de := &dirEntries{}
-		entries[dir] = de
-		wg.Go(func() {
-			err := m.closeDir(dir, logs, de)
-			errsMu.Lock()
-			errs = append(errs, err)
-			if err != nil {
-				failed[dir] = true
-			}
-			errsMu.Unlock()
-		})
-	}
-	wg.Wait()
-	for _, dir := range m.opts.Dirs {
+	m.forEachDir(func(i int) {
+		dir := m.opts.Dirs[i]
+		logs, ok := byDir[dir]
+		if !ok {
+			return
+		}
+		// In path order (the maps' order is Go's, a new one every run).
+		slices.SortFunc(logs, func(a, b *managed) int { return strings.Compare(a.path, b.path) })
+		err := m.closeDir(dir, logs, &entries[i])
+		errsMu.Lock()
+		defer errsMu.Unlock()
+		errs = append(errs, err)
+		if err != nil {
+			failed[dir] = true
+		}
+	})
+	for i, dir := range m.opts.Dirs {
 		if m.isOffline(dir) {
 			continue
 		}
-		de := entries[dir]
-		if de == nil {
-			de = &dirEntries{}
-		}
-		err := m.writeEntriesOpLocked(dir, *de, allCheckpoints)
+		err := m.writeEntriesOpLocked(dir, entries[i], allCheckpoints)
 		errs = append(errs, err)
 		if err == nil && !failed[dir] {
 			errs = append(errs, m.writeCleanShutdownMarker(dir))

@@ -2,11 +2,15 @@ package logmanager
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/log"
@@ -419,4 +423,47 @@ func TestGetOrCreateSpreadsLogs(t *testing.T) {
 	_, err = m.GetOrCreate(tpOf("t", 6), "/elsewhere")
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.NoError(t, m.Close())
+}
+
+// TestSerialOperationOrder: with Options.Serial, Open and Close reach the
+// file system in the same order in every run (the directories one after
+// another, in Dirs order), so a harness that crashes at the N-th file
+// operation cuts the same operation every time.
+func TestSerialOperationOrder(t *testing.T) {
+	run := func() []string {
+		mem := vfs.NewMem()
+		for _, d := range []string{"/a", "/b"} {
+			for p := range 3 {
+				makeLog(t, mem, fmt.Sprintf("%s/orders%s-%d", d, d[1:], p), 2)
+			}
+		}
+		var mu sync.Mutex
+		var ops []string
+		fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ops = append(ops, fmt.Sprintf("%v %s", op.Kind, op.Path))
+			return nil
+		}))
+		o := testOptions(fs, newClock(), "/a", "/b", "/c")
+		o.Serial = true
+		m := openT(t, o)
+		require.NoError(t, m.Close())
+		mu.Lock()
+		defer mu.Unlock()
+		return ops
+	}
+	first := run()
+	// The scan reaches /b only after /a, and /c (created) after /b.
+	in := func(dir string) func(string) bool {
+		return func(s string) bool { return strings.HasSuffix(s, " "+dir) || strings.Contains(s, " "+dir+"/") }
+	}
+	b, c := slices.IndexFunc(first, in("/b")), slices.IndexFunc(first, in("/c"))
+	require.Positive(t, b)
+	require.Greater(t, c, b)
+	require.False(t, slices.ContainsFunc(first[b:c], in("/a")), "an operation of /a between /b's and /c's:\n%s",
+		strings.Join(first, "\n"))
+	for range 5 {
+		require.Equal(t, first, run())
+	}
 }

@@ -32,6 +32,13 @@ type Options struct {
 	// opens (and recovers) and Close closes at a time. Default 1. Kafka:
 	// num.recovery.threads.per.data.dir.
 	RecoveryThreadsPerDir int
+	// Serial makes Open and Close work on one directory at a time, in
+	// Dirs order, one log and one fsync at a time (RecoveryThreadsPerDir
+	// is taken as 1). Default false: the directories at once, as Kafka
+	// does. For deterministic harnesses: a crash injected at the N-th
+	// file operation then falls at the same operation in every run,
+	// whatever the Go scheduler does.
+	Serial bool
 	// FlushCheckInterval is how often each log's flush policy is checked
 	// (log.UnifiedLog.MaybeFlush). Default Log.FlushMs when set, else off
 	// (Kafka: log.flush.scheduler.interval.ms, Long.MAX_VALUE).
@@ -112,6 +119,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RecoveryThreadsPerDir < 0 {
 		return o, fmt.Errorf("logmanager: RecoveryThreadsPerDir %d is negative: %w", o.RecoveryThreadsPerDir, ErrInvalidArgument)
+	}
+	if o.Serial {
+		o.RecoveryThreadsPerDir = 1
 	}
 	if o.FlushCheckInterval == 0 {
 		o.FlushCheckInterval = -1

@@ -148,10 +148,14 @@ func (b *Broker) logOptions() log.Options {
 // it, so that a later crash loses the high watermark as the model wants
 // (a checkpointed one over records an election discards would break the
 // checker's rule until the replica truncates).
+//
+// The manager runs serially (logmanager.Options.Serial): its directories,
+// logs and fsyncs one at a time, in order, so that a crash cut at the
+// N-th file operation (crashfs.go) falls at the same one in every run.
 func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 	c := b.c
 	m, err := logmanager.Open(c.ctx, logmanager.Options{Dirs: logDirs, FS: b.disk(), Log: b.logOptions(),
-		NoBackgroundTasks: true, FileDeleteDelay: -1, Now: c.now})
+		NoBackgroundTasks: true, FileDeleteDelay: -1, Now: c.now, Serial: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,8 +264,7 @@ func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 	if loseDisk {
 		img = vfs.NewCrashableMem()
 	} else {
-		img = b.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsyncedPercent,
-			RNG: rand.New(rand.NewPCG(b.c.rng.Uint64(), b.c.rng.Uint64()))})
+		img = crashImage(b.fs, unsyncedPercent, rand.New(rand.NewPCG(b.c.rng.Uint64(), b.c.rng.Uint64())))
 	}
 	_ = b.mgr.Close()
 	b.up, b.fs, b.logs, b.moving, b.moveTruncateTo = false, img, nil, false, -1

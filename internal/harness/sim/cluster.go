@@ -160,7 +160,10 @@ func (c *Cluster) openShared() error {
 		return err
 	}
 	c.meta = meta
-	if c.storage, err = remote.NewStorageManager(c.store, remote.StorageOptions{ChunkSize: 4 << 10}); err != nil {
+	// A copy's uploads one after another: which one a store fault hits
+	// is then the same in every run of a seed (faultStore).
+	if c.storage, err = remote.NewStorageManager(c.store, remote.StorageOptions{ChunkSize: 4 << 10,
+		SequentialUploads: true}); err != nil {
 		return err
 	}
 	c.cpFS = vfs.NewMem()

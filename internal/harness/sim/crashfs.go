@@ -34,16 +34,16 @@ var ErrCrashed = errors.New("sim: broker crashed at this file operation")
 // touched the disk).
 //
 // Only the operations of one log directory (the partition's, and its
-// parent directories) count and fail: the log manager works on its
-// directories in parallel, and an order between their operations would
-// make a seed's run depend on the Go scheduler. The other directory
-// holds no log of the partition.
+// parent directories) count and fail; the other directory holds no log
+// of the partition, only a move's future log. The brokers' log managers
+// run serially (logmanager.Options.Serial: one directory, one log, one
+// fsync at a time, in order), so the operations reach the cut in the
+// same order in every run of a seed, a restart's recovery included.
 type cutPoint struct {
 	fs  *vfs.MemFS // the disk it is armed on (a new disk disarms it)
 	dir string     // the log directory whose operations count
-	// unsyncedPercent and rng make the crash image (drawn when armed,
-	// so that the image does not depend on which goroutine of the
-	// library reaches the point).
+	// unsyncedPercent and rng make the crash image (crashImage; the rng
+	// is seeded when armed, from the step, the broker and ops).
 	unsyncedPercent int
 	rng             *rand.Rand
 
@@ -76,7 +76,7 @@ func (p *cutPoint) inject(op errorfs.Op) error {
 	if p.mu.left--; p.mu.left > 0 {
 		return nil
 	}
-	p.mu.image = p.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: p.unsyncedPercent, RNG: p.rng})
+	p.mu.image = crashImage(p.fs, p.unsyncedPercent, p.rng)
 	p.mu.what = fmt.Sprintf("%s %s", crashtest.OpName(op.Kind), op.Path)
 	return ErrCrashed
 }
@@ -197,4 +197,63 @@ func (fs sortedListFS) List(dir string) ([]string, error) {
 	names, err := fs.FS.List(dir)
 	slices.Sort(names)
 	return names, err
+}
+
+// crashImage is fs after a power loss now: what was synced, and each
+// item written since with probability unsyncedPercent/100, the same
+// image for the same rng in every run.
+//
+// MemFS.CrashClone draws per data block and per directory entry, but in
+// Go's map order, so with a share between 0 and 100 one rng gives
+// another image in every run; at 0 and 100 it draws nothing that
+// matters, and its images are taken as they are (100: every write and
+// new entry kept, and, as MemFS models a directory not synced since, an
+// unlink undone). Between them, the kept items are made durable on fs
+// first: an fsync of each file and directory drawn, walked in name order
+// so that the draws fall on the same items in every run, and the image
+// is then fs's synced state. fs is the dead process's disk, which
+// nothing reads after the crash, so the extra fsyncs change nothing a
+// run sees. A file's data and a directory's entries are kept whole or
+// not at all (torn writes are not modelled), a kept directory keeps its
+// unlinks too, and a file replaced by a rename into a directory not
+// kept comes back with its synced data only.
+func crashImage(fs *vfs.MemFS, unsyncedPercent int, rng *rand.Rand) *vfs.MemFS {
+	if unsyncedPercent <= 0 || unsyncedPercent >= 100 {
+		return fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: min(unsyncedPercent, 100), RNG: rng})
+	}
+	keepUnsynced(fs, "/", unsyncedPercent, rng)
+	return fs.CrashClone(vfs.CrashCloneCfg{})
+}
+
+// keepUnsynced fsyncs dir with probability percent/100, then walks its
+// entries in name order: each file is fsynced with that probability,
+// each subdirectory walked the same way. A file or directory that
+// cannot be opened or listed is left as it is (a crash may lose what
+// was not synced of it).
+func keepUnsynced(fs *vfs.MemFS, dir string, percent int, rng *rand.Rand) {
+	keep := func() bool { return rng.IntN(100) < percent }
+	fsync := func(f vfs.File, err error) {
+		if err == nil {
+			_ = errors.Join(f.Sync(), f.Close())
+		}
+	}
+	if keep() {
+		fsync(fs.OpenDir(dir))
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		return
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		path := fs.PathJoin(dir, name)
+		fi, err := fs.Stat(path)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			keepUnsynced(fs, path, percent, rng)
+		case keep():
+			fsync(fs.Open(path))
+		}
+	}
 }

@@ -21,13 +21,14 @@ var ErrInjected = errors.New("sim: injected object-store fault")
 
 // faultStore is the shared object store: an objstore/mem store behind
 // seeded, order-independent fault injection. mem's own faults are drawn
-// from one source in the order calls reach it, and the remote copy
-// uploads a segment's indexes and data from two goroutines, so their
-// order (and every later draw) would depend on the Go scheduler. Here a
-// fault depends only on the seed, the operation, the object's class
-// (manifest, indexes, data, WAL object) and how many calls of that
-// class came before; calls of one class are sequential in the
-// simulation, so the same seed gives the same faults.
+// from one source in the order calls reach it. Here a fault depends
+// only on the seed, the operation, the object's class (manifest,
+// indexes, data, WAL object) and how many calls of that class came
+// before, so the same seed gives the same faults. The remote copy
+// uploads a segment's data, then its indexes, from one goroutine
+// (remote.StorageOptions.SequentialUploads): by default the indexes
+// upload beside the data, and whether they reached the store before a
+// failed data Put cancelled them would depend on the Go scheduler.
 //
 // Only Put and Delete fail (before taking effect, or after it: a lost
 // response); Gets never fail, because the remote read path may race a

@@ -90,9 +90,9 @@ var simCatches = []simCatch{
 	// A crash soon after a log directory was created (a new or lost
 	// disk) loses the directory with the logs' synced files: the replica
 	// comes back empty, and once it leads, remote storage serves a
-	// consumer records the partition no longer commits. Seed 167 after
-	// 306 steps (UncommittedRead), 344 in another run: crash images that
-	// keep 50 % of unsynced data are not yet reproducible.
+	// consumer records the partition no longer commits, or no tier holds
+	// a committed offset. Seed 344 after 153 steps (LostRecord), the same
+	// in every run.
 	{guard: mutation.LogDirParentSync, limit: 550},
 	// The random reseal names an offset inside one of the leader's
 	// batches: the truncation to it loses the batch's records below the

@@ -531,7 +531,7 @@ func simpler(a Action) []Action {
 		lower("n", 1)
 	case "consume":
 		lower("offset", 0)
-	case "crash":
+	case "crash", "arm-crash":
 		switch v, _ := a.arg("unsynced"); v {
 		case "0":
 		case "100":
