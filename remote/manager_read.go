@@ -217,9 +217,16 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 
 // inLineage reports whether batch b carries the leader epoch l's cache
 // gives its base offset, and returns that epoch (record.UndefinedEpoch
-// when the cache has none: then b is not in the lineage either).
+// when the cache has none: then b is not in the lineage either). A batch
+// that straddles the log start (a DeleteRecords inside it truncated the
+// cache from the start to the new log start) has no epoch at its base
+// offset; its records share one epoch, so it is checked at its last
+// offset, which the cache covers.
 func inLineage(l PartitionLog, b record.Batch) (int32, bool) {
 	e, ok := l.EpochForOffset(b.BaseOffset())
+	if !ok && !mutation.Disabled(mutation.RemoteReadLogStartBatch) {
+		e, ok = l.EpochForOffset(b.LastOffset())
+	}
 	if !ok {
 		e = base.UndefinedEpoch
 	}

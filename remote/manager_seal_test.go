@@ -143,3 +143,24 @@ func TestRemoteReadStopsAtTheLineage(t *testing.T) {
 	_, err = e.mgr.Read(ctx, tp, 50, 1<<20, log.IsolationLogEnd, true)
 	require.ErrorIs(t, err, ErrOffsetOutOfRange)
 }
+
+// A log start raised inside a batch (DeleteRecords to 25 inside [0, 49])
+// truncates the epoch cache from the start to the new log start (2@25),
+// so the cache has no epoch at the batch's base offset 0. The batch is
+// still the leader's lineage: a read from the log start returns it (the
+// lineage is checked at the first of its offsets the cache covers).
+func TestRemoteReadBatchStraddlingTheLogStart(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	ctx := context.Background()
+	tp := testPartition(0)
+	l := copiedLog(t, e, tp, "x", [2]int{2, 50}, [2]int{2, 50})
+	_, err := l.MaybeIncrementLogStartOffset(25)
+	require.NoError(t, err)
+	_, ok := l.EpochForOffset(0)
+	require.False(t, ok, "the cache starts at the log start")
+	for _, off := range []int64{25, 49} {
+		res, err := e.mgr.Read(ctx, tp, off, 1<<20, log.IsolationLogEnd, true)
+		require.NoError(t, err, "offset %d", off)
+		require.Equal(t, []string{"[0, 49]", "[50, 99]"}, batchRanges(t, res.Records), "offset %d", off)
+	}
+}

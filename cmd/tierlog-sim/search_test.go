@@ -18,7 +18,7 @@ import (
 // guard disabled, and wal-read-gap with it (the fetcher's refusal to
 // append a batch that does not start at its log end stops the same bug
 // one step later, as a leader that makes no progress, which no invariant
-// checks). Seed 2 (its swarm configuration drawn) is the first that breaks an invariant
+// checks). Seed 1 (its swarm configuration drawn) is the first that breaks an invariant
 // (internal/harness/sim's TestSimCatchesEachGuard runs it too); the guards are
 // on again afterwards.
 func TestSearchCatchesFirstPruneBound(t *testing.T) {
@@ -27,7 +27,7 @@ func TestSearchCatchesFirstPruneBound(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
 	}
-	if got, want := out.String(), "first-prune-bound,wal-read-gap: caught at seed 7 after 306 steps\n"; got != want {
+	if got, want := out.String(), "first-prune-bound,wal-read-gap: caught at seed 1 after 218 steps\n"; got != want {
 		t.Fatalf("output %q, want %q", got, want)
 	}
 	for _, g := range []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap} {
@@ -65,24 +65,24 @@ func TestSearchNotCaught(t *testing.T) {
 }
 
 // With -shrink the search also writes the caught seed's shrunk script
-// (phase2-gate: seed 29, 112 steps) and prints its line after the result.
+// (phase2-gate: seed 63, 84 steps) and prints its line after the result.
 func TestSearchShrinks(t *testing.T) {
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
-	if code := run([]string{"-mutation", "phase2-gate", "-seeds", "29", "-shrink", dir}, &out, &errs); code != 0 {
+	if code := run([]string{"-mutation", "phase2-gate", "-seeds", "63", "-shrink", dir}, &out, &errs); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	path := filepath.Join(dir, "shrunk_phase2_gate_seed_29")
-	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 29 after 112 steps" ||
-		!strings.HasPrefix(lines[1], "phase2-gate: seed 29 shrunk from 112 to ") || !strings.HasSuffix(lines[1], path) {
+	path := filepath.Join(dir, "shrunk_phase2_gate_seed_63")
+	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 63 after 84 steps" ||
+		!strings.HasPrefix(lines[1], "phase2-gate: seed 63 shrunk from 84 to ") || !strings.HasSuffix(lines[1], path) {
 		t.Fatalf("output:\n%s%s", out.String(), errs.String())
 	}
-	requireScript(t, path, 29)
+	requireScript(t, path, 63)
 }
 
 // A soak stops at the first seed that breaks an invariant (here with
-// phase2-gate disabled: seed 29), prints it, its swarm configuration and
+// phase2-gate disabled: seed 63), prints it, its swarm configuration and
 // writes its shrunk script.
 func TestSoakStopsAndShrinks(t *testing.T) {
 	mutation.Disable(t, mutation.Phase2Gate)
@@ -91,14 +91,14 @@ func TestSoakStopsAndShrinks(t *testing.T) {
 	if code := run([]string{"-duration", "10m", "-seed", "1", "-shrink", dir}, &out, &errs); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errs.String())
 	}
-	for _, want := range []string{"seed 29 FAILED after 112 steps: step 112: lineage-diverged",
-		"\n" + sim.DrawSwarm(29).String() + "\n",
-		"rerun: go test ./internal/harness/sim -run TestRandom -seed 29\n", "seed 29 shrunk from 112 to "} {
+	for _, want := range []string{"seed 63 FAILED after 84 steps: step 84: lineage-diverged",
+		"\n" + sim.DrawSwarm(63).String() + "\n",
+		"rerun: go test ./internal/harness/sim -run TestRandom -seed 63\n", "seed 63 shrunk from 84 to "} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s%s", want, out.String(), errs.String())
 		}
 	}
-	requireScript(t, filepath.Join(dir, "shrunk_seed_29"), 29)
+	requireScript(t, filepath.Join(dir, "shrunk_seed_63"), 63)
 }
 
 // requireScript: path is a script of a new cluster of seed ending in a

@@ -224,6 +224,12 @@ const (
 	// *tierstate.ForcedSealError): a lower one truncates acknowledged
 	// records with no loss accepted.
 	ResealPendingLogEnd
+	// RemoteReadLogStartBatch: a remote read checks the lineage of a
+	// batch that straddles the log start (a DeleteRecords inside it) at
+	// its last offset: the epoch cache, truncated from the start to the
+	// log start, has no epoch at its base offset, and the batch's records
+	// would be refused forever.
+	RemoteReadLogStartBatch
 
 	numGuards = iota + 1
 )
@@ -261,6 +267,7 @@ var names = [numGuards]string{
 	LogStartCheckpointFirst:         "log-start-checkpoint-first",
 	TruncateFullyOrder:              "truncate-fully-order",
 	ResealPendingLogEnd:             "reseal-pending-log-end",
+	RemoteReadLogStartBatch:         "remote-read-log-start-batch",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -139,6 +139,7 @@ var catches = []catch{
 	{mutation.TruncateFullyOrder, "log", "TestCrashSweep"},
 	{mutation.ResealPendingLogEnd, "tierstate", "TestPlanResealWhileSealPending"},
 	{mutation.ResealPendingLogEnd, "internal/harness/sim", "TestScripts/reseal_while_pending"},
+	{mutation.RemoteReadLogStartBatch, "remote", "TestRemoteReadBatchStraddlingTheLogStart"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
