@@ -27,7 +27,7 @@ func TestSearchCatchesFirstPruneBound(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
 	}
-	if got, want := out.String(), "first-prune-bound,wal-read-gap: caught at seed 1 after 218 steps\n"; got != want {
+	if got, want := out.String(), "first-prune-bound,wal-read-gap: caught at seed 1 after 312 steps\n"; got != want {
 		t.Fatalf("output %q, want %q", got, want)
 	}
 	for _, g := range []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap} {
@@ -65,24 +65,24 @@ func TestSearchNotCaught(t *testing.T) {
 }
 
 // With -shrink the search also writes the caught seed's shrunk script
-// (phase2-gate: seed 63, 84 steps) and prints its line after the result.
+// (phase2-gate: seed 9, 425 steps) and prints its line after the result.
 func TestSearchShrinks(t *testing.T) {
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
-	if code := run([]string{"-mutation", "phase2-gate", "-seeds", "63", "-shrink", dir}, &out, &errs); code != 0 {
+	if code := run([]string{"-mutation", "phase2-gate", "-seeds", "9", "-shrink", dir}, &out, &errs); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	path := filepath.Join(dir, "shrunk_phase2_gate_seed_63")
-	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 63 after 84 steps" ||
-		!strings.HasPrefix(lines[1], "phase2-gate: seed 63 shrunk from 84 to ") || !strings.HasSuffix(lines[1], path) {
+	path := filepath.Join(dir, "shrunk_phase2_gate_seed_9")
+	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 9 after 425 steps" ||
+		!strings.HasPrefix(lines[1], "phase2-gate: seed 9 shrunk from 425 to ") || !strings.HasSuffix(lines[1], path) {
 		t.Fatalf("output:\n%s%s", out.String(), errs.String())
 	}
-	requireScript(t, path, 63)
+	requireScript(t, path, 9)
 }
 
 // A soak stops at the first seed that breaks an invariant (here with
-// phase2-gate disabled: seed 63), prints it, its swarm configuration and
+// phase2-gate disabled: seed 9), prints it, its swarm configuration and
 // writes its shrunk script.
 func TestSoakStopsAndShrinks(t *testing.T) {
 	mutation.Disable(t, mutation.Phase2Gate)
@@ -91,14 +91,14 @@ func TestSoakStopsAndShrinks(t *testing.T) {
 	if code := run([]string{"-duration", "10m", "-seed", "1", "-shrink", dir}, &out, &errs); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errs.String())
 	}
-	for _, want := range []string{"seed 63 FAILED after 84 steps: step 84: lineage-diverged",
-		"\n" + sim.DrawSwarm(63).String() + "\n",
-		"rerun: go test ./internal/harness/sim -run TestRandom -seed 63\n", "seed 63 shrunk from 84 to "} {
+	for _, want := range []string{"seed 9 FAILED after 425 steps: step 425: lineage-diverged",
+		"\n" + sim.DrawSwarm(9).String() + "\n",
+		"rerun: go test ./internal/harness/sim -run TestRandom -seed 9\n", "seed 9 shrunk from 425 to "} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s%s", want, out.String(), errs.String())
 		}
 	}
-	requireScript(t, filepath.Join(dir, "shrunk_seed_63"), 63)
+	requireScript(t, filepath.Join(dir, "shrunk_seed_9"), 9)
 }
 
 // requireScript: path is a script of a new cluster of seed ending in a

@@ -89,8 +89,4 @@ func TestRandom(t *testing.T) {
 var knownViolations = map[uint64]struct {
 	kind Kind
 	why  string
-}{
-	199: {Conflict, "start-phase-2 with an empty classic prefix (DeleteRecords to the seal) records no epoch, " +
-		"so a replica holding a divergent tail below the cross-tier log start leads with it " +
-		"(testdata/findings/start_phase_2_below_cross_tier_start)"},
-}
+}{}
