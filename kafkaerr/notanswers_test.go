@@ -49,6 +49,7 @@ var notAnswers = map[string]string{
 	"tierstate.ErrClassicPrefixGap":          "the operator tool's refusal (kafka-topic-switch.sh elect), before any request",
 	"tierstate.ErrSealOutOfRange":            "the operator tool's refusal (kafka-topic-switch.sh seal), before any request",
 	"tierstate.ErrSealInsideBatch":           "the operator tool's refusal (kafka-topic-switch.sh seal), before any request",
+	"tierstate.ErrForcedSealBelowLogEnd":     "the operator tool's refusal (kafka-topic-switch.sh seal while the seal is pending), before any request",
 	"tierstate.ErrNoLeader":                  "the operator tool's refusal (kafka-topic-switch.sh seal without a leader), before any request",
 	"tierstate.ErrReplicaHoldsClassicPrefix": "the operator tool's refusal (kafka-topic-switch.sh start-phase-2), before any request",
 	"tierstate.ErrDataLossNotAccepted":       "the operator tool's refusal (kafka-topic-switch.sh start-phase-2), before any request",

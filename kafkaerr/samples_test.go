@@ -59,6 +59,7 @@ func errorTypeSamples(t *testing.T) map[string]sample {
 		"wal.BatchReadError":     {&wal.BatchReadError{Err: wal.ErrInconsistentAnswer, Cause: &record.CorruptBatchError{Reason: "crc"}}, wal.ErrInconsistentAnswer},
 		"wal.PartitionError":     {&wal.PartitionError{Err: wal.ErrUnknownTopicOrPartition}, wal.ErrUnknownTopicOrPartition},
 		"wal.BatchRejectedError": {&wal.BatchRejectedError{Reason: wal.ErrDuplicateSequence}, wal.ErrDuplicateSequence},
+		"wal.RunCorruptionError": {&wal.RunCorruptionError{ObjectKey: "k", BaseOffset: 0, LastOffset: 9, Detail: "sizes"}, wal.ErrCorruption},
 
 		"wal/pebblecp.CorruptionError":   {&pebblecp.CorruptionError{Reason: "crc"}, wal.ErrCorruption},
 		"wal/pgcp.SchemaVersionError":    {&pgcp.SchemaVersionError{Found: 9, Supported: 2}, pgcp.ErrSchemaTooNew},
@@ -74,6 +75,7 @@ func errorTypeSamples(t *testing.T) map[string]sample {
 		"tierstate.RecoveryError":        {&tierstate.RecoveryError{Reason: tierstate.ErrSealMismatch}, tierstate.ErrSealMismatch},
 		"tierstate.SealRangeError":       {&tierstate.SealRangeError{Seal: 18, LeaderLogEndOffset: 15}, tierstate.ErrSealOutOfRange},
 		"tierstate.SealBatchError":       {&tierstate.SealBatchError{Seal: 12, BaseOffset: 10, LastOffset: 14}, tierstate.ErrSealInsideBatch},
+		"tierstate.ForcedSealError":      {&tierstate.ForcedSealError{Seal: 12, Leader: 1, LeaderLogEndOffset: 15}, tierstate.ErrForcedSealBelowLogEnd},
 		"tierstate.RebuildError":         {&tierstate.RebuildError{Err: &tierstate.SegmentNotFoundError{}}, tierstate.ErrRemoteSegmentNotFound},
 		"tierstate.SegmentNotFoundError": {&tierstate.SegmentNotFoundError{}, tierstate.ErrRemoteSegmentNotFound},
 		"tierstate.TransitionError":      {&tierstate.TransitionError{Op: "arm", Reason: tierstate.ErrFencedEpoch}, tierstate.ErrFencedEpoch},
