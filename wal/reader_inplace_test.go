@@ -86,8 +86,15 @@ func TestReaderReadsInPlace(t *testing.T) {
 	require.Equal(t, int64(10*objects), r.Metrics().Gets, "one GET per object and fetch")
 	t.Logf("answers %d bytes, fetch allocated %d", answers, allocated)
 	// The answers and bookkeeping; a read buffer per GET and a copy
-	// out of it was 2.5 times the answers.
-	require.Less(t, allocated, uint64(answers+answers/2), "the fetch allocates the answers, not a read buffer and a copy")
+	// out of it was 2.5 times the answers. Under the race detector the
+	// pooled scratch buffers (the 256 KiB one for the gaps of coalesced
+	// reads) are dropped at random and allocated again: the bound allows
+	// one more.
+	bound := uint64(answers + answers/2)
+	if raceEnabled {
+		bound += 256 << 10
+	}
+	require.Less(t, allocated, bound, "the fetch allocates the answers, not a read buffer and a copy")
 }
 
 // TestReaderCachedAnswerIsOwnCopy: an answer served from the writer's
