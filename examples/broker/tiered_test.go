@@ -147,6 +147,20 @@ func checkRemoteCovers(t *testing.T, s *Server, tp remote.TopicIDPartition, end 
 	require.Greater(t, finished, 2, "%s: several rolled segments copied", tp)
 }
 
+// finishedSegments counts tp's segments in state COPY_SEGMENT_FINISHED.
+func finishedSegments(t *testing.T, s *Server, tp remote.TopicIDPartition) int {
+	t.Helper()
+	segs, err := s.tier.meta.ListSegments(tp)
+	require.NoError(t, err)
+	n := 0
+	for _, seg := range segs {
+		if seg.State == remote.CopySegmentFinished {
+			n++
+		}
+	}
+	return n
+}
+
 // fetchRaw fetches partition p of topic from offset on b, as the
 // consumer's isolation level says, and returns the partition's answer.
 func fetchRaw(ctx context.Context, t *testing.T, b *kgo.Broker, topic string, p int32, offset int64, isolation int8) kmsg.FetchResponseTopicPartition {
@@ -284,7 +298,11 @@ func TestTieredKcat(t *testing.T) {
 		require.NoError(t, <-done)
 	}
 	l := testLog(t, s, topic, 0)
-	for l.LocalLogStartOffset() == 0 {
+	tp := remoteTierID(t, s, topic, 0)
+	// Wait for several segments to be copied, not just the first one:
+	// the copier and retention run on their own clock, so the first
+	// local deletion can come before the third copy finishes.
+	for l.LocalLogStartOffset() == 0 || finishedSegments(t, s, tp) <= 2 {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("no segment tiered and deleted locally: highest remote %d, log end %d", l.HighestOffsetInRemoteStorage(), l.LogEndOffset())
@@ -292,7 +310,7 @@ func TestTieredKcat(t *testing.T) {
 		}
 	}
 	require.Zero(t, l.LogStartOffset())
-	checkRemoteCovers(t, s, remoteTierID(t, s, topic, 0), l.LocalLogStartOffset())
+	checkRemoteCovers(t, s, tp, l.LocalLogStartOffset())
 	reads := s.tier.mgr.Metrics().RemoteReads
 	out := kcat(t, bin, s, nil, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o:%k:%s\n")
 	require.Equal(t, want.String(), string(out))
