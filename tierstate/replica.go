@@ -135,8 +135,7 @@ type ReplicaDecision struct {
 	// Failures lists every failed condition, in condition order.
 	Failures []ReplicaFailure
 	// Skipped says why the check did not run, if it did not: the partition
-	// has no recorded epoch (CheckReplica keeps the log and the upstream
-	// rebuild applies), or CheckAndRecreate could not stop the fetchers.
+	// is not in phase 2, or CheckAndRecreate could not stop the fetchers.
 	Skipped string
 }
 
@@ -166,14 +165,19 @@ func (d ReplicaDecision) String() string {
 // and not yet truncated it fails 2; truncated to the seal it fails 3,
 // because the remote progress of the tail only grows. An empty log passes
 // (T = -1), and so does a log that ends below the seal with its last record
-// in R; one that ends below the seal in another epoch is recreated even if
+// in R. Without a recorded epoch (R = -1) the classic prefix [X, S) is
+// empty: the leader that asked for phase 2 had no record below the seal,
+// or remote storage holds none below the operator's new seal, so any
+// record at T fails condition 1 (a state written by a controller older
+// than https://github.com/aiven/inkless/pull/857 has no R either: its
+// replicas are all recreated and rebuilt, safe but a rebuild each); one that ends below the seal in another epoch is recreated even if
 // it holds only committed records (a known limitation that
 // https://github.com/aiven/inkless/pull/857 accepts: it costs a rebuild).
 //
 // Pure: it reads the logs' offsets and epoch caches and changes nothing.
 func CheckReplica(s State, current ReplicaLog, future FutureReplicaLog) ReplicaDecision {
-	if !s.UsesRecordedEpoch() {
-		return ReplicaDecision{Skipped: "no recorded epoch"}
+	if s.Phase() != PhaseTwo {
+		return ReplicaDecision{Skipped: fmt.Sprintf("%s, not phase 2", s.Phase())}
 	}
 	var d ReplicaDecision
 	fail := func(c ReplicaCondition, format string, args ...any) {
@@ -184,7 +188,17 @@ func CheckReplica(s State, current ReplicaLog, future FutureReplicaLog) ReplicaD
 	// 1. The epoch at min(S, LEO) - 1. [INF] No record there (T < 0, or
 	// no cache entry at or below T) passes.
 	if t := min(seal, leo) - 1; t >= 0 {
-		if e, ok := current.EpochForOffset(t); ok && e != recorded {
+		e, ok := current.EpochForOffset(t)
+		switch {
+		case !ok:
+		case recorded == base.UndefinedEpoch && !mutation.Disabled(mutation.EmptyPrefixCheck):
+			// No recorded epoch: the partition's classic prefix [X, S)
+			// is empty (DeleteRecords or retention moved its log start
+			// X to the seal or past it), so every record below the seal
+			// is below X: the replica holds records the partition
+			// deleted, or that were never committed.
+			fail(ConditionEpochAtSeal, "epoch at %d is %d, and the classic prefix is empty (no recorded epoch)", t, e)
+		case recorded != base.UndefinedEpoch && e != recorded:
 			fail(ConditionEpochAtSeal, "epoch at %d is %d, recorded epoch %d", t, e, recorded)
 		}
 	}
@@ -246,7 +260,7 @@ type ReplicaDelta struct {
 // ShouldCheckReplica decides whether applying a delta runs the replica
 // check for a partition, before its leader and follower transitions
 // (https://github.com/aiven/inkless/pull/857): a consolidating partition in
-// phase 2 with a recorded epoch, whose replica is new to the broker or
+// phase 2, whose replica is new to the broker or
 // whose leader epoch rose. An ISR-only change (the partition epoch moves,
 // the leader epoch does not) never runs it; the phase-2 flag commit bumps
 // the leader epoch, so every live replica checks itself when phase 2
@@ -259,8 +273,6 @@ func ShouldCheckReplica(s State, d ReplicaDelta) (run bool, why string) {
 		return false, "not consolidating"
 	case s.Phase() != PhaseTwo:
 		return false, fmt.Sprintf("%s, not phase 2", s.Phase())
-	case !s.UsesRecordedEpoch():
-		return false, "no recorded epoch"
 	case d.NewToBroker:
 		return true, "new to the broker"
 	case d.LeaderEpoch > d.PreviousLeaderEpoch:

@@ -86,7 +86,7 @@ func TestHasConsolidatedDisklessSuffixFromSeal(t *testing.T) {
 	p1, err = p1.CommitSeal(100, nil)
 	require.NoError(t, err)
 	require.False(t, HasConsolidatedDisklessSuffixFromSeal(p1, l2))
-	require.Equal(t, "not checked: no recorded epoch", CheckReplica(p1, l2, nil).String())
+	require.Equal(t, "not checked: phase-1, not phase 2", CheckReplica(p1, l2, nil).String())
 }
 
 // TestCheckReplicaBelowSeal: a log ending below the seal compares the epoch
@@ -103,6 +103,35 @@ func TestCheckReplicaBelowSeal(t *testing.T) {
 	require.NoError(t, l.TruncateFullyAndStartAt(0, -1))
 	appendLeader(t, l, 0, 70)
 	require.Equal(t, "recreate: epoch-at-seal (epoch at 69 is 0, recorded epoch 2)", CheckReplica(s, l, nil).String())
+}
+
+// TestCheckReplicaEmptyPrefix: without a recorded epoch the classic
+// prefix [X, S) is empty (DeleteRecords moved the log start X to the
+// seal), so a replica holding any record below the seal holds records
+// the partition deleted or never committed (one that crashed with an
+// uncommitted tail before the deletion): it is recreated. A replica that
+// took the log start, and one whose log starts at the seal, are kept.
+func TestCheckReplicaEmptyPrefix(t *testing.T) {
+	s := phaseTwoState(t, 10, base.UndefinedEpoch, 2)
+	stale := openReplicaLog(t, vfs.NewMem(), "stale")
+	defer stale.Close()
+	appendLeader(t, stale, 0, 4)
+	require.Equal(t, "recreate: epoch-at-seal (epoch at 3 is 0, and the classic prefix is empty (no recorded epoch))",
+		CheckReplica(s, stale, nil).String())
+
+	deleted := openReplicaLog(t, vfs.NewMem(), "deleted")
+	defer deleted.Close()
+	appendLeader(t, deleted, 1, 10)
+	require.Equal(t, "recreate: epoch-at-seal (epoch at 9 is 1, and the classic prefix is empty (no recorded epoch))",
+		CheckReplica(s, deleted, nil).String())
+	deleted.UpdateHighWatermark(10)
+	_, err := deleted.MaybeIncrementLogStartOffset(10)
+	require.NoError(t, err)
+	require.Equal(t, "keep", CheckReplica(s, deleted, nil).String(), "log start raised to the seal")
+
+	empty := openReplicaLog(t, vfs.NewMem(), "empty")
+	defer empty.Close()
+	require.Equal(t, "keep", CheckReplica(s, empty, nil).String())
 }
 
 // TestRecreateWithTheRemoteManager: the real remote.Manager cancels the
@@ -168,7 +197,7 @@ func TestShouldCheckReplica(t *testing.T) {
 		{p2, ReplicaDelta{PreviousLeaderEpoch: 5, LeaderEpoch: 5}, false}, // ISR-only change
 		{p2, ReplicaDelta{NewToBroker: true, Offline: true}, false},
 		{p2.WithConsolidating(false), ReplicaDelta{NewToBroker: true}, false},
-		{phaseTwoState(t, 100, base.UndefinedEpoch, 4), ReplicaDelta{NewToBroker: true}, false},
+		{phaseTwoState(t, 100, base.UndefinedEpoch, 4), ReplicaDelta{NewToBroker: true}, true}, // an empty prefix
 		{State{}.WithConsolidating(true), ReplicaDelta{NewToBroker: true}, false},
 	} {
 		got, why := ShouldCheckReplica(tc.s, tc.d)

@@ -169,18 +169,18 @@ func (s State) ProducerStates() []ProducerStateEntry {
 
 // UsesRecordedEpoch reports whether the partition is in phase 2 with a
 // recorded epoch R >= 0: the condition for the phase-2 rebuild
-// (https://github.com/aiven/inkless/pull/857). Without R (-1: older
-// controllers, an empty prefix, or an operator's start-phase-2) the
-// upstream rebuild applies.
+// (https://github.com/aiven/inkless/pull/857). Without R (-1: an empty
+// classic prefix, or a state an older controller wrote) the upstream
+// rebuild applies; the replica check runs either way (CheckReplica).
 func (s State) UsesRecordedEpoch() bool {
 	return s.phase == PhaseTwo && s.lastClassicLeaderEpoch.get() >= 0
 }
 
 // RunsReplicaCheck reports whether a replica of this partition runs the
 // phase-2 replica check when it is new to the broker or its leader epoch
-// rose (https://github.com/aiven/inkless/pull/857): consolidating, phase 2
-// and R >= 0.
-func (s State) RunsReplicaCheck() bool { return s.consolidating && s.UsesRecordedEpoch() }
+// rose (https://github.com/aiven/inkless/pull/857): consolidating and
+// phase 2 (with R = -1 too: see CheckReplica).
+func (s State) RunsReplicaCheck() bool { return s.consolidating && s.phase == PhaseTwo }
 
 // WithConsolidating returns the State with the consolidating property
 // set. It is configuration, not a metadata field, so it may change in any

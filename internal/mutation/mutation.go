@@ -230,6 +230,12 @@ const (
 	// log start, has no epoch at its base offset, and the batch's records
 	// would be refused forever.
 	RemoteReadLogStartBatch
+	// EmptyPrefixCheck: in phase 2 without a recorded epoch (the classic
+	// prefix [X, S) is empty: DeleteRecords or retention moved the log
+	// start to the seal or past it), the replica check recreates a
+	// replica holding a record below the seal: every such record is
+	// below the partition's log start (tierstate.CheckReplica).
+	EmptyPrefixCheck
 
 	numGuards = iota + 1
 )
@@ -268,6 +274,7 @@ var names = [numGuards]string{
 	TruncateFullyOrder:              "truncate-fully-order",
 	ResealPendingLogEnd:             "reseal-pending-log-end",
 	RemoteReadLogStartBatch:         "remote-read-log-start-batch",
+	EmptyPrefixCheck:                "empty-prefix-check",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

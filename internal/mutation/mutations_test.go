@@ -140,6 +140,8 @@ var catches = []catch{
 	{mutation.ResealPendingLogEnd, "tierstate", "TestPlanResealWhileSealPending"},
 	{mutation.ResealPendingLogEnd, "internal/harness/sim", "TestScripts/reseal_while_pending"},
 	{mutation.RemoteReadLogStartBatch, "remote", "TestRemoteReadBatchStraddlingTheLogStart"},
+	{mutation.EmptyPrefixCheck, "tierstate", "TestCheckReplicaEmptyPrefix"},
+	{mutation.EmptyPrefixCheck, "internal/harness/sim", "TestScripts/start_phase_2_below_cross_tier_start"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

@@ -116,15 +116,11 @@ var choices = []choice{
 	// their next fetch. The raise is durable when it returns (the
 	// offsets checkpoint before the epoch checkpoint: script
 	// delete_records_log_start_after_crash), and the reseal's range
-	// starts at the log start (script reseal_below_log_start). It weighs
-	// 0 by default (-weights delete-records=2 takes it) for an open
-	// finding: when DeleteRecords reaches the seal, start-phase-2's new
-	// prefix [X, S') is empty, it records no epoch, the replica check is
-	// skipped, and a replica holding records below X (uncommitted, or
-	// deleted) leads with them (Conflict; with weight 2, 12 of seeds 1 to
-	// 1227 of the default menu: 199, 321, 575, 714, 732, 868, 944, ...;
-	// testdata/findings/start_phase_2_below_cross_tier_start*).
-	{"delete-records", 0, func(c *Cluster, rng *rand.Rand) error {
+	// starts at the log start (script reseal_below_log_start). When it
+	// reaches the seal, the classic prefix is empty: start-phase-2 records
+	// no epoch, and the replica check recreates a replica holding records
+	// below the seal (script start_phase_2_below_cross_tier_start).
+	{"delete-records", 2, func(c *Cluster, rng *rand.Rand) error {
 		lb := c.leaderBroker()
 		if lb == nil {
 			return ErrNotApplicable
