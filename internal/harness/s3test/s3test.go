@@ -128,6 +128,10 @@ func NewBucketName(tb testing.TB) string {
 // LogTail returns the last n bytes of the server's log.
 func (s *Server) LogTail(n int64) string { return testserver.LogTail(s.LogPath, n) }
 
+// CPUTime returns the CPU time the server process has used so far
+// (testserver.Process.CPUTime).
+func (s *Server) CPUTime() (time.Duration, error) { return s.proc.CPUTime() }
+
 // Stop kills the server and waits for it to exit; it is idempotent.
 func (s *Server) Stop() { s.proc.Stop(os.Kill, stopTimeout) }
 

@@ -1,11 +1,13 @@
 package testserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -129,4 +131,39 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// CPUTime returns the CPU time (user and system) the process has used
+// so far, from /proc/PID/stat (Linux; clock ticks of 1/100 s, the
+// USER_HZ every Linux architecture reports to user space). A benchmark
+// reads it before and after a timed region to charge a server running
+// on the same machine its share of the CPU.
+func (p *Process) CPUTime() (time.Duration, error) {
+	if p.cmd.Process == nil {
+		return 0, fmt.Errorf("testserver: process not started")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// the fields after it start past the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("testserver: malformed %s", "/proc/PID/stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state): utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("testserver: short /proc/PID/stat (%d fields)", len(f)+2)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("testserver: /proc/PID/stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil
 }
