@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 )
 
@@ -263,6 +264,20 @@ func (c *Cluster) checkPrune() *Violation {
 	return nil
 }
 
+// firstRecordFrom is the first offset at or past o, below to, that a or
+// b holds a record at (to if none).
+func firstRecordFrom(a, b *log.UnifiedLog, o, to int64) int64 {
+	first := to
+	for _, l := range []*log.UnifiedLog{a, b} {
+		errFound := errors.New("found")
+		_ = readLocal(l, o, first, func(off int64, _ string) error {
+			first = off
+			return errFound
+		})
+	}
+	return first
+}
+
 // checkLineage: each in-sync running follower's leader epochs agree
 // with the leader's on the offsets both logs hold (its lineage is a
 // prefix of the leader's there).
@@ -289,6 +304,17 @@ func (c *Cluster) checkLineage() *Violation {
 			}
 		}
 		for _, o := range points {
+			// An epoch may start where no record is: Kafka's leader
+			// assigns its epoch at its log end when it is elected
+			// (Partition.makeLeader), before any append, and a seal
+			// lowered below the WAL's first batch leaves a hole the
+			// diskless epoch starts in on the replicas that consolidate
+			// across it, while a follower copying the batches starts the
+			// epoch at the first batch. The lineages are compared at the
+			// first record either log holds from there.
+			if o = firstRecordFrom(l, ll, o, to); o >= to {
+				continue
+			}
 			fe, _ := l.EpochForOffset(o)
 			le, _ := ll.EpochForOffset(o)
 			if fe != le {
