@@ -219,7 +219,7 @@ func (b *Broker) start() error {
 		Backoff: time.Millisecond, IdleInterval: time.Millisecond, Clock: stepClock{c}}); err != nil {
 		return err
 	}
-	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.walCP}); err != nil {
+	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.walCP, RemoteSegments: c.meta}); err != nil {
 		return err
 	}
 	logs := replica.ManagedLogs(b.logs)
