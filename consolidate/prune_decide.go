@@ -39,6 +39,15 @@ type PruneInput struct {
 	// AwaitingRebuild: the leader was recreated (or lost its log) and has
 	// not rebuilt it yet.
 	AwaitingRebuild bool
+	// HighestNotInRemoteStorage: the remote log metadata lists no
+	// COPY_SEGMENT_FINISHED segment holding h in the leader's epoch at h
+	// (Pruner, with PrunerOptions.RemoteSegments). The log's h was
+	// installed from metadata whose segments were deleted since: the
+	// highest offset of an epoch in the metadata is never lowered (Kafka's
+	// highestOffsetForEpoch), and a leader of another lineage deletes the
+	// segments outside its own (the epoch cleanup), which an unclean
+	// election can make the partition's lineage again.
+	HighestNotInRemoteStorage bool
 }
 
 // NoFloor is the floor of a partition whose consolidation has not
@@ -72,6 +81,10 @@ const (
 	// SkipBelowFloor: h has not reached the floor (S-1 for the first
 	// prune, then the WAL start the last prune returned).
 	SkipBelowFloor
+	// SkipHighestNotInRemoteStorage: remote storage no longer holds h
+	// (PruneInput.HighestNotInRemoteStorage); the copy task copies the
+	// records again and a later h is trusted.
+	SkipHighestNotInRemoteStorage
 )
 
 func (r PruneReason) String() string {
@@ -94,6 +107,8 @@ func (r PruneReason) String() string {
 		return "skip: no floor"
 	case SkipBelowFloor:
 		return "skip: below floor"
+	case SkipHighestNotInRemoteStorage:
+		return "skip: remote storage does not hold h"
 	}
 	return fmt.Sprintf("PruneReason(%d)", int8(r))
 }
@@ -111,7 +126,7 @@ func (d PruneDecision) Prune() bool { return d.Reason == PruneAtRemoteEnd }
 
 // DecidePrune decides whether to prune one partition's WAL, in this order:
 // consolidating, not seal-pending, not classic; h >= 0; not awaiting a
-// rebuild; h < LEO; a born-diskless partition is then pruned at h, a
+// rebuild; h < LEO; remote storage holds h; a born-diskless partition is then pruned at h, a
 // switched one only once its floor is set and h >= floor.
 func DecidePrune(in PruneInput) PruneDecision {
 	skip := func(r PruneReason) PruneDecision {
@@ -131,6 +146,8 @@ func DecidePrune(in PruneInput) PruneDecision {
 		return skip(SkipAwaitingRebuild)
 	case h >= in.LogEndOffset:
 		return skip(SkipStaleRemoteProgress)
+	case in.HighestNotInRemoteStorage && !mutation.Disabled(mutation.PruneRemoteHolds):
+		return skip(SkipHighestNotInRemoteStorage)
 	}
 	if s.SealCommitted() && !mutation.Disabled(mutation.PruneFloor) {
 		switch {

@@ -8,15 +8,31 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/wal"
 )
 
-// fakePruneLog is a leader log's remote progress and end.
+// fakePruneLog is a leader log's remote progress and end; every offset
+// is of epoch 0.
 type fakePruneLog struct{ h, leo int64 }
 
 func (f *fakePruneLog) HighestOffsetInRemoteStorageInLineage() int64 { return f.h }
 func (f *fakePruneLog) LogEndOffset() int64                          { return f.leo }
+func (f *fakePruneLog) EpochForOffset(int64) (int32, bool)           { return 0, true }
+
+// fakeRemoteSegments answers SegmentFor: a finished segment holds every
+// offset unless missing.
+type fakeRemoteSegments struct{ missing bool }
+
+func (f *fakeRemoteSegments) SegmentFor(_ remote.TopicIDPartition, epoch int32, offset int64) (remote.SegmentMetadata, bool, error) {
+	if f.missing {
+		return remote.SegmentMetadata{}, false, nil
+	}
+	return remote.SegmentMetadata{StartOffset: offset, EndOffset: offset, State: remote.CopySegmentFinished,
+		SegmentLeaderEpochs: []epochcache.Entry{{Epoch: epoch, StartOffset: offset}}}, true, nil
+}
 
 // TestPruneDataDriven runs testdata/prune_*: the pruner over a real
 // control plane (Pebble on vfs.NewMem) and a WAL written through
@@ -31,6 +47,7 @@ func (f *fakePruneLog) LogEndOffset() int64                          { return f.
 //	wal-repair seal=S                RepairDisklessLog
 //	produce count=N                  one batch through the writer
 //	log h=H leo=L [awaiting-rebuild]
+//	remote held|missing              whether the remote log metadata holds h
 //	arm                              Pruner.Arm at the state's seal
 //	run                              Pruner.Run; prints decision, W, floor
 //	wal                              the control plane's row
@@ -41,9 +58,10 @@ func TestPruneDataDriven(t *testing.T) {
 			t.Skip()
 		}
 		e := newWALEnv(t)
-		pr, err := NewPruner(PrunerOptions{ControlPlane: e.cp})
+		segs := &fakeRemoteSegments{}
+		pr, err := NewPruner(PrunerOptions{ControlPlane: e.cp, RemoteSegments: segs})
 		require.NoError(t, err)
-		env := &pruneEnv{walEnv: e, pruner: pr, log: &fakePruneLog{h: -1}}
+		env := &pruneEnv{walEnv: e, pruner: pr, log: &fakePruneLog{h: -1}, remote: segs}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			return env.handle(t, d)
 		})
@@ -55,6 +73,7 @@ type pruneEnv struct {
 	pruner   *Pruner
 	state    tierstate.State
 	log      *fakePruneLog
+	remote   *fakeRemoteSegments
 	awaiting bool
 }
 
@@ -107,6 +126,9 @@ func (e *pruneEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		e.log.h, e.log.leo = mustInt(t, d, args, "h"), mustInt(t, d, args, "leo")
 		e.awaiting = d.HasArg("awaiting-rebuild")
 		return fmt.Sprintf("h=%d leo=%d", e.log.h, e.log.leo)
+	case "remote":
+		e.remote.missing = d.CmdArgs[0].Key == "missing"
+		return fmt.Sprintf("remote holds h: %t", !e.remote.missing)
 	case "arm":
 		e.pruner.Arm(e.tp, e.state.Seal())
 		return fmt.Sprintf("floor=%s", floorString(e.pruner.Floor(e.tp)))

@@ -22,9 +22,23 @@ type PruneLog interface {
 	// truncation left: log.UnifiedLog.HighestOffsetInRemoteStorageInLineage).
 	HighestOffsetInRemoteStorageInLineage() int64
 	LogEndOffset() int64
+	// EpochForOffset is the leader epoch that wrote offset, from the
+	// log's epoch cache.
+	EpochForOffset(offset int64) (int32, bool)
 }
 
 var _ PruneLog = (*log.UnifiedLog)(nil)
+
+// RemoteSegmentLookup finds the finished remote segment holding an offset
+// of an epoch. *remote.MetadataManager satisfies it.
+type RemoteSegmentLookup interface {
+	// SegmentFor returns the COPY_SEGMENT_FINISHED segment that holds
+	// offset in epoch, ok false when none does (Kafka:
+	// remoteLogSegmentMetadata(tp, epoch, offset)).
+	SegmentFor(tp remote.TopicIDPartition, epoch int32, offset int64) (remote.SegmentMetadata, bool, error)
+}
+
+var _ RemoteSegmentLookup = (*remote.MetadataManager)(nil)
 
 // PrunePartition is one consolidating partition the broker leads.
 type PrunePartition struct {
@@ -38,6 +52,11 @@ type PrunePartition struct {
 // PrunerOptions configures a Pruner. ControlPlane is required.
 type PrunerOptions struct {
 	ControlPlane wal.ControlPlane
+	// RemoteSegments is the broker's remote log metadata. With it, a
+	// partition is pruned at h only while a finished segment holds h in
+	// the log's epoch at h (PruneInput.HighestNotInRemoteStorage); nil
+	// trusts the log's h alone (tests without remote metadata).
+	RemoteSegments RemoteSegmentLookup
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
 }
@@ -112,13 +131,32 @@ func (p *Pruner) Floor(tp remote.TopicIDPartition) int64 {
 type PruneOutcome struct {
 	Partition remote.TopicIDPartition
 	Decision  PruneDecision
-	// Err is the control plane's error for this partition; the floor is
-	// unchanged then.
+	// Err is the control plane's error for this partition, or the remote
+	// log metadata's error looking up h (nothing was sent then); the
+	// floor is unchanged then.
 	Err error
 	// LogStartOffset is the WAL start the prune returned; Floor the floor
 	// after the run.
 	LogStartOffset int64
 	Floor          int64
+}
+
+// remoteHolds reports whether the remote log metadata lists a finished
+// segment holding h in the log's epoch at h; true without
+// RemoteSegments, or when h < 0 (DecidePrune skips it anyway).
+func (p *Pruner) remoteHolds(part PrunePartition, h int64) (bool, error) {
+	if p.opts.RemoteSegments == nil || h < 0 {
+		return true, nil
+	}
+	epoch, ok := part.Log.EpochForOffset(h)
+	if !ok {
+		return false, nil
+	}
+	_, held, err := p.opts.RemoteSegments.SegmentFor(part.Partition, epoch, h)
+	if err != nil {
+		return false, fmt.Errorf("consolidate: prune %s: remote segment of %d in epoch %d: %w", part.Partition, h, epoch, err)
+	}
+	return held, nil
 }
 
 // Run decides every partition (DecidePrune), sends the prunes in one
@@ -133,8 +171,17 @@ func (p *Pruner) Run(ctx context.Context, parts []PrunePartition) ([]PruneOutcom
 	var sent []int
 	for i, part := range parts {
 		floor := p.Floor(part.Partition)
+		h := part.Log.HighestOffsetInRemoteStorageInLineage()
 		in := PruneInput{State: part.State, Floor: floor, AwaitingRebuild: part.AwaitingRebuild,
-			HighestOffsetInRemoteStorage: part.Log.HighestOffsetInRemoteStorageInLineage(), LogEndOffset: part.Log.LogEndOffset()}
+			HighestOffsetInRemoteStorage: h, LogEndOffset: part.Log.LogEndOffset()}
+		held, err := p.remoteHolds(part, h)
+		if err != nil {
+			p.failures.Add(1)
+			out[i] = PruneOutcome{Partition: part.Partition, Decision: PruneDecision{Reason: SkipHighestNotInRemoteStorage,
+				HighestTieredOffset: -1}, Err: err, LogStartOffset: NoFloor, Floor: floor}
+			continue
+		}
+		in.HighestNotInRemoteStorage = !held
 		d := DecidePrune(in)
 		out[i] = PruneOutcome{Partition: part.Partition, Decision: d, LogStartOffset: NoFloor, Floor: floor}
 		if !d.Prune() {

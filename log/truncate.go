@@ -68,6 +68,36 @@ func (l *UnifiedLog) UpdateHighestOffsetInRemoteStorage(offset int64, count trun
 	return true
 }
 
+// CapHighestOffsetInRemoteStorage lowers what local retention and the
+// WAL pruner count as copied of this lineage
+// (HighestOffsetInRemoteStorageInLineage) to offset, if offset was
+// computed under the current truncation count and is lower, and reports
+// whether it did. A remote task calls it when the remote log metadata no
+// longer holds the highest offset the log recorded (segments of this
+// lineage deleted by a leader of another one after an unclean election):
+// the records above offset are copied again before they count. The
+// highest offset in remote storage itself is kept, as in Kafka; an
+// install computed later raises the cap again. Ignored (false) when
+// remote storage is disabled.
+func (l *UnifiedLog) CapHighestOffsetInRemoteStorage(offset int64, count truncation.Count) bool {
+	if !l.opts.RemoteStorageEnabled {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !truncation.Fence(offset, count).Valid(l.mu.truncationCount) {
+		return false
+	}
+	if offset >= min(l.highestOffsetInRemoteStorage.Load(), l.remoteRetentionCap.Load()) {
+		return false
+	}
+	l.logger.Info("highest offset in remote storage no longer held by remote storage: capped",
+		zap.String("dir", l.dir), zap.Int64("offset", offset),
+		zap.Int64("highest", l.highestOffsetInRemoteStorage.Load()))
+	l.remoteRetentionCap.Store(offset)
+	return true
+}
+
 // TruncateTo removes every record at or above offset t
 // (UnifiedLog.truncateTo) and
 // reports whether the log changed. t at or beyond the log end offset

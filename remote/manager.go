@@ -34,6 +34,11 @@ type PartitionLog interface {
 	// UpdateHighestOffsetInRemoteStorage installs offset only if no
 	// truncation happened since count was read.
 	UpdateHighestOffsetInRemoteStorage(offset int64, count truncation.Count) bool
+	// CapHighestOffsetInRemoteStorage lowers the highest offset of this
+	// lineage that local retention counts as copied, only if no
+	// truncation happened since count was read.
+	CapHighestOffsetInRemoteStorage(offset int64, count truncation.Count) bool
+	HighestOffsetInRemoteStorageInLineage() int64
 	UpdateLogStartOffsetFromRemoteTier(n int64) (bool, error)
 	Segments(from int64) ([]log.SegmentInfo, error)
 	OpenSegment(base int64) (*log.SegmentFiles, error)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/truncation"
 	"go.uber.org/zap"
@@ -104,6 +105,7 @@ func (m *Manager) runCopy(ctx context.Context, pt *partitionTasks) (CopyResult, 
 			return fail(err)
 		}
 		st.known, st.copied, st.copiedEpoch, st.count = true, off, epoch, count
+		capUnheldRemoteOffset(l, off, count)
 		if !installRemoteOffset(l, off, count) {
 			st.known = false // truncated during the lookup: derive again
 			res.Stop, res.CopiedOffset = CopyTruncated, -1
@@ -205,11 +207,55 @@ func installRemoteOffset(l PartitionLog, offset int64, count truncation.Count) b
 }
 
 // findHighestRemoteOffset runs FindHighestRemoteOffset over l's cache and
-// the metadata.
+// the metadata, each epoch's highest offset as heldHighestOffset gives it.
 func (m *Manager) findHighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (int64, int32, error) {
+	logStart := l.LogStartOffset()
 	return FindHighestRemoteOffset(l.EpochEntries(),
-		func(e int32) (int64, bool, error) { return m.meta.HighestOffsetForEpoch(tp, e) },
+		func(e int32) (int64, bool, error) { return m.heldHighestOffset(tp, e, logStart) },
 		l.EndOffsetForEpoch)
+}
+
+// heldHighestOffset is the highest offset of epoch in remote storage:
+// the metadata's (Kafka's highestOffsetForEpoch, never lowered) while a
+// finished segment still holds it or it lies below the log start
+// (retention deleted it, with everything below); otherwise the highest
+// offset of epoch a finished segment still holds (ok false when none
+// does). Segments above the log start go only when a leader of another
+// lineage deletes them (the epoch cleanup, after an unclean election);
+// an unclean election can make this log's lineage the partition's
+// again, and then what they held is copied again rather than counted
+// as copied.
+func (m *Manager) heldHighestOffset(tp TopicIDPartition, epoch int32, logStart int64) (int64, bool, error) {
+	h, ok, err := m.meta.HighestOffsetForEpoch(tp, epoch)
+	if err != nil || !ok || h < logStart || mutation.Disabled(mutation.RemoteHighestHeld) {
+		return h, ok, err
+	}
+	if _, held, err := m.meta.SegmentFor(tp, epoch, h); err != nil || held {
+		return h, ok, err
+	}
+	segs, err := m.meta.ListSegmentsForEpoch(tp, epoch)
+	if err != nil {
+		return base.UndefinedOffset, false, err
+	}
+	h, ok = base.UndefinedOffset, false
+	for i := range segs {
+		if segs[i].State != CopySegmentFinished {
+			continue
+		}
+		if _, end, found := segs[i].epochRange(epoch); found && end > h {
+			h, ok = end, true
+		}
+	}
+	return h, ok, nil
+}
+
+// capUnheldRemoteOffset lowers the log's in-lineage highest offset in
+// remote storage to off, derived under count, when remote storage no
+// longer holds what the log recorded (heldHighestOffset).
+func capUnheldRemoteOffset(l PartitionLog, off int64, count truncation.Count) {
+	if off < l.HighestOffsetInRemoteStorageInLineage() && !mutation.Disabled(mutation.RemoteHighestHeld) {
+		l.CapHighestOffsetInRemoteStorage(off, count)
+	}
 }
 
 // reportLogStart raises the log start to the first remote segment's start

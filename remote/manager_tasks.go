@@ -31,6 +31,7 @@ func (m *Manager) runFollower(ctx context.Context, pt *partitionTasks) (Follower
 		return res, err
 	}
 	res.HighestRemoteOffset = off
+	capUnheldRemoteOffset(l, off, count)
 	if !installRemoteOffset(l, off, count) {
 		res.Dropped = true
 		m.logger.Debug("follower task: truncation during the lookup; offset dropped",

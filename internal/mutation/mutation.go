@@ -236,6 +236,24 @@ const (
 	// replica holding a record below the seal: every such record is
 	// below the partition's log start (tierstate.CheckReplica).
 	EmptyPrefixCheck
+	// PruneRemoteHolds: the WAL pruner prunes at h only while the remote
+	// log metadata lists a finished segment holding h in the leader's
+	// epoch at h (consolidate.DecidePrune, SkipHighestNotInRemoteStorage):
+	// the highest offset an epoch reached in remote storage is never
+	// lowered, and after an unclean election the segments holding it may
+	// have been deleted by a leader of another lineage (the epoch
+	// cleanup), so the WAL would be pruned past what remote storage holds.
+	PruneRemoteHolds
+	// RemoteHighestHeld: the remote tasks derive an epoch's highest
+	// offset in remote storage from the segments the metadata still
+	// holds when the never-lowered highest offset lies above the log
+	// start and no finished segment holds it (remote.Manager's
+	// heldHighestOffset), and cap the log's in-lineage highest offset
+	// there: segments a leader of another lineage deleted (the epoch
+	// cleanup) are copied again when an unclean election makes this
+	// log's lineage the partition's, rather than counted as copied, so
+	// local retention does not delete their only copy.
+	RemoteHighestHeld
 
 	numGuards = iota + 1
 )
@@ -275,6 +293,8 @@ var names = [numGuards]string{
 	ResealPendingLogEnd:             "reseal-pending-log-end",
 	RemoteReadLogStartBatch:         "remote-read-log-start-batch",
 	EmptyPrefixCheck:                "empty-prefix-check",
+	PruneRemoteHolds:                "prune-remote-holds",
+	RemoteHighestHeld:               "remote-highest-held",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

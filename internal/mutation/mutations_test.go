@@ -59,6 +59,10 @@ var catches = []catch{
 	{mutation.PrunerCap, "consolidate", "TestPruneDataDriven/prune_seal_lowered"},
 	{mutation.PrunerCap, "internal/harness/sim", "TestScripts/pull855_start_phase_2"},
 
+	{mutation.PruneRemoteHolds, "consolidate", "TestPruneDataDriven/prune_remote_deleted"},
+
+	{mutation.RemoteHighestHeld, "internal/harness/sim", "TestScripts/unclean_prune_past_deleted_lineage"},
+
 	{mutation.FirstPruneBound, "consolidate", "TestDecideDataDriven/decide_first_prune_bound"},
 	{mutation.FirstPruneBound, "consolidate", "TestEndpointRecreatedLeaderBeforeFirstPrune"},
 	{mutation.FirstPruneBound, "consolidate", "TestFetcherRecreatedLeaderConsolidatesFromSeal"},

@@ -161,7 +161,19 @@ func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 	}
 	for _, d := range logDirs {
 		path := b.fs.PathJoin(d, logmanager.HighWatermarkCheckpointFile)
-		if err := b.fs.Remove(path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		err := b.fs.Remove(path)
+		if errors.Is(err, iofs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			// The removal is made durable at once: a crash image keeping
+			// none of the unsynced data would bring the checkpoint back,
+			// and the next start would restore a high watermark the
+			// replica's truncations since lowered (over records it then
+			// fetched from another epoch, not committed).
+			err = syncDir(b.fs, d)
+		}
+		if err != nil {
 			return nil, nil, errors.Join(err, m.Close())
 		}
 	}
@@ -219,7 +231,7 @@ func (b *Broker) start() error {
 		Backoff: time.Millisecond, IdleInterval: time.Millisecond, Clock: stepClock{c}}); err != nil {
 		return err
 	}
-	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.walCP}); err != nil {
+	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.walCP, RemoteSegments: c.meta}); err != nil {
 		return err
 	}
 	logs := replica.ManagedLogs(b.logs)
@@ -341,4 +353,13 @@ func (r reportingRemote) OnLeadershipChange(leaders, followers []remote.Partitio
 		return out
 	}
 	return r.Manager.OnLeadershipChange(wrap(leaders), wrap(followers))
+}
+
+// syncDir makes dir's entries durable on fs.
+func syncDir(fs vfs.FS, dir string) error {
+	f, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
 }

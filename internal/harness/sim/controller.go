@@ -633,7 +633,46 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 		// back a lineage an earlier one had discarded.
 		if b := c.leaderBroker(); b != nil && b.Log() != nil {
 			c.model.restoreLineage(c.finishedSegments(), b.Log().LogEndOffset(), b.Epochs())
+			c.acceptUnservedPrefix(b)
 		}
+	}
+}
+
+// acceptUnservedPrefix gives up the records of the new leader's lineage
+// below its local log start that remote storage no longer serves: a
+// leader of another lineage deleted their segments (the expiration's
+// epoch cleanup, Kafka's rule for segments outside its lineage) after
+// an earlier unclean election had discarded them. The election that
+// makes their lineage the partition's again cannot bring them back; its
+// leader serves none of them (and its log start goes past them), so
+// they are that election's accepted loss, like the records past its log
+// end.
+func (c *Cluster) acceptUnservedPrefix(b *Broker) {
+	l := b.Log()
+	to := min(l.LocalLogStartOffset(), c.model.end)
+	served := func(off int64) (int64, bool) {
+		res, err := b.mgr.Read(c.ctx, Partition, off, fetchBytes, log.IsolationLogEnd, true)
+		if err != nil || len(res.Records) == 0 {
+			return off, false
+		}
+		next, err := forEachRecord(res.Records, off, to, func(int64, string) error { return nil })
+		return next, err == nil && next > off
+	}
+	for off := max(l.LogStartOffset(), 0); off < to; {
+		if next, ok := served(off); ok {
+			off = next
+			continue
+		}
+		gap := off + 1
+		for gap < to {
+			if _, ok := served(gap); ok {
+				break
+			}
+			gap++
+		}
+		c.trace.detail("remote storage no longer serves [%d, %d) of the new leader's lineage: given up", off, gap)
+		c.model.acceptLoss(off, gap)
+		off = gap
 	}
 }
 

@@ -130,10 +130,21 @@ var simCatches = []simCatch{
 	// in seeds 1 to 1850 of this menu any more (seed 554 passes with
 	// either guard off); their unit tests and the script
 	// unclean_truncation_remote_highest hold them.
-	// truncation-keeps-remote-prefix: not in 600 seeds of this menu
-	// (script unclean_truncation_below_local_start holds it).
 	{guard: mutation.SealCapRemoteRead, weights: uncleanMenu, limit: 400},
 	{guard: mutation.RemoteReadLineage, weights: uncleanMenu, limit: 265},
+	// A follower that an unclean election truncates below its local log
+	// start loses its log start and the epochs below the truncation; when
+	// it leads later, its retention deletes the committed remote prefix.
+	// Unclean seed 325 after 440 steps (seed 277 of this menu breaks with
+	// every guard on: an open finding, skipped by the search).
+	{guard: mutation.TruncationKeepsRemotePrefix, weights: uncleanMenu, limit: 1005},
+	// A leader of another lineage deletes a tiered segment (epoch
+	// cleanup); an unclean election makes the lineage that holds it the
+	// partition's again, and its follower task counts it copied from the
+	// metadata's never-lowered highest offset: the WAL is pruned past it
+	// and retention deletes its only copy. Unclean seed 107 after 234
+	// steps (script unclean_prune_past_deleted_lineage).
+	{guard: mutation.RemoteHighestHeld, weights: uncleanMenu, limit: 351},
 }
 
 // deleteRecordsMenu takes the admin's DeleteRecords (weight 0 in the

@@ -135,6 +135,9 @@ type producerState struct {
 	cuts []int64
 	// cutsSeen is how many of model.cuts the checker has taken.
 	cutsSeen int
+	// everSeq is each producer's highest sequence the checker ever saw
+	// committed (by index), kept across the scans a cut starts again.
+	everSeq map[int]int32
 }
 
 func (c *Cluster) producer(index int) (*simProducer, error) {
@@ -385,10 +388,28 @@ func (c *Cluster) checkProducers() *Violation {
 		gaveUp := c.model.lostBetween(prevAt, o) || (seen && c.model.given(prevAt, prevAt+1)) ||
 			(seen && prevAt < c.model.deletedBelow) ||
 			slices.ContainsFunc(ps.cuts, func(cut int64) bool { return prevAt < cut && cut <= o })
-		if seq != last+1 && !gaveUp {
+		// An election that discarded committed records (a cut) may have
+		// discarded this producer's sequences from the previous record's
+		// offset on in one lineage, while the lineage that won kept an
+		// earlier record of the producer and then a later batch: the
+		// producer had those sequences acknowledged and goes on after
+		// them, and a leader that has no state for it (its log's records
+		// of the producer lost with the discarded ones, or below a
+		// truncation) takes any sequence, as Kafka's checkSequence does.
+		// The gap is the discarded records: every skipped sequence was
+		// committed once (at most the highest ever seen). A record
+		// going back (seq <= last) is never excused.
+		discarded := len(ps.cuts) > 0 && seq > last+1 && seq-1 <= ps.everSeq[idx]
+		if seq != last+1 && !gaveUp && !discarded {
 			return c.violation(SequenceGap, -1, o, "producer %d: sequence %d committed after %d (at %d)", idx, seq, last, prevAt)
 		}
 		ps.lastSeq[idx], ps.lastAt[idx] = seq, o
+		if ps.everSeq == nil {
+			ps.everSeq = map[int]int32{}
+		}
+		if ever, ok := ps.everSeq[idx]; !ok || seq > ever {
+			ps.everSeq[idx] = seq
+		}
 	}
 	return nil
 }
