@@ -168,6 +168,40 @@ func (l *UnifiedLog) ProducerSnapshot(offset int64) ([]byte, error) {
 	return data, nil
 }
 
+// ProducerSnapshotWithBatches returns the bytes of the producer snapshot
+// taken at offset, as ProducerSnapshot does, and those of the batches file
+// that goes with it (tierlog's .producerbatches: every producer's whole
+// dedup window), which the remote copy task uploads beside the snapshot so
+// that a rebuild from remote storage restores the windows
+// (RemoteRestore.ProducerBatches). batches is nil when the snapshot has
+// no batches file (one loaded from remote storage without it). The two
+// files are read one after the other: a batches file rewritten in between
+// names another snapshot (its snapshot CRC), and a load ignores it.
+func (l *UnifiedLog) ProducerSnapshotWithBatches(offset int64) (snap, batches []byte, err error) {
+	l.mu.Lock()
+	if err := l.checkWritableLocked(); errors.Is(err, ErrClosed) {
+		l.mu.Unlock()
+		return nil, nil, err
+	}
+	for _, p := range l.mu.pendingSnapshots {
+		if p.offset == offset {
+			snap, batches = bytes.Clone(p.data), bytes.Clone(p.batches)
+			l.mu.Unlock()
+			return snap, batches, nil
+		}
+	}
+	l.mu.Unlock()
+	snap, err = producer.ReadSnapshotFile(l.fs, l.dir, offset)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log: %w", err)
+	}
+	batches, err = producer.ReadBatchesFile(l.fs, l.dir, offset)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log: %w", err)
+	}
+	return snap, batches, nil
+}
+
 // LoadProducerSnapshot replaces the producer state with the snapshot in
 // data, taken at offset (LogStartOffset <= offset <= LogEndOffset), as a
 // rebuild from remote storage does after TruncateFullyAndStartAt(offset).

@@ -8,6 +8,7 @@ import (
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 )
@@ -33,6 +34,18 @@ type RemoteRestore struct {
 	// ProducerSnapshot is the producer snapshot at NextOffset (Kafka
 	// .snapshot bytes); nil leaves the producer state empty there.
 	ProducerSnapshot []byte
+	// ProducerBatches is the producer batches file that goes with
+	// ProducerSnapshot (tierlog's .producerbatches bytes, as
+	// ProducerSnapshotWithBatches returns them and the remote copy
+	// uploads them): every producer's whole dedup window, so that after
+	// the rebuild a retry of any batch of the window is answered as a
+	// duplicate with its original offset. nil (a segment copied without
+	// it) restores Kafka's window: each producer's last batch only, and a
+	// retry of an older batch is out of order. Bytes that do not decode
+	// (CRC) or that disagree with the snapshot are refused with an error
+	// wrapping ErrCorruption before anything changes; a file that names
+	// another snapshot (its snapshot CRC differs) is ignored.
+	ProducerBatches []byte
 }
 
 // TruncateFullyAndRestore replaces the whole log with an empty log at
@@ -97,12 +110,24 @@ func (l *UnifiedLog) validateRestore(r *RemoteRestore) ([]epochcache.Entry, erro
 			return nil, invalid("epoch entries not strictly increasing at %d@%d", e.Epoch, e.StartOffset)
 		}
 	}
+	if r.ProducerBatches != nil && r.ProducerSnapshot == nil {
+		return nil, invalid("producer batches without a producer snapshot")
+	}
+	if r.ProducerBatches != nil && mutation.Disabled(mutation.RemoteProducerWindow) {
+		r.ProducerBatches = nil
+	}
 	if r.ProducerSnapshot != nil {
 		// Loaded into a scratch state: the bytes must decode and be
-		// consistent (no producer twice), so the real load cannot fail
-		// after the old log is gone.
-		if err := producer.NewManager(producer.Options{}).LoadSnapshot(r.ProducerSnapshot, r.NextOffset); err != nil {
+		// consistent (no producer twice, windows that agree with the
+		// snapshot), so the real load cannot fail after the old log is
+		// gone.
+		use, err := producer.NewManager(producer.Options{}).LoadSnapshotWithBatches(r.ProducerSnapshot, r.ProducerBatches, r.NextOffset)
+		if err != nil {
 			return nil, fmt.Errorf("log: restore at %d: producer snapshot: %w", r.NextOffset, err)
+		}
+		if use != producer.BatchesLoaded {
+			// Absent, or naming another snapshot: Kafka's window.
+			r.ProducerBatches = nil
 		}
 	}
 	c := epochcache.New()
@@ -164,11 +189,20 @@ func (l *UnifiedLog) restoreLocked(r RemoteRestore, epochs []epochcache.Entry, e
 	pm := l.mu.producers
 	pm.TruncateFullyAndStartAt(n)
 	if r.ProducerSnapshot != nil {
-		// vfs.File.Write may modify its input: write a copy.
-		if err := producer.WriteSnapshotFile(l.fs, l.dir, n, bytes.Clone(r.ProducerSnapshot)); err != nil {
+		// vfs.File.Write may modify its input: write copies. With a
+		// batches file, the pair as the log writes its own snapshots
+		// (the snapshot's rename commits it), so a restart keeps the
+		// windows too.
+		var err error
+		if r.ProducerBatches != nil {
+			err = producer.WriteSnapshotFiles(l.fs, l.dir, n, bytes.Clone(r.ProducerSnapshot), bytes.Clone(r.ProducerBatches))
+		} else {
+			err = producer.WriteSnapshotFile(l.fs, l.dir, n, bytes.Clone(r.ProducerSnapshot))
+		}
+		if err != nil {
 			return l.failLocked(err)
 		}
-		err := pm.LoadSnapshot(r.ProducerSnapshot, n)
+		_, err = pm.LoadSnapshotWithBatches(r.ProducerSnapshot, r.ProducerBatches, n)
 		invariants.Assertf(err == nil, "snapshot loaded in validateRestore fails: %v", err)
 		if err != nil {
 			return l.failLocked(err)

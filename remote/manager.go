@@ -42,7 +42,7 @@ type PartitionLog interface {
 	UpdateLogStartOffsetFromRemoteTier(n int64) (bool, error)
 	Segments(from int64) ([]log.SegmentInfo, error)
 	OpenSegment(base int64) (*log.SegmentFiles, error)
-	ProducerSnapshot(offset int64) ([]byte, error)
+	ProducerSnapshotWithBatches(offset int64) (snap, batches []byte, err error)
 	CollectAbortedTransactions(fetchOffset, upper int64) ([]log.AbortedTxn, error)
 	Retention() (ms, bytes int64)
 	Delete() error

@@ -331,7 +331,7 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 	if len(epochs) == 0 {
 		return SegmentMetadata{}, fmt.Errorf("%w: segment %d of %s", ErrNoLeaderEpoch, c.BaseOffset, tp)
 	}
-	snapshot, err := l.ProducerSnapshot(c.NextOffset)
+	snapshot, batches, err := l.ProducerSnapshotWithBatches(c.NextOffset)
 	if err != nil {
 		return SegmentMetadata{}, fmt.Errorf("remote: producer snapshot at %d of %s: %w", c.NextOffset, tp, err)
 	}
@@ -353,7 +353,11 @@ func (m *Manager) copySegment(ctx context.Context, pt *partitionTasks, c CopyCan
 		Log: logReader, LogSize: files.Info.SizeBytes,
 		OffsetIndex: files.OffsetIndex, TimeIndex: files.TimeIndex, TxnIndex: files.TxnIndex,
 		ProducerSnapshot: snapshot,
-		LeaderEpochs:     l.EpochEntriesInRange(base.UndefinedOffset, c.NextOffset),
+		// Every producer's dedup window, beside Kafka's snapshot (which
+		// holds the last batch only): a rebuild from this segment answers
+		// a retry of any batch of the window as a duplicate.
+		ProducerBatches: batches,
+		LeaderEpochs:    l.EpochEntriesInRange(base.UndefinedOffset, c.NextOffset),
 	}
 	m.beginCopy(seg.SegmentID)
 	defer m.endCopy(seg.SegmentID)

@@ -41,8 +41,14 @@ const (
 	// before the segment end: the whole history up to it, not only the
 	// segment's epochs, so a follower can rebuild its cache from one segment.
 	IndexLeaderEpoch
+	// IndexProducerBatches is tierlog's producer batches file at the next
+	// segment's base offset (the .producerbatches bytes that go with the
+	// IndexProducerSnapshot part: every producer's whole dedup window,
+	// which Kafka's snapshot lacks); absent in segments copied without it
+	// (and before it existed), whose rebuilds load Kafka's window.
+	IndexProducerBatches
 
-	numIndexTypes = 5
+	numIndexTypes = 6
 )
 
 // requiredIndexTypes are uploaded with every segment.
@@ -61,11 +67,13 @@ func (t IndexType) String() string {
 		return "TRANSACTION"
 	case IndexLeaderEpoch:
 		return "LEADER_EPOCH"
+	case IndexProducerBatches:
+		return "PRODUCER_BATCHES"
 	}
 	return "IndexType(" + strconv.Itoa(int(t)) + ")"
 }
 
-func (t IndexType) valid() bool { return t >= IndexOffset && t <= IndexLeaderEpoch }
+func (t IndexType) valid() bool { return t >= IndexOffset && t <= IndexProducerBatches }
 
 // SegmentData is what a copy uploads for one local segment. Kafka:
 // LogSegmentData. The copy reads the slices and Log only during
@@ -94,6 +102,11 @@ type SegmentData struct {
 	// ProducerSnapshot is the producer snapshot at the next segment's base
 	// offset (Kafka .snapshot bytes).
 	ProducerSnapshot []byte
+	// ProducerBatches is the producer batches file that goes with
+	// ProducerSnapshot (tierlog's .producerbatches bytes: every
+	// producer's dedup window). Empty: nothing is uploaded and
+	// FetchIndex(IndexProducerBatches) is ErrIndexNotFound.
+	ProducerBatches []byte
 	// LeaderEpochs is the leader's epoch cache restricted to entries before
 	// the segment end: EntriesInRange(-1, nextBase). Strictly increasing in
 	// both fields, non-negative, each starting at or below the segment's
@@ -440,7 +453,7 @@ func (s *StorageManager) CopySegment(ctx context.Context, m *SegmentMetadata, da
 		err = s.put(ctx, keys.manifest(), b)
 	}
 	if err == nil && man.framed {
-		customMetadata = encodeLocator(make([]byte, 0, locatorLen), man)
+		customMetadata = encodeLocator(make([]byte, 0, maxLocatorLen), man)
 	}
 	if err != nil {
 		s.logger.Warn("remote segment copy failed", zap.Stringer("segment", m.SegmentID), zap.Error(err))
@@ -479,7 +492,7 @@ func (s *StorageManager) checkCopy(m *SegmentMetadata, data SegmentData) (segmen
 	case (data.LogSize+int64(s.opts.ChunkSize)-1)/int64(s.opts.ChunkSize) > maxChunksPerSegment:
 		return bad("%d bytes make more than %d chunks of %d", data.LogSize, maxChunksPerSegment, s.opts.ChunkSize)
 	}
-	for _, ix := range [...][]byte{data.OffsetIndex, data.TimeIndex, data.TxnIndex, data.ProducerSnapshot} {
+	for _, ix := range [...][]byte{data.OffsetIndex, data.TimeIndex, data.TxnIndex, data.ProducerSnapshot, data.ProducerBatches} {
 		if len(ix) > maxIndexBytes {
 			return bad("index of %d bytes, more than %d", len(ix), maxIndexBytes)
 		}
@@ -726,10 +739,11 @@ func (s *StorageManager) putIndexes(ctx context.Context, keys segmentKeys, data 
 		{IndexProducerSnapshot, data.ProducerSnapshot},
 		{IndexTransaction, data.TxnIndex},
 		{IndexLeaderEpoch, epochs},
+		{IndexProducerBatches, data.ProducerBatches},
 	}
 	var ra multiReaderAt
 	for _, p := range parts {
-		if p.t == IndexTransaction && len(p.b) == 0 {
+		if (p.t == IndexTransaction || p.t == IndexProducerBatches) && len(p.b) == 0 {
 			continue
 		}
 		man.indexes = append(man.indexes, manifestIndex{typ: p.t, offset: ra.size, size: int64(len(p.b)),

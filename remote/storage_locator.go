@@ -35,7 +35,8 @@ import (
 // or the index's own. Big-endian, locatorLen bytes:
 //
 //	 0  version      uint8   3 (layoutFramed)
-//	 1  flags        uint8   0 (reserved)
+//	 1  flags        uint8   0, or locatorFlagBatches (the other bits
+//	                         are reserved, 0)
 //	 2  block size   uint32  1 to MaxChunkBytes
 //	 6  log size     int64   bytes of the original .log, at most
 //	                         maxFramedLogBytes; equal to the metadata's
@@ -46,9 +47,16 @@ import (
 //	                   from offset 0 in that order. The transaction index
 //	                   is absent when its size is 0; an empty index has
 //	                   CRC 0.
-//	54  crc          uint32  CRC-32C of the segment id [16]byte followed
-//	                         by bytes 0 to 53: a locator copied onto another
+//	54  batches      only with locatorFlagBatches: size uint32 (at least
+//	                 1) and CRC-32C uint32 of the producer batches index,
+//	                 after the leader-epoch index in the "indexes" object
+//	54  crc          uint32  (at 62 with locatorFlagBatches) CRC-32C of
+//	                         the segment id [16]byte followed by every byte
+//	                         before it: a locator copied onto another
 //	                         segment's metadata fails it
+//
+// A locator is 58 bytes (locatorLen) without the producer batches index
+// (segments copied before it existed, or without one) and 66 with it.
 //
 // The manifest object of version 3 holds the same bytes after the header
 // every manifest starts with (see storage_manifest.go), so a read without
@@ -60,6 +68,12 @@ const (
 	trailerLen        = 4
 	locatorBodyLen    = locatorLen - crcLen
 	locatorIndexesPos = 14
+	// locatorFlagBatches says the locator has the producer batches
+	// index's entry (locatorBatchesLen bytes in all).
+	locatorFlagBatches = 1
+	locatorBatchesLen  = locatorLen + 8
+	// maxLocatorLen is the longest locator.
+	maxLocatorLen = locatorBatchesLen
 	// maxFramedLogBytes bounds the log size of a framed segment, so that
 	// stored offsets cannot overflow (Kafka's segments stay below 2 GiB:
 	// positions are int32). A larger segment is written in version 1 or
@@ -67,8 +81,10 @@ const (
 	maxFramedLogBytes = 1 << 40
 )
 
-// locatorIndexTypes is the order of the locator's index entries.
-var locatorIndexTypes = [numIndexTypes]IndexType{IndexOffset, IndexTimestamp, IndexProducerSnapshot,
+// locatorIndexTypes is the order of the locator's index entries that
+// every locator has (the producer batches entry follows them when its
+// flag is set).
+var locatorIndexTypes = [...]IndexType{IndexOffset, IndexTimestamp, IndexProducerSnapshot,
 	IndexTransaction, IndexLeaderEpoch}
 
 // source names where a layout's sizes come from, in errors.
@@ -128,13 +144,22 @@ func blockSeedAfter(idState uint32, block int64) uint32 {
 // encodeLocator appends the locator of framed manifest m to dst.
 func encodeLocator(dst []byte, m *manifest) []byte {
 	start := len(dst)
-	dst = append(dst, layoutFramed, 0)
+	batches, withBatches := m.index(IndexProducerBatches)
+	flags := uint8(0)
+	if withBatches {
+		flags = locatorFlagBatches
+	}
+	dst = append(dst, layoutFramed, flags)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(m.blockSize))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(m.logSize))
 	for _, t := range locatorIndexTypes {
 		ix, _ := m.index(t)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(ix.size))
 		dst = binary.BigEndian.AppendUint32(dst, ix.crc)
+	}
+	if withBatches {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(batches.size))
+		dst = binary.BigEndian.AppendUint32(dst, batches.crc)
 	}
 	sum := crc32.Update(crc32.Update(0, castagnoli, m.segmentID[:]), castagnoli, dst[start:])
 	return binary.BigEndian.AppendUint32(dst, sum)
@@ -156,18 +181,24 @@ func badLocator(format string, args ...any) error {
 // encodeLocator produces for some valid framed manifest; anything else is
 // a *locatorError.
 func decodeLocator(m *manifest, b []byte, segmentID UUID) error {
-	if len(b) != locatorLen {
-		return badLocator("%d bytes, want %d", len(b), locatorLen)
+	if len(b) != locatorLen && len(b) != locatorBatchesLen {
+		return badLocator("%d bytes, want %d or %d", len(b), locatorLen, locatorBatchesLen)
 	}
-	sum := binary.BigEndian.Uint32(b[locatorBodyLen:])
-	if got := crc32.Update(crc32.Update(0, castagnoli, segmentID[:]), castagnoli, b[:locatorBodyLen]); got != sum {
+	body := len(b) - crcLen
+	sum := binary.BigEndian.Uint32(b[body:])
+	if got := crc32.Update(crc32.Update(0, castagnoli, segmentID[:]), castagnoli, b[:body]); got != sum {
 		return badLocator("checksum %08x, stored %08x", got, sum)
 	}
 	if b[0] != layoutFramed {
 		return badLocator("version %d, want %d", b[0], layoutFramed)
 	}
-	if b[1] != 0 {
-		return badLocator("flags %#x", b[1])
+	withBatches := len(b) == locatorBatchesLen
+	wantFlags := uint8(0)
+	if withBatches {
+		wantFlags = locatorFlagBatches
+	}
+	if b[1] != wantFlags {
+		return badLocator("flags %#x in %d bytes", b[1], len(b))
 	}
 	blockSize, logSize := binary.BigEndian.Uint32(b[2:]), binary.BigEndian.Uint64(b[6:])
 	if blockSize == 0 || blockSize > MaxChunkBytes {
@@ -196,6 +227,14 @@ func decodeLocator(m *manifest, b []byte, segmentID UUID) error {
 		}
 		m.indexes = append(m.indexes, manifestIndex{typ: t, offset: offset, size: int64(size), crc: crc})
 		offset += int64(size)
+	}
+	if withBatches {
+		p := b[locatorBodyLen:]
+		size, crc := binary.BigEndian.Uint32(p), binary.BigEndian.Uint32(p[4:])
+		if size == 0 || size > maxIndexBytes {
+			return badLocator("%s index of %d bytes, want 1 to %d", IndexProducerBatches, size, maxIndexBytes)
+		}
+		m.indexes = append(m.indexes, manifestIndex{typ: IndexProducerBatches, offset: offset, size: int64(size), crc: crc})
 	}
 	return nil
 }

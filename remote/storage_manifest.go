@@ -48,7 +48,9 @@ import (
 // raw bytes (a chunk that does not shrink is stored raw). The indexes are
 // concatenated in type order from offset 0; the offset, time, producer
 // snapshot and leader-epoch indexes are always present, the transaction
-// index only when the segment has aborted transactions.
+// index only when the segment has aborted transactions, the producer
+// batches index (type 6, tierlog's .producerbatches bytes) only when the
+// copy uploaded one.
 //
 // Version 2 is written for an uncompressed segment whose chunks are longer
 // than StorageOptions.BlockSize: every chunk is raw (codec 0), and the
@@ -219,6 +221,9 @@ const manifestHeaderLen = 50
 // encodedLen returns the size of the manifest's encoding.
 func (m *manifest) encodedLen() int {
 	if m.framed {
+		if _, ok := m.index(IndexProducerBatches); ok {
+			return manifestHeaderLen + locatorBatchesLen + crcLen
+		}
 		return manifestHeaderLen + locatorLen + crcLen
 	}
 	n := manifestFixedLen + 8*len(m.objectSizes) + manifestChunkLen*len(m.chunks) +
@@ -384,9 +389,10 @@ func decodeManifest(b []byte) (*manifest, error) {
 // decodeFramedManifest reads the rest of a version 3 manifest: the start
 // offset and the locator; d holds exactly those bytes.
 func decodeFramedManifest(m *manifest, d *decoder) (*manifest, error) {
-	if len(d.b) != 8+locatorLen {
-		return nil, badManifest("version %d of %d bytes, want %d", layoutFramed,
-			manifestHeaderLen-8+len(d.b)+crcLen, manifestHeaderLen+locatorLen+crcLen)
+	n := len(d.b) - 8
+	if n != locatorLen && n != locatorBatchesLen {
+		return nil, badManifest("version %d of %d bytes, want %d or %d", layoutFramed,
+			manifestHeaderLen-8+len(d.b)+crcLen, manifestHeaderLen+locatorLen+crcLen, manifestHeaderLen+locatorBatchesLen+crcLen)
 	}
 	start := d.u64()
 	switch {
@@ -396,7 +402,7 @@ func decodeFramedManifest(m *manifest, d *decoder) (*manifest, error) {
 		return nil, badManifest("start offset %d out of range", start)
 	}
 	m.startOffset = int64(start)
-	if err := decodeLocator(m, d.take(locatorLen), m.segmentID); err != nil {
+	if err := decodeLocator(m, d.take(n), m.segmentID); err != nil {
 		return nil, badManifest("%v", err)
 	}
 	return m, nil

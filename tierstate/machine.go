@@ -68,7 +68,8 @@ type RemoteData interface {
 	// leader's entries before the segment end, oldest first.
 	FetchLeaderEpochs(ctx context.Context, m *remote.SegmentMetadata) ([]epochcache.Entry, error)
 	// FetchIndex returns one auxiliary index; the rebuild asks only for
-	// remote.IndexProducerSnapshot.
+	// remote.IndexProducerSnapshot and remote.IndexProducerBatches (a
+	// segment without the latter answers remote.ErrIndexNotFound).
 	FetchIndex(ctx context.Context, m *remote.SegmentMetadata, t remote.IndexType) ([]byte, error)
 }
 
@@ -348,7 +349,7 @@ func (r *rebuildRun) run(ctx context.Context) error {
 		return r.fail(StepPlan, fmt.Errorf("%w: log start %d, next offset %d",
 			ErrLeaderLogStartBeyondNextOffset, req.LeaderLogStartOffset, plan.NextOffset))
 	}
-	var snapshot []byte
+	var snapshot, batches []byte
 	if plan.RestoreSnapshot {
 		if err := ctx.Err(); err != nil {
 			return r.fail(StepFetchSnapshot, err)
@@ -359,13 +360,24 @@ func (r *rebuildRun) run(ctx context.Context) error {
 		if snapshot == nil {
 			snapshot = []byte{} // present but empty: still a snapshot (of no producer)
 		}
+		// Every producer's dedup window, uploaded beside the snapshot; a
+		// segment copied without it restores Kafka's window (the last
+		// batch of each producer).
+		batches, err = opts.Data.FetchIndex(ctx, &seg, remote.IndexProducerBatches)
+		if errors.Is(err, remote.ErrIndexNotFound) {
+			batches, err = nil, nil
+		}
+		if err != nil {
+			return r.fail(StepFetchSnapshot, err)
+		}
 	}
 	// Last chance to give up with the local log untouched.
 	if err := ctx.Err(); err != nil {
 		return r.fail(StepRestoreLocalLog, err)
 	}
 	err = req.Log.TruncateFullyAndRestore(log.RemoteRestore{NextOffset: plan.NextOffset,
-		LogStartOffset: req.LeaderLogStartOffset, Epochs: plan.Epochs, ProducerSnapshot: snapshot})
+		LogStartOffset: req.LeaderLogStartOffset, Epochs: plan.Epochs, ProducerSnapshot: snapshot,
+		ProducerBatches: batches})
 	if err != nil {
 		e := r.fail(StepRestoreLocalLog, err)
 		// The log refuses bad input (ErrInvalidArgument: bad epochs;

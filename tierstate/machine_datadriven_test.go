@@ -490,6 +490,10 @@ func (f *fakeData) FetchLeaderEpochs(ctx context.Context, m *remote.SegmentMetad
 }
 
 func (f *fakeData) FetchIndex(ctx context.Context, m *remote.SegmentMetadata, t remote.IndexType) ([]byte, error) {
+	if t == remote.IndexProducerBatches {
+		// Segments without the producer batches index (Kafka's window).
+		return nil, fmt.Errorf("remote: fetch producer batches: %w", remote.ErrIndexNotFound)
+	}
 	f.calls = append(f.calls, fakeCall{"snapshot", m.SegmentID.ID})
 	if t != remote.IndexProducerSnapshot {
 		return nil, fmt.Errorf("unexpected index %s", t)

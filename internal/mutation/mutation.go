@@ -254,6 +254,13 @@ const (
 	// log's lineage the partition's, rather than counted as copied, so
 	// local retention does not delete their only copy.
 	RemoteHighestHeld
+	// RemoteProducerWindow: a rebuild from remote storage loads the
+	// producer batches file uploaded with the segment
+	// (log.RemoteRestore.ProducerBatches), so a retry of any batch of a
+	// producer's dedup window is answered as a duplicate with its
+	// original offset, not refused as out of order (Kafka's snapshot
+	// holds each producer's last batch only).
+	RemoteProducerWindow
 
 	numGuards = iota + 1
 )
@@ -295,6 +302,7 @@ var names = [numGuards]string{
 	EmptyPrefixCheck:                "empty-prefix-check",
 	PruneRemoteHolds:                "prune-remote-holds",
 	RemoteHighestHeld:               "remote-highest-held",
+	RemoteProducerWindow:            "remote-producer-window",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -96,9 +96,9 @@ func WriteSnapshotFiles(fsys vfs.FS, dir string, offset int64, snap, batches []b
 	return nil
 }
 
-// readBatchesFile returns the bytes of the batches file at offset, nil if
+// ReadBatchesFile returns the bytes of the batches file at offset, nil if
 // there is none.
-func readBatchesFile(fsys vfs.FS, dir string, offset int64) ([]byte, error) {
+func ReadBatchesFile(fsys vfs.FS, dir string, offset int64) ([]byte, error) {
 	path := fsys.PathJoin(dir, BatchesFileName(offset))
 	f, err := fsys.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -309,7 +309,7 @@ func (m *Manager) LoadLatestSnapshotFile(fsys vfs.FS, dir string, maxOffset, emp
 		if err != nil {
 			return res, err
 		}
-		batches, err := readBatchesFile(fsys, dir, off)
+		batches, err := ReadBatchesFile(fsys, dir, off)
 		if err != nil {
 			return res, err
 		}
