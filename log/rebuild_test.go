@@ -1,7 +1,9 @@
 package log
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -172,4 +174,116 @@ func TestTruncateFullyAndRestoreIOFailure(t *testing.T) {
 			require.Equal(t, tc.want, restoreState(l))
 		})
 	}
+}
+
+// TestTruncateFullyAndRestoreProducerWindow: a rebuild from remote storage
+// given the producer batches file uploaded beside the snapshot
+// (ProducerSnapshotWithBatches) restores every producer's whole dedup
+// window: a retry of any of the last five batches is a duplicate with its
+// original offsets, also after a restart, and the batch before them is out
+// of order, as on the log the snapshot came from. Without the file each
+// producer holds Kafka's window, its last batch only; a file that names
+// another snapshot is ignored the same way; damaged bytes are refused with
+// ErrCorruption and change nothing.
+func TestTruncateFullyAndRestoreProducerWindow(t *testing.T) {
+	const pid = 7
+	src := openTestLog(t, vfs.NewMem(), Options{RemoteStorageEnabled: true})
+	var sent [][]byte
+	var infos []AppendInfo
+	for i := range 6 {
+		b := idempotentBatch(t, pid, 0, int32(2*i), 2, restartNowMs-100+int64(i))
+		sent = append(sent, b)
+		info, err := src.AppendAsLeader(slices.Clone(b), 0, OriginClient)
+		require.NoError(t, err)
+		infos = append(infos, info)
+		_, err = src.AppendAsLeader(buildBatches(t, 1, 1, 10, restartNowMs, 0, -1), 0, OriginClient)
+		require.NoError(t, err)
+	}
+	next := src.LogEndOffset()
+	require.NoError(t, src.Roll())
+	snap, batches, err := src.ProducerSnapshotWithBatches(next)
+	require.NoError(t, err)
+	require.NotNil(t, batches, "the log's own snapshot has its batches file")
+	// The first batch of another state: a snapshot with another crc.
+	other := openTestLog(t, vfs.NewMem(), Options{})
+	_, err = other.AppendAsLeader(idempotentBatch(t, pid, 0, 0, 1, restartNowMs), 0, OriginClient)
+	require.NoError(t, err)
+	require.NoError(t, other.Roll())
+	_, staleBatches, err := other.ProducerSnapshotWithBatches(other.LogEndOffset())
+	require.NoError(t, err)
+	require.NoError(t, other.Close())
+	require.NoError(t, src.Close())
+
+	// retry appends sent[i] again and says what the log answered.
+	retry := func(l *UnifiedLog, i int) string {
+		t.Helper()
+		leo := l.LogEndOffset()
+		got, err := l.AppendAsLeader(slices.Clone(sent[i]), 0, OriginClient)
+		require.Equal(t, leo, l.LogEndOffset(), "a retry appends nothing")
+		switch {
+		case errors.Is(err, ErrOutOfOrderSequence):
+			return "out-of-order"
+		case err != nil:
+			return err.Error()
+		case !got.Duplicate:
+			return fmt.Sprintf("appended at %d", got.FirstOffset)
+		}
+		require.Equal(t, [3]int64{infos[i].FirstOffset, infos[i].LastOffset, infos[i].MaxTimestamp},
+			[3]int64{got.FirstOffset, got.LastOffset, got.MaxTimestamp}, "retry of batch %d", i)
+		return "duplicate"
+	}
+	retries := func(l *UnifiedLog) []string {
+		var out []string
+		for i := range sent {
+			out = append(out, retry(l, i))
+		}
+		return out
+	}
+	window := []string{"out-of-order", "duplicate", "duplicate", "duplicate", "duplicate", "duplicate"}
+	kafka := []string{"out-of-order", "out-of-order", "out-of-order", "out-of-order", "out-of-order", "duplicate"}
+	epochs := []epochcache.Entry{{Epoch: 0, StartOffset: 0}}
+	for _, tc := range []struct {
+		name    string
+		batches []byte
+		want    []string
+	}{
+		{"window", batches, window},
+		{"no batches file", nil, kafka},
+		{"another snapshot's batches file", staleBatches, kafka},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			opts := Options{RemoteStorageEnabled: true}
+			l := openTestLog(t, fs, opts)
+			appendRecords(t, l, 0, 3, 1_000)
+			require.NoError(t, l.TruncateFullyAndRestore(RemoteRestore{NextOffset: next, LogStartOffset: 0,
+				Epochs: epochs, ProducerSnapshot: snap, ProducerBatches: tc.batches}))
+			require.Equal(t, tc.want, retries(l))
+			require.NoError(t, l.Close())
+			l = openTestLog(t, fs, opts)
+			defer l.Close()
+			require.Equal(t, tc.want, retries(l), "after a restart")
+		})
+	}
+
+	t.Run("damaged", func(t *testing.T) {
+		l := openTestLog(t, vfs.NewMem(), Options{RemoteStorageEnabled: true})
+		defer l.Close()
+		appendRecords(t, l, 0, 3, 1_000)
+		before, count := restoreState(l), l.TruncationCount()
+		for _, bad := range [][]byte{
+			append(slices.Clone(batches[:len(batches)-1]), batches[len(batches)-1]^1), // a flipped bit: the crc
+			batches[:len(batches)-1], // cut short
+			{},                       // empty
+		} {
+			err := l.TruncateFullyAndRestore(RemoteRestore{NextOffset: next, Epochs: epochs,
+				ProducerSnapshot: snap, ProducerBatches: bad})
+			require.ErrorIs(t, err, ErrCorruption)
+			require.Equal(t, before, restoreState(l))
+			require.Equal(t, count, l.TruncationCount())
+		}
+		err := l.TruncateFullyAndRestore(RemoteRestore{NextOffset: next, Epochs: epochs, ProducerBatches: batches})
+		require.ErrorIs(t, err, ErrInvalidArgument, "batches without a snapshot")
+		appendRecords(t, l, 0, 1, 1_000)
+	})
 }

@@ -64,6 +64,9 @@ func runStorageFaults(t *testing.T, seed uint64, compression bool, ops int) {
 	var copies []*testCopy
 	for i := range 3 {
 		c := newTestCopy(storageTopic, seed*10+uint64(i), int64(i)*100, 3000+rng.IntN(3000), i == 1)
+		if i == 2 {
+			c.data.ProducerBatches = segmentBytes(seed*10+5, 131)
+		}
 		for attempt := 0; ; attempt++ {
 			require.Less(t, attempt, 100, "copy never succeeded")
 			_, err := s.CopySegment(ctx, &c.m, c.data)
@@ -90,12 +93,14 @@ func runStorageFaults(t *testing.T, seed uint64, compression bool, ops int) {
 			got, err := s.FetchIndex(ctx, &c.m, typ)
 			switch {
 			case typ == IndexTransaction && c.m.TxnIndexEmpty && errors.Is(err, ErrIndexNotFound):
+			case typ == IndexProducerBatches && len(c.data.ProducerBatches) == 0 && errors.Is(err, ErrIndexNotFound):
 			case err != nil:
 				require.True(t, faultErr(err), "FetchIndex: %v", err)
 			default:
 				want := map[IndexType][]byte{IndexOffset: c.data.OffsetIndex, IndexTimestamp: c.data.TimeIndex,
 					IndexProducerSnapshot: c.data.ProducerSnapshot, IndexTransaction: c.data.TxnIndex,
-					IndexLeaderEpoch: appendEpochCheckpoint(nil, c.data.LeaderEpochs)}[typ]
+					IndexLeaderEpoch:     appendEpochCheckpoint(nil, c.data.LeaderEpochs),
+					IndexProducerBatches: c.data.ProducerBatches}[typ]
 				require.Equal(t, want, got, "%s", typ)
 			}
 		case 3:

@@ -26,13 +26,21 @@ func locatorsForTest(t testing.TB) []SegmentMetadata {
 	var out []SegmentMetadata
 	for _, cfg := range []struct {
 		blockSize, size int
-		txn             bool
-	}{{300, 10_500, true}, {0, 700, false}, {1, 0, false}, {16 << 10, 100_000, true}} {
+		txn, batches    bool
+	}{{300, 10_500, true, false}, {0, 700, false, false}, {1, 0, false, false}, {16 << 10, 100_000, true, false},
+		{300, 10_500, true, true}, {0, 700, false, true}} {
 		s := newTestStorage(t, newMemStore(), StorageOptions{BlockSize: cfg.blockSize})
 		c := newTestCopy(storageTopic, 5, 10, cfg.size, cfg.txn)
+		if cfg.batches {
+			c.data.ProducerBatches = segmentBytes(9, 131)
+		}
 		custom, err := s.CopySegment(ctx, &c.m, c.data)
 		require.NoError(t, err)
-		require.Len(t, custom, locatorLen)
+		if cfg.batches {
+			require.Len(t, custom, locatorBatchesLen)
+		} else {
+			require.Len(t, custom, locatorLen)
+		}
 		c.m.CustomMetadata = custom
 		out = append(out, c.m)
 	}
@@ -42,8 +50,9 @@ func locatorsForTest(t testing.TB) []SegmentMetadata {
 // resealLocator recomputes the checksum of a locator after an edit, so
 // only its consistency checks (and the reads) can object.
 func resealLocator(b []byte, id UUID) []byte {
-	sum := crc32.Update(crc32.Update(0, castagnoli, id[:]), castagnoli, b[:locatorBodyLen])
-	binary.BigEndian.PutUint32(b[locatorBodyLen:], sum)
+	body := len(b) - crcLen
+	sum := crc32.Update(crc32.Update(0, castagnoli, id[:]), castagnoli, b[:body])
+	binary.BigEndian.PutUint32(b[body:], sum)
 	return b
 }
 
@@ -108,6 +117,32 @@ func TestLocatorRejectsInconsistent(t *testing.T) {
 			require.ErrorAs(t, err, &le)
 		})
 	}
+	// With the producer batches entry.
+	mb := locatorsForTest(t)[4]
+	require.Len(t, mb.CustomMetadata, locatorBatchesLen)
+	for name, edit := range map[string]func(b []byte) []byte{
+		"flags 0":             func(b []byte) []byte { b[1] = 0; return b },
+		"flags 3":             func(b []byte) []byte { b[1] = 3; return b },
+		"empty batches index": func(b []byte) []byte { clear(b[locatorBodyLen : locatorBodyLen+8]); return b },
+		"batches index too large": func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[locatorBodyLen:], maxIndexBytes+1)
+			return b
+		},
+		"flag without the entry": func(b []byte) []byte { return append(b[:locatorBodyLen], 0, 0, 0, 0) },
+		"entry without the flag": func(b []byte) []byte {
+			b = append(slices.Clone(m.CustomMetadata[:locatorBodyLen]), 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0)
+			return b
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := mb
+			bad.CustomMetadata = edit(slices.Clone(mb.CustomMetadata))
+			resealLocator(bad.CustomMetadata, mb.SegmentID.ID)
+			_, err := manifestFromLocator(&bad)
+			var le *locatorError
+			require.ErrorAs(t, err, &le)
+		})
+	}
 }
 
 // TestLocatorThatLies: locators that decode but describe other bytes than
@@ -124,6 +159,7 @@ func TestLocatorThatLies(t *testing.T) {
 			}
 			s := newTestStorage(t, store, StorageOptions{BlockSize: 1000, ManifestCacheEntries: -1})
 			c := newTestCopy(storageTopic, 6, 0, 10_500, true)
+			c.data.ProducerBatches = segmentBytes(8, 131)
 			custom, err := s.CopySegment(ctx, &c.m, c.data)
 			require.NoError(t, err)
 			keys, err := s.keysFor(&c.m)
@@ -142,7 +178,8 @@ func TestLocatorThatLies(t *testing.T) {
 					requireCorrupt(t, err, keys.data(0))
 				}
 			}
-			for i, t0 := range locatorIndexTypes {
+			types := append(locatorIndexTypes[:], IndexProducerBatches)
+			for i, t0 := range types {
 				for _, delta := range []int32{-1, 1} {
 					m := lie(func(b []byte) {
 						p := b[locatorIndexesPos+8*i:]

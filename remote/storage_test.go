@@ -167,11 +167,12 @@ func checkIndexes(t *testing.T, s *StorageManager, c *testCopy) {
 	want := map[IndexType][]byte{
 		IndexOffset: c.data.OffsetIndex, IndexTimestamp: c.data.TimeIndex,
 		IndexProducerSnapshot: c.data.ProducerSnapshot, IndexTransaction: c.data.TxnIndex,
-		IndexLeaderEpoch: appendEpochCheckpoint(nil, c.data.LeaderEpochs),
+		IndexLeaderEpoch:     appendEpochCheckpoint(nil, c.data.LeaderEpochs),
+		IndexProducerBatches: c.data.ProducerBatches,
 	}
 	for typ, w := range want {
 		got, err := s.FetchIndex(ctx, &c.m, typ)
-		if typ == IndexTransaction && len(w) == 0 {
+		if (typ == IndexTransaction || typ == IndexProducerBatches) && len(w) == 0 {
 			require.ErrorIs(t, err, ErrIndexNotFound)
 			continue
 		}
@@ -199,6 +200,9 @@ func TestStorageRoundTrip(t *testing.T) {
 		// CRC trailers and a locator (version 3).
 		for _, layout := range []string{"zstd", "manifest", "framed"} {
 			compression := layout == "zstd"
+			// txn adds a transaction index, and a producer batches index:
+			// both optional (the other case is a segment without them,
+			// the layout copies wrote before the batches index existed).
 			for _, txn := range []bool{false, true} {
 				t.Run(fmt.Sprintf("store=%s/layout=%s/txn=%t", st.name, layout, txn), func(t *testing.T) {
 					store := st.open(t)
@@ -206,6 +210,9 @@ func TestStorageRoundTrip(t *testing.T) {
 						ChecksumsInManifest: layout == "manifest", BlockSize: 1000}
 					s := newTestStorage(t, store, opts)
 					c := newTestCopy(storageTopic, 7, 1200, 10_500, txn)
+					if txn {
+						c.data.ProducerBatches = segmentBytes(12, 131)
+					}
 					custom, err := s.CopySegment(context.Background(), &c.m, c.data)
 					require.NoError(t, err)
 					checkFetches(t, s, &c.m, c.src)
@@ -222,7 +229,13 @@ func TestStorageRoundTrip(t *testing.T) {
 					} else {
 						// With the locator in the metadata, a cold manager
 						// never reads the manifest.
-						require.Len(t, custom, locatorLen)
+						if txn {
+							require.Len(t, custom, locatorBatchesLen)
+							require.EqualValues(t, locatorFlagBatches, custom[1])
+						} else {
+							require.Len(t, custom, locatorLen, "the layout copies wrote before the producer batches index")
+							require.Zero(t, custom[1], "flags")
+						}
 						require.LessOrEqual(t, len(custom), 128, "Kafka's default remote.log.metadata.custom.metadata.max.bytes")
 						located := c.m
 						located.CustomMetadata = custom

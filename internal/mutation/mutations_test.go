@@ -146,6 +146,10 @@ var catches = []catch{
 	{mutation.RemoteReadLogStartBatch, "remote", "TestRemoteReadBatchStraddlingTheLogStart"},
 	{mutation.EmptyPrefixCheck, "tierstate", "TestCheckReplicaEmptyPrefix"},
 	{mutation.EmptyPrefixCheck, "internal/harness/sim", "TestScripts/start_phase_2_below_cross_tier_start"},
+
+	{mutation.RemoteProducerWindow, "log", "TestTruncateFullyAndRestoreProducerWindow"},
+	{mutation.RemoteProducerWindow, "remote", "TestCopyUploadsProducerWindow"},
+	{mutation.RemoteProducerWindow, "internal/harness/sim", "TestScripts/producer_window_after_remote_rebuild"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
