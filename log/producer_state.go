@@ -213,7 +213,8 @@ func (l *UnifiedLog) ProducerSnapshotWithBatches(offset int64) (snap, batches []
 // last batch only: until the producer's next batches fill its window
 // again, a retry of an older batch is out of order (Kafka's behaviour; a
 // snapshot the log writes itself keeps the whole window beside it, in a
-// .producerbatches file).
+// .producerbatches file, which the remote copy uploads and
+// TruncateFullyAndRestore loads: RemoteRestore.ProducerBatches).
 func (l *UnifiedLog) LoadProducerSnapshot(data []byte, offset int64) error {
 	if _, err := producer.DecodeSnapshot(data); err != nil {
 		return fmt.Errorf("log: load producer snapshot at %d: %w", offset, err)

@@ -63,7 +63,8 @@ type RemoteRestore struct {
 //     first, then fsync the directory;
 //  2. write the offsets checkpoint (log start, recovery point NextOffset);
 //  3. write the epoch checkpoint with exactly the restored entries;
-//  4. write the producer snapshot file at NextOffset;
+//  4. write the producer snapshot file at NextOffset (its batches file
+//     first, when r.ProducerBatches holds one);
 //  5. create the empty segment at NextOffset and fsync the directory:
 //     the commit point (Open finds a segment at NextOffset only after
 //     steps 1 to 4 are durable).

@@ -82,7 +82,9 @@
 // LoadSnapshotWithBatches states the load rules: no file, or one naming
 // another snapshot, loads Kafka's window; a damaged or disagreeing one is
 // corruption, and the pair is dropped for an older snapshot and a
-// replay.
+// replay. The remote copy uploads the file beside the snapshot (an index
+// of its own), and a rebuild from remote storage writes and loads the
+// pair, so a rebuilt leader keeps the windows too.
 //
 // Aborted-transaction index, <segment base>.txnindex, Kafka's 34-byte
 // entries, big-endian, ordered by last offset:
