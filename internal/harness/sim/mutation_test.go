@@ -120,6 +120,26 @@ var simCatches = []simCatch{
 	// refuses the committed records from the log start on forever
 	// (LostRecord). Seed 400 after 142 steps, with delete-records on.
 	{guard: mutation.RemoteReadLogStartBatch, weights: deleteRecordsMenu, limit: 420},
+	// A restart changes no idempotent producer's answer
+	// (checkRestartedProducers): a recovery that forgets a producer
+	// whose batches lie below the log start (DeleteRecords inside the
+	// recovered segment, then a crash) would append its retry again
+	// (Duplicate at the restart). recover-producers-from-segment-base:
+	// the recovery of the first segment replays it from the log start,
+	// not its base; seed 2 after 145 steps, with delete-records on.
+	{guard: mutation.RecoverProducersFromSegmentBase, weights: deleteRecordsMenu, limit: 40},
+	// snapshot-floor: DeleteRecords deletes the producer snapshot at the
+	// base of the segment holding the new log start, so the recovery of
+	// that segment starts empty there and forgets the producers of the
+	// segments below. Seed 8 after 114 steps, with delete-records on.
+	{guard: mutation.SnapshotFloor, weights: deleteRecordsMenu, limit: 55},
+	// recovery-snapshots: a crash recovery writes no snapshot at the
+	// segment bases it passes nor at the log end; once retention or
+	// DeleteRecords removed the older snapshots, the next crash's
+	// recovery finds none and starts with no state, forgetting the
+	// producers whose batches lie below it. Seed 197 after 156 steps
+	// (with delete-records on: seed 8 after 114 steps).
+	{guard: mutation.RecoverySnapshots, limit: 620},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out: with it, start-phase-2 with
 	// replicas not described trusts a remote segment of a lineage an
