@@ -49,7 +49,7 @@ type simCatch struct {
 // so the leader stays at 0: the liveness check (Settle) finds it Stuck
 // (script shrunk_first_prune_bound_alone); the merged menu reaches it
 // in no seed of 1 to 1500 (Settle needs a quiet cluster), the menu with
-// all-clear at seed 1. With wal-read-gap off too it appends the batch
+// all-clear at seed 7. With wal-read-gap off too it appends the batch
 // at 0: a consumer is served from past its fetch offset (LostRecord) or
 // a follower's epochs disagree with the leader's (LineageDiverged).
 //
@@ -127,28 +127,28 @@ var simCatches = []simCatch{
 	// recovered segment, then a crash) would append its retry again
 	// (Duplicate at the restart). recover-producers-from-segment-base:
 	// the recovery of the first segment replays it from the log start,
-	// not its base; seed 2 after 145 steps, with delete-records on.
-	{guard: mutation.RecoverProducersFromSegmentBase, weights: deleteRecordsMenu, limit: 40},
+	// not its base. Seed 2 after 145 steps.
+	{guard: mutation.RecoverProducersFromSegmentBase, limit: 40},
 	// snapshot-floor: DeleteRecords deletes the producer snapshot at the
 	// base of the segment holding the new log start, so the recovery of
 	// that segment starts empty there and forgets the producers of the
-	// segments below. Seed 8 after 114 steps, with delete-records on.
-	{guard: mutation.SnapshotFloor, weights: deleteRecordsMenu, limit: 55},
+	// segments below. Seed 8 after 114 steps.
+	{guard: mutation.SnapshotFloor, limit: 55},
 	// recovery-snapshots: a crash recovery writes no snapshot at the
 	// segment bases it passes nor at the log end; once retention or
 	// DeleteRecords removed the older snapshots, the next crash's
 	// recovery finds none and starts with no state, forgetting the
-	// producers whose batches lie below it. Seed 197 after 156 steps
-	// (with delete-records on: seed 8 after 114 steps).
-	{guard: mutation.RecoverySnapshots, limit: 620},
-	// first-prune-bound alone: a leader with an empty log in phase 2
-	// before the first prune (its disk lost, then a forced election) is
-	// offered the first diskless batch at 0 and stays there; the
+	// producers whose batches lie below it. Seed 8 after 114 steps
+	// (without delete-records: seed 197 after 156 steps).
+	{guard: mutation.RecoverySnapshots, limit: 55},
+	// first-prune-bound alone: a leader whose log ends below the seal in
+	// phase 2 before the first prune (its disk lost, then a forced
+	// election: at W = 22, seal 29) is offered the first diskless batch
+	// and refuses it, as it does not start at its log end; the
 	// incident's end (all-clear, weight 0 in the default menu for an open
-	// finding, see random.go) runs Settle, which finds it Stuck. Seed 1
-	// after 288 steps (a seal lowered by start-phase-2 there; without
-	// start-phase-2 and reseal, seed 2 after 470 steps).
-	{guard: mutation.FirstPruneBound, weights: allClearMenu, limit: 35},
+	// finding, see random.go) runs Settle, which finds it Stuck. Seed 7
+	// after 285 steps.
+	{guard: mutation.FirstPruneBound, weights: allClearMenu, limit: 50},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out: with it, start-phase-2 with
 	// replicas not described trusts a remote segment of a lineage an
