@@ -161,8 +161,10 @@ var choices = []choice{
 	// set (start-phase-2 accepting data loss, or a reseal), the control
 	// plane's high watermark stays at the old seal and a consolidating
 	// leader waits at the new seal for offsets that exist nowhere (Stuck;
-	// with weight 1, seeds 22, 45, 184, 192 and 218 of 1 to 300, each
-	// with the seal lowered).
+	// testdata/findings/lowered_seal_consolidation_stuck; with weight 1,
+	// seeds 115, 128, 222 and 256 of 1 to 300, each with the seal
+	// lowered; seed 78 meets the producer window finding after a rebuild
+	// from remote storage, testdata/findings/producer_window_after_remote_rebuild).
 	{"all-clear", 0, func(c *Cluster, rng *rand.Rand) error { return c.allClear() }},
 	{"arm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.step < 60 {
