@@ -147,7 +147,7 @@ var simCatches = []simCatch{
 	// and refuses it, as it does not start at its log end; the
 	// incident's end (all-clear, weight 0 in the default menu for an open
 	// finding, see random.go) runs Settle, which finds it Stuck. Seed 7
-	// after 285 steps.
+	// after 261 steps.
 	{guard: mutation.FirstPruneBound, weights: allClearMenu, limit: 50},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out: with it, start-phase-2 with
