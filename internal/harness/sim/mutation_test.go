@@ -149,6 +149,14 @@ var simCatches = []simCatch{
 	// finding, see random.go) runs Settle, which finds it Stuck. Seed 7
 	// after 261 steps.
 	{guard: mutation.FirstPruneBound, weights: allClearMenu, limit: 50},
+	// epoch-cleanup-guard: after an unclean election a leader forced in
+	// phase 2 caches only epochs above the classic prefix's, and its
+	// expiration's epoch cleanup deletes the remote segments of the
+	// prefix: the WAL start the pruner moved to the seal is past the
+	// highest offset remote storage still holds (PrunedPastRemote). On
+	// the unclean menu with all-clear: seed 227 after 357 steps (not in
+	// 600 seeds of the unclean menu alone).
+	{guard: mutation.EpochCleanupGuard, weights: uncleanAllClearMenu, limit: 300},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out: with it, start-phase-2 with
 	// replicas not described trusts a remote segment of a lineage an
@@ -172,6 +180,9 @@ var deleteRecordsMenu = map[string]int{"delete-records": 2}
 // allClearMenu takes the incident's end, all-clear (weight 0 in the
 // default menu: random.go).
 var allClearMenu = map[string]int{"all-clear": 1}
+
+// uncleanAllClearMenu is uncleanMenu with all-clear.
+var uncleanAllClearMenu = map[string]int{"elect-unclean": 1, "start-phase-2": 0, "all-clear": 1}
 
 // uncleanMenu takes unclean ElectLeaders requests and leaves out the
 // operator's start-phase-2 (see simCatches).
