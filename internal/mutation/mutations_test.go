@@ -105,6 +105,7 @@ var catches = []catch{
 	{mutation.RecoverProducersFromSegmentBase, "log", "TestLoadProducersAfterDeleteRecordsMidSegment"},
 	{mutation.RecoverProducersFromSegmentBase, "log", "TestProducerStateRestartProperty"},
 	{mutation.RecoverProducersFromSegmentBase, "log", "TestDataDriven/producer_recovery"},
+	{mutation.RecoverProducersFromSegmentBase, "internal/harness/sim", "TestScripts/delete_records_producers_restart"},
 
 	{mutation.RecoverySnapshots, "log", "TestLoadingLogKeepsLargestStrayProducerStateSnapshot"},
 	{mutation.RecoverySnapshots, "log", "TestProducerStateRestartProperty"},

@@ -322,6 +322,9 @@ func (c *Cluster) Restart(id int32) error {
 		if err := b.start(); err != nil {
 			return "", err
 		}
+		if v := c.checkRestartedProducers(b); v != nil {
+			return "", v
+		}
 		kind := c.ctrl.brokerRegistered(id, c.running)
 		err := c.publish(fmt.Sprintf("broker %d restarted%s", id, kind.note()))
 		c.acceptLossAtElection(kind)

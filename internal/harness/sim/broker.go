@@ -69,6 +69,9 @@ type Broker struct {
 	// cut is a crash armed at a file operation of the disk (crashfs.go),
 	// nil or stale (armed on an older disk) when none is.
 	cut *cutPoint
+	// prodMarks are the producers its log held when it went down, for
+	// the check at its restart (producer.go; nil: none to check).
+	prodMarks *producerMarks
 }
 
 // classicFetch is where the classic fetcher fetches from.
@@ -259,6 +262,7 @@ func (b *Broker) stop() error {
 	if !b.up {
 		return nil
 	}
+	b.prodMarks = markProducers(b.Log(), b.fs)
 	b.up = false
 	// The log manager closes the logs, writes its checkpoints (the high
 	// watermark among them) and the directories' clean-shutdown markers.
@@ -277,6 +281,10 @@ func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 		img = vfs.NewCrashableMem()
 	} else {
 		img = crashImage(b.fs, unsyncedPercent, rand.New(rand.NewPCG(b.c.rng.Uint64(), b.c.rng.Uint64())))
+	}
+	b.prodMarks = nil
+	if !loseDisk {
+		b.prodMarks = markProducers(b.Log(), img)
 	}
 	_ = b.mgr.Close()
 	b.up, b.fs, b.logs, b.moving, b.moveTruncateTo = false, img, nil, false, -1

@@ -160,6 +160,10 @@ func (c *Cluster) finishCuts(up map[int32]bool) error {
 		b.cut = nil
 		if b.up {
 			_ = b.mgr.Close()
+		} else if b.prodMarks != nil && b.prodMarks.fs == b.fs {
+			// A crash during its restart (the recovery): the next
+			// restart must still know the producers.
+			b.prodMarks.fs = img
 		}
 		b.up, b.fs, b.logs, b.moving = false, img, nil, false
 		b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil

@@ -47,8 +47,9 @@ type simCatch struct {
 // is offered the first diskless batch at its log end 0, and the
 // fetcher's appendablePrefix refuses a batch that does not start there,
 // so the leader stays at 0: the liveness check (Settle) finds it Stuck
-// (script shrunk_first_prune_bound_alone), but the merged menu reaches it
-// in no seed of 1 to 800. With wal-read-gap off too it appends the batch
+// (script shrunk_first_prune_bound_alone); the merged menu reaches it
+// in no seed of 1 to 1500 (Settle needs a quiet cluster), the menu with
+// all-clear at seed 7. With wal-read-gap off too it appends the batch
 // at 0: a consumer is served from past its fetch offset (LostRecord) or
 // a follower's epochs disagree with the leader's (LineageDiverged).
 //
@@ -120,6 +121,42 @@ var simCatches = []simCatch{
 	// refuses the committed records from the log start on forever
 	// (LostRecord). Seed 400 after 142 steps, with delete-records on.
 	{guard: mutation.RemoteReadLogStartBatch, weights: deleteRecordsMenu, limit: 420},
+	// A restart changes no idempotent producer's answer
+	// (checkRestartedProducers): a recovery that forgets a producer
+	// whose batches lie below the log start (DeleteRecords inside the
+	// recovered segment, then a crash) would append its retry again
+	// (Duplicate at the restart). recover-producers-from-segment-base:
+	// the recovery of the first segment replays it from the log start,
+	// not its base. Seed 2 after 145 steps.
+	{guard: mutation.RecoverProducersFromSegmentBase, limit: 40},
+	// snapshot-floor: DeleteRecords deletes the producer snapshot at the
+	// base of the segment holding the new log start, so the recovery of
+	// that segment starts empty there and forgets the producers of the
+	// segments below. Seed 8 after 114 steps.
+	{guard: mutation.SnapshotFloor, limit: 55},
+	// recovery-snapshots: a crash recovery writes no snapshot at the
+	// segment bases it passes nor at the log end; once retention or
+	// DeleteRecords removed the older snapshots, the next crash's
+	// recovery finds none and starts with no state, forgetting the
+	// producers whose batches lie below it. Seed 8 after 114 steps
+	// (without delete-records: seed 197 after 156 steps).
+	{guard: mutation.RecoverySnapshots, limit: 55},
+	// first-prune-bound alone: a leader whose log ends below the seal in
+	// phase 2 before the first prune (its disk lost, then a forced
+	// election: at W = 22, seal 29) is offered the first diskless batch
+	// and refuses it, as it does not start at its log end; the
+	// incident's end (all-clear, weight 0 in the default menu for an open
+	// finding, see random.go) runs Settle, which finds it Stuck. Seed 7
+	// after 261 steps.
+	{guard: mutation.FirstPruneBound, weights: allClearMenu, limit: 50},
+	// epoch-cleanup-guard: after an unclean election a leader forced in
+	// phase 2 caches only epochs above the classic prefix's, and its
+	// expiration's epoch cleanup deletes the remote segments of the
+	// prefix: the WAL start the pruner moved to the seal is past the
+	// highest offset remote storage still holds (PrunedPastRemote). On
+	// the unclean menu with all-clear: seed 227 after 357 steps (not in
+	// 600 seeds of the unclean menu alone).
+	{guard: mutation.EpochCleanupGuard, weights: uncleanAllClearMenu, limit: 300},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out: with it, start-phase-2 with
 	// replicas not described trusts a remote segment of a lineage an
@@ -150,6 +187,13 @@ var simCatches = []simCatch{
 // deleteRecordsMenu takes the admin's DeleteRecords (weight 0 in the
 // default menu: random.go).
 var deleteRecordsMenu = map[string]int{"delete-records": 2}
+
+// allClearMenu takes the incident's end, all-clear (weight 0 in the
+// default menu: random.go).
+var allClearMenu = map[string]int{"all-clear": 1}
+
+// uncleanAllClearMenu is uncleanMenu with all-clear.
+var uncleanAllClearMenu = map[string]int{"elect-unclean": 1, "start-phase-2": 0, "all-clear": 1}
 
 // uncleanMenu takes unclean ElectLeaders requests and leaves out the
 // operator's start-phase-2 (see simCatches).

@@ -3,9 +3,12 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
@@ -481,4 +484,73 @@ func followLogStart(ll, fl *log.UnifiedLog) error {
 	}
 	_, err := fl.MaybeIncrementLogStartOffset(to)
 	return err
+}
+
+// producerMarks is each producer's last batch in a broker's log when the
+// broker went down between two operations (Crash) or stopped cleanly
+// (Stop), for the check at its restart (checkRestartedProducers). fs is
+// the disk the broker comes back on; a cut inside an operation
+// (crashfs.go), a lost or wiped disk leave none.
+type producerMarks struct {
+	fs   *vfs.MemFS
+	last map[int64]log.BatchMetadata
+}
+
+// markProducers records l's producers for a restart on fs (nil without
+// a log).
+func markProducers(l *log.UnifiedLog, fs *vfs.MemFS) *producerMarks {
+	if l == nil {
+		return nil
+	}
+	m := &producerMarks{fs: fs, last: map[int64]log.BatchMetadata{}}
+	for _, p := range l.ActiveProducers() {
+		if n := len(p.Batches); n > 0 {
+			m.last[p.ProducerID] = p.Batches[n-1]
+		}
+	}
+	return m
+}
+
+// checkRestartedProducers: a restart changes no idempotent producer's
+// answer (Kafka's LogLoaderTest, testLoadProducersAfterDeleteRecordsMidSegment;
+// log.TestProducerStateRestartProperty). Every producer whose last batch
+// the restarted log still holds (it ends below the log end) is known with
+// that batch or a later one: a producer whose state the recovery dropped
+// has its retry appended again. Kafka keeps a producer's state when
+// DeleteRecords or retention remove its batches (it expires by time
+// only), so its batches below the log start count too. The Duplicate
+// check of the committed records cannot see this: a replica reset at the
+// leader's log start does take such a retry as new (checkProducers).
+func (c *Cluster) checkRestartedProducers(b *Broker) *Violation {
+	m := b.prodMarks
+	b.prodMarks = nil
+	l := b.Log()
+	if m == nil || m.fs != b.fs || l == nil {
+		return nil
+	}
+	after := map[int64]int32{}
+	for _, p := range l.ActiveProducers() {
+		if n := len(p.Batches); n > 0 {
+			after[p.ProducerID] = p.Batches[n-1].LastSeq
+		}
+	}
+	pids := slices.Sorted(maps.Keys(m.last))
+	leo := l.LogEndOffset()
+	for _, pid := range pids {
+		bm := m.last[pid]
+		if bm.LastOffset >= leo {
+			continue // the crash took the batch
+		}
+		if seq, ok := after[pid]; !ok || seq < bm.LastSeq {
+			known := "unknown"
+			if ok {
+				known = fmt.Sprintf("last sequence %d", seq)
+			}
+			o := l.Offsets()
+			return c.violation(Duplicate, b.ID, bm.LastOffset,
+				"restart forgot producer %d's batch ending at %d (sequence %d), now %s (log start %d, local start %d, log end %d): its retry would be appended again",
+				pid, bm.LastOffset, bm.LastSeq, known, o.LogStartOffset, o.LocalLogStartOffset, o.LogEndOffset)
+		}
+	}
+	return nil
 }

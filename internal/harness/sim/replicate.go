@@ -2,12 +2,14 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/harness/demo"
 	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/truncation"
 )
@@ -63,14 +65,15 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		restart := ""
 		if len(fd.Records) > 0 {
-			if _, err := fl.AppendAsFollower(fd.Records, epoch); err != nil {
-				return "", err
+			if restart, err = appendAsFollower(fl, fd.Records, epoch); err != nil {
+				return restart, err
 			}
 		}
 		fl.UpdateHighWatermark(min(fd.HighWatermark, fl.LogEndOffset()))
 		c.ctrl.fetched[f.ID] = fl.LogEndOffset()
-		note := c.maybeExpandISR(lb, f)
+		note := restart + c.maybeExpandISR(lb, f)
 		c.advanceHW()
 		fl.UpdateHighWatermark(min(ll.HighWatermark(), fl.LogEndOffset()))
 		if err := followLogStart(ll, fl); err != nil {
@@ -118,6 +121,36 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 			formatEpochs(fl.EpochEntries())), nil
 	}
 	return fmt.Sprintf("fetch at %d: %s", offset, v), nil
+}
+
+// appendAsFollower appends a fetch's records to the follower log fl and
+// notes a restart of the log. The leader's log start can lie inside a
+// batch (DeleteRecords), and a follower reset to it by an out-of-range
+// fetch (an empty log at that log start) is then sent the whole batch,
+// which starts below its log end: Kafka's
+// Partition.appendRecordsToFollowerOrFutureReplica catches that
+// UnexpectedAppendOffsetException when the log is empty at its log start
+// and the batch holds its log end, starts the log afresh at the batch's
+// base offset (truncateFullyAndStartAt) and appends again; the fetch's
+// log start raise (followLogStart) then moves the log start back up.
+// Without it the follower refuses the batch at every fetch.
+func appendAsFollower(fl *log.UnifiedLog, records []byte, epoch int32) (string, error) {
+	_, err := fl.AppendAsFollower(records, epoch)
+	if !errors.Is(err, log.ErrUnexpectedAppendOffset) {
+		return "", err
+	}
+	b, berr := record.ReadBatch(records)
+	leo := fl.LogEndOffset()
+	if berr != nil || leo != fl.LogStartOffset() || b.BaseOffset() >= leo || b.LastOffset() < leo {
+		return "", err
+	}
+	note := fmt.Sprintf(" (log start %d inside the batch [%d, %d]: restarted at %d)", leo, b.BaseOffset(),
+		b.LastOffset(), b.BaseOffset())
+	if err := fl.TruncateFullyAndStartAt(b.BaseOffset(), b.BaseOffset()); err != nil {
+		return note, err
+	}
+	_, err = fl.AppendAsFollower(records, epoch)
+	return note, err
 }
 
 // maybeExpandISR adds a caught-up follower to the ISR (Kafka's
