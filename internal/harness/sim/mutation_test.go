@@ -98,6 +98,11 @@ var simCatches = []simCatch{
 	// batches: the truncation to it loses the batch's records below the
 	// seal. Seed 3 after 378 steps.
 	{guard: mutation.ResealBatchBoundary, limit: 40},
+	// The operator forces the seal while it is pending (the random
+	// reseal acts in the seal-pending phase too) at an offset below the
+	// leader's log end: the leader truncates committed records to it with
+	// no loss accepted (LostRecord). Seed 3 after 329 steps.
+	{guard: mutation.ResealPendingLogEnd, limit: 40},
 	// A random reseal lowers the seal below the first WAL batch; the
 	// prune moves W past h + 1. Seed 1 after 321 steps.
 	{guard: mutation.PrunerCap, limit: 40},

@@ -195,7 +195,8 @@ var choices = []choice{
 	{"rebalance", 1, func(c *Cluster, rng *rand.Rand) error { return c.RebalanceLeaders() }},
 	// The operator's kafka-topic-switch.sh commands, where they apply:
 	// describe once a seal is committed, the recovery commands in phase
-	// 1 (the tool's refusals are the action's errors).
+	// 1, a forced seal also while the seal is pending (the tool's
+	// refusals are the action's errors).
 	{"describe", 1, func(c *Cluster, rng *rand.Rand) error {
 		id := anyBroker(c, rng)
 		if !c.ctrl.rec.State.SealCommitted() || !c.running(id) {
@@ -220,7 +221,8 @@ var choices = []choice{
 	{"reseal", 1, func(c *Cluster, rng *rand.Rand) error {
 		st := c.ctrl.rec.State
 		lb := c.leaderBroker()
-		if st.Phase() != tierstate.PhaseOne || lb == nil {
+		pending := st.Phase() == tierstate.PhaseSealPending
+		if (st.Phase() != tierstate.PhaseOne && !pending) || lb == nil {
 			return ErrNotApplicable
 		}
 		// A seal lowered below S: the leader's log end
@@ -241,7 +243,11 @@ var choices = []choice{
 			lo := l.LogStartOffset()
 			seal = lo + rng.Int64N(max(1, l.LogEndOffset()-lo))
 		}
-		if seal >= st.Seal() {
+		// While the seal is pending the operator forces it (the tool's
+		// seal S from seal-pending): PlanReseal takes only the leader's
+		// log end there (tierstate.ForcedSealError, script
+		// reseal_while_pending).
+		if !pending && seal >= st.Seal() {
 			return ErrNotApplicable
 		}
 		return c.Reseal(seal)
