@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	iofs "io/fs"
 	"math/rand/v2"
 	"time"
@@ -143,9 +144,10 @@ func (b *Broker) logOptions() log.Options {
 // It returns the partition's current and future logs, nil when absent.
 //
 // The high watermark lives in the log manager's
-// replication-offset-checkpoint, which only a clean shutdown (Stop)
-// writes for the partition in the simulation's actions: start consumes
-// it, so that a later crash loses the high watermark as the model wants
+// replication-offset-checkpoint, which a clean shutdown (Stop) and the
+// periodic checkpoint (CheckpointHighWatermark) write for the partition
+// in the simulation's actions: start consumes it, so that a later crash
+// loses the high watermark unless a periodic checkpoint wrote it again
 // (a checkpointed one over records an election discards would break the
 // checker's rule until the replica truncates).
 //
@@ -178,6 +180,25 @@ func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 	}
 	b.logs = m
 	return cur, fut, nil
+}
+
+// CheckpointHighWatermark runs broker id's periodic high-watermark
+// checkpoint (Kafka's replica.high.watermark.checkpoint.interval.ms, 5 s
+// by default: logmanager.TaskHighWatermarkCheckpoint writes every
+// directory's replication-offset-checkpoint). A crash after it restores
+// the high watermarks it wrote (a restart consumes the file: openLogs).
+func (c *Cluster) CheckpointHighWatermark(id int32) error {
+	return c.do("checkpoint-hw", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		if err := b.logs.RunTask(logmanager.TaskHighWatermarkCheckpoint); err != nil {
+			return "", err
+		}
+		_, _, _, hw := b.Offsets()
+		return fmt.Sprintf("hw=%d", hw), nil
+	})
 }
 
 // start brings the broker up on its disk: the logs as found (recovered

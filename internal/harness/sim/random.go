@@ -111,6 +111,13 @@ var choices = []choice{
 	// A controlled shutdown (rolling restarts): the log manager's managed
 	// close, its clean-shutdown markers and checkpoints.
 	{"stop", 2, func(c *Cluster, rng *rand.Rand) error { return c.Stop(anyBroker(c, rng), -1) }},
+	// Kafka's periodic high-watermark checkpoint (every 5 s): a crash
+	// after it restores the high watermarks it wrote. Swarm kind
+	// hw-checkpoint: runs without it lose the high watermark at every
+	// crash.
+	{"checkpoint-hw", 1, func(c *Cluster, rng *rand.Rand) error {
+		return c.CheckpointHighWatermark(anyBroker(c, rng))
+	}},
 	// An admin's DeleteRecords up to the high watermark, most often
 	// inside a segment (producer.go); followers raise their log start in
 	// their next fetch. The raise is durable when it returns (the

@@ -109,6 +109,7 @@ var brokerActions = map[string]func(*Cluster, int32) error{
 	"move-copy":       (*Cluster).MoveCopy,
 	"promote-future":  (*Cluster).PromoteFuture,
 	"partition":       (*Cluster).PartitionBroker,
+	"checkpoint-hw":   (*Cluster).CheckpointHighWatermark,
 	"describe": func(c *Cluster, id int32) error {
 		_, err := c.Describe(id)
 		return err
