@@ -121,10 +121,12 @@ func (b *Broker) Epochs() []epochcache.Entry {
 func (b *Broker) logOptions() log.Options {
 	return log.Options{
 		RemoteStorageEnabled: true, SegmentBytes: b.c.opts.SegmentBytes, SegmentIndexBytes: 4096,
-		// Every append is fsynced (flush.messages=1): an acknowledged
-		// record survives any crash image, and the background flush is
-		// off, so no goroutine of the log races the scheduler.
-		FlushMessages: 1, RecoveryPointIntervalBytes: -1,
+		// Every append is fsynced (flush.messages=1), or none is
+		// (Kafka's default: the log relies on replication, and a crash
+		// image may drop what no flush or clean close made durable):
+		// SetFlush. The background flush is off, so no goroutine of the
+		// log races the scheduler.
+		FlushMessages: b.c.flushMessages(), RecoveryPointIntervalBytes: -1,
 		LocalRetentionMs: 1,
 		// The model's producers retry until answered (no delivery
 		// timeout), so their ids must outlive every clock jump: a
@@ -199,6 +201,32 @@ func (c *Cluster) CheckpointHighWatermark(id int32) error {
 		_, _, _, hw := b.Offsets()
 		return fmt.Sprintf("hw=%d", hw), nil
 	})
+}
+
+// SetFlush sets the partition's flush.messages (a topic config change,
+// kafka-configs.sh --alter --add-config flush.messages=N): 1 fsyncs
+// every append, 0 is Kafka's default, no flush per message (the records
+// are durable once a roll, a clean close or a recovery point flushes
+// them; until then a crash image may drop them). Each broker's log
+// takes it at its next open (a restart).
+func (c *Cluster) SetFlush(messages int64) error {
+	return c.do("flush", -1, func() (string, error) {
+		c.rec.note("messages", messages)
+		if messages != 0 && messages != 1 {
+			return "", notApplicable("flush.messages %d: the model runs 1 or unlimited (0)", messages)
+		}
+		c.flushUnlimited = messages == 0
+		return fmt.Sprintf("flush.messages=%d", messages), nil
+	})
+}
+
+// flushMessages is the log's FlushMessages option for SetFlush's
+// setting.
+func (c *Cluster) flushMessages() int64 {
+	if c.flushUnlimited {
+		return 0
+	}
+	return 1
 }
 
 // start brings the broker up on its disk: the logs as found (recovered

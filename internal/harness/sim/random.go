@@ -111,6 +111,22 @@ var choices = []choice{
 	// A controlled shutdown (rolling restarts): the log manager's managed
 	// close, its clean-shutdown markers and checkpoints.
 	{"stop", 2, func(c *Cluster, rng *rand.Rand) error { return c.Stop(anyBroker(c, rng), -1) }},
+	// The topic's flush.messages (swarm kind flush): 1, or Kafka's
+	// default of no flush per message, where the records of a replica
+	// are durable only once a roll, a clean close or a recovery point
+	// flushes them (each broker takes the setting at its next restart).
+	// It weighs 0 by default (-weights flush=2 takes it) for an open
+	// finding: a crash image that keeps a rolled segment's directory
+	// entry but not the unsynced data of the segment before it leaves a
+	// hole below the recovered log end, served as if the log held it
+	// (LostRecord; with weight 2, seed 43 of 1 to 100;
+	// testdata/findings/flush_unlimited_hole_after_crash).
+	{"flush", 0, func(c *Cluster, rng *rand.Rand) error {
+		if c.flushUnlimited {
+			return c.SetFlush(1)
+		}
+		return c.SetFlush(0)
+	}},
 	// Kafka's periodic high-watermark checkpoint (every 5 s): a crash
 	// after it restores the high watermarks it wrote. Swarm kind
 	// hw-checkpoint: runs without it lose the high watermark at every

@@ -171,6 +171,12 @@ func (a Action) apply(c *Cluster) error {
 			return c.Crash(a.Broker) // the share drawn from the cluster's seed
 		}
 		return c.CrashKeeping(a.Broker, int(pct))
+	case "flush":
+		n, err := need("messages")
+		if err != nil {
+			return err
+		}
+		return c.SetFlush(n)
 	case "faults":
 		v, ok := a.arg("rate")
 		rate, err := strconv.ParseFloat(v, 64)

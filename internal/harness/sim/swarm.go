@@ -59,6 +59,7 @@ var swarmKinds = []struct {
 	// Kinds from here on draw after the store fault rate, so that the
 	// kinds above keep their draws for every seed.
 	{"hw-checkpoint", []string{"checkpoint-hw"}},
+	{"flush", []string{"flush"}},
 }
 
 // laterKinds is the index of the first kind drawn after the store fault
