@@ -130,8 +130,9 @@ var simCatches = []simCatch{
 	// epoch cache to the new log start; a remote read checks the batch's
 	// lineage at its base offset, which the cache no longer covers, and
 	// refuses the committed records from the log start on forever
-	// (LostRecord). Seed 400 after 142 steps, with delete-records on.
-	{guard: mutation.RemoteReadLogStartBatch, weights: deleteRecordsMenu, limit: 420},
+	// (LostRecord). Seed 443 after 321 steps, with delete-records on
+	// (400 after 142 before checkpoint-hw joined the menu).
+	{guard: mutation.RemoteReadLogStartBatch, weights: deleteRecordsMenu, limit: 470},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out: with it, start-phase-2 with
 	// replicas not described trusts a remote segment of a lineage an
