@@ -230,6 +230,12 @@ const (
 	// log start, has no epoch at its base offset, and the batch's records
 	// would be refused forever.
 	RemoteReadLogStartBatch
+	// RecoverySegmentGap: recovery ends the log at a segment past the
+	// recovery point that ends below the next segment's base (its data
+	// and indexes lost in a crash after a roll with no flush); without it
+	// the later segments stay after a gap of lost offsets below the log
+	// end, which reads skip.
+	RecoverySegmentGap
 
 	numGuards = iota + 1
 )
@@ -268,6 +274,7 @@ var names = [numGuards]string{
 	TruncateFullyOrder:              "truncate-fully-order",
 	ResealPendingLogEnd:             "reseal-pending-log-end",
 	RemoteReadLogStartBatch:         "remote-read-log-start-batch",
+	RecoverySegmentGap:              "recovery-segment-gap",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

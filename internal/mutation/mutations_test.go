@@ -140,6 +140,7 @@ var catches = []catch{
 	{mutation.ResealPendingLogEnd, "tierstate", "TestPlanResealWhileSealPending"},
 	{mutation.ResealPendingLogEnd, "internal/harness/sim", "TestScripts/reseal_while_pending"},
 	{mutation.RemoteReadLogStartBatch, "remote", "TestRemoteReadBatchStraddlingTheLogStart"},
+	{mutation.RecoverySegmentGap, "log", "TestRecoveryNoticesLostSegmentWithItsIndexes"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
