@@ -151,6 +151,7 @@ var catches = []catch{
 	{mutation.RemoteProducerWindow, "log", "TestTruncateFullyAndRestoreProducerWindow"},
 	{mutation.RemoteProducerWindow, "remote", "TestCopyUploadsProducerWindow"},
 	{mutation.RemoteProducerWindow, "internal/harness/sim", "TestScripts/producer_window_after_remote_rebuild"},
+	{mutation.RecoverySegmentGap, "log", "TestRecoveryNoticesLostSegmentWithItsIndexes"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

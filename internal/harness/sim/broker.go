@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	iofs "io/fs"
 	"math/rand/v2"
 	"time"
@@ -123,10 +124,12 @@ func (b *Broker) Epochs() []epochcache.Entry {
 func (b *Broker) logOptions() log.Options {
 	return log.Options{
 		RemoteStorageEnabled: true, SegmentBytes: b.c.opts.SegmentBytes, SegmentIndexBytes: 4096,
-		// Every append is fsynced (flush.messages=1): an acknowledged
-		// record survives any crash image, and the background flush is
-		// off, so no goroutine of the log races the scheduler.
-		FlushMessages: 1, RecoveryPointIntervalBytes: -1,
+		// Every append is fsynced (flush.messages=1), or none is
+		// (Kafka's default: the log relies on replication, and a crash
+		// image may drop what no flush or clean close made durable):
+		// SetFlush. The background flush is off, so no goroutine of the
+		// log races the scheduler.
+		FlushMessages: b.c.flushMessages(), RecoveryPointIntervalBytes: -1,
 		LocalRetentionMs: 1,
 		// The model's producers retry until answered (no delivery
 		// timeout), so their ids must outlive every clock jump: a
@@ -146,9 +149,10 @@ func (b *Broker) logOptions() log.Options {
 // It returns the partition's current and future logs, nil when absent.
 //
 // The high watermark lives in the log manager's
-// replication-offset-checkpoint, which only a clean shutdown (Stop)
-// writes for the partition in the simulation's actions: start consumes
-// it, so that a later crash loses the high watermark as the model wants
+// replication-offset-checkpoint, which a clean shutdown (Stop) and the
+// periodic checkpoint (CheckpointHighWatermark) write for the partition
+// in the simulation's actions: start consumes it, so that a later crash
+// loses the high watermark unless a periodic checkpoint wrote it again
 // (a checkpointed one over records an election discards would break the
 // checker's rule until the replica truncates).
 //
@@ -193,6 +197,51 @@ func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 	}
 	b.logs = m
 	return cur, fut, nil
+}
+
+// CheckpointHighWatermark runs broker id's periodic high-watermark
+// checkpoint (Kafka's replica.high.watermark.checkpoint.interval.ms, 5 s
+// by default: logmanager.TaskHighWatermarkCheckpoint writes every
+// directory's replication-offset-checkpoint). A crash after it restores
+// the high watermarks it wrote (a restart consumes the file: openLogs).
+func (c *Cluster) CheckpointHighWatermark(id int32) error {
+	return c.do("checkpoint-hw", id, func() (string, error) {
+		b, err := c.upBroker(id)
+		if err != nil {
+			return "", err
+		}
+		if err := b.logs.RunTask(logmanager.TaskHighWatermarkCheckpoint); err != nil {
+			return "", err
+		}
+		_, _, _, hw := b.Offsets()
+		return fmt.Sprintf("hw=%d", hw), nil
+	})
+}
+
+// SetFlush sets the partition's flush.messages (a topic config change,
+// kafka-configs.sh --alter --add-config flush.messages=N): 1 fsyncs
+// every append, 0 is Kafka's default, no flush per message (the records
+// are durable once a roll, a clean close or a recovery point flushes
+// them; until then a crash image may drop them). Each broker's log
+// takes it at its next open (a restart).
+func (c *Cluster) SetFlush(messages int64) error {
+	return c.do("flush", -1, func() (string, error) {
+		c.rec.note("messages", messages)
+		if messages != 0 && messages != 1 {
+			return "", notApplicable("flush.messages %d: the model runs 1 or unlimited (0)", messages)
+		}
+		c.flushUnlimited = messages == 0
+		return fmt.Sprintf("flush.messages=%d", messages), nil
+	})
+}
+
+// flushMessages is the log's FlushMessages option for SetFlush's
+// setting.
+func (c *Cluster) flushMessages() int64 {
+	if c.flushUnlimited {
+		return 0
+	}
+	return 1
 }
 
 // start brings the broker up on its disk: the logs as found (recovered

@@ -94,6 +94,10 @@ type Cluster struct {
 	writer *wal.Writer
 	reader *wal.Reader
 
+	// flushUnlimited is the log's flush setting (SetFlush): false is
+	// flush.messages=1, true Kafka's default (no flush per message).
+	flushUnlimited bool
+
 	ctrl    controller
 	brokers []*Broker
 	model   model

@@ -99,6 +99,18 @@ var simCatches = []simCatch{
 	// batches: the truncation to it loses the batch's records below the
 	// seal. Seed 3 after 378 steps.
 	{guard: mutation.ResealBatchBoundary, limit: 40},
+	// The operator forces the seal while it is pending (the random
+	// reseal acts in the seal-pending phase too) at an offset below the
+	// leader's log end: the leader truncates committed records to it with
+	// no loss accepted (LostRecord). Seed 64 after 95 steps.
+	{guard: mutation.ResealPendingLogEnd, limit: 220},
+	// With flush.messages unlimited (the flush row, weight 0 in the
+	// default menu for an open finding, see random.go) a clean stop
+	// leaves the log's records unsynced behind its clean-shutdown
+	// marker: a crash after the restart drops them while the recovered
+	// log keeps its end (LostRecord: a fetch served past a hole). Seed 8
+	// after 316 steps, with flush on.
+	{guard: mutation.ManagedCloseDurable, weights: flushMenu, limit: 55},
 	// A random reseal lowers the seal below the first WAL batch; the
 	// prune moves W past h + 1. Seed 1 after 321 steps.
 	{guard: mutation.PrunerCap, limit: 40},
@@ -119,8 +131,9 @@ var simCatches = []simCatch{
 	// epoch cache to the new log start; a remote read checks the batch's
 	// lineage at its base offset, which the cache no longer covers, and
 	// refuses the committed records from the log start on forever
-	// (LostRecord). Seed 400 after 142 steps, with delete-records on.
-	{guard: mutation.RemoteReadLogStartBatch, weights: deleteRecordsMenu, limit: 420},
+	// (LostRecord). Seed 443 after 321 steps, with delete-records on
+	// (400 after 142 before checkpoint-hw joined the menu).
+	{guard: mutation.RemoteReadLogStartBatch, weights: deleteRecordsMenu, limit: 470},
 	// A restart changes no idempotent producer's answer
 	// (checkRestartedProducers): a recovery that forgets a producer
 	// whose batches lie below the log start (DeleteRecords inside the
@@ -194,6 +207,9 @@ var allClearMenu = map[string]int{"all-clear": 1}
 
 // uncleanAllClearMenu is uncleanMenu with all-clear.
 var uncleanAllClearMenu = map[string]int{"elect-unclean": 1, "start-phase-2": 0, "all-clear": 1}
+// flushMenu takes the flush.messages changes (weight 0 in the default
+// menu: random.go).
+var flushMenu = map[string]int{"flush": 2}
 
 // uncleanMenu takes unclean ElectLeaders requests and leaves out the
 // operator's start-phase-2 (see simCatches).

@@ -193,10 +193,20 @@ func (c *Cluster) Reseal(seal int64) error {
 		if err != nil {
 			return "refused", err
 		}
+		pending := !k.rec.State.SealCommitted()
 		k.rec.State = st
 		k.rec.PartitionEpoch++
 		if old > seal {
 			c.model.acceptLoss(seal, old)
+		}
+		if b := c.Broker(k.rec.Leader); pending && b != nil && b.up && b.Log() != nil && seal > c.model.end {
+			// A forced seal at the leader's log end seals the leader's
+			// records past its high watermark too (its driver raises the
+			// high watermark to the seal, as the seal the leader commits
+			// does): they are committed now.
+			if err := c.model.commitFromLog(b.Log(), c.model.end, seal); err != nil {
+				c.trace.detail("commit [%d, %d): %v", c.model.end, seal, err)
+			}
 		}
 		err = c.publish("re-seal")
 		err = errors.Join(err, c.maybeRecovered())

@@ -111,6 +111,29 @@ var choices = []choice{
 	// A controlled shutdown (rolling restarts): the log manager's managed
 	// close, its clean-shutdown markers and checkpoints.
 	{"stop", 2, func(c *Cluster, rng *rand.Rand) error { return c.Stop(anyBroker(c, rng), -1) }},
+	// The topic's flush.messages (swarm kind flush): 1, or Kafka's
+	// default of no flush per message, where the records of a replica
+	// are durable only once a roll, a clean close or a recovery point
+	// flushes them (each broker takes the setting at its next restart).
+	// It weighs 0 by default (-weights flush=2 takes it) for an open
+	// finding: a crash image that keeps a rolled segment's directory
+	// entry but not the unsynced data of the segment before it leaves a
+	// hole below the recovered log end, served as if the log held it
+	// (LostRecord; with weight 2, seed 43 of 1 to 100;
+	// testdata/findings/flush_unlimited_hole_after_crash).
+	{"flush", 0, func(c *Cluster, rng *rand.Rand) error {
+		if c.flushUnlimited {
+			return c.SetFlush(1)
+		}
+		return c.SetFlush(0)
+	}},
+	// Kafka's periodic high-watermark checkpoint (every 5 s): a crash
+	// after it restores the high watermarks it wrote. Swarm kind
+	// hw-checkpoint: runs without it lose the high watermark at every
+	// crash.
+	{"checkpoint-hw", 1, func(c *Cluster, rng *rand.Rand) error {
+		return c.CheckpointHighWatermark(anyBroker(c, rng))
+	}},
 	// An admin's DeleteRecords up to the high watermark, most often
 	// inside a segment (producer.go); followers raise their log start in
 	// their next fetch. The raise is durable when it returns (the
@@ -205,7 +228,8 @@ var choices = []choice{
 	{"rebalance", 1, func(c *Cluster, rng *rand.Rand) error { return c.RebalanceLeaders() }},
 	// The operator's kafka-topic-switch.sh commands, where they apply:
 	// describe once a seal is committed, the recovery commands in phase
-	// 1 (the tool's refusals are the action's errors).
+	// 1, a forced seal also while the seal is pending (the tool's
+	// refusals are the action's errors).
 	{"describe", 1, func(c *Cluster, rng *rand.Rand) error {
 		id := anyBroker(c, rng)
 		if !c.ctrl.rec.State.SealCommitted() || !c.running(id) {
@@ -230,7 +254,8 @@ var choices = []choice{
 	{"reseal", 1, func(c *Cluster, rng *rand.Rand) error {
 		st := c.ctrl.rec.State
 		lb := c.leaderBroker()
-		if st.Phase() != tierstate.PhaseOne || lb == nil {
+		pending := st.Phase() == tierstate.PhaseSealPending
+		if (st.Phase() != tierstate.PhaseOne && !pending) || lb == nil {
 			return ErrNotApplicable
 		}
 		// A seal lowered below S: the leader's log end
@@ -251,7 +276,11 @@ var choices = []choice{
 			lo := l.LogStartOffset()
 			seal = lo + rng.Int64N(max(1, l.LogEndOffset()-lo))
 		}
-		if seal >= st.Seal() {
+		// While the seal is pending the operator forces it (the tool's
+		// seal S from seal-pending): PlanReseal takes only the leader's
+		// log end there (tierstate.ForcedSealError, script
+		// reseal_while_pending).
+		if !pending && seal >= st.Seal() {
 			return ErrNotApplicable
 		}
 		return c.Reseal(seal)

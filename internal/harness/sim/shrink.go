@@ -109,6 +109,7 @@ var brokerActions = map[string]func(*Cluster, int32) error{
 	"move-copy":       (*Cluster).MoveCopy,
 	"promote-future":  (*Cluster).PromoteFuture,
 	"partition":       (*Cluster).PartitionBroker,
+	"checkpoint-hw":   (*Cluster).CheckpointHighWatermark,
 	"describe": func(c *Cluster, id int32) error {
 		_, err := c.Describe(id)
 		return err
@@ -170,6 +171,12 @@ func (a Action) apply(c *Cluster) error {
 			return c.Crash(a.Broker) // the share drawn from the cluster's seed
 		}
 		return c.CrashKeeping(a.Broker, int(pct))
+	case "flush":
+		n, err := need("messages")
+		if err != nil {
+			return err
+		}
+		return c.SetFlush(n)
 	case "faults":
 		v, ok := a.arg("rate")
 		rate, err := strconv.ParseFloat(v, 64)

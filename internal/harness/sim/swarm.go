@@ -56,7 +56,15 @@ var swarmKinds = []struct {
 	{"cp-faults", []string{"cp-outage", "cp-ambiguous"}},
 	{"partition", []string{"partition"}},
 	{"clock-jump", []string{"clock-jump"}},
+	// Kinds from here on draw after the store fault rate, so that the
+	// kinds above keep their draws for every seed.
+	{"hw-checkpoint", []string{"checkpoint-hw"}},
+	{"flush", []string{"flush"}},
 }
+
+// laterKinds is the index of the first kind drawn after the store fault
+// rate.
+const laterKinds = 11
 
 // swarmFactors are the factors a kind draws from, uniformly: off in a
 // quarter of the runs, at its menu weight, doubled, or four times it.
@@ -71,10 +79,13 @@ var storeFaultRates = []float64{0.05, 0.2, 0.5}
 func DrawSwarm(seed uint64) *Swarm {
 	rng := rand.New(rand.NewPCG(seed, 0x737761726d)) // "swarm"
 	s := &Swarm{}
-	for _, k := range swarmKinds {
+	for _, k := range swarmKinds[:laterKinds] {
 		s.Kinds = append(s.Kinds, SwarmKind{Name: k.name, Factor: swarmFactors[rng.IntN(len(swarmFactors))]})
 	}
 	s.StoreFaultRate = storeFaultRates[rng.IntN(len(storeFaultRates))]
+	for _, k := range swarmKinds[laterKinds:] {
+		s.Kinds = append(s.Kinds, SwarmKind{Name: k.name, Factor: swarmFactors[rng.IntN(len(swarmFactors))]})
+	}
 	return s
 }
 
