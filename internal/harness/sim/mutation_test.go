@@ -207,6 +207,7 @@ var allClearMenu = map[string]int{"all-clear": 1}
 
 // uncleanAllClearMenu is uncleanMenu with all-clear.
 var uncleanAllClearMenu = map[string]int{"elect-unclean": 1, "start-phase-2": 0, "all-clear": 1}
+
 // flushMenu takes the flush.messages changes (weight 0 in the default
 // menu: random.go).
 var flushMenu = map[string]int{"flush": 2}
