@@ -34,6 +34,10 @@ type ReaderOptions struct {
 	// are at most this many; the bytes in between are read and dropped.
 	// Default 1 MiB; negative: one GET per partition and object.
 	MaxCoalesceGap int64
+	// AnswerPoolBytes bounds the bytes of released answer buffers
+	// (Release) the Reader keeps for the answers of later fetches.
+	// Default DefaultAnswerPoolBytes; negative: keep none.
+	AnswerPoolBytes int64
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
 }
@@ -50,6 +54,7 @@ const defaultMaxCoalesceGap = 1 << 20
 // cache's mutex is taken only for lookups).
 type Reader struct {
 	opts    ReaderOptions
+	answers answerPool
 	metrics readerCounters
 }
 
@@ -62,10 +67,13 @@ func NewReader(opts ReaderOptions) (*Reader, error) {
 	if opts.MaxCoalesceGap == 0 {
 		opts.MaxCoalesceGap = defaultMaxCoalesceGap
 	}
+	if opts.AnswerPoolBytes == 0 {
+		opts.AnswerPoolBytes = DefaultAnswerPoolBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &Reader{opts: opts}, nil
+	return &Reader{opts: opts, answers: answerPool{max: opts.AnswerPoolBytes}}, nil
 }
 
 // FetchResult answers one partition of a Fetch.
@@ -108,14 +116,34 @@ type FetchResult struct {
 	Err error
 	// Records holds the batches in offset order, each with its assigned
 	// base offset written in (outside the CRC). It is the Reader's own
-	// copy. Never nil: empty when there is nothing to serve or on Err, so
-	// an encoder writes an empty record set, not a null one (size -1,
-	// which consumers refuse).
+	// copy, the caller's until it passes the result to Release. Never
+	// nil: empty when there is nothing to serve or on Err, so an encoder
+	// writes an empty record set, not a null one (size -1, which
+	// consumers refuse).
 	Records []byte
 	// LogStartOffset and HighWatermark are W and HW as FindBatches saw
 	// them.
 	LogStartOffset int64
 	HighWatermark  int64
+	// buf is the whole buffer Records lies in, from the Reader's answer
+	// pool: Release returns it.
+	buf []byte
+}
+
+// Release gives the buffers of fetch results back to the Reader, which
+// reads the answers of later fetches into them (the answer pool,
+// ReaderOptions.AnswerPoolBytes): no zeroing and no page faults of fresh
+// memory. The caller must not use any result's Records, or a slice of
+// them, after the call (their bytes are overwritten; invariants builds
+// overwrite them at once). Releasing is optional: a result never
+// released is garbage collected as any slice; a result released twice
+// is a bug (two answers would share a buffer). Results of another
+// Reader, and zero results, are ignored only if they hold no pooled
+// buffer: release a Reader's results to that Reader.
+func (r *Reader) Release(res ...FetchResult) {
+	for i := range res {
+		r.answers.put(res[i].buf)
+	}
 }
 
 // BatchReadError reports a batch whose bytes do not match its
@@ -203,16 +231,19 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 		return nil, fmt.Errorf("%w: %d find results for %d partitions", ErrInconsistentAnswer, len(found), len(req.Partitions))
 	}
 	ranges := planRanges(found)
-	answers := placeRanges(req, found, ranges)
+	answers := r.placeRanges(req, found, ranges)
 	r.readRanges(ctx, ranges)
 	out := make([]FetchResult, len(found))
 	for i, f := range found {
 		out[i] = FetchResult{Err: f.Err, LogStartOffset: f.LogStartOffset, HighWatermark: f.HighWatermark}
 		if f.Err == nil {
-			out[i].Records, out[i].Err = r.assemble(i, req.Partitions[i], f.Batches, ranges, answers[i])
+			out[i].Records, out[i].buf, out[i].Err = r.assemble(i, req.Partitions[i], f.Batches, ranges, answers[i])
 		}
 		if out[i].Records == nil {
 			out[i].Records = []byte{} // an empty record set, never a null one
+		}
+		if out[i].buf == nil && answers[i] != nil {
+			r.answers.put(answers[i]) // nothing served from it
 		}
 	}
 	return out, nil
@@ -255,7 +286,7 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 //
 // The answer is allocated before the reads, from the coordinates: no
 // more than the ranges' bytes, which the reads need anyway.
-func placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[rangeKey]*objectRange) [][]byte {
+func (r *Reader) placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[rangeKey]*objectRange) [][]byte {
 	answers := make([][]byte, len(found))
 	for i, f := range found {
 		if f.Err != nil {
@@ -265,7 +296,7 @@ func placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[r
 		if !ok || total == 0 {
 			continue
 		}
-		out := make([]byte, total)
+		out := r.answers.get(total)
 		var pos int64
 		for j, b := range f.Batches {
 			if j > 0 && b.ObjectKey == f.Batches[j-1].ObjectKey {
@@ -639,14 +670,15 @@ func (r *Reader) get(ctx context.Context, key string, start, end int64) ([]byte,
 // order, and stops at the first that fails. placed is the partition's
 // answer the reads filled in place (placeRanges), nil when the batches
 // are copied out of the read ranges instead; either way every batch is
-// checked before it is served, and its assigned offset written in.
-func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges map[rangeKey]*objectRange, placed []byte) ([]byte, error) {
+// checked before it is served, and its assigned offset written in. It
+// returns the answer and the pooled buffer it lies in (nil when it
+// served nothing).
+func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges map[rangeKey]*objectRange, placed []byte) (out, buf []byte, _ error) {
 	tp := p.Partition
-	var out []byte
 	if placed != nil {
 		out = placed[:0]
 	} else if n := assembledBytes(part, batches, ranges); n > 0 {
-		out = make([]byte, 0, n)
+		out = r.answers.get(int64(n))[:0]
 	}
 	next := int64(-1)
 	for j, info := range batches {
@@ -664,11 +696,14 @@ func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges
 			if len(out) == 0 || skippedStart(p.Offset, batches[0], info) {
 				r.metrics.failedPartitions.Add(1)
 				r.opts.Logger.Warn("wal: fetch failed", zap.Stringer("partition", tp), zap.Error(err))
-				return nil, err
+				if placed == nil {
+					r.answers.put(out)
+				}
+				return nil, nil, err
 			}
 			r.metrics.truncatedPartitions.Add(1)
 			r.opts.Logger.Warn("wal: fetch served a prefix", zap.Stringer("partition", tp), zap.Error(err))
-			return out, nil
+			return out, out[:cap(out)], nil
 		}
 		start := len(out)
 		if placed != nil {
@@ -682,7 +717,10 @@ func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges
 		b.SetBaseOffset(info.BaseOffset)
 		next = info.LastOffset + 1
 	}
-	return out, nil
+	if cap(out) == 0 {
+		return out, nil, nil
+	}
+	return out, out[:cap(out)], nil
 }
 
 // skippedStart reports whether the refused row bad shows that the
