@@ -10,8 +10,8 @@ import (
 // DefaultAnswerPoolBytes is ReaderOptions.AnswerPoolBytes' default: two
 // fetches of Kafka's default fetch.max.bytes (50 MiB), what a
 // consolidation fetcher has in flight when it appends one round while it
-// reads the next.
-const DefaultAnswerPoolBytes = 100 << 20
+// reads the next, with the size classes' rounding (at most 1/8).
+const DefaultAnswerPoolBytes = 128 << 20
 
 // answerPool keeps the buffers of released answers (Reader.Release) for
 // the answers of later fetches: an answer read into memory the process

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -255,7 +256,18 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 // this costs no extra bytes. readRanges then reads the ranges of one
 // object that lie close together with one GET (coalesce).
 func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
-	ranges := map[rangeKey]*objectRange{}
+	// The ranges come from one slab (and the map is sized once): a run
+	// of batches in one object is one range, so the runs bound them.
+	runs := 0
+	for _, f := range found {
+		for j, b := range f.Batches {
+			if j == 0 || b.ObjectKey != f.Batches[j-1].ObjectKey {
+				runs++
+			}
+		}
+	}
+	ranges := make(map[rangeKey]*objectRange, runs)
+	slab := make([]objectRange, 0, runs)
 	for i, f := range found {
 		for _, b := range f.Batches {
 			if b.ByteOffset < 0 || b.Size <= 0 || b.ByteOffset > maxObjectBytes || b.Size > maxObjectBytes {
@@ -264,7 +276,13 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 			k := rangeKey{i, b.ObjectKey}
 			rg, ok := ranges[k]
 			if !ok {
-				ranges[k] = &objectRange{key: b.ObjectKey, start: b.ByteOffset, end: b.ByteOffset + b.Size, objectSize: -1}
+				r := objectRange{key: b.ObjectKey, start: b.ByteOffset, end: b.ByteOffset + b.Size, objectSize: -1}
+				if len(slab) < cap(slab) {
+					slab = append(slab, r)
+					ranges[k] = &slab[len(slab)-1]
+				} else {
+					ranges[k] = &r // an object's batches split by another's
+				}
 				continue
 			}
 			rg.start, rg.end = min(rg.start, b.ByteOffset), max(rg.end, b.ByteOffset+b.Size)
@@ -297,6 +315,9 @@ func (r *Reader) placeRanges(req FindBatchesRequest, found []FindBatchesResult, 
 			continue
 		}
 		out := r.answers.get(total)
+		// One slice of check answers for the partition: each range's
+		// batches are a run of f.Batches.
+		checkErr := make([]error, len(f.Batches))
 		var pos int64
 		for j, b := range f.Batches {
 			if j > 0 && b.ObjectKey == f.Batches[j-1].ObjectKey {
@@ -310,6 +331,7 @@ func (r *Reader) placeRanges(req FindBatchesRequest, found []FindBatchesResult, 
 			n := rg.end - rg.start
 			rg.dst, rg.placed = out[pos:pos+n:pos+n], true
 			rg.tp, rg.batches, rg.firstBatch = req.Partitions[i].Partition, f.Batches[j:end], j
+			rg.checkErr = checkErr[j:end:end]
 			pos += n
 		}
 		invariants.Assertf(pos == total, "placed %d of %d bytes", pos, total)
@@ -404,22 +426,36 @@ type readGroup struct {
 // never merge). A merged read fetches the bytes in the gaps too (other
 // partitions' batches), traded for one GET fewer.
 func coalesce(ranges map[rangeKey]*objectRange, maxGap int64) []*readGroup {
-	byKey := map[string][]*objectRange{}
+	// One sorted slice of every range (by object, then start) whose runs
+	// are the groups' members, and one slab of groups: a few
+	// allocations per fetch, not a few per object.
+	all := make([]*objectRange, 0, len(ranges))
 	for _, rg := range ranges {
-		byKey[rg.key] = append(byKey[rg.key], rg)
+		all = append(all, rg)
 	}
-	var groups []*readGroup
-	for key, rgs := range byKey {
-		slices.SortFunc(rgs, func(a, b *objectRange) int { return cmp.Compare(a.start, b.start) })
-		var g *readGroup
-		for _, rg := range rgs {
-			if g == nil || maxGap < 0 || rg.start-g.end > maxGap {
-				g = &readGroup{objectRange: objectRange{key: key, start: rg.start, end: rg.end, objectSize: -1}}
-				groups = append(groups, g)
-			}
-			g.end = max(g.end, rg.end)
-			g.members = append(g.members, rg)
+	slices.SortFunc(all, func(a, b *objectRange) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
 		}
+		return cmp.Compare(a.start, b.start)
+	})
+	slab := make([]readGroup, 0, len(all))
+	groups := make([]*readGroup, 0, len(all))
+	var g *readGroup
+	first := 0
+	for i, rg := range all {
+		if g == nil || rg.key != g.key || maxGap < 0 || rg.start-g.end > maxGap {
+			if g != nil {
+				g.members = all[first:i:i]
+			}
+			slab = append(slab, readGroup{objectRange: objectRange{key: rg.key, start: rg.start, end: rg.end, objectSize: -1}})
+			g, first = &slab[len(slab)-1], i
+			groups = append(groups, g)
+		}
+		g.end = max(g.end, rg.end)
+	}
+	if g != nil {
+		g.members = all[first:len(all):len(all)]
 	}
 	return groups
 }
@@ -555,7 +591,11 @@ func readChecked(body io.Reader, rg *objectRange) (int64, error) {
 		n, err := io.ReadFull(body, rg.dst)
 		return int64(n), err
 	}
-	rg.checkErr, rg.checked = make([]error, len(rg.batches)), false
+	if len(rg.checkErr) != len(rg.batches) {
+		rg.checkErr = make([]error, len(rg.batches))
+	}
+	clear(rg.checkErr)
+	rg.checked = false
 	var read int64
 	for k := 0; k < len(rg.batches); {
 		// A chunk: whole batches, up to checkChunkBytes (at least one).
