@@ -281,7 +281,7 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 					slab = append(slab, r)
 					ranges[k] = &slab[len(slab)-1]
 				} else {
-					ranges[k] = &r // an object's batches split by another's
+					ranges[k] = newRange(r) // an object's batches split by another's
 				}
 				continue
 			}
@@ -290,6 +290,10 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 	}
 	return ranges
 }
+
+// newRange returns a copy of r of its own (r, a loop variable, does not
+// escape).
+func newRange(r objectRange) *objectRange { return &r }
 
 // placeRanges allocates, for each partition whose batches lie in one
 // contiguous run per object (contiguousRuns: what a writer's objects
