@@ -20,10 +20,10 @@ const DefaultAnswerPoolBytes = 128 << 20
 // consolidation's CPU over 64 partitions before the pool).
 //
 // Buffers have size classes, eight per doubling ((8+j) << s bytes, j in
-// [0, 8)): an answer of n bytes takes a buffer of the smallest class of
-// at least n bytes, allocated at that size when none is free (at most
-// 1/8 more than n), and a released buffer is filed under the largest
-// class it holds. Answers under minPooledBytes are allocated at their
+// [0, 8)): an answer of n bytes takes a free buffer of the smallest class
+// of at least n bytes or of one of the eight above it (at most twice n),
+// else one allocated at the smallest class's size (at most 1/8 more than
+// n); a released buffer is filed under the largest class it holds. Answers under minPooledBytes are allocated at their
 // size and never pooled.
 //
 // Concurrency: safe for concurrent use; mu guards the free lists and is
@@ -73,13 +73,18 @@ func (p *answerPool) get(n int64) []byte {
 	}
 	c, size := classUp(n)
 	p.mu.Lock()
-	if l := p.mu.free[c]; len(l) > 0 {
-		b := l[len(l)-1]
-		l[len(l)-1] = nil
-		p.mu.free[c] = l[:len(l)-1]
-		p.mu.held -= int64(cap(b))
-		p.mu.Unlock()
-		return b[:n]
+	// The answer's class or up to a doubling above it: answers of one
+	// workload vary in size (a partition's share of a fetch), and a
+	// free larger buffer beats a fresh one.
+	for k := c; k < min(c+9, len(p.mu.free)); k++ {
+		if l := p.mu.free[k]; len(l) > 0 {
+			b := l[len(l)-1]
+			l[len(l)-1] = nil
+			p.mu.free[k] = l[:len(l)-1]
+			p.mu.held -= int64(cap(b))
+			p.mu.Unlock()
+			return b[:n]
+		}
 	}
 	p.mu.Unlock()
 	return make([]byte, n, size)
