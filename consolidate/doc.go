@@ -47,7 +47,10 @@
 // OFFSET_MOVED_TO_TIERED_STORAGE (tierstate.Machine, the phase-2 rebuild
 // only below the seal) and resets on OFFSET_OUT_OF_RANGE; Run's workers
 // fetch the next round while they append the last, and use its answer
-// only where the append ended where it starts. PlanStart is the
+// only where the append ended where it starts. Each answer's buffer goes
+// back to the WAL reader (Endpoint.Release, wal.Reader.Release) once its
+// batches are appended or its answer dropped, never before: the log's
+// append writes them to its file and keeps no reference. PlanStart is the
 // reconciler's start rule. Reporter and CrossTierCache carry X from the
 // leader's remote-log manager through the control plane to every reader
 // (remote.ConsolidationState); ReportingLog wraps the remote.PartitionLog

@@ -46,6 +46,12 @@ type WALFetcher interface {
 	Fetch(ctx context.Context, req wal.FindBatchesRequest) ([]wal.FetchResult, error)
 }
 
+// walReleaser is a WALFetcher that takes the buffers of its results back
+// for later fetches (*wal.Reader: wal.Reader.Release).
+type walReleaser interface {
+	Release(res ...wal.FetchResult)
+}
+
 // RemoteSegments finds remote segments. *remote.MetadataManager
 // satisfies it.
 type RemoteSegments interface {
@@ -166,6 +172,9 @@ type PartitionResponse struct {
 	// RemotePrefixUnknown is Inkless's ConsolidationRemotePrefixUnknown
 	// signal (with ErrNotLeaderOrFollower).
 	RemotePrefixUnknown bool
+	// walResult is the WAL's answer Records were cut from: Release
+	// gives its buffer back to the WAL reader.
+	walResult wal.FetchResult
 }
 
 // walTP is tp's WAL identity.
@@ -191,9 +200,28 @@ func (e *Endpoint) Fetch(ctx context.Context, parts []FetchPartition) ([]Partiti
 	out := make([]PartitionResponse, len(parts))
 	for i, p := range parts {
 		out[i] = e.answer(p, found[i])
+		out[i].walResult = found[i]
 	}
 	e.metrics.fetches.Add(1)
 	return out, nil
+}
+
+// Release gives the buffers of Fetch's responses back to the WAL reader
+// (when it takes them back: wal.Reader.Release), which reads later
+// fetches' answers into them. The caller must not use the responses'
+// Records, or slices of them, after the call, and releases each response
+// at most once; a response never released is garbage collected. The
+// Fetcher releases each answer once its batches are appended
+// (AppendAsFollower writes them to the log's file and keeps no
+// reference) or dropped.
+func (e *Endpoint) Release(res ...PartitionResponse) {
+	rel, ok := e.opts.WAL.(walReleaser)
+	for i := range res {
+		if ok {
+			rel.Release(res[i].walResult)
+		}
+		res[i].walResult = wal.FetchResult{}
+	}
 }
 
 // answer runs DecideFetch for one partition over the WAL's result f.

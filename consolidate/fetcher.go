@@ -20,7 +20,11 @@ import (
 )
 
 // ConsolidationLog is the local log a consolidation fetcher appends to
-// and rebuilds. *log.UnifiedLog satisfies it.
+// and rebuilds. *log.UnifiedLog satisfies it. AppendAsFollower must not
+// keep batches (or a slice of it) once it returns: the Fetcher gives the
+// buffer back to the WAL reader (Endpoint.Release), which reads a later
+// fetch into it. *log.UnifiedLog writes the batches to its file and
+// keeps no reference.
 type ConsolidationLog interface {
 	tierstate.RebuildLog
 	AppendAsFollower(batches []byte, leaderEpoch int32) (log.AppendInfo, error)
@@ -335,6 +339,7 @@ func (f *Fetcher) fetch(ctx context.Context, claimed []*fetchState, now time.Tim
 		wait, failed := f.handle(ctx, s.cur, res[i], served)
 		f.endTurn(s, now, wait, failed)
 	}
+	f.releaseAnswers(res)
 	return ctx.Err()
 }
 
@@ -486,6 +491,7 @@ func (f *Fetcher) pipelined(ctx context.Context, claimed []*fetchState) error {
 			}
 			f.endTurn(s, now, wait, failed)
 		}
+		f.releaseAnswers(res) // appended: the log keeps no reference
 		if pre == nil {
 			return ctx.Err()
 		}
@@ -495,6 +501,9 @@ func (f *Fetcher) pipelined(ctx context.Context, claimed []*fetchState) error {
 		var keepRes []PartitionResponse
 		for i, s := range next {
 			if dropped[s] {
+				if p.err == nil {
+					f.releaseAnswers(p.res[i : i+1])
+				}
 				continue // released above; nothing of its answer is used
 			}
 			keep = append(keep, s)
@@ -509,6 +518,7 @@ func (f *Fetcher) pipelined(ctx context.Context, claimed []*fetchState) error {
 			for _, s := range keep {
 				f.release(s, time.Time{}, nil)
 			}
+			f.releaseAnswers(keepRes)
 			return ctx.Err()
 		}
 		if len(keep) == 0 {
@@ -516,6 +526,12 @@ func (f *Fetcher) pipelined(ctx context.Context, claimed []*fetchState) error {
 		}
 		cur, res = keep, keepRes
 	}
+}
+
+// releaseAnswers gives a round's answer buffers back to the endpoint's
+// WAL reader once nothing reads them any more (Endpoint.Release).
+func (f *Fetcher) releaseAnswers(res []PartitionResponse) {
+	f.opts.Endpoint.Release(res...)
 }
 
 // claimNext picks the next round of a pipelined worker, up to

@@ -60,7 +60,10 @@
 // into the partitions' answers; or the write-through ObjectCache),
 // checking every batch against its
 // coordinates, the offsets before it and, where the control plane stored
-// one, the binding committed for it (see FetchResult). Cleaner
+// one, the binding committed for it (see FetchResult). A caller done
+// with an answer gives its buffer back (Reader.Release): later answers
+// are read into it, not into fresh memory (ReaderOptions.AnswerPoolBytes
+// bounds what the Reader keeps). Cleaner
 // deletes objects the control plane marked, after a grace period, and
 // reaps orphans (objects uploaded but never committed).
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +35,10 @@ type ReaderOptions struct {
 	// are at most this many; the bytes in between are read and dropped.
 	// Default 1 MiB; negative: one GET per partition and object.
 	MaxCoalesceGap int64
+	// AnswerPoolBytes bounds the bytes of released answer buffers
+	// (Release) the Reader keeps for the answers of later fetches.
+	// Default DefaultAnswerPoolBytes; negative: keep none.
+	AnswerPoolBytes int64
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
 }
@@ -50,6 +55,7 @@ const defaultMaxCoalesceGap = 1 << 20
 // cache's mutex is taken only for lookups).
 type Reader struct {
 	opts    ReaderOptions
+	answers answerPool
 	metrics readerCounters
 }
 
@@ -62,10 +68,13 @@ func NewReader(opts ReaderOptions) (*Reader, error) {
 	if opts.MaxCoalesceGap == 0 {
 		opts.MaxCoalesceGap = defaultMaxCoalesceGap
 	}
+	if opts.AnswerPoolBytes == 0 {
+		opts.AnswerPoolBytes = DefaultAnswerPoolBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &Reader{opts: opts}, nil
+	return &Reader{opts: opts, answers: answerPool{max: opts.AnswerPoolBytes}}, nil
 }
 
 // FetchResult answers one partition of a Fetch.
@@ -108,14 +117,34 @@ type FetchResult struct {
 	Err error
 	// Records holds the batches in offset order, each with its assigned
 	// base offset written in (outside the CRC). It is the Reader's own
-	// copy. Never nil: empty when there is nothing to serve or on Err, so
-	// an encoder writes an empty record set, not a null one (size -1,
-	// which consumers refuse).
+	// copy, the caller's until it passes the result to Release. Never
+	// nil: empty when there is nothing to serve or on Err, so an encoder
+	// writes an empty record set, not a null one (size -1, which
+	// consumers refuse).
 	Records []byte
 	// LogStartOffset and HighWatermark are W and HW as FindBatches saw
 	// them.
 	LogStartOffset int64
 	HighWatermark  int64
+	// buf is the whole buffer Records lies in, from the Reader's answer
+	// pool: Release returns it.
+	buf []byte
+}
+
+// Release gives the buffers of fetch results back to the Reader, which
+// reads the answers of later fetches into them (the answer pool,
+// ReaderOptions.AnswerPoolBytes): no zeroing and no page faults of fresh
+// memory. The caller must not use any result's Records, or a slice of
+// them, after the call (their bytes are overwritten; invariants builds
+// overwrite them at once). Releasing is optional: a result never
+// released is garbage collected as any slice; a result released twice
+// is a bug (two answers would share a buffer). Results of another
+// Reader, and zero results, are ignored only if they hold no pooled
+// buffer: release a Reader's results to that Reader.
+func (r *Reader) Release(res ...FetchResult) {
+	for i := range res {
+		r.answers.put(res[i].buf)
+	}
 }
 
 // BatchReadError reports a batch whose bytes do not match its
@@ -203,16 +232,19 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 		return nil, fmt.Errorf("%w: %d find results for %d partitions", ErrInconsistentAnswer, len(found), len(req.Partitions))
 	}
 	ranges := planRanges(found)
-	answers := placeRanges(req, found, ranges)
+	answers := r.placeRanges(req, found, ranges)
 	r.readRanges(ctx, ranges)
 	out := make([]FetchResult, len(found))
 	for i, f := range found {
 		out[i] = FetchResult{Err: f.Err, LogStartOffset: f.LogStartOffset, HighWatermark: f.HighWatermark}
 		if f.Err == nil {
-			out[i].Records, out[i].Err = r.assemble(i, req.Partitions[i], f.Batches, ranges, answers[i])
+			out[i].Records, out[i].buf, out[i].Err = r.assemble(i, req.Partitions[i], f.Batches, ranges, answers[i])
 		}
 		if out[i].Records == nil {
 			out[i].Records = []byte{} // an empty record set, never a null one
+		}
+		if out[i].buf == nil && answers[i] != nil {
+			r.answers.put(answers[i]) // nothing served from it
 		}
 	}
 	return out, nil
@@ -224,7 +256,18 @@ func (r *Reader) Fetch(ctx context.Context, req FindBatchesRequest) ([]FetchResu
 // this costs no extra bytes. readRanges then reads the ranges of one
 // object that lie close together with one GET (coalesce).
 func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
-	ranges := map[rangeKey]*objectRange{}
+	// The ranges come from one slab (and the map is sized once): a run
+	// of batches in one object is one range, so the runs bound them.
+	runs := 0
+	for _, f := range found {
+		for j, b := range f.Batches {
+			if j == 0 || b.ObjectKey != f.Batches[j-1].ObjectKey {
+				runs++
+			}
+		}
+	}
+	ranges := make(map[rangeKey]*objectRange, runs)
+	slab := make([]objectRange, 0, runs)
 	for i, f := range found {
 		for _, b := range f.Batches {
 			if b.ByteOffset < 0 || b.Size <= 0 || b.ByteOffset > maxObjectBytes || b.Size > maxObjectBytes {
@@ -233,7 +276,13 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 			k := rangeKey{i, b.ObjectKey}
 			rg, ok := ranges[k]
 			if !ok {
-				ranges[k] = &objectRange{key: b.ObjectKey, start: b.ByteOffset, end: b.ByteOffset + b.Size, objectSize: -1}
+				r := objectRange{key: b.ObjectKey, start: b.ByteOffset, end: b.ByteOffset + b.Size, objectSize: -1}
+				if len(slab) < cap(slab) {
+					slab = append(slab, r)
+					ranges[k] = &slab[len(slab)-1]
+				} else {
+					ranges[k] = newRange(r) // an object's batches split by another's
+				}
 				continue
 			}
 			rg.start, rg.end = min(rg.start, b.ByteOffset), max(rg.end, b.ByteOffset+b.Size)
@@ -241,6 +290,10 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 	}
 	return ranges
 }
+
+// newRange returns a copy of r of its own (r, a loop variable, does not
+// escape).
+func newRange(r objectRange) *objectRange { return &r }
 
 // placeRanges allocates, for each partition whose batches lie in one
 // contiguous run per object (contiguousRuns: what a writer's objects
@@ -255,7 +308,7 @@ func planRanges(found []FindBatchesResult) map[rangeKey]*objectRange {
 //
 // The answer is allocated before the reads, from the coordinates: no
 // more than the ranges' bytes, which the reads need anyway.
-func placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[rangeKey]*objectRange) [][]byte {
+func (r *Reader) placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[rangeKey]*objectRange) [][]byte {
 	answers := make([][]byte, len(found))
 	for i, f := range found {
 		if f.Err != nil {
@@ -265,7 +318,10 @@ func placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[r
 		if !ok || total == 0 {
 			continue
 		}
-		out := make([]byte, total)
+		out := r.answers.get(total)
+		// One slice of check answers for the partition: each range's
+		// batches are a run of f.Batches.
+		checkErr := make([]error, len(f.Batches))
 		var pos int64
 		for j, b := range f.Batches {
 			if j > 0 && b.ObjectKey == f.Batches[j-1].ObjectKey {
@@ -279,6 +335,7 @@ func placeRanges(req FindBatchesRequest, found []FindBatchesResult, ranges map[r
 			n := rg.end - rg.start
 			rg.dst, rg.placed = out[pos:pos+n:pos+n], true
 			rg.tp, rg.batches, rg.firstBatch = req.Partitions[i].Partition, f.Batches[j:end], j
+			rg.checkErr = checkErr[j:end:end]
 			pos += n
 		}
 		invariants.Assertf(pos == total, "placed %d of %d bytes", pos, total)
@@ -373,22 +430,36 @@ type readGroup struct {
 // never merge). A merged read fetches the bytes in the gaps too (other
 // partitions' batches), traded for one GET fewer.
 func coalesce(ranges map[rangeKey]*objectRange, maxGap int64) []*readGroup {
-	byKey := map[string][]*objectRange{}
+	// One sorted slice of every range (by object, then start) whose runs
+	// are the groups' members, and one slab of groups: a few
+	// allocations per fetch, not a few per object.
+	all := make([]*objectRange, 0, len(ranges))
 	for _, rg := range ranges {
-		byKey[rg.key] = append(byKey[rg.key], rg)
+		all = append(all, rg)
 	}
-	var groups []*readGroup
-	for key, rgs := range byKey {
-		slices.SortFunc(rgs, func(a, b *objectRange) int { return cmp.Compare(a.start, b.start) })
-		var g *readGroup
-		for _, rg := range rgs {
-			if g == nil || maxGap < 0 || rg.start-g.end > maxGap {
-				g = &readGroup{objectRange: objectRange{key: key, start: rg.start, end: rg.end, objectSize: -1}}
-				groups = append(groups, g)
-			}
-			g.end = max(g.end, rg.end)
-			g.members = append(g.members, rg)
+	slices.SortFunc(all, func(a, b *objectRange) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
 		}
+		return cmp.Compare(a.start, b.start)
+	})
+	slab := make([]readGroup, 0, len(all))
+	groups := make([]*readGroup, 0, len(all))
+	var g *readGroup
+	first := 0
+	for i, rg := range all {
+		if g == nil || rg.key != g.key || maxGap < 0 || rg.start-g.end > maxGap {
+			if g != nil {
+				g.members = all[first:i:i]
+			}
+			slab = append(slab, readGroup{objectRange: objectRange{key: rg.key, start: rg.start, end: rg.end, objectSize: -1}})
+			g, first = &slab[len(slab)-1], i
+			groups = append(groups, g)
+		}
+		g.end = max(g.end, rg.end)
+	}
+	if g != nil {
+		g.members = all[first:len(all):len(all)]
 	}
 	return groups
 }
@@ -524,7 +595,11 @@ func readChecked(body io.Reader, rg *objectRange) (int64, error) {
 		n, err := io.ReadFull(body, rg.dst)
 		return int64(n), err
 	}
-	rg.checkErr, rg.checked = make([]error, len(rg.batches)), false
+	if len(rg.checkErr) != len(rg.batches) {
+		rg.checkErr = make([]error, len(rg.batches))
+	}
+	clear(rg.checkErr)
+	rg.checked = false
 	var read int64
 	for k := 0; k < len(rg.batches); {
 		// A chunk: whole batches, up to checkChunkBytes (at least one).
@@ -639,14 +714,15 @@ func (r *Reader) get(ctx context.Context, key string, start, end int64) ([]byte,
 // order, and stops at the first that fails. placed is the partition's
 // answer the reads filled in place (placeRanges), nil when the batches
 // are copied out of the read ranges instead; either way every batch is
-// checked before it is served, and its assigned offset written in.
-func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges map[rangeKey]*objectRange, placed []byte) ([]byte, error) {
+// checked before it is served, and its assigned offset written in. It
+// returns the answer and the pooled buffer it lies in (nil when it
+// served nothing).
+func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges map[rangeKey]*objectRange, placed []byte) (out, buf []byte, _ error) {
 	tp := p.Partition
-	var out []byte
 	if placed != nil {
 		out = placed[:0]
 	} else if n := assembledBytes(part, batches, ranges); n > 0 {
-		out = make([]byte, 0, n)
+		out = r.answers.get(int64(n))[:0]
 	}
 	next := int64(-1)
 	for j, info := range batches {
@@ -664,11 +740,14 @@ func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges
 			if len(out) == 0 || skippedStart(p.Offset, batches[0], info) {
 				r.metrics.failedPartitions.Add(1)
 				r.opts.Logger.Warn("wal: fetch failed", zap.Stringer("partition", tp), zap.Error(err))
-				return nil, err
+				if placed == nil {
+					r.answers.put(out)
+				}
+				return nil, nil, err
 			}
 			r.metrics.truncatedPartitions.Add(1)
 			r.opts.Logger.Warn("wal: fetch served a prefix", zap.Stringer("partition", tp), zap.Error(err))
-			return out, nil
+			return out, out[:cap(out)], nil
 		}
 		start := len(out)
 		if placed != nil {
@@ -682,7 +761,10 @@ func (r *Reader) assemble(part int, p FindPartition, batches []BatchInfo, ranges
 		b.SetBaseOffset(info.BaseOffset)
 		next = info.LastOffset + 1
 	}
-	return out, nil
+	if cap(out) == 0 {
+		return out, nil, nil
+	}
+	return out, out[:cap(out)], nil
 }
 
 // skippedStart reports whether the refused row bad shows that the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // A run is the stored form of contiguous batches of one partition in one
@@ -110,11 +111,18 @@ func JoinRun(batches []BatchInfo) (BatchInfo, []byte, error) {
 // timestamp, the first binding is its binding). Bytes that fail are a
 // *RunCorruptionError; nothing of such a row is returned.
 func SplitRun(head BatchInfo, run []byte) ([]BatchInfo, error) {
+	return AppendSplitRun(nil, head, run)
+}
+
+// AppendSplitRun is SplitRun appending the row's batches to dst (a
+// control plane's find reuses one slice for every row); on an error it
+// returns dst as it was.
+func AppendSplitRun(dst []BatchInfo, head BatchInfo, run []byte) ([]BatchInfo, error) {
 	if run == nil {
-		return []BatchInfo{head}, nil
+		return append(dst, head), nil
 	}
 	fail := func(format string, args ...any) ([]BatchInfo, error) {
-		return nil, &RunCorruptionError{ObjectKey: head.ObjectKey, BaseOffset: head.BaseOffset, LastOffset: head.LastOffset,
+		return dst, &RunCorruptionError{ObjectKey: head.ObjectKey, BaseOffset: head.BaseOffset, LastOffset: head.LastOffset,
 			Detail: fmt.Sprintf(format, args...)}
 	}
 	if head.BaseOffset < 0 || head.LastOffset < head.BaseOffset || head.ByteOffset < 0 || head.Size <= 0 ||
@@ -131,7 +139,8 @@ func SplitRun(head BatchInfo, run []byte) ([]BatchInfo, error) {
 	if d.err != nil || n < 2 || n > uint64(len(d.b))/11 {
 		return fail("batch count %d in %d bytes", n, len(run))
 	}
-	out := make([]BatchInfo, 0, n)
+	out := slices.Grow(dst, int(n))
+	first := len(dst)
 	base, byteOffset, maxTs := head.BaseOffset, head.ByteOffset, int64(math.MinInt64)
 	for i := range n {
 		count, size := d.uvarint(), d.uvarint()
@@ -158,8 +167,8 @@ func SplitRun(head BatchInfo, run []byte) ([]BatchInfo, error) {
 		return fail("the batches end at offset %d byte %d, the row at offset %d byte %d", base-1, byteOffset, head.LastOffset, head.ByteOffset+head.Size)
 	case maxTs != head.MaxTimestamp:
 		return fail("largest max timestamp %d, the row's %d", maxTs, head.MaxTimestamp)
-	case head.Binding != out[0].Binding:
-		return fail("the first batch's binding %+v, the row's %+v", out[0].Binding, head.Binding)
+	case head.Binding != out[first].Binding:
+		return fail("the first batch's binding %+v, the row's %+v", out[first].Binding, head.Binding)
 	}
 	return out, nil
 }

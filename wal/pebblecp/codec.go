@@ -77,28 +77,31 @@ type decoder struct {
 // decoder positioned at the fields.
 func newDecoder(v []byte, kind byte) (*decoder, error) {
 	d, _, err := newDecoderOf(v, kind)
-	return d, err
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 // newDecoderOf is newDecoder for a value that may be of any of kinds; it
 // also returns the kind found.
-func newDecoderOf(v []byte, kinds ...byte) (*decoder, byte, error) {
+func newDecoderOf(v []byte, kinds ...byte) (decoder, byte, error) {
 	if len(v) < 6 {
-		return nil, 0, fmt.Errorf("%d bytes, want at least 6", len(v))
+		return decoder{}, 0, fmt.Errorf("%d bytes, want at least 6", len(v))
 	}
 	body, sum := v[:len(v)-4], binary.BigEndian.Uint32(v[len(v)-4:])
 	if got := crc32.Checksum(body, castagnoli); got != sum {
-		return nil, 0, fmt.Errorf("crc32c %08x, stored %08x", got, sum)
+		return decoder{}, 0, fmt.Errorf("crc32c %08x, stored %08x", got, sum)
 	}
 	if body[0] != valueVersion {
-		return nil, 0, fmt.Errorf("value version %d, want %d", body[0], valueVersion)
+		return decoder{}, 0, fmt.Errorf("value version %d, want %d", body[0], valueVersion)
 	}
 	for _, k := range kinds {
 		if body[1] == k {
-			return &decoder{b: body[2:]}, k, nil
+			return decoder{b: body[2:]}, k, nil
 		}
 	}
-	return nil, 0, fmt.Errorf("value kind %d, want one of %v", body[1], kinds)
+	return decoder{}, 0, fmt.Errorf("value kind %d, want one of %v", body[1], append([]byte(nil), kinds...))
 }
 
 func (d *decoder) take(n int) []byte {
@@ -273,6 +276,34 @@ func encodeBatch(r *batchRow) []byte {
 }
 
 func decodeBatch(key, v []byte) (batchRow, error) {
+	return decodeBatchWith(key, v, nil)
+}
+
+// batchScan is what a scan of many batch rows shares (FindBatches):
+// the object keys decoded so far, so that the rows of one object share
+// one string, and rows whose Run aliases the iterator's value (valid
+// until the iterator moves: the scan splits it at once).
+type batchScan struct {
+	keys     map[string]string
+	aliasRun bool
+}
+
+// objectKey returns b as a string, the same one for equal bytes.
+func (s *batchScan) objectKey(b []byte) string {
+	if k, ok := s.keys[string(b)]; ok {
+		return k
+	}
+	k := string(b)
+	if s.keys == nil {
+		s.keys = map[string]string{}
+	}
+	s.keys[k] = k
+	return k
+}
+
+// decodeBatchWith is decodeBatch sharing scan's keys (scan may be nil:
+// every field its own copy).
+func decodeBatchWith(key, v []byte, scan *batchScan) (batchRow, error) {
 	d, kind, err := newDecoderOf(v, kindBatch, kindBoundBatch, kindRunBatch)
 	if err != nil {
 		return batchRow{}, corrupt(key, err)
@@ -284,21 +315,41 @@ func decodeBatch(key, v []byte) (batchRow, error) {
 		MaxTimestamp:  d.i64(),
 		LogAppendTime: d.i64(),
 		TimestampType: wal.TimestampType(d.u8()),
-		ObjectKey:     d.str(),
+	}
+	if scan != nil {
+		if b := d.take(int(d.u16())); b != nil {
+			r.ObjectKey = scan.objectKey(b)
+		}
+	} else {
+		r.ObjectKey = d.str()
 	}
 	if kind == kindBoundBatch || kind == kindRunBatch {
 		r.Binding = wal.BatchBinding{Known: true, CRC: d.u32(), PartitionLeaderEpoch: int32(d.u32()),
 			ProducerID: d.i64(), ProducerEpoch: int16(d.u16()), BaseSequence: int32(d.u32())}
 	}
 	if kind == kindRunBatch {
-		r.Run = d.lenBytes()
-		d.check(r.Run != nil, "a run without run bytes")
+		if scan != nil && scan.aliasRun {
+			if n := d.u32(); d.err == nil {
+				r.Run = d.take(int(n))
+			}
+		} else {
+			r.Run = d.lenBytes()
+		}
+		if r.Run == nil {
+			d.check(false, "a run without run bytes")
+		}
 	}
-	d.check(r.BaseOffset >= 0 && r.ByteOffset >= 0 && r.Size > 0,
-		"base offset %d, byte offset %d, size %d", r.BaseOffset, r.ByteOffset, r.Size)
-	d.check(r.TimestampType == wal.CreateTime || r.TimestampType == wal.LogAppendTime,
-		"timestamp type %d", r.TimestampType)
-	d.check(r.ObjectKey != "", "empty object key")
+	// The checks' arguments are boxed only when one fails (each row of
+	// a find passes here).
+	if !(r.BaseOffset >= 0 && r.ByteOffset >= 0 && r.Size > 0) {
+		d.check(false, "base offset %d, byte offset %d, size %d", r.BaseOffset, r.ByteOffset, r.Size)
+	}
+	if !(r.TimestampType == wal.CreateTime || r.TimestampType == wal.LogAppendTime) {
+		d.check(false, "timestamp type %d", r.TimestampType)
+	}
+	if r.ObjectKey == "" {
+		d.check(false, "empty object key")
+	}
 	if err := d.done(); err != nil {
 		return batchRow{}, corrupt(key, err)
 	}

@@ -31,12 +31,22 @@ func lookupLog(r pebble.Reader, tp wal.TopicIDPartition) (logRow, bool, error) {
 // FindBatches implements wal.ControlPlane.
 func (cp *ControlPlane) FindBatches(ctx context.Context, req wal.FindBatchesRequest) ([]wal.FindBatchesResult, error) {
 	budget := wal.NewFindBudget(req.MaxBytes)
+	// One scan state for the whole find: the partitions' rows of one
+	// object share its key, and one scratch slice splits every row.
+	f := &finder{scan: batchScan{aliasRun: true}}
 	return viewEach(ctx, cp, req.Partitions, func(r pebble.Reader, p wal.FindPartition) (wal.FindBatchesResult, error) {
-		return findPartition(r, p, budget, req.MaxBatchesPerPartition)
+		return f.findPartition(r, p, budget, req.MaxBatchesPerPartition)
 	})
 }
 
-func findPartition(r pebble.Reader, p wal.FindPartition, budget *wal.FindBudget, maxBatches int) (wal.FindBatchesResult, error) {
+// finder is one FindBatches call's shared decoding state (its partitions
+// are answered one after the other).
+type finder struct {
+	scan    batchScan
+	scratch []wal.BatchInfo
+}
+
+func (f *finder) findPartition(r pebble.Reader, p wal.FindPartition, budget *wal.FindBudget, maxBatches int) (wal.FindBatchesResult, error) {
 	row, found, err := lookupLog(r, p.Partition)
 	if err != nil {
 		return wal.FindBatchesResult{}, err
@@ -54,12 +64,13 @@ func findPartition(r pebble.Reader, p wal.FindPartition, budget *wal.FindBudget,
 		return res, nil
 	}
 	var partBytes int64
-	err = eachBatch(r, p.Partition, p.Offset, -1, func(last int64, b *batchRow) (bool, error) {
-		batches, err := rowBatches(last, b)
+	err = eachBatchScan(r, p.Partition, p.Offset, -1, &f.scan, func(last int64, b *batchRow) (bool, error) {
+		var err error
+		f.scratch, err = wal.AppendSplitRun(f.scratch[:0], batchInfo(last, b), b.Run)
 		if err != nil {
 			return false, err
 		}
-		for _, bi := range batches {
+		for _, bi := range f.scratch {
 			if bi.LastOffset < p.Offset {
 				continue // a run's batches before the requested offset
 			}

@@ -272,11 +272,20 @@ func (tx *txn) deleteBatch(tp wal.TopicIDPartition, lastOffset int64, row *batch
 // eachBatch calls fn for the batches of tp with start <= lastOffset <
 // end, in offset order, as this call sees them. fn must not write.
 func eachBatch(r pebble.Reader, tp wal.TopicIDPartition, start, end int64, fn func(lastOffset int64, row *batchRow) (bool, error)) error {
+	return eachBatchScan(r, tp, start, end, nil, fn)
+}
+
+// eachBatchScan is eachBatch decoding with scan (decodeBatchWith; nil:
+// decodeBatch). With scan.aliasRun, a row's Run is valid only during fn.
+// fn's row is one variable for the whole scan (one allocation, not one
+// per row): a later row overwrites it once fn asks for more.
+func eachBatchScan(r pebble.Reader, tp wal.TopicIDPartition, start, end int64, scan *batchScan, fn func(lastOffset int64, row *batchRow) (bool, error)) error {
 	p := partitionPrefix(tagBatch, tp)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: batchKey(tp, start), UpperBound: batchKeyEnd(tp, end, p)})
 	if err != nil {
 		return fmt.Errorf("pebblecp: iterate batches of %s: %w", tp, err)
 	}
+	var row batchRow
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if len(k) != len(p)+8 {
@@ -284,7 +293,7 @@ func eachBatch(r pebble.Reader, tp wal.TopicIDPartition, start, end int64, fn fu
 			return &CorruptionError{Key: append([]byte(nil), k...), Reason: "batch key of the wrong length"}
 		}
 		last := int64(beUint64(k[len(p):]))
-		row, err := decodeBatch(k, it.Value())
+		row, err = decodeBatchWith(k, it.Value(), scan)
 		if err == nil && (row.BaseOffset > last) {
 			err = &CorruptionError{Key: append([]byte(nil), k...), Reason: fmt.Sprintf("base offset %d after last offset %d", row.BaseOffset, last)}
 		}

@@ -56,7 +56,7 @@ var (
 	consolPartitions = []int{64, 1}
 	consolRows       = []string{rowConsolFollower, rowConsolFetcher}
 	consolMetrics    = []metricSpec{
-		{"MB/s", true}, {"CPU s/GB", false}, {"allocs/batch", false}, {"KiB/append", true}, {"GETs/fetch", false}, {"bytes read/byte", false},
+		{"MB/s", true}, {"CPU s/GB", false}, {"allocs/batch", false}, {"alloc bytes/byte", false}, {"page faults/MiB", false}, {"KiB/append", true}, {"GETs/fetch", false}, {"bytes read/byte", false},
 	}
 	consolTopic = remote.UUID{0xC0, 0x50}
 )
@@ -368,12 +368,14 @@ func (s *consolSection) consolidate(dir string, onAppend func(part int, batches 
 func (s *consolSection) runRow(row string, rep int, res *results) (float64, error) {
 	dir := filepath.Join(s.dir, fmt.Sprintf("rep%d-%d", rep, len(row)))
 	var elapsed, cpu time.Duration
-	var allocs uint64
+	var allocs, allocBytes uint64
+	var faults int64
 	var stats consolStats
 	switch row {
 	case rowConsolFetcher:
 		var cpu0 time.Duration
-		var m0 uint64
+		var m0, b0 uint64
+		var f0 int64
 		var prof *os.File
 		start := func() {
 			if consolProfile != "" {
@@ -382,12 +384,14 @@ func (s *consolSection) runRow(row string, rep int, res *results) (float64, erro
 					_ = pprof.StartCPUProfile(prof)
 				}
 			}
-			m0 = mallocs()
+			m0, b0 = mallocs(), heapAllocated()
+			f0 = minorFaults()
 			cpu0 = cpuTime()
 		}
 		stop := func() {
 			cpu = cpuTime() - cpu0
-			allocs = mallocs() - m0
+			faults = minorFaults() - f0
+			allocs, allocBytes = mallocs()-m0, heapAllocated()-b0
 			if prof != nil {
 				pprof.StopCPUProfile()
 				_ = prof.Close()
@@ -403,7 +407,8 @@ func (s *consolSection) runRow(row string, rep int, res *results) (float64, erro
 			return 0, err
 		}
 		defer closeAll()
-		m0 := mallocs()
+		m0, b0 := mallocs(), heapAllocated()
+		f0 := minorFaults()
 		cpu0, t0 := cpuTime(), time.Now()
 		for _, a := range s.appends {
 			l := logs[a.part]
@@ -413,7 +418,8 @@ func (s *consolSection) runRow(row string, rep int, res *results) (float64, erro
 			l.UpdateHighWatermark(l.LogEndOffset())
 		}
 		elapsed, cpu = time.Since(t0), cpuTime()-cpu0
-		allocs = mallocs() - m0
+		faults = minorFaults() - f0
+		allocs, allocBytes = mallocs()-m0, heapAllocated()-b0
 		for i, l := range logs {
 			if l.LogEndOffset() != s.ends[i] {
 				return 0, fmt.Errorf("partition %d appended to %d, the WAL ends at %d", i, l.LogEndOffset(), s.ends[i])
@@ -425,6 +431,8 @@ func (s *consolSection) runRow(row string, rep int, res *results) (float64, erro
 	res.addRow(s.name, row, "MB/s", mbs)
 	res.addRow(s.name, row, "CPU s/GB", cpu.Seconds()/(total/1e9))
 	res.addRow(s.name, row, "allocs/batch", float64(allocs)/float64(s.batches))
+	res.addRow(s.name, row, "alloc bytes/byte", float64(allocBytes)/total)
+	res.addRow(s.name, row, "page faults/MiB", float64(faults)/(total/(1<<20)))
 	appends := float64(len(s.appends))
 	if row == rowConsolFetcher && stats.appends > 0 {
 		appends = float64(stats.appends)
@@ -461,7 +469,7 @@ func printConsolidation(w io.Writer, r *consolRun, res *results) {
 		"each append. Consolidation row: new local logs (log.Open on vfs.Default, defaults, RemoteStorageEnabled), a "+
 		"consolidate.Fetcher with its defaults (one worker, up to %d partitions a fetch, the next round fetched while the "+
 		"last is appended) over a consolidate.Endpoint and a wal.Reader with theirs, run (Fetcher.Run) until every log "+
-		"ends where the WAL does; the objects are in the page cache. KiB/append: the row's own appends. Bytes read/byte: what the reader's GETs read (the gaps of coalesced reads included) per byte consolidated. Follower row: new logs of the same options, AppendAsFollower of the recorded appends (the same bytes, "+
+		"ends where the WAL does; the objects are in the page cache. Alloc bytes/byte: heap bytes allocated per byte consolidated; page faults/MiB: the process's minor page faults (fresh memory touched) per MiB. KiB/append: the row's own appends. Bytes read/byte: what the reader's GETs read (the gaps of coalesced reads included) per byte consolidated. Follower row: new logs of the same options, AppendAsFollower of the recorded appends (the same bytes, "+
 		"the same sizes, in the same order) from memory, each followed by UpdateHighWatermark, as the fetcher does. "+
 		"Closing the logs is not timed. The rows alternate in order each repetition. Load average (1, 5, 15 min) at the "+
 		"first repetition's start: %s, at the last one's end: %s.\n\n",

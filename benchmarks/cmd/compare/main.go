@@ -123,6 +123,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 	fl.BoolVar(&walOnly, "wal-only", false, "run the diskless-WAL rows only (with -wal-mib)")
 	var walOpts walOptions
 	fl.StringVar(&walOpts.cpuProfile, "cpuprofile", "", "write a CPU profile of each diskless-WAL row's timed region (only those) to FILE.<store>-<batch size>.pprof (wal.Writer) and FILE.<store>-<batch size>-raw.pprof (raw Put)")
+	fl.BoolVar(&walOpts.memControlPlane, "wal-mem-cp", false, "put the WAL writer rows' Pebble control plane on vfs.NewMem (no disk write, no fsync wait: the plane's CPU only)")
 	fl.BoolVar(&walOpts.verbose, "v", false, "print, per wal.Writer row, the percentiles of an object's life (fill, reservation, upload slot wait, build, put, wait for commit, commit, answer)")
 	consolidateFlags(fl)
 	fl.BoolVar(&consolOnly, "consolidate-only", false, "run the consolidation rows only (with -consolidate-mib)")

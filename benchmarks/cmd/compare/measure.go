@@ -24,6 +24,24 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// minorFaults returns the process's minor page faults so far (a page
+// of fresh memory touched for the first time).
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Minflt
+}
+
+// heapAllocated returns the cumulative bytes of heap allocations
+// (outside timed regions, as mallocs).
+func heapAllocated() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
 // mallocs returns the cumulative count of heap allocations. ReadMemStats
 // stops the world, so it is called only outside timed regions.
 func mallocs() uint64 {

@@ -80,6 +80,11 @@ type walOptions struct {
 	cpuProfile string
 	// verbose adds an object's life in percentiles to each writer row.
 	verbose bool
+	// memControlPlane puts the writer rows' Pebble control plane on
+	// vfs.NewMem: its commits cost Pebble's CPU but no disk write and no
+	// fsync wait (what separates the plane's commit latency from the
+	// rest of the writer).
+	memControlPlane bool
 }
 
 // walRun is the WAL part of a run.
@@ -229,7 +234,11 @@ func (r *walRun) runRow(t *walTarget, row, sec string, batchBytes int, cpDir str
 	var objBytes, commitMs, commitP99Ms float64
 	switch row {
 	case rowWALWriter:
-		cp, err := pebblecp.Open(vfs.Default, cpDir, pebblecp.Options{})
+		cpFS := vfs.Default
+		if r.opts.memControlPlane {
+			cpFS = vfs.NewMem()
+		}
+		cp, err := pebblecp.Open(cpFS, cpDir, pebblecp.Options{})
 		if err != nil {
 			return 0, err
 		}
