@@ -152,6 +152,7 @@ var catches = []catch{
 	{mutation.RemoteProducerWindow, "remote", "TestCopyUploadsProducerWindow"},
 	{mutation.RemoteProducerWindow, "internal/harness/sim", "TestScripts/producer_window_after_remote_rebuild"},
 	{mutation.RecoverySegmentGap, "log", "TestRecoveryNoticesLostSegmentWithItsIndexes"},
+	{mutation.RecoverySegmentGap, "internal/harness/sim", "TestScripts/flush_unlimited_hole_after_crash"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

@@ -116,11 +116,10 @@ var choices = []choice{
 	// are durable only once a roll, a clean close or a recovery point
 	// flushes them (each broker takes the setting at its next restart).
 	// It weighs 0 by default (-weights flush=2 takes it) for an open
-	// finding: a crash image that keeps a rolled segment's directory
-	// entry but not the unsynced data of the segment before it leaves a
-	// hole below the recovered log end, served as if the log held it
-	// (LostRecord; with weight 2, seed 43 of 1 to 100;
-	// testdata/findings/flush_unlimited_hole_after_crash).
+	// finding: a restart after DeleteRecords to the log end and a crash
+	// keeping no unsynced data forgets the producers, the roll's snapshot
+	// not yet durable (Duplicate; with weight 2, seed 53 of 1 to 100;
+	// testdata/findings/flush_unlimited_producers_lost_after_delete_records).
 	{"flush", 0, func(c *Cluster, rng *rand.Rand) error {
 		if c.flushUnlimited {
 			return c.SetFlush(1)
