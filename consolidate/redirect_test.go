@@ -32,7 +32,10 @@ func (c checkpointData) FetchLeaderEpochs(_ context.Context, m *remote.SegmentMe
 	return e, nil
 }
 
-func (c checkpointData) FetchIndex(context.Context, *remote.SegmentMetadata, remote.IndexType) ([]byte, error) {
+func (c checkpointData) FetchIndex(_ context.Context, _ *remote.SegmentMetadata, t remote.IndexType) ([]byte, error) {
+	if t != remote.IndexProducerSnapshot {
+		return nil, remote.ErrIndexNotFound // a segment copied without the producer batches
+	}
 	return c.snapshot, nil
 }
 

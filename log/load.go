@@ -313,23 +313,6 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, segmentPoint, logStart int64
 		if res.Tail != nil {
 			tailErr = res.Tail
 		}
-		if cut == 0 && lostEnd == nil && i+1 < len(segs) && !mutation.Disabled(mutation.RecoverySegmentGap) {
-			// A segment past the recovery point that ends below the next
-			// one's base lost its end with its indexes (no flush since
-			// the roll, and a later sync of the directory kept the next
-			// segment's entry): the index bounds cannot tell. The later
-			// segments follow a gap of lost offsets and go, as after a
-			// cut (a follower's append with a gap at a roll loses only
-			// unflushed segments, which the replica fetches again).
-			next, err := recovered.ReadNextOffset()
-			if err != nil {
-				return err
-			}
-			if next < segs[i+1].BaseOffset() {
-				lostEnd = &segment.CorruptionError{Path: recovered.Path(), Pos: recovered.Size(), Reason: fmt.Sprintf(
-					"segment ends at offset %d below the next segment's base %d: its end was lost", next, segs[i+1].BaseOffset())}
-			}
-		}
 		if cut == 0 && lostEnd != nil {
 			if err := l.moveAside(moved, nil, segs[i+1:], true); err != nil {
 				return err

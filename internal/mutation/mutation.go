@@ -261,12 +261,6 @@ const (
 	// original offset, not refused as out of order (Kafka's snapshot
 	// holds each producer's last batch only).
 	RemoteProducerWindow
-	// RecoverySegmentGap: recovery ends the log at a segment past the
-	// recovery point that ends below the next segment's base (its data
-	// and indexes lost in a crash after a roll with no flush); without it
-	// the later segments stay after a gap of lost offsets below the log
-	// end, which reads skip.
-	RecoverySegmentGap
 
 	numGuards = iota + 1
 )
@@ -309,7 +303,6 @@ var names = [numGuards]string{
 	PruneRemoteHolds:                "prune-remote-holds",
 	RemoteHighestHeld:               "remote-highest-held",
 	RemoteProducerWindow:            "remote-producer-window",
-	RecoverySegmentGap:              "recovery-segment-gap",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -151,8 +151,6 @@ var catches = []catch{
 	{mutation.RemoteProducerWindow, "log", "TestTruncateFullyAndRestoreProducerWindow"},
 	{mutation.RemoteProducerWindow, "remote", "TestCopyUploadsProducerWindow"},
 	{mutation.RemoteProducerWindow, "internal/harness/sim", "TestScripts/producer_window_after_remote_rebuild"},
-	{mutation.RecoverySegmentGap, "log", "TestRecoveryNoticesLostSegmentWithItsIndexes"},
-	{mutation.RecoverySegmentGap, "internal/harness/sim", "TestScripts/flush_unlimited_hole_after_crash"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

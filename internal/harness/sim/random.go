@@ -115,11 +115,13 @@ var choices = []choice{
 	// default of no flush per message, where the records of a replica
 	// are durable only once a roll, a clean close or a recovery point
 	// flushes them (each broker takes the setting at its next restart).
-	// It weighs 0 by default (-weights flush=2 takes it) for an open
-	// finding: a restart after DeleteRecords to the log end and a crash
-	// keeping no unsynced data forgets the producers, the roll's snapshot
-	// not yet durable (Duplicate; with weight 2, seed 53 of 1 to 100;
-	// testdata/findings/flush_unlimited_producers_lost_after_delete_records).
+	// It weighs 0 by default (-weights flush=2 takes it) for open
+	// findings in testdata/findings/flush_unlimited_*: a crash image that
+	// keeps a rolled segment's directory entry but not the unsynced data
+	// of the segment before it leaves a hole below the recovered log end
+	// (LostRecord); restarts after crashes that keep no unsynced data
+	// forget producers whose batches the log holds or held (Duplicate;
+	// with weight 2, seeds 23 and 53 of 1 to 100).
 	{"flush", 0, func(c *Cluster, rng *rand.Rand) error {
 		if c.flushUnlimited {
 			return c.SetFlush(1)
