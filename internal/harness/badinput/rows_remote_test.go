@@ -318,16 +318,17 @@ func remoteRows() []row {
 			flip(func(*remoteFixture, []byte) int { return 2 })),
 		objectRow(areaRemote, "indexes object emptied", corrupt, "mem", indexes,
 			fixed(func([]byte) []byte { return nil })),
-		{area: areaRemote, damage: "indexes object cut by one byte (the leader-epoch checkpoint)",
+		{area: areaRemote, damage: "indexes object cut by one byte (the producer batches, its last index)",
 			want: outcome{err: remote.ErrCorrupt, readableTo: remoteRecords},
 			run: func(t *testing.T) outcome {
 				// Reads use only the offset index, so they go on; the
-				// leader epochs of the segment are refused.
+				// producer batches of the segment (the last index, after
+				// the leader-epoch checkpoint) are refused.
 				fx := newRemoteFixture(t, "mem")
 				fx.copyAll()
 				fx.rewrite(fx.key(5, indexes), func(b []byte) []byte { return b[:len(b)-1] })
 				m := fx.segment(5)
-				_, err := fx.storage.FetchLeaderEpochs(context.Background(), &m)
+				_, err := fx.storage.FetchIndex(context.Background(), &m, remote.IndexProducerBatches)
 				rerr, to := fx.readAll()
 				if rerr != nil {
 					t.Errorf("read at %d: %v", to, rerr)
