@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/remote"
 )
 
@@ -53,7 +54,7 @@ func DecidePromotion(p Prior, d Delta, current, future ViewLog) Plan {
 		return nil
 	}
 	f, l := future.LogEndOffset(), current.LogEndOffset()
-	if f != l {
+	if f != l || !sameEpochAtEnd(current, future) {
 		return nil
 	}
 	plan := Plan{
@@ -77,6 +78,25 @@ func DecidePromotion(p Prior, d Delta, current, future ViewLog) Plan {
 		plan = append(plan, last)
 	}
 	return plan
+}
+
+// sameEpochAtEnd reports whether the logs' last offsets are in the same
+// leader epoch (where both caches know it): equal log ends are not
+// enough, as the current log may have been truncated and regrown in a
+// newer epoch to the same end while the future log kept the old records
+// (its fetcher had not run since). The move fetcher truncates such a
+// future log at the divergence (Kafka's ReplicaAlterLogDirsThread
+// validates the future log's epochs against the current log's); until
+// then it is not promoted. Logs that agree on the epoch of their last
+// offset hold the same records (Kafka's log matching property).
+func sameEpochAtEnd(current, future ViewLog) bool {
+	end := current.LogEndOffset()
+	if end == 0 || mutation.Disabled(mutation.PromoteLineage) {
+		return true
+	}
+	ce, cok := current.EpochForOffset(end - 1)
+	fe, fok := future.EpochForOffset(end - 1)
+	return !cok || !fok || ce == fe
 }
 
 // StartMove starts a log directory move into future, which the broker

@@ -261,6 +261,12 @@ const (
 	// original offset, not refused as out of order (Kafka's snapshot
 	// holds each producer's last batch only).
 	RemoteProducerWindow
+	// PromoteLineage: a future log is promoted only when the epoch of
+	// its last offset is the current log's too (replica.DecidePromotion):
+	// with equal log ends only, a future log holding records the current
+	// log's truncation discarded replaced it, and its committed records
+	// were lost.
+	PromoteLineage
 
 	numGuards = iota + 1
 )
@@ -303,6 +309,7 @@ var names = [numGuards]string{
 	PruneRemoteHolds:                "prune-remote-holds",
 	RemoteHighestHeld:               "remote-highest-held",
 	RemoteProducerWindow:            "remote-producer-window",
+	PromoteLineage:                  "promote-lineage",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

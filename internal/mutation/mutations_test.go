@@ -151,6 +151,8 @@ var catches = []catch{
 	{mutation.RemoteProducerWindow, "log", "TestTruncateFullyAndRestoreProducerWindow"},
 	{mutation.RemoteProducerWindow, "remote", "TestCopyUploadsProducerWindow"},
 	{mutation.RemoteProducerWindow, "internal/harness/sim", "TestScripts/producer_window_after_remote_rebuild"},
+	{mutation.PromoteLineage, "replica", "TestReplicaDataDriven/move"},
+	{mutation.PromoteLineage, "internal/harness/sim", "TestScripts/promote_future_after_truncation"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
