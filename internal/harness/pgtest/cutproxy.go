@@ -1,6 +1,7 @@
 package pgtest
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -66,9 +67,11 @@ func (p *CutProxy) SetBudget(minBytes, maxBytes int64) {
 // Cuts is how many connections the proxy cut.
 func (p *CutProxy) Cuts() int64 { return p.cuts.Load() }
 
-// LoseNextAnswer arms every connection open now: the next bytes the
-// client sends are forwarded, then the connection is cut before any
-// answer reaches the client (answers already on their way are dropped).
+// LoseNextAnswer arms every connection open now: the client's next
+// request (its protocol messages up to one that ends a request: Sync or
+// a simple Query, however many reads they arrive in) is forwarded, then
+// the connection is cut before any answer reaches the client (answers
+// already on their way are dropped).
 // The server has the request and acts on it; the client cannot know: a
 // COMMIT lost this way is the ambiguous outcome.
 func (p *CutProxy) LoseNextAnswer() {
@@ -136,6 +139,38 @@ type cutConn struct {
 	left           int64 // bytes still allowed; < 0: unlimited
 	cut            bool
 	loseAnswer     atomic.Bool // LoseNextAnswer armed it
+	request        requestScanner
+}
+
+// requestScanner follows the client's protocol messages (a type byte, a
+// big-endian length counting itself, the payload) after LoseNextAnswer
+// armed the connection, so that the cut comes after a whole request:
+// under load a pipelined request can arrive in several reads, and
+// cutting after the first would keep its COMMIT from the server.
+type requestScanner struct {
+	hdr  [5]byte
+	nhdr int
+	left int64 // payload bytes of the current message still to come
+	last byte  // type of the last message whose header was read
+}
+
+// feed scans b and reports whether the bytes so far end a request: right
+// after a whole Sync ('S') or Query ('Q') message.
+func (r *requestScanner) feed(b []byte) bool {
+	for len(b) > 0 {
+		if r.left > 0 {
+			n := min(int64(len(b)), r.left)
+			b, r.left = b[n:], r.left-n
+			continue
+		}
+		k := copy(r.hdr[r.nhdr:], b)
+		r.nhdr, b = r.nhdr+k, b[k:]
+		if r.nhdr == len(r.hdr) {
+			r.last, r.nhdr = r.hdr[0], 0
+			r.left = max(int64(binary.BigEndian.Uint32(r.hdr[1:]))-4, 0)
+		}
+	}
+	return r.nhdr == 0 && r.left == 0 && (r.last == 'S' || r.last == 'Q')
 }
 
 func (c *cutConn) pipe(dst, src net.Conn, toServer bool) {
@@ -148,9 +183,11 @@ func (c *cutConn) pipe(dst, src net.Conn, toServer bool) {
 			continue // an answer the client must not see
 		}
 		if n > 0 && toServer && c.loseAnswer.Load() {
-			_, _ = dst.Write(buf[:n])
-			c.p.cuts.Add(1)
-			return
+			if _, werr := dst.Write(buf[:n]); werr != nil || c.request.feed(buf[:n]) {
+				c.p.cuts.Add(1)
+				return
+			}
+			continue // the rest of the request is still to come
 		}
 		if n > 0 {
 			allowed, cutNow := c.take(int64(n))
