@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/remote/objstore"
 )
 
@@ -410,13 +411,23 @@ func (s *StorageManager) CopySegment(ctx context.Context, m *SegmentMetadata, da
 	}
 	// The data objects and the indexes object are independent: they
 	// upload at once (they fill different fields of man). Only the
-	// manifest, the commit point, waits for both.
-	uctx, cancel := context.WithCancel(ctx)
+	// manifest, the commit point, waits for both. A failure of one does
+	// not cancel the other: a cancelled request may still be applied by
+	// the store after the cleanup of the failed copy listed the segment's
+	// objects, leaving an object of no segment; waiting for its answer
+	// settles it before the copy returns.
+	uctx, failFast := ctx, func() {}
+	if mutation.Disabled(mutation.CopySettlesUploads) {
+		var cancel context.CancelFunc
+		uctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		failFast = cancel
+	}
 	indexesDone := make(chan error, 1)
 	putIndexes := func() {
 		err := s.putIndexes(uctx, keys, data, man)
 		if err != nil {
-			cancel()
+			failFast()
 		}
 		indexesDone <- err
 	}
@@ -432,7 +443,7 @@ func (s *StorageManager) CopySegment(ctx context.Context, m *SegmentMetadata, da
 		err = s.putPlain(uctx, keys, data, man)
 	}
 	if err != nil {
-		cancel()
+		failFast()
 	}
 	if s.opts.SequentialUploads {
 		if err == nil {
@@ -441,13 +452,7 @@ func (s *StorageManager) CopySegment(ctx context.Context, m *SegmentMetadata, da
 			indexesDone <- nil // not sent: the data's failure is the cause
 		}
 	}
-	ierr := <-indexesDone
-	cancel()
-	if err == nil || errors.Is(err, context.Canceled) && ctx.Err() == nil {
-		// The data upload was cancelled because the indexes failed: that
-		// failure is the cause.
-		err = cmp.Or(ierr, err)
-	}
+	err = cmp.Or(err, <-indexesDone)
 	if err == nil {
 		b := encodeManifest(make([]byte, 0, man.encodedLen()), man)
 		err = s.put(ctx, keys.manifest(), b)

@@ -267,6 +267,12 @@ const (
 	// log's truncation discarded replaced it, and its committed records
 	// were lost.
 	PromoteLineage
+	// CopySettlesUploads: a failed remote copy waits for the answer of
+	// its other upload instead of cancelling it (remote.StorageManager
+	// CopySegment): a cancelled request may still be applied by the
+	// store after the failed copy's cleanup listed the segment's objects,
+	// leaving an object of no segment.
+	CopySettlesUploads
 
 	numGuards = iota + 1
 )
@@ -310,6 +316,7 @@ var names = [numGuards]string{
 	RemoteHighestHeld:               "remote-highest-held",
 	RemoteProducerWindow:            "remote-producer-window",
 	PromoteLineage:                  "promote-lineage",
+	CopySettlesUploads:              "copy-settles-uploads",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

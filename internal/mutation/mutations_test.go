@@ -153,6 +153,7 @@ var catches = []catch{
 	{mutation.RemoteProducerWindow, "internal/harness/sim", "TestScripts/producer_window_after_remote_rebuild"},
 	{mutation.PromoteLineage, "replica", "TestReplicaDataDriven/move"},
 	{mutation.PromoteLineage, "internal/harness/sim", "TestScripts/promote_future_after_truncation"},
+	{mutation.CopySettlesUploads, "remote", "TestFailedCopySettlesItsUploads"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
