@@ -267,6 +267,13 @@ const (
 	// log's truncation discarded replaced it, and its committed records
 	// were lost.
 	PromoteLineage
+	// ResealPendingHighWatermark: a seal the operator forces while the
+	// seal is pending (the leader's log end) must not lie above the
+	// leader's high watermark (tierstate.PlanReseal,
+	// *tierstate.UnreplicatedSealError): the seal raises every replica's
+	// high watermark to it, and an in-sync follower holding another tail
+	// above the old high watermark, elected, serves it as committed.
+	ResealPendingHighWatermark
 
 	numGuards = iota + 1
 )
@@ -310,6 +317,7 @@ var names = [numGuards]string{
 	RemoteHighestHeld:               "remote-highest-held",
 	RemoteProducerWindow:            "remote-producer-window",
 	PromoteLineage:                  "promote-lineage",
+	ResealPendingHighWatermark:      "reseal-pending-high-watermark",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

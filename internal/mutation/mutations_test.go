@@ -153,6 +153,9 @@ var catches = []catch{
 	{mutation.RemoteProducerWindow, "internal/harness/sim", "TestScripts/producer_window_after_remote_rebuild"},
 	{mutation.PromoteLineage, "replica", "TestReplicaDataDriven/move"},
 	{mutation.PromoteLineage, "internal/harness/sim", "TestScripts/promote_future_after_truncation"},
+	{mutation.ResealPendingHighWatermark, "tierstate", "TestPlanResealPendingAboveHighWatermark"},
+	{mutation.ResealPendingHighWatermark, "internal/harness/sim", "TestScripts/forced_seal_above_high_watermark"},
+	{mutation.ResealPendingHighWatermark, "internal/harness/sim", "TestScripts/reseal_while_pending_past_high_watermark"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

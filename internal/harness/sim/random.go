@@ -280,7 +280,9 @@ var choices = []choice{
 		// While the seal is pending the operator forces it (the tool's
 		// seal S from seal-pending): PlanReseal takes only the leader's
 		// log end there (tierstate.ForcedSealError, script
-		// reseal_while_pending).
+		// reseal_while_pending), and only at the leader's high watermark
+		// (tierstate.UnreplicatedSealError, script
+		// forced_seal_above_high_watermark).
 		if !pending && seal >= st.Seal() {
 			return ErrNotApplicable
 		}
