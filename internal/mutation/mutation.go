@@ -274,6 +274,11 @@ const (
 	// high watermark to it, and an in-sync follower holding another tail
 	// above the old high watermark, elected, serves it as committed.
 	ResealPendingHighWatermark
+	// EmptyPrefixCoverage: the consolidation endpoint asks remote storage
+	// for S - 1 only while the classic prefix [X, S) is not empty
+	// (consolidate.DecideFetch): with X at or past S, S - 1 was deleted
+	// and a recreated leader waiting for it never consolidates.
+	EmptyPrefixCoverage
 
 	numGuards = iota + 1
 )
@@ -318,6 +323,7 @@ var names = [numGuards]string{
 	RemoteProducerWindow:            "remote-producer-window",
 	PromoteLineage:                  "promote-lineage",
 	ResealPendingHighWatermark:      "reseal-pending-high-watermark",
+	EmptyPrefixCoverage:             "empty-prefix-coverage",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -185,8 +185,8 @@ var choices = []choice{
 	// the one InitDisklessLog set leaves a hole in no tier up to the WAL's
 	// high watermark, which the progress check accepts (walHoleAtSeal,
 	// script lowered_seal_consolidation_stuck: seeds 115, 128, 222 and
-	// 256 of 1 to 300 with weight 1); seed 372 is an open finding
-	// (testdata/findings/all_clear_rebuild_empty_prefix_stuck).
+	// 256 of 1 to 300 with weight 1); seed 372 (script
+	// empty_prefix_recreated_leader_rebuild) was a library bug.
 	{"all-clear", 0, func(c *Cluster, rng *rand.Rand) error { return c.allClear() }},
 	{"arm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.step < 60 {
