@@ -184,7 +184,8 @@ func WholeLogStart(localLogStart, crossTierStart int64, crossTierKnown bool) int
 //     a. X known and X >= D (retention or DeleteRecords moved the
 //     whole-log start to the diskless start or past it):
 //     OFFSET_OUT_OF_RANGE, before any remote lookup;
-//     b. switched and remote storage lacks S-1: NOT_LEADER_OR_FOLLOWER
+//     b. switched, the classic prefix [X, S) not empty (X unknown or
+//     below S), and remote storage lacks S-1: NOT_LEADER_OR_FOLLOWER
 //     and the remote-prefix-unknown signal;
 //     c. otherwise OFFSET_MOVED_TO_TIERED_STORAGE (also when the WAL said
 //     out of range);
@@ -212,12 +213,18 @@ func DecideFetch(in FetchInput) FetchAnswer {
 	}
 	a.LogStartOffset = l
 	if in.RemoteStorageEnabled && l <= in.FetchOffset && in.FetchOffset < d {
+		// With X at or past S the classic prefix [X, S) is empty
+		// (DeleteRecords or retention moved the whole-log start to the
+		// seal before the switch): remote storage owes no S - 1, which
+		// was deleted, and waiting for it would wait for ever.
+		prefix := in.Seal >= 0 && !(in.CrossTierKnown && in.CrossTierStart >= in.Seal &&
+			!mutation.Disabled(mutation.EmptyPrefixCoverage))
 		switch {
 		case in.CrossTierKnown && in.CrossTierStart >= d:
 			a.Error = FetchOffsetOutOfRange
-		case in.Seal >= 0 && in.Coverage == CoverageUnknown:
+		case prefix && in.Coverage == CoverageUnknown:
 			return FetchAnswer{NeedsCoverage: true, LogStartOffset: l, DisklessStart: d, WholeLogStart: l}
-		case in.Seal >= 0 && in.Coverage == CoverageMissing:
+		case prefix && in.Coverage == CoverageMissing:
 			a.Error, a.RemotePrefixUnknown = FetchNotLeaderOrFollower, true
 		default:
 			a.Error = FetchOffsetMovedToTieredStorage

@@ -149,7 +149,8 @@ func (e *describeEnv) handle(t *testing.T, d *datadriven.TestData) string {
 			d.Fatalf(t, "replica %d not described", leader)
 		}
 		s, err := PlanReseal(e.state, ResealRequest{Seal: seal, Leader: leader,
-			LogStartOffset: desc.CrossTierLogStartOffset, LeaderLogEndOffset: desc.LogEndOffset})
+			LogStartOffset: desc.CrossTierLogStartOffset, LeaderLogEndOffset: desc.LogEndOffset,
+			LeaderHighWatermark: desc.HighWatermark})
 		if err != nil {
 			return "error: " + err.Error()
 		}

@@ -45,6 +45,19 @@ var ErrSealInsideBatch = errors.New("tierstate: seal inside a batch of the leade
 // recovery that accepts a loss). The error is a *ForcedSealError.
 var ErrForcedSealBelowLogEnd = errors.New("tierstate: forced seal below the leader's log end")
 
+// ErrForcedSealAboveHighWatermark: while the seal is pending, the
+// operator's seal (the leader's log end) lies above the leader's high
+// watermark. The records above the high watermark are not committed
+// (Kafka's rule): an in-sync follower may hold a different tail there (a
+// leader of an earlier epoch wrote it), and the seal, once committed,
+// raises every replica's high watermark to it, so each replica would
+// serve its own tail as committed, and the follower, elected, would serve
+// records the leader's consumers never saw. The leader commits the seal
+// itself once its high watermark reaches its log end; Inkless's tool
+// (https://github.com/aiven/inkless/pull/665) accepts no seal above the
+// high watermark either. The error is a *UnreplicatedSealError.
+var ErrForcedSealAboveHighWatermark = errors.New("tierstate: forced seal above the leader's high watermark")
+
 // ErrNoLeader: the partition has no leader, so nothing bounds a new seal
 // (the tool reads the leader's log end).
 var ErrNoLeader = errors.New("tierstate: partition has no leader")
@@ -108,6 +121,26 @@ func (e *ForcedSealError) Unwrap() []error {
 	return []error{ErrRecoveryRefused, ErrForcedSealBelowLogEnd}
 }
 
+// UnreplicatedSealError reports a seal forced while the seal is pending
+// above the leader's high watermark: [HighWatermark, Seal) is not known to
+// be replicated to the ISR. errors.Is matches ErrRecoveryRefused and
+// ErrForcedSealAboveHighWatermark.
+type UnreplicatedSealError struct {
+	Seal          int64
+	Leader        int32
+	HighWatermark int64
+}
+
+func (e *UnreplicatedSealError) Error() string {
+	return fmt.Sprintf("tierstate: %s refused: seal %d while the seal is pending: leader %d's high watermark is %d, and [%d, %d) is not committed (an in-sync follower may hold another tail there); let the followers catch up and the leader commit the seal",
+		OpReseal, e.Seal, e.Leader, e.HighWatermark, e.HighWatermark, e.Seal)
+}
+
+// Unwrap returns ErrRecoveryRefused and ErrForcedSealAboveHighWatermark.
+func (e *UnreplicatedSealError) Unwrap() []error {
+	return []error{ErrRecoveryRefused, ErrForcedSealAboveHighWatermark}
+}
+
 // BatchSpan is one batch of a log: its base and last offsets.
 type BatchSpan struct {
 	// Known says the span was read; the zero value skips the check it
@@ -134,6 +167,11 @@ type ResealRequest struct {
 	// LeaderLogEndOffset is the leader's log end offset
 	// (ReplicaDescription.LogEndOffset: a fenced leader answers too).
 	LeaderLogEndOffset int64
+	// LeaderHighWatermark is the leader's high watermark
+	// (ReplicaDescription.HighWatermark). Read only while the seal is
+	// pending: a forced seal above it is refused
+	// (*UnreplicatedSealError).
+	LeaderHighWatermark int64
 	// SealBatch is the leader's batch holding offset Seal, when Seal is
 	// below its log end (a log's read from Seal returns it first). A seal
 	// strictly inside it is refused (*SealBatchError); unknown (the zero
@@ -158,7 +196,9 @@ type ResealRequest struct {
 // the seal the leader commits does: any other S is refused with a
 // *ForcedSealError ([INF]: Inkless's tool accepts any S up to the high
 // watermark, which truncates acknowledged records above S with no loss
-// accepted).
+// accepted), and the log end only when the leader's high watermark has
+// reached it, as the leader's own seal waits for: a seal above the high
+// watermark is refused with an *UnreplicatedSealError.
 func PlanReseal(s State, req ResealRequest) (State, error) {
 	next, err := s.Reseal(req.Seal, req.ClearProducerStates)
 	if err != nil {
@@ -176,6 +216,11 @@ func PlanReseal(s State, req ResealRequest) (State, error) {
 	case req.Seal < req.LogStartOffset || req.Seal > req.LeaderLogEndOffset:
 		return s, &SealRangeError{Seal: req.Seal, Leader: req.Leader, LogStartOffset: req.LogStartOffset,
 			LeaderLogEndOffset: req.LeaderLogEndOffset}
+	case s.Phase() == PhaseSealPending && req.Seal > req.LeaderHighWatermark &&
+		!mutation.Disabled(mutation.ResealPendingHighWatermark):
+		// The seal raises every replica's high watermark to it: only
+		// records the ISR holds (below the high watermark) may lie below.
+		return s, &UnreplicatedSealError{Seal: req.Seal, Leader: req.Leader, HighWatermark: req.LeaderHighWatermark}
 	case req.SealBatch.Known && req.SealBatch.BaseOffset < req.Seal && req.Seal <= req.SealBatch.LastOffset &&
 		!mutation.Disabled(mutation.ResealBatchBoundary):
 		return s, &SealBatchError{Seal: req.Seal, Leader: req.Leader, BaseOffset: req.SealBatch.BaseOffset,

@@ -87,7 +87,7 @@ func TestPlanResealWhileSealPending(t *testing.T) {
 	s, err := State{}.WithConsolidating(true).ArmSwitch()
 	require.NoError(t, err)
 	require.Equal(t, PhaseSealPending, s.Phase())
-	req := ResealRequest{Seal: 5, Leader: 1, LogStartOffset: 0, LeaderLogEndOffset: 10}
+	req := ResealRequest{Seal: 5, Leader: 1, LogStartOffset: 0, LeaderLogEndOffset: 10, LeaderHighWatermark: 10}
 
 	got, err := PlanReseal(s, req)
 	require.ErrorIs(t, err, ErrForcedSealBelowLogEnd)
@@ -115,4 +115,41 @@ func TestPlanResealWhileSealPending(t *testing.T) {
 	got, err = PlanReseal(p1, ResealRequest{Seal: 5, Leader: 1, LeaderLogEndOffset: 10})
 	require.NoError(t, err)
 	require.Equal(t, int64(5), got.Seal())
+}
+
+// While the seal is pending a forced seal at the leader's log end is
+// refused while the leader's high watermark is below it: the leader
+// holds [0, 10) with [0, 6) committed, and an in-sync follower may hold
+// another [6, 10) (written by a leader of an earlier epoch). The seal
+// raises every replica's high watermark to it, so that follower, elected,
+// would serve its tail as committed. Once the high watermark reaches 10
+// the same seal is taken; in phase 1 the high watermark is not read.
+func TestPlanResealPendingAboveHighWatermark(t *testing.T) {
+	s, err := State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	req := ResealRequest{Seal: 10, Leader: 1, LogStartOffset: 0, LeaderLogEndOffset: 10, LeaderHighWatermark: 6}
+
+	got, err := PlanReseal(s, req)
+	require.ErrorIs(t, err, ErrForcedSealAboveHighWatermark)
+	require.ErrorIs(t, err, ErrRecoveryRefused)
+	var unreplicated *UnreplicatedSealError
+	require.True(t, errors.As(err, &unreplicated))
+	require.Equal(t, UnreplicatedSealError{Seal: 10, Leader: 1, HighWatermark: 6}, *unreplicated)
+	require.Equal(t, s, got, "a refusal returns the State unchanged")
+	require.Contains(t, err.Error(), "[6, 10) is not committed")
+
+	req.LeaderHighWatermark = 10
+	got, err = PlanReseal(s, req)
+	require.NoError(t, err)
+	require.Equal(t, PhaseOne, got.Phase())
+	require.Equal(t, int64(10), got.Seal())
+
+	// A committed seal is lowered to the leader's log end whatever its
+	// high watermark (the recovery of github.com/aiven/inkless/pull/871
+	// describes a fenced leader).
+	p1, err := s.CommitSeal(12, nil)
+	require.NoError(t, err)
+	got, err = PlanReseal(p1, ResealRequest{Seal: 10, Leader: 1, LeaderLogEndOffset: 10, LeaderHighWatermark: 6})
+	require.NoError(t, err)
+	require.Equal(t, int64(10), got.Seal())
 }

@@ -273,6 +273,18 @@ const (
 	// store after the failed copy's cleanup listed the segment's objects,
 	// leaving an object of no segment.
 	CopySettlesUploads
+	// ResealPendingHighWatermark: a seal the operator forces while the
+	// seal is pending (the leader's log end) must not lie above the
+	// leader's high watermark (tierstate.PlanReseal,
+	// *tierstate.UnreplicatedSealError): the seal raises every replica's
+	// high watermark to it, and an in-sync follower holding another tail
+	// above the old high watermark, elected, serves it as committed.
+	ResealPendingHighWatermark
+	// EmptyPrefixCoverage: the consolidation endpoint asks remote storage
+	// for S - 1 only while the classic prefix [X, S) is not empty
+	// (consolidate.DecideFetch): with X at or past S, S - 1 was deleted
+	// and a recreated leader waiting for it never consolidates.
+	EmptyPrefixCoverage
 
 	numGuards = iota + 1
 )
@@ -317,6 +329,8 @@ var names = [numGuards]string{
 	RemoteProducerWindow:            "remote-producer-window",
 	PromoteLineage:                  "promote-lineage",
 	CopySettlesUploads:              "copy-settles-uploads",
+	ResealPendingHighWatermark:      "reseal-pending-high-watermark",
+	EmptyPrefixCoverage:             "empty-prefix-coverage",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

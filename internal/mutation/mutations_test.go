@@ -154,6 +154,11 @@ var catches = []catch{
 	{mutation.PromoteLineage, "replica", "TestReplicaDataDriven/move"},
 	{mutation.PromoteLineage, "internal/harness/sim", "TestScripts/promote_future_after_truncation"},
 	{mutation.CopySettlesUploads, "remote", "TestFailedCopySettlesItsUploads"},
+	{mutation.ResealPendingHighWatermark, "tierstate", "TestPlanResealPendingAboveHighWatermark"},
+	{mutation.ResealPendingHighWatermark, "internal/harness/sim", "TestScripts/forced_seal_above_high_watermark"},
+	{mutation.ResealPendingHighWatermark, "internal/harness/sim", "TestScripts/reseal_while_pending_past_high_watermark"},
+	{mutation.EmptyPrefixCoverage, "consolidate", "TestDecideDataDriven/decide_empty_prefix_coverage"},
+	{mutation.EmptyPrefixCoverage, "internal/harness/sim", "TestScripts/empty_prefix_recreated_leader_rebuild"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tierlog/tierlog/tierstate"
+	"github.com/tierlog/tierlog/wal"
 )
 
 // Settle's bounds. A round is one classic fetch of every follower and
@@ -57,8 +58,9 @@ func (c *Cluster) quietness() string {
 // high watermark is (acks=all: once the ISR holds every record, every
 // record is committed); in phase
 // 2, a consolidating leader whose log ends below the WAL's high
-// watermark. Phase 1 waits for the operator or the phase-2 check and
-// owes nothing.
+// watermark, unless it ends at the seal and the WAL holds no batch from
+// there (walHoleAtSeal). Phase 1 waits for the operator or the phase-2
+// check and owes nothing.
 func (c *Cluster) unsettled() *Violation {
 	lb := c.leaderBroker()
 	if lb == nil {
@@ -87,7 +89,7 @@ func (c *Cluster) unsettled() *Violation {
 	if st.Phase() != tierstate.PhaseTwo || !lb.consolidating {
 		return nil
 	}
-	if _, hw, ok := c.WAL(); ok && ll.LogEndOffset() < hw {
+	if _, hw, ok := c.WAL(); ok && ll.LogEndOffset() < hw && !c.walHoleAtSeal(ll.LogEndOffset(), st.Seal()) {
 		detail := fmt.Sprintf("consolidating leader's log ends at %d, WAL high watermark %d (local start %d, seal %d)",
 			ll.LogEndOffset(), hw, ll.LocalLogStartOffset(), st.Seal())
 		if err := lb.fetcher.Failed(Partition); err != nil {
@@ -96,6 +98,27 @@ func (c *Cluster) unsettled() *Violation {
 		return c.violation(Stuck, lb.ID, ll.LogEndOffset(), "%s", detail)
 	}
 	return nil
+}
+
+// walHoleAtSeal reports whether a log ending at leo, the committed seal,
+// has nothing to consolidate: the WAL holds no batch from leo on. A seal
+// lowered below the one InitDisklessLog set (start-phase-2 accepting a
+// loss, or a reseal) leaves [seal, the WAL's high watermark) holding no
+// offset in any tier, and the WAL keeps its offsets
+// (github.com/aiven/inkless/pull/855: the diskless log is not rewritten
+// below its first batch). The log cannot end past the seal without a
+// record; the fetcher appends the first batch past the hole once a
+// producer writes one (consolidate's first-batch exception), so the
+// replica is where it can be.
+func (c *Cluster) walHoleAtSeal(leo, seal int64) bool {
+	if leo != seal {
+		return false
+	}
+	res, err := c.cp.FindBatches(c.ctx, wal.FindBatchesRequest{
+		Partitions: []wal.FindPartition{{Partition: walPartition, Offset: leo, MaxPartitionBytes: 1 << 20}},
+		MaxBytes:   1 << 20, MaxBatchesPerPartition: 1,
+	})
+	return err == nil && len(res) == 1 && res[0].Err == nil && len(res[0].Batches) == 0
 }
 
 // Settle is a liveness check: on a quiet cluster (no fault on, every

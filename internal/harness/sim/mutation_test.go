@@ -104,6 +104,11 @@ var simCatches = []simCatch{
 	// leader's log end: the leader truncates committed records to it with
 	// no loss accepted (LostRecord). Seed 55 after 102 steps.
 	{guard: mutation.ResealPendingLogEnd, limit: 220},
+	// The operator forces the seal while it is pending at the leader's
+	// log end above its high watermark: an in-sync follower holding
+	// another tail there (a leader of an earlier epoch wrote it) is
+	// elected and serves it (Conflict). Seed 549 after 94 steps.
+	{guard: mutation.ResealPendingHighWatermark, limit: 600},
 	// With flush.messages unlimited (the flush row, weight 0 in the
 	// default menu for an open finding, see random.go) a clean stop
 	// leaves the log's records unsynced behind its clean-shutdown
@@ -161,10 +166,16 @@ var simCatches = []simCatch{
 	// phase 2 before the first prune (its disk lost, then a forced
 	// election: at W = 22, seal 29) is offered the first diskless batch
 	// and refuses it, as it does not start at its log end; the
-	// incident's end (all-clear, weight 0 in the default menu for an open
-	// finding, see random.go) runs Settle, which finds it Stuck. Seed 16
+	// incident's end (all-clear, weight 0 in the default menu, see
+	// random.go) runs Settle, which finds it Stuck. Seed 16
 	// after 289 steps.
 	{guard: mutation.FirstPruneBound, weights: allClearMenu, limit: 50},
+	// empty-prefix-coverage: DeleteRecords moved the log start to the
+	// seal before the switch; in phase 2 the leader loses its disk after
+	// a copy and a prune and comes back empty as the last-known leader:
+	// the endpoint waits for remote storage to hold S - 1, deleted, and
+	// all-clear's Settle finds it Stuck. Seed 372 after 429 steps.
+	{guard: mutation.EmptyPrefixCoverage, weights: allClearMenu, limit: 400},
 	// epoch-cleanup-guard: after an unclean election a leader forced in
 	// phase 2 caches only epochs above the classic prefix's, and its
 	// expiration's epoch cleanup deletes the remote segments of the

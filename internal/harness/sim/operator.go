@@ -165,7 +165,8 @@ func (c *Cluster) StartPhaseTwo(acceptDataLoss bool) error {
 // end] (github.com/aiven/inkless/pull/871); the seal moves down to S'
 // (State.Reseal's rules; /pull/871 lowers it to the last known leader's
 // log end), giving up the records in [S', S). Before a seal is committed
-// the range is the leader's log's. The control plane keeps the old seal
+// the range is the leader's log's, and the forced seal must be its log
+// end at its high watermark. The control plane keeps the old seal
 // until Repair. A refusal changes nothing.
 func (c *Cluster) Reseal(seal int64) error {
 	return c.do("reseal", -1, func() (string, error) {
@@ -180,8 +181,10 @@ func (c *Cluster) Reseal(seal int64) error {
 					return "refused", err
 				}
 				req.LogStartOffset, req.LeaderLogEndOffset = d.CrossTierLogStartOffset, d.LogEndOffset
+				req.LeaderHighWatermark = d.HighWatermark
 			} else if l := b.Log(); l != nil {
 				req.LogStartOffset, req.LeaderLogEndOffset = l.LogStartOffset(), l.LogEndOffset()
+				req.LeaderHighWatermark = l.HighWatermark()
 			}
 			if l := b.Log(); l != nil {
 				req.SealBatch = batchAt(l, seal)
@@ -200,10 +203,13 @@ func (c *Cluster) Reseal(seal int64) error {
 			c.model.acceptLoss(seal, old)
 		}
 		if b := c.Broker(k.rec.Leader); pending && b != nil && b.up && b.Log() != nil && seal > c.model.end {
-			// A forced seal at the leader's log end seals the leader's
-			// records past its high watermark too (its driver raises the
-			// high watermark to the seal, as the seal the leader commits
-			// does): they are committed now.
+			// A forced seal at the leader's log end commits the leader's
+			// records up to it (its driver raises the high watermark to
+			// the seal, as the seal the leader commits does).
+			// PlanReseal takes it only at the leader's high watermark
+			// (guard reseal-pending-high-watermark), so the records past
+			// the model's committed end are the ISR's too; with the guard
+			// off this claim is what the checks catch.
 			if err := c.model.commitFromLog(b.Log(), c.model.end, seal); err != nil {
 				c.trace.detail("commit [%d, %d): %v", c.model.end, seal, err)
 			}

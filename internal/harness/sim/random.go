@@ -180,15 +180,13 @@ var choices = []choice{
 	// heals, the brokers that are down come back, and then the cluster
 	// must make progress (Settle). Settle alone finds a quiet cluster
 	// only when every random fault happens to be off at once. It weighs
-	// 0 by default (-weights all-clear=1 takes it) for an open finding:
-	// after an operator lowered the seal below the one InitDisklessLog
-	// set (start-phase-2 accepting data loss, or a reseal), the control
-	// plane's high watermark stays at the old seal and a consolidating
-	// leader waits at the new seal for offsets that exist nowhere (Stuck;
-	// testdata/findings/lowered_seal_consolidation_stuck; with weight 1,
-	// seeds 115, 128, 222 and 256 of 1 to 300, each with the seal
-	// lowered; seed 78 meets the producer window finding after a rebuild
-	// from remote storage, testdata/findings/producer_window_after_remote_rebuild).
+	// 0 by default (-weights all-clear=1 takes it): the default menu's
+	// seeds stay as docs/simulation.md gives them. A seal lowered below
+	// the one InitDisklessLog set leaves a hole in no tier up to the WAL's
+	// high watermark, which the progress check accepts (walHoleAtSeal,
+	// script lowered_seal_consolidation_stuck: seeds 115, 128, 222 and
+	// 256 of 1 to 300 with weight 1); seed 372 (script
+	// empty_prefix_recreated_leader_rebuild) was a library bug.
 	{"all-clear", 0, func(c *Cluster, rng *rand.Rand) error { return c.allClear() }},
 	{"arm-switch", 1, func(c *Cluster, rng *rand.Rand) error {
 		if c.step < 60 {
@@ -280,7 +278,9 @@ var choices = []choice{
 		// While the seal is pending the operator forces it (the tool's
 		// seal S from seal-pending): PlanReseal takes only the leader's
 		// log end there (tierstate.ForcedSealError, script
-		// reseal_while_pending).
+		// reseal_while_pending), and only at the leader's high watermark
+		// (tierstate.UnreplicatedSealError, script
+		// forced_seal_above_high_watermark).
 		if !pending && seal >= st.Seal() {
 			return ErrNotApplicable
 		}
