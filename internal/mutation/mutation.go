@@ -267,6 +267,14 @@ const (
 	// log's truncation discarded replaced it, and its committed records
 	// were lost.
 	PromoteLineage
+	// RollSyncOrder: the data of a rolled segment is made durable before
+	// any fsync of the log directory can make a later segment's entry
+	// durable (log.UnifiedLog.syncRolled before every directory-syncing
+	// write, and Flush syncing segment data before its checkpoint files):
+	// otherwise a crash under flush.messages unlimited left the rolled
+	// segment empty beside the next one, a hole below the log end, and a
+	// producer snapshot at the next base vouching for batches in the hole.
+	RollSyncOrder
 
 	numGuards = iota + 1
 )
@@ -310,6 +318,7 @@ var names = [numGuards]string{
 	RemoteHighestHeld:               "remote-highest-held",
 	RemoteProducerWindow:            "remote-producer-window",
 	PromoteLineage:                  "promote-lineage",
+	RollSyncOrder:                   "roll-sync-order",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.
