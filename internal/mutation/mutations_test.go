@@ -153,6 +153,8 @@ var catches = []catch{
 	{mutation.RemoteProducerWindow, "internal/harness/sim", "TestScripts/producer_window_after_remote_rebuild"},
 	{mutation.PromoteLineage, "replica", "TestReplicaDataDriven/move"},
 	{mutation.PromoteLineage, "internal/harness/sim", "TestScripts/promote_future_after_truncation"},
+	{mutation.RollSyncOrder, "log", "TestRollSyncOrderCrash"},
+	{mutation.RollSyncOrder, "internal/harness/sim", "TestScripts/flush_unlimited_producers_lost_after_restart"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
