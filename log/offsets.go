@@ -119,6 +119,9 @@ func (l *UnifiedLog) commitLogStartFlushMuHeld(segs []*segmentRef, ckpt offsetsC
 	if err := l.syncRolledFlushMuHeld(); err != nil { // rollsync.go
 		return err
 	}
+	if err := l.syncBelowFlushMuHeld(segs, ckpt.logStartOffset); err != nil {
+		return err
+	}
 	if err := l.writeCheckpoint(segs, ckpt); err != nil {
 		return l.fail(err)
 	}

@@ -93,3 +93,42 @@ func (l *UnifiedLog) syncSegmentData(segs []*segmentRef, from int64) error {
 	}
 	return nil
 }
+
+// syncBelowFlushMuHeld makes durable the records of segs (the segments
+// after a log start raise to n, taken under mu) below n that lie above
+// the recovery point, before the offsets checkpoint naming n is written.
+// A durable log start above the durable log end would otherwise be what
+// a crash that keeps no unsynced data leaves (flush.messages unlimited, a
+// DeleteRecords to the log end): Open then empties the log at n (as
+// Kafka's LogLoader does for a log ending below its log start) and the
+// producers whose batches lay below n, which the raise keeps, are
+// forgotten. With the records durable, the recovered log ends at or
+// above n and its producer state is rebuilt from them. A no-op when n is
+// at or below the recovery point (the usual case with the background
+// flush) or at the base of the first kept segment (retention).
+//
+// REQUIRES: l.flushMu held (no truncation or retention removes segs'
+// segments meanwhile), l.mu not held.
+func (l *UnifiedLog) syncBelowFlushMuHeld(segs []*segmentRef, n int64) error {
+	if mutation.Disabled(mutation.LogStartDataFirst) {
+		return nil
+	}
+	l.mu.Lock()
+	from := l.mu.recoveryPoint
+	l.mu.Unlock()
+	if n <= from {
+		return nil
+	}
+	for i, s := range segs {
+		if s.BaseOffset() >= n {
+			break
+		}
+		if i+1 < len(segs) && segs[i+1].BaseOffset() <= from {
+			continue
+		}
+		if err := l.timedSync(s.FlushData); err != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}

@@ -116,3 +116,45 @@ func testRollSyncOrderCrash(t *testing.T, rolls int, retention bool, op func(l *
 		require.NoError(t, r.Close())
 	}
 }
+
+// TestLogStartRaiseToLogEndCrash: under flush.messages unlimited a
+// producer appends, and the log start rises to the log end
+// (DeleteRecords), which is durable when the call returns. A crash
+// keeping no unsynced data must not reopen a log that ends below that log
+// start: Open would empty it there and forget the producer, whose state
+// the raise keeps in memory, so a retry of its batch would be appended
+// again. The records below the new log start are synced before its
+// checkpoint (syncBelow), so the reopened log still knows the producer
+// and answers the retry as a duplicate.
+func TestLogStartRaiseToLogEndCrash(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	require.NoError(t, mem.MkdirAll(testDir, 0o755))
+	for _, d := range []string{"", testDir} {
+		require.NoError(t, atomicfile.SyncDir(mem, d))
+	}
+	opts := Options{SegmentBytes: 1 << 20, RecoveryPointIntervalBytes: -1}
+	l := openTestLog(t, mem, opts)
+	require.NoError(t, l.Flush())
+	const pid = 7
+	for seq := int32(0); seq < 8; seq += 2 {
+		_, err := l.AppendAsLeader(idempotentBatch(t, pid, 0, seq, 2, restartNowMs), 0, OriginClient)
+		require.NoError(t, err)
+	}
+	leo := l.LogEndOffset()
+	l.UpdateHighWatermark(leo)
+	moved, err := l.MaybeIncrementLogStartOffset(leo)
+	require.NoError(t, err)
+	require.True(t, moved)
+	require.Equal(t, map[int64]int32{pid: 7}, lastSeqs(l))
+
+	clone := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	require.NoError(t, l.Close())
+	r := openTestLog(t, clone, opts)
+	defer r.Close()
+	require.Equal(t, leo, r.LogStartOffset())
+	require.Equal(t, leo, r.LogEndOffset())
+	require.Equal(t, map[int64]int32{pid: 7}, lastSeqs(r), "the restart forgot the producer")
+	info, err := r.AppendAsLeader(idempotentBatch(t, pid, 0, 6, 2, restartNowMs), 0, OriginClient)
+	require.NoError(t, err)
+	require.True(t, info.Duplicate, "retry appended at %d", info.FirstOffset)
+}

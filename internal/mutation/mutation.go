@@ -275,6 +275,13 @@ const (
 	// segment empty beside the next one, a hole below the log end, and a
 	// producer snapshot at the next base vouching for batches in the hole.
 	RollSyncOrder
+	// LogStartDataFirst: a raised log start is checkpointed only after
+	// the records below it are durable (log.UnifiedLog.syncBelow):
+	// otherwise a crash keeping no unsynced data reopened a log ending
+	// below its durable log start, which Open empties, forgetting the
+	// producers whose batches the log held (a DeleteRecords to the log
+	// end under flush.messages unlimited).
+	LogStartDataFirst
 
 	numGuards = iota + 1
 )
@@ -319,6 +326,7 @@ var names = [numGuards]string{
 	RemoteProducerWindow:            "remote-producer-window",
 	PromoteLineage:                  "promote-lineage",
 	RollSyncOrder:                   "roll-sync-order",
+	LogStartDataFirst:               "log-start-data-first",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -155,6 +155,8 @@ var catches = []catch{
 	{mutation.PromoteLineage, "internal/harness/sim", "TestScripts/promote_future_after_truncation"},
 	{mutation.RollSyncOrder, "log", "TestRollSyncOrderCrash"},
 	{mutation.RollSyncOrder, "internal/harness/sim", "TestScripts/flush_unlimited_producers_lost_after_restart"},
+	{mutation.LogStartDataFirst, "log", "TestLogStartRaiseToLogEndCrash"},
+	{mutation.LogStartDataFirst, "internal/harness/sim", "TestScripts/flush_unlimited_producers_lost_after_delete_records"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

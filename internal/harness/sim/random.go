@@ -115,15 +115,15 @@ var choices = []choice{
 	// default of no flush per message, where the records of a replica
 	// are durable only once a roll, a clean close or a recovery point
 	// flushes them (each broker takes the setting at its next restart).
-	// It weighs 0 by default (-weights flush=2 takes it) for the open
-	// finding testdata/findings/flush_unlimited_producers_lost_after_delete_records:
-	// a log start raised to the log end is durable before the records
-	// below it, and a crash keeping no unsynced data reopens an empty log
-	// there that forgot producers whose batches it held (Duplicate; with
-	// weight 2, seed 53 of 1 to 300). The hole a roll left below the
-	// recovered log end (scripts flush_unlimited_hole_after_crash,
-	// flush_unlimited_producers_lost_after_restart) is fixed: guard
-	// roll-sync-order.
+	// It weighs 0 by default (-weights flush=2 takes it): it was kept
+	// out for findings now fixed, a hole a roll left below the recovered
+	// log end (guard roll-sync-order, scripts
+	// flush_unlimited_hole_after_crash and
+	// flush_unlimited_producers_lost_after_restart) and a log start
+	// checkpointed above the durable log end (guard
+	// log-start-data-first, script
+	// flush_unlimited_producers_lost_after_delete_records). A weight
+	// here shifts every seed's draws (the simCatches rows).
 	{"flush", 0, func(c *Cluster, rng *rand.Rand) error {
 		if c.flushUnlimited {
 			return c.SetFlush(1)
