@@ -115,15 +115,21 @@ var choices = []choice{
 	// default of no flush per message, where the records of a replica
 	// are durable only once a roll, a clean close or a recovery point
 	// flushes them (each broker takes the setting at its next restart).
-	// It weighs 0 by default (-weights flush=2 takes it): it was kept
-	// out for findings now fixed, a hole a roll left below the recovered
-	// log end (guard roll-sync-order, scripts
-	// flush_unlimited_hole_after_crash and
-	// flush_unlimited_producers_lost_after_restart) and a log start
+	// It weighs 0 by default (-weights flush=2 takes it) for open
+	// findings. Fixed: a hole a roll left below the recovered log end
+	// (guard roll-sync-order, scripts flush_unlimited_hole_after_crash
+	// and flush_unlimited_producers_lost_after_restart) and a log start
 	// checkpointed above the durable log end (guard
 	// log-start-data-first, script
-	// flush_unlimited_producers_lost_after_delete_records). A weight
-	// here shifts every seed's draws (the simCatches rows).
+	// flush_unlimited_producers_lost_after_delete_records). Open, with
+	// weight 2 in seeds 1 to 300: seed 53 (findings/
+	// flush_unlimited_producers_lost_snapshot_floor: a restart drops the
+	// snapshot a later recovery from the stale recovery point needs,
+	// Duplicate) and seed 263 (LostRecord, not shrinkable: a crash that
+	// keeps part of the unsynced data can keep a rolled-to segment's
+	// entry and data while losing the rolled segment's unsynced tail, a
+	// hole no fsync order prevents, only a sync before the new segment
+	// is created). A weight here shifts every seed's draws (simCatches).
 	{"flush", 0, func(c *Cluster, rng *rand.Rand) error {
 		if c.flushUnlimited {
 			return c.SetFlush(1)
