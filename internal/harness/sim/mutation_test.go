@@ -76,7 +76,7 @@ var simCatches = []simCatch{
 	{guard: mutation.WALReadSkippedStart, limit: 90},
 	// Diskless records produced or consolidated in phase 1 carry an epoch
 	// from before the flag: a follower's epochs disagree with the
-	// leader's (LineageDiverged). Seed 62 after 323 steps.
+	// leader's (LineageDiverged). Seed 47 after 453 steps.
 	{guard: mutation.Phase2Gate, limit: 190},
 	// An undone switch that stays consolidating reads as born diskless:
 	// the leader starts consolidating and followers leave the classic
@@ -105,15 +105,15 @@ var simCatches = []simCatch{
 	// no loss accepted (LostRecord). Seed 55 after 102 steps.
 	{guard: mutation.ResealPendingLogEnd, limit: 220},
 	// With flush.messages unlimited (the flush row, weight 0 in the
-	// default menu for an open finding, see random.go) a clean stop
+	// default menu for open findings, see random.go) a clean stop
 	// leaves the log's records unsynced behind its clean-shutdown
 	// marker: a crash after the restart drops them while the recovered
-	// log keeps its end (LostRecord: a fetch served past a hole). Seed 31
-	// after 292 steps, with flush on (seed 23 breaks with every guard on:
-	// an open finding, skipped by the search).
+	// log keeps its end (LostRecord: a fetch served past a hole; or
+	// Duplicate, a restart that forgot a producer). Seed 29 after 412
+	// steps (Duplicate), with flush on.
 	{guard: mutation.ManagedCloseDurable, weights: flushMenu, limit: 55},
 	// A random reseal lowers the seal below the first WAL batch; the
-	// prune moves W past h + 1. Seed 14 after 345 steps.
+	// prune moves W past h + 1. Seed 14 after 349 steps.
 	{guard: mutation.PrunerCap, limit: 40},
 	// start-phase-2 elects a replica whose log below the seal holds an
 	// uncommitted record of an older epoch; without a recorded epoch the
