@@ -112,6 +112,19 @@ var simCatches = []simCatch{
 	// Duplicate, a restart that forgot a producer). Seed 29 after 412
 	// steps (Duplicate), with flush on.
 	{guard: mutation.ManagedCloseDurable, weights: flushMenu, limit: 55},
+	// With flush.messages unlimited a roll's snapshot or checkpoint
+	// write fsyncs the directory before the rolled segment's data is
+	// synced: a crash keeping no unsynced data recovers the new segment
+	// above an empty old one (Duplicate: a restart that forgot a
+	// producer; or LostRecord). Seed 23 after 170 steps, with flush on.
+	{guard: mutation.RollSyncOrder, weights: flushMenu, limit: 70},
+	// With flush.messages unlimited a DeleteRecords to the log end is
+	// checkpointed before the records below it are durable: a crash
+	// reopens an empty log at the new log start that forgot the
+	// producers the raise keeps (Duplicate). Seed 95 after 415 steps,
+	// with flush on (seed 53 breaks with every guard on: an open
+	// finding, skipped by the search).
+	{guard: mutation.LogStartDataFirst, weights: flushMenu, limit: 285},
 	// A random reseal lowers the seal below the first WAL batch; the
 	// prune moves W past h + 1. Seed 14 after 349 steps.
 	{guard: mutation.PrunerCap, limit: 40},
