@@ -127,13 +127,14 @@ func (l *UnifiedLog) flushFlushMuHeld() error {
 		if err := l.timedSync(s.FlushData); err != nil {
 			return l.fail(err)
 		}
+		// The index files of the segments no longer active are
+		// written below, after every .log. The active segment's offset
+		// and time indexes are rebuilt by recovery after any crash
+		// (recovery starts at the segment holding the recovery point,
+		// and Open checks a trusted segment's .index against its .log),
+		// so only its data needs the fsync. Transaction indexes cannot
+		// be checked: writeCheckpoint writes them.
 		if i+1 < len(v.segments) {
-			// The active segment's offset and time indexes are rebuilt
-			// by recovery after any crash (recovery starts at the segment
-			// holding the recovery point, and Open checks a trusted
-			// segment's .index against its .log), so only its data needs
-			// the fsync. Its transaction index cannot be checked:
-			// writeCheckpoint writes it, as it does every segment's.
 			inactive = append(inactive, s)
 		}
 	}
