@@ -81,6 +81,9 @@ func (l *UnifiedLog) writeCleanShutdown(ckpt offsetsCheckpoint, snap pendingSnap
 	// and the marker never vouches for index files that were not written.
 	// Likewise every transaction index (Open trusts them after a clean
 	// shutdown) and the producer snapshot at the log end.
+	if err := l.syncRolledFlushMuHeld(); err != nil { // rollsync.go
+		return err
+	}
 	v := l.view.Load()
 	if err := v.active().OnBecomeInactive(); err != nil {
 		return fmt.Errorf("log: %w", err)

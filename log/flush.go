@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"go.uber.org/zap"
@@ -43,15 +44,16 @@ func (l *UnifiedLog) MaybeFlush() error {
 	return l.Flush()
 }
 
-// Flush makes every appended record durable: it fsyncs the epoch
-// checkpoint (if dirty), writes the producer snapshots queued by rolls,
-// fsyncs the segments holding offsets at or above the recovery point
-// (the active one's data only), and the directory if segments were
-// created, replaced or removed since the last flush; then it advances the
-// recovery point to the log end offset it started with, and when that
-// passes a segment (or makes a segment recovery point) writes the offsets
-// checkpoint, with the transaction indexes it vouches for
-// (writeCheckpoint).
+// Flush makes every appended record durable: it fdatasyncs the segments
+// holding offsets at or above the recovery point, oldest first, then
+// fsyncs the index files of those no longer active, and the directory if
+// segments were created, replaced or removed since the last flush; then
+// it fsyncs the epoch checkpoint (if dirty) and writes the producer
+// snapshots queued by rolls; then it advances the recovery point to the
+// log end offset it started with, and when that passes a segment (or
+// makes a segment recovery point) writes the offsets checkpoint, with the
+// transaction indexes it vouches for (writeCheckpoint). Segment data
+// comes before any directory fsync (rollsync.go).
 //
 // The fsyncs run with the log mutex released (flushMu serializes flushes),
 // so appends and reads continue. A failed fsync makes the log refuse
@@ -79,6 +81,9 @@ func (l *UnifiedLog) flushFlushMuHeld() error {
 	records := l.mu.unflushedRecords
 	dirDirty := l.mu.dirDirty
 	l.mu.dirDirty = false // set again by any change made meanwhile
+	// The data syncs below cover every rolled segment (all hold offsets
+	// below upTo); a roll meanwhile sets the mark again.
+	l.mu.rolledUnsynced = false
 	// Every snapshot at or below upTo is queued by now: a roll queues its
 	// snapshot before the log end offset passes the new base.
 	snaps := slices.Clone(l.mu.pendingSnapshots)
@@ -94,18 +99,24 @@ func (l *UnifiedLog) flushFlushMuHeld() error {
 	if upTo <= from && !dirDirty && !l.epochs.Dirty() && len(snaps) == 0 && point == nil {
 		return nil
 	}
-	// The epoch checkpoint first: the recovery point must never pass an
-	// epoch assignment that is not durable, since recovery re-assigns
-	// epochs only above the recovery point. The producer snapshots
-	// likewise: recovery reloads the newest snapshot at or below the
-	// segment it starts from.
-	if err := l.flushEpochs(); err != nil {
-		return err
-	}
-	if err := l.writeSnapshotsFlushMuHeld(snaps); err != nil {
-		return err
+	// Order (rollsync.go): the data of every segment first, oldest
+	// first, before anything that fsyncs the directory (a segment's new
+	// index files, the directory itself, the epoch checkpoint, the
+	// snapshots, the checkpoint): such an fsync makes every segment's
+	// entry durable, and a segment durable above one whose data is not
+	// is a hole after a crash. Then the index files and the directory.
+	// Then the epoch checkpoint and the producer snapshots, before the
+	// recovery point that passes them: recovery re-assigns epochs only
+	// above the recovery point, and reloads the newest snapshot at or
+	// below the segment it starts from. The offsets checkpoint last.
+	ordered := !mutation.Disabled(mutation.RollSyncOrder)
+	if !ordered {
+		if err := l.flushCheckpointFiles(snaps); err != nil {
+			return err
+		}
 	}
 	crossed := false
+	var inactive []*segmentRef
 	for i, s := range v.segments {
 		if s.BaseOffset() >= upTo {
 			break // holds nothing below upTo
@@ -113,28 +124,36 @@ func (l *UnifiedLog) flushFlushMuHeld() error {
 		if i+1 < len(v.segments) && v.segments[i+1].BaseOffset() <= from {
 			continue // wholly below the recovery point: its data is durable
 		}
-		sync := s.Flush
-		if i+1 == len(v.segments) {
-			// The active segment: its offset and time indexes are
-			// rebuilt by recovery after any crash (recovery starts at the
-			// segment holding the recovery point, and Open checks a
-			// trusted segment's .index against its .log), so only its
-			// data needs the fsync. Its transaction index cannot be
-			// checked: writeCheckpoint writes it.
-			sync = s.FlushData
-		}
-		if err := l.timedSync(sync); err != nil {
+		if err := l.timedSync(s.FlushData); err != nil {
 			return l.fail(err)
 		}
-		// The transaction indexes are written with the checkpoint
-		// (writeCheckpoint), which is what lets recovery trust them.
-		crossed = crossed || i+1 < len(v.segments)
+		// The index files of the segments no longer active are
+		// written below, after every .log. The active segment's offset
+		// and time indexes are rebuilt by recovery after any crash
+		// (recovery starts at the segment holding the recovery point,
+		// and Open checks a trusted segment's .index against its .log),
+		// so only its data needs the fsync. Transaction indexes cannot
+		// be checked: writeCheckpoint writes them.
+		if i+1 < len(v.segments) {
+			inactive = append(inactive, s)
+		}
+	}
+	for _, s := range inactive {
+		if err := l.timedSync(s.FlushIndexes); err != nil {
+			return l.fail(err)
+		}
+		crossed = true
 	}
 	if dirDirty {
 		// Segment files were created, replaced or removed: make the
 		// directory entries durable too.
 		if err := l.timedSync(func() error { return atomicfile.SyncDir(l.fs, l.dir) }); err != nil {
 			return l.fail(err)
+		}
+	}
+	if ordered {
+		if err := l.flushCheckpointFiles(snaps); err != nil {
+			return err
 		}
 	}
 
@@ -181,6 +200,18 @@ func (l *UnifiedLog) flushFlushMuHeld() error {
 		}
 	}
 	return nil
+}
+
+// flushCheckpointFiles writes what a flush must make durable before its
+// recovery point: the epoch checkpoint (if dirty) and the producer
+// snapshots queued by rolls, snaps.
+//
+// REQUIRES: l.flushMu held, l.mu not held.
+func (l *UnifiedLog) flushCheckpointFiles(snaps []pendingSnapshot) error {
+	if err := l.flushEpochs(); err != nil {
+		return err
+	}
+	return l.writeSnapshotsFlushMuHeld(snaps)
 }
 
 // writeCheckpoint writes the offsets checkpoint c, after making durable
@@ -296,11 +327,17 @@ func isSegmentBase(segs []*segmentRef, offset int64) bool {
 	return false
 }
 
-// flushEpochs writes the epoch checkpoint if it is dirty. A failure is a
-// write failure of the log.
+// flushEpochs writes the epoch checkpoint if it is dirty, after the data
+// of rolled segments (its directory fsync may make a rolled-to segment
+// durable: rollsync.go). A failure is a write failure of the log.
+//
+// REQUIRES: l.flushMu held, l.mu not held.
 func (l *UnifiedLog) flushEpochs() error {
 	if !l.epochs.Dirty() {
 		return nil
+	}
+	if err := l.syncRolledFlushMuHeld(); err != nil {
+		return err
 	}
 	if err := l.epochs.Flush(); err != nil {
 		return l.fail(err)

@@ -141,6 +141,11 @@ type UnifiedLog struct {
 		// dirDirty is set when segment files were created, replaced or
 		// removed since the last flush synced the directory.
 		dirDirty bool
+		// rolledUnsynced is set by a roll that left data above the
+		// recovery point in a segment that is no longer active, and
+		// cleared by whoever syncs that data (syncRolled, Flush): a
+		// directory fsync may not run while it is set (rollsync.go).
+		rolledUnsynced bool
 		// err is sticky: after a failed write or fsync every later write
 		// returns it, until the log is reopened.
 		err    error

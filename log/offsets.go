@@ -116,6 +116,12 @@ func (l *UnifiedLog) commitLogStartFlushMuHeld(segs []*segmentRef, ckpt offsetsC
 	if mutation.Disabled(mutation.LogStartCheckpointFirst) {
 		return nil
 	}
+	if err := l.syncRolledFlushMuHeld(); err != nil { // rollsync.go
+		return err
+	}
+	if err := l.syncBelowFlushMuHeld(segs, ckpt.logStartOffset); err != nil {
+		return err
+	}
 	if err := l.writeCheckpoint(segs, ckpt); err != nil {
 		return l.fail(err)
 	}
@@ -368,6 +374,8 @@ func (l *UnifiedLog) epochOrUndefined(o int64) int32 {
 // it again if the leader wrote nothing. The epoch checkpoint is written
 // before the call returns, outside the log mutex.
 func (l *UnifiedLog) AssignEpochStartOffset(epoch int32, startOffset int64) error {
+	l.flushMu.Lock() // for flushEpochs
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	err := l.checkWritableLocked()
 	if err == nil && startOffset > l.logEndOffset.Load() {

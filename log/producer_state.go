@@ -233,7 +233,11 @@ func (l *UnifiedLog) LoadProducerSnapshot(data []byte, offset int64) error {
 	}
 	// The file first (flushMu held: no flush or truncation writes or
 	// deletes snapshots meanwhile), so that a crash after the load finds
-	// it. vfs.File.Write may modify its input: write a copy.
+	// it, after the data of rolled segments (rollsync.go). vfs.File.Write
+	// may modify its input: write a copy.
+	if err := l.syncRolledFlushMuHeld(); err != nil {
+		return err
+	}
 	if err := producer.WriteSnapshotFile(l.fs, l.dir, offset, bytes.Clone(data)); err != nil {
 		return l.fail(err)
 	}
@@ -431,6 +435,11 @@ func (l *UnifiedLog) writePendingSnapshots() error {
 func (l *UnifiedLog) writeSnapshotsFlushMuHeld(snaps []pendingSnapshot) error {
 	if len(snaps) == 0 {
 		return nil
+	}
+	// The snapshot's directory fsync makes the rolled-to segment durable:
+	// the rolled segment's data first (rollsync.go).
+	if err := l.syncRolledFlushMuHeld(); err != nil {
+		return err
 	}
 	for _, p := range snaps {
 		if err := p.write(l); err != nil {

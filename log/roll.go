@@ -64,10 +64,12 @@ func (l *UnifiedLog) Roll() error {
 
 // rollLocked starts a new active segment at max(expectedNextOffset, LEO)
 // (Kafka LocalLog.roll). If the active segment already starts there and is
-// empty, it stays. The new segment's file creation is not fsynced here:
-// the next flush syncs the directory before it advances the recovery
-// point past the new base. A producer snapshot at the new base is
-// queued; the caller writes it after releasing mu.
+// empty, it stays. Nothing is fsynced here, neither the old segment's
+// data nor the directory (an fsync under mu would stall appends): the
+// old segment's unsynced data is marked (rolledUnsynced) and synced
+// before the next directory fsync of the log (syncRolled, Flush), which
+// is what may make the new segment's file durable. A producer snapshot
+// at the new base is queued; the caller writes it after releasing mu.
 //
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
@@ -89,6 +91,9 @@ func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
 	}
 	l.mu.segments = append(l.mu.segments, newSegmentRef(seg, nil, 0))
 	l.mu.dirDirty = true
+	if l.logEndOffset.Load() > l.mu.recoveryPoint {
+		l.mu.rolledUnsynced = true
+	}
 	// The producer snapshot named by the new base (Kafka takes one at
 	// every roll): the state is known up to newBase, every batch below it
 	// being applied. Queued here, written with mu released
@@ -108,8 +113,12 @@ func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
 // they would otherwise make every roll fail. Removing them fsyncs the
 // directory, under l.mu when the caller holds it: that happens only when
 // orphans exist, which is rare and must be durable before the new .log.
+// The data of rolled segments is synced before that fsync
+// (syncRolledLocked), under l.mu too.
+//
+// REQUIRES: l.mu held.
 func (l *UnifiedLog) createSegment(base int64) (*segment.Segment, error) {
-	seg, removed, err := segment.CreateOverOrphans(l.fs, l.dir, base, l.opts.nowMs(), l.segOpts)
+	seg, removed, err := segment.CreateOverOrphans(l.fs, l.dir, base, l.opts.nowMs(), l.segOpts, l.syncRolledLocked)
 	if len(removed) > 0 {
 		l.counters.orphansRemoved.Add(int64(len(removed)))
 		l.logger.Warn("removed orphan index files where a segment is created",

@@ -148,6 +148,12 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 			return false, err // nothing changed
 		}
 	}
+	// Every truncation fsyncs the directory: the data of rolled segments
+	// first (rollsync.go).
+	if err := l.syncRolledLocked(); err != nil {
+		l.mu.Unlock()
+		return false, err
+	}
 	if hw := l.highWatermark.Load(); t < hw {
 		l.logger.Warn("truncating below the high watermark",
 			zap.String("dir", l.dir), zap.Int64("to", t), zap.Int64("highWatermark", hw))
@@ -233,6 +239,10 @@ func (l *UnifiedLog) countedTruncation(do func(ev *events) error) error {
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if err := l.syncRolledLocked(); err != nil { // rollsync.go
 		l.mu.Unlock()
 		return err
 	}

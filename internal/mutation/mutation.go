@@ -285,6 +285,21 @@ const (
 	// (consolidate.DecideFetch): with X at or past S, S - 1 was deleted
 	// and a recreated leader waiting for it never consolidates.
 	EmptyPrefixCoverage
+	// RollSyncOrder: the data of a rolled segment is made durable before
+	// any fsync of the log directory can make a later segment's entry
+	// durable (log.UnifiedLog.syncRolled before every directory-syncing
+	// write, and Flush syncing segment data before its checkpoint files):
+	// otherwise a crash under flush.messages unlimited left the rolled
+	// segment empty beside the next one, a hole below the log end, and a
+	// producer snapshot at the next base vouching for batches in the hole.
+	RollSyncOrder
+	// LogStartDataFirst: a raised log start is checkpointed only after
+	// the records below it are durable (log.UnifiedLog.syncBelow):
+	// otherwise a crash keeping no unsynced data reopened a log ending
+	// below its durable log start, which Open empties, forgetting the
+	// producers whose batches the log held (a DeleteRecords to the log
+	// end under flush.messages unlimited).
+	LogStartDataFirst
 
 	numGuards = iota + 1
 )
@@ -331,6 +346,8 @@ var names = [numGuards]string{
 	CopySettlesUploads:              "copy-settles-uploads",
 	ResealPendingHighWatermark:      "reseal-pending-high-watermark",
 	EmptyPrefixCoverage:             "empty-prefix-coverage",
+	RollSyncOrder:                   "roll-sync-order",
+	LogStartDataFirst:               "log-start-data-first",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

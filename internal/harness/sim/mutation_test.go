@@ -76,7 +76,7 @@ var simCatches = []simCatch{
 	{guard: mutation.WALReadSkippedStart, limit: 90},
 	// Diskless records produced or consolidated in phase 1 carry an epoch
 	// from before the flag: a follower's epochs disagree with the
-	// leader's (LineageDiverged). Seed 62 after 323 steps.
+	// leader's (LineageDiverged). Seed 47 after 453 steps.
 	{guard: mutation.Phase2Gate, limit: 190},
 	// An undone switch that stays consolidating reads as born diskless:
 	// the leader starts consolidating and followers leave the classic
@@ -110,15 +110,28 @@ var simCatches = []simCatch{
 	// elected and serves it (Conflict). Seed 549 after 94 steps.
 	{guard: mutation.ResealPendingHighWatermark, limit: 600},
 	// With flush.messages unlimited (the flush row, weight 0 in the
-	// default menu for an open finding, see random.go) a clean stop
+	// default menu for open findings, see random.go) a clean stop
 	// leaves the log's records unsynced behind its clean-shutdown
 	// marker: a crash after the restart drops them while the recovered
-	// log keeps its end (LostRecord: a fetch served past a hole). Seed 31
-	// after 292 steps, with flush on (seed 23 breaks with every guard on:
-	// an open finding, skipped by the search).
+	// log keeps its end (LostRecord: a fetch served past a hole; or
+	// Duplicate, a restart that forgot a producer). Seed 29 after 412
+	// steps (Duplicate), with flush on.
 	{guard: mutation.ManagedCloseDurable, weights: flushMenu, limit: 55},
+	// With flush.messages unlimited a roll's snapshot or checkpoint
+	// write fsyncs the directory before the rolled segment's data is
+	// synced: a crash keeping no unsynced data recovers the new segment
+	// above an empty old one (Duplicate: a restart that forgot a
+	// producer; or LostRecord). Seed 23 after 170 steps, with flush on.
+	{guard: mutation.RollSyncOrder, weights: flushMenu, limit: 70},
+	// With flush.messages unlimited a DeleteRecords to the log end is
+	// checkpointed before the records below it are durable: a crash
+	// reopens an empty log at the new log start that forgot the
+	// producers the raise keeps (Duplicate). Seed 95 after 415 steps,
+	// with flush on (seed 53 breaks with every guard on: an open
+	// finding, skipped by the search).
+	{guard: mutation.LogStartDataFirst, weights: flushMenu, limit: 285},
 	// A random reseal lowers the seal below the first WAL batch; the
-	// prune moves W past h + 1. Seed 14 after 345 steps.
+	// prune moves W past h + 1. Seed 14 after 349 steps.
 	{guard: mutation.PrunerCap, limit: 40},
 	// start-phase-2 elects a replica whose log below the seal holds an
 	// uncommitted record of an older epoch; without a recorded epoch the

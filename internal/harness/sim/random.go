@@ -116,12 +116,20 @@ var choices = []choice{
 	// are durable only once a roll, a clean close or a recovery point
 	// flushes them (each broker takes the setting at its next restart).
 	// It weighs 0 by default (-weights flush=2 takes it) for open
-	// findings in testdata/findings/flush_unlimited_*: a crash image that
-	// keeps a rolled segment's directory entry but not the unsynced data
-	// of the segment before it leaves a hole below the recovered log end
-	// (LostRecord); restarts after crashes that keep no unsynced data
-	// forget producers whose batches the log holds or held (Duplicate;
-	// with weight 2, seeds 23 and 53 of 1 to 100).
+	// findings. Fixed: a hole a roll left below the recovered log end
+	// (guard roll-sync-order, scripts flush_unlimited_hole_after_crash
+	// and flush_unlimited_producers_lost_after_restart) and a log start
+	// checkpointed above the durable log end (guard
+	// log-start-data-first, script
+	// flush_unlimited_producers_lost_after_delete_records). Open, with
+	// weight 2 in seeds 1 to 300: seed 53 (findings/
+	// flush_unlimited_producers_lost_snapshot_floor: a restart drops the
+	// snapshot a later recovery from the stale recovery point needs,
+	// Duplicate) and seed 263 (LostRecord, not shrinkable: a crash that
+	// keeps part of the unsynced data can keep a rolled-to segment's
+	// entry and data while losing the rolled segment's unsynced tail, a
+	// hole no fsync order prevents, only a sync before the new segment
+	// is created). A weight here shifts every seed's draws (simCatches).
 	{"flush", 0, func(c *Cluster, rng *rand.Rand) error {
 		if c.flushUnlimited {
 			return c.SetFlush(1)

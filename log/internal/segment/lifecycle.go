@@ -72,6 +72,15 @@ func (s *Segment) timeWaitedForRoll(nowMs, maxTimestampInBatch int64) int64 {
 // its .log. Kafka also trims its preallocated index files here; ours
 // already hold exactly their entries. The .log is not fsynced: the log's
 // Flush does that.
+//
+// Nor is the directory: the entries of files created here (and the
+// segment's own, if no Flush synced it yet) are left to the segment's
+// next Flush or Close, or to the log's next directory fsync. A directory
+// fsync here, under the log's mutex at a roll, would make this segment's
+// entry durable while the data of a segment rolled before it may not be
+// (the log syncs that data first, outside its mutex: syncRolled), and a
+// crash would then recover this segment above an empty one. Index files
+// whose entries a crash loses are rebuilt from the .log.
 func (s *Segment) OnBecomeInactive() error {
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
@@ -81,7 +90,10 @@ func (s *Segment) OnBecomeInactive() error {
 	if err := s.appendFinalTimeEntry(); err != nil {
 		return err
 	}
-	err := s.writeIndexes(true)
+	created, err := s.writeIndexFiles(true)
+	if created {
+		s.w.needDirSync = true
+	}
 	err = errors.Join(err, s.offsetIdx.closeFile(), s.timeIdx.closeFile(), s.trimLog())
 	return err
 }
@@ -106,14 +118,8 @@ func (s *Segment) appendFinalTimeEntry() error {
 // them if sync), then fsyncs the directory if a file was created or
 // replaced.
 func (s *Segment) writeIndexes(sync bool) error {
-	var errs []error
-	dirty := false
-	for _, x := range []*index{&s.offsetIdx.index, &s.timeIdx.index} {
-		changed, err := x.writePending(s.fs, sync)
-		dirty = dirty || changed
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	dirty, err := s.writeIndexFiles(sync)
+	if err != nil {
 		return err
 	}
 	if dirty || s.w.needDirSync {
@@ -123,6 +129,19 @@ func (s *Segment) writeIndexes(sync bool) error {
 		s.w.needDirSync = false
 	}
 	return nil
+}
+
+// writeIndexFiles writes the pending entries of both indexes (and
+// fsyncs them if sync) and reports whether a file was created or
+// replaced: its directory entry is not durable yet.
+func (s *Segment) writeIndexFiles(sync bool) (created bool, err error) {
+	var errs []error
+	for _, x := range []*index{&s.offsetIdx.index, &s.timeIdx.index} {
+		changed, err := x.writePending(s.fs, sync)
+		created = created || changed
+		errs = append(errs, err)
+	}
+	return created, errors.Join(errs...)
 }
 
 // Flush makes everything appended durable: fdatasync of the .log, then

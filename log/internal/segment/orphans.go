@@ -13,8 +13,11 @@ import (
 // are removed first and the directory fsynced before the new .log is
 // created: an orphan that came back after a crash would otherwise be read
 // as the new segment's index. A .log at baseOffset still makes it fail,
-// as Create does. It returns the paths removed.
-func CreateOverOrphans(fs vfs.FS, dir string, baseOffset int64, createdMs int64, opts Options) (*Segment, []string, error) {
+// as Create does. It returns the paths removed. beforeDirSync (if not
+// nil) runs before that directory fsync: the log syncs the data of the
+// segments it rolled there (an fsync of the directory makes every entry
+// in it durable, the last segment's too).
+func CreateOverOrphans(fs vfs.FS, dir string, baseOffset int64, createdMs int64, opts Options, beforeDirSync func() error) (*Segment, []string, error) {
 	if baseOffset < 0 {
 		return nil, nil, invalidArgf("negative base offset %d", baseOffset)
 	}
@@ -38,6 +41,11 @@ func CreateOverOrphans(fs vfs.FS, dir string, baseOffset int64, createdMs int64,
 		removed = append(removed, p)
 	}
 	if len(removed) > 0 {
+		if beforeDirSync != nil {
+			if err := beforeDirSync(); err != nil {
+				return nil, removed, err
+			}
+		}
 		if err := syncDir(fs, dir); err != nil {
 			return nil, removed, err
 		}
