@@ -191,6 +191,14 @@ var simCatches = []simCatch{
 	// With all-clear too: seed 770 after 212 steps (not in seeds 1 to
 	// 1005 of the unclean menu alone since checkpoint-hw joined it).
 	{guard: mutation.TruncationKeepsRemotePrefix, weights: uncleanAllClearMenu, limit: 1000},
+	// empty-prefix-check: DeleteRecords reaches the seal, so the classic
+	// prefix [X, S) is empty and start-phase-2 records no epoch; without
+	// the check a replica holding records below the seal that the
+	// partition no longer commits leads with them (Conflict). On the
+	// phase-2 menu (DeleteRecords and the switch's and start-phase-2's
+	// rows weighed up): seed 26 after 131 steps (on the default menu, 12
+	// of seeds 1 to 1227 with delete-records at 2, before the fix).
+	{guard: mutation.EmptyPrefixCheck, weights: emptyPrefixMenu, limit: 70},
 	// remote-highest-held (unclean seed 107 before checkpoint-hw joined
 	// the menu) is not caught in seeds 1 to 1251 of the unclean menu nor
 	// 1 to 700 with all-clear: the script unclean_prune_past_deleted_lineage
@@ -200,6 +208,11 @@ var simCatches = []simCatch{
 // deleteRecordsMenu takes the admin's DeleteRecords (weight 0 in the
 // default menu: random.go).
 var deleteRecordsMenu = map[string]int{"delete-records": 2}
+
+// emptyPrefixMenu weighs up DeleteRecords (to the seal), the switch
+// and the operator's start-phase-2, which together empty the classic
+// prefix before phase 2.
+var emptyPrefixMenu = map[string]int{"delete-records": 10, "start-phase-2": 6, "arm-switch": 4, "switch-step": 10}
 
 // allClearMenu takes the incident's end, all-clear (weight 0 in the
 // default menu: random.go).
