@@ -199,6 +199,13 @@ var simCatches = []simCatch{
 	// rows weighed up): seed 26 after 131 steps (on the default menu, 12
 	// of seeds 1 to 1227 with delete-records at 2, before the fix).
 	{guard: mutation.EmptyPrefixCheck, weights: emptyPrefixMenu, limit: 70},
+	// remote-producer-window: a follower out of the ISR is rebuilt from
+	// remote storage past an idempotent producer's batches, then leads;
+	// the producer retries a batch of its window whose answer it lost,
+	// and a rebuild from Kafka's snapshot alone (each producer's last
+	// batch) refuses it as out of order (Duplicate). On the producer
+	// menu: seed 21 after 205 steps.
+	{guard: mutation.RemoteProducerWindow, weights: producerRebuildMenu, limit: 60},
 	// remote-highest-held (unclean seed 107 before checkpoint-hw joined
 	// the menu) is not caught in seeds 1 to 1251 of the unclean menu nor
 	// 1 to 700 with all-clear: the script unclean_prune_past_deleted_lineage
@@ -213,6 +220,16 @@ var deleteRecordsMenu = map[string]int{"delete-records": 2}
 // and the operator's start-phase-2, which together empty the classic
 // prefix before phase 2.
 var emptyPrefixMenu = map[string]int{"delete-records": 10, "start-phase-2": 6, "arm-switch": 4, "switch-step": 10}
+
+// producerRebuildMenu is idempotent produce, tiering and lagging
+// followers alone: retries weighed down, so a lost answer stays
+// unanswered across a rebuild from remote storage and an election, and
+// the faults, the switch, moves and consolidation left out.
+var producerRebuildMenu = map[string]int{"produce-idempotent": 20, "retry-produce": 1, "produce": 5, "replicate": 15,
+	"shrink-isr": 4, "copy": 10, "expire": 10, "stop": 3, "restart": 6, "elect": 4, "crash": 0, "lose-disk": 2,
+	"arm-switch": 0, "switch-step": 0, "start-move": 0, "move-copy": 0, "promote-future": 0, "faults": 0,
+	"wal-read-faults": 0, "plane-faults": 0, "consolidate": 0, "task-lookup": 0, "task-install": 0, "cp-outage": 0,
+	"cp-ambiguous": 0, "partition": 0, "clock-jump": 0, "settle": 0, "arm-crash": 0, "delete-records": 0}
 
 // allClearMenu takes the incident's end, all-clear (weight 0 in the
 // default menu: random.go).
