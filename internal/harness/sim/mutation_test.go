@@ -206,6 +206,15 @@ var simCatches = []simCatch{
 	// batch) refuses it as out of order (Duplicate). On the producer
 	// menu: seed 21 after 205 steps.
 	{guard: mutation.RemoteProducerWindow, weights: producerRebuildMenu, limit: 60},
+	// promote-lineage: a broker moving its log directory truncates its
+	// current log (a new leader's epoch) and restarts, which forgets the
+	// truncation's mark for the move fetcher; the current log regrows to
+	// the future log's end, and a promotion on equal log ends alone
+	// replaces the committed records with the future log's discarded
+	// ones (Conflict; with the guard, the resumed move fetcher truncates
+	// the future log first). On the move menu: seed 40 after 284 steps
+	// (not in 800 seeds of move menus that keep the other faults).
+	{guard: mutation.PromoteLineage, weights: moveMenu, limit: 100},
 	// remote-highest-held (unclean seed 107 before checkpoint-hw joined
 	// the menu) is not caught in seeds 1 to 1251 of the unclean menu nor
 	// 1 to 700 with all-clear: the script unclean_prune_past_deleted_lineage
@@ -230,6 +239,15 @@ var producerRebuildMenu = map[string]int{"produce-idempotent": 20, "retry-produc
 	"arm-switch": 0, "switch-step": 0, "start-move": 0, "move-copy": 0, "promote-future": 0, "faults": 0,
 	"wal-read-faults": 0, "plane-faults": 0, "consolidate": 0, "task-lookup": 0, "task-install": 0, "cp-outage": 0,
 	"cp-ambiguous": 0, "partition": 0, "clock-jump": 0, "settle": 0, "arm-crash": 0, "delete-records": 0}
+
+// moveMenu is log directory moves with elections, stops and restarts:
+// promotions weighed up, the move fetcher's copies down, and tiering,
+// idempotent producers, the switch and the faults left out.
+var moveMenu = map[string]int{"produce": 10, "replicate": 15, "elect": 6, "elect-preferred": 3, "stop": 4, "restart": 8,
+	"start-move": 4, "move-copy": 2, "promote-future": 8, "produce-idempotent": 0, "retry-produce": 0, "consolidate": 0,
+	"copy": 0, "expire": 0, "prune": 0, "shrink-isr": 0, "crash": 0, "arm-crash": 0, "delete-records": 0, "lose-disk": 0,
+	"faults": 0, "wal-read-faults": 0, "plane-faults": 0, "settle": 0, "arm-switch": 0, "task-lookup": 0,
+	"task-install": 0, "cp-outage": 0, "cp-ambiguous": 0, "partition": 0, "clock-jump": 0}
 
 // allClearMenu takes the incident's end, all-clear (weight 0 in the
 // default menu: random.go).
