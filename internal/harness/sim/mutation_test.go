@@ -5,6 +5,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -215,10 +216,28 @@ var simCatches = []simCatch{
 	// the future log first). On the move menu: seed 40 after 284 steps
 	// (not in 800 seeds of move menus that keep the other faults).
 	{guard: mutation.PromoteLineage, weights: moveMenu, limit: 100},
-	// remote-highest-held (unclean seed 107 before checkpoint-hw joined
-	// the menu) is not caught in seeds 1 to 1251 of the unclean menu nor
-	// 1 to 700 with all-clear: the script unclean_prune_past_deleted_lineage
-	// holds it (internal/mutation's table).
+	// remote-highest-held: an unclean election's leader deletes the
+	// segment of epoch 0 that remote storage held (epoch cleanup); the
+	// metadata's highest offset of epoch 0 stays, and when a replica of
+	// that lineage leads again its copy task counts the segment as
+	// copied (h=0, nothing uploaded), so local retention deletes the
+	// only copy (LostRecord; script unclean_prune_past_deleted_lineage
+	// reaches the pruner's PrunedPastRemote). Not in seeds 1 to 1251 of
+	// the unclean menu; on the unclean tiering menu: seed 130 after 160
+	// steps. prune-remote-holds (the pruner's own check of that offset)
+	// is not caught in 800 seeds of it.
+	{guard: mutation.RemoteHighestHeld, weights: uncleanTieringMenu, limit: 300},
+	// truncation-lowers-remote-highest, remote-highest-in-lineage: an
+	// unclean election truncates a replica below its highest remote
+	// offset, and a remote task's lookup made before it installs the
+	// stale offset (or one of another lineage), so local retention
+	// deletes records remote storage does not hold (LostRecord); both
+	// stop the same bug (caught at unclean seed 554 before the model committed what an
+	// unclean election's leader serves; not in seeds 1 to 1850 of the
+	// unclean menu since). On the unclean task menu: seed 96 after 107
+	// steps.
+	{guard: mutation.TruncationLowersRemoteHighest, weights: uncleanTaskMenu, limit: 200},
+	{guard: mutation.RemoteHighestInLineage, weights: uncleanTaskMenu, limit: 200},
 }
 
 // deleteRecordsMenu takes the admin's DeleteRecords (weight 0 in the
@@ -248,6 +267,32 @@ var moveMenu = map[string]int{"produce": 10, "replicate": 15, "elect": 6, "elect
 	"copy": 0, "expire": 0, "prune": 0, "shrink-isr": 0, "crash": 0, "arm-crash": 0, "delete-records": 0, "lose-disk": 0,
 	"faults": 0, "wal-read-faults": 0, "plane-faults": 0, "settle": 0, "arm-switch": 0, "task-lookup": 0,
 	"task-install": 0, "cp-outage": 0, "cp-ambiguous": 0, "partition": 0, "clock-jump": 0}
+
+// uncleanQuiet is the unclean menu without the actions that break it
+// first with every guard on (idempotent producers, elect-replica,
+// start-phase-2, reseal: open findings) or draw its steps away (the
+// faults, moves, the undo, DeleteRecords).
+var uncleanQuiet = map[string]int{"elect-unclean": 3, "produce-idempotent": 0, "retry-produce": 0, "start-move": 0,
+	"move-copy": 0, "promote-future": 0, "faults": 0, "wal-read-faults": 0, "plane-faults": 0, "cp-outage": 0,
+	"cp-ambiguous": 0, "partition": 0, "clock-jump": 0, "arm-crash": 0, "delete-records": 0, "settle": 0,
+	"elect-replica": 0, "reseal": 0, "undo-switch": 0, "rearm-switch": 0, "start-phase-2": 0}
+
+// uncleanTieringMenu is uncleanQuiet with tiering, retention, the
+// pruner, crashes and the switch weighed up.
+var uncleanTieringMenu = withWeights(uncleanQuiet, map[string]int{"copy": 10, "expire": 8, "prune": 6, "crash": 3,
+	"restart": 6, "arm-switch": 3, "switch-step": 8, "task-lookup": 0, "task-install": 0})
+
+// uncleanTaskMenu is uncleanQuiet with the remote tasks' two steps and
+// copies weighed up.
+var uncleanTaskMenu = withWeights(uncleanQuiet, map[string]int{"task-lookup": 8, "task-install": 6, "copy": 10,
+	"crash": 3})
+
+// withWeights is base with w's weights.
+func withWeights(base, w map[string]int) map[string]int {
+	m := maps.Clone(base)
+	maps.Copy(m, w)
+	return m
+}
 
 // allClearMenu takes the incident's end, all-clear (weight 0 in the
 // default menu: random.go).
