@@ -180,10 +180,7 @@ var simCatches = []simCatch{
 	// unclean election discarded (testdata/findings). Seeds 741 (324
 	// steps; 199 before checkpoint-hw joined the menu) and, for
 	// remote-read-lineage, 186 (113 steps). truncation-lowers-remote-highest and
-	// remote-highest-in-lineage, caught at seed 554 before, are not caught
-	// in seeds 1 to 1850 of this menu any more (seed 554 passes with
-	// either guard off); their unit tests and the script
-	// unclean_truncation_remote_highest hold them.
+	// remote-highest-in-lineage have rows on the unclean task menu below.
 	{guard: mutation.SealCapRemoteRead, weights: uncleanMenu, limit: 1000},
 	{guard: mutation.RemoteReadLineage, weights: uncleanMenu, limit: 265},
 	// A follower that an unclean election truncates below its local log
