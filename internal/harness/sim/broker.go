@@ -67,6 +67,12 @@ type Broker struct {
 	// ReplicaFetcherThread.truncate marks the alter-log-dirs thread with
 	// markPartitionsForTruncation). In memory: a crash forgets it.
 	moveTruncateTo int64
+	// moveResumed: the driver resumed a move at the broker's start; the
+	// move fetcher's next round validates the future log's epochs
+	// against the current log first (Kafka's alter-log-dirs thread adds
+	// the partition in its truncating state), since the marks of the
+	// truncations before the restart are gone.
+	moveResumed bool
 	// cut is a crash armed at a file operation of the disk (crashfs.go),
 	// nil or stale (armed on an older disk) when none is.
 	cut *cutPoint
@@ -299,6 +305,7 @@ func (b *Broker) start() error {
 	if future != nil {
 		b.driver.SetFutureLog(future)
 	}
+	b.moveResumed = future != nil
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
 	b.moveTruncateTo = -1
 	b.task = nil // a remote task's lookup dies with the process

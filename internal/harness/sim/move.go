@@ -172,6 +172,15 @@ func (b *Broker) markMoveTruncation(offset int64) {
 // changed nothing.
 func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 	note := ""
+	if b.moveResumed {
+		b.moveResumed = false
+		if t := epochTruncation(l, f); t < f.LogEndOffset() {
+			if _, err := f.TruncateTo(t); err != nil {
+				return note, err
+			}
+			note += fmt.Sprintf("resumed: truncated to %d at the epochs' divergence; ", t)
+		}
+	}
 	if t := b.moveTruncateTo; t >= 0 {
 		b.moveTruncateTo = -1
 		if f.LogEndOffset() > t {
@@ -194,6 +203,34 @@ func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 		note += fmt.Sprintf("out of range at %d: starts at the local log start %d; ", fe, start)
 	}
 	return note, nil
+}
+
+// epochTruncation is where a resumed move fetcher truncates the future
+// log f against the current log l, as Kafka's AbstractFetcherThread
+// truncates a partition in its truncating state
+// (truncateToEpochEndOffsets, getOffsetTruncationState): l's answer to
+// OffsetsForLeaderEpoch for f's latest epoch, capped at f's own end of
+// the epoch l answers with (a restart forgets the marks of the classic
+// fetcher's truncations, and the current log may have been truncated
+// and regrown to the same end since the last round).
+func epochTruncation(l, f *log.UnifiedLog) int64 {
+	fe := f.LogEndOffset()
+	latest, ok := f.LatestEpoch()
+	if !ok {
+		return fe
+	}
+	ans := l.EndOffsetForEpoch(latest)
+	switch {
+	case ans.Undefined():
+		return fe
+	case ans.Epoch == latest || ans.Epoch < 0:
+		return min(ans.EndOffset, fe)
+	}
+	own := f.EndOffsetForEpoch(ans.Epoch)
+	if own.Undefined() {
+		return min(ans.EndOffset, fe)
+	}
+	return min(ans.EndOffset, own.EndOffset, fe)
 }
 
 // PromoteFuture runs the move fetcher's promotion hook on broker id

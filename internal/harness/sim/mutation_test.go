@@ -5,6 +5,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -203,10 +204,7 @@ var simCatches = []simCatch{
 	// unclean election discarded (testdata/findings). Seeds 741 (324
 	// steps; 199 before checkpoint-hw joined the menu) and, for
 	// remote-read-lineage, 186 (113 steps). truncation-lowers-remote-highest and
-	// remote-highest-in-lineage, caught at seed 554 before, are not caught
-	// in seeds 1 to 1850 of this menu any more (seed 554 passes with
-	// either guard off); their unit tests and the script
-	// unclean_truncation_remote_highest hold them.
+	// remote-highest-in-lineage have rows on the unclean task menu below.
 	{guard: mutation.SealCapRemoteRead, weights: uncleanMenu, limit: 1000},
 	{guard: mutation.RemoteReadLineage, weights: uncleanMenu, limit: 265},
 	// A follower that an unclean election truncates below its local log
@@ -215,15 +213,107 @@ var simCatches = []simCatch{
 	// With all-clear too: seed 770 after 212 steps (not in seeds 1 to
 	// 1005 of the unclean menu alone since checkpoint-hw joined it).
 	{guard: mutation.TruncationKeepsRemotePrefix, weights: uncleanAllClearMenu, limit: 1000},
-	// remote-highest-held (unclean seed 107 before checkpoint-hw joined
-	// the menu) is not caught in seeds 1 to 1251 of the unclean menu nor
-	// 1 to 700 with all-clear: the script unclean_prune_past_deleted_lineage
-	// holds it (internal/mutation's table).
+	// empty-prefix-check: DeleteRecords reaches the seal, so the classic
+	// prefix [X, S) is empty and start-phase-2 records no epoch; without
+	// the check a replica holding records below the seal that the
+	// partition no longer commits leads with them (Conflict). On the
+	// phase-2 menu (DeleteRecords and the switch's and start-phase-2's
+	// rows weighed up): seed 26 after 131 steps (on the default menu, 12
+	// of seeds 1 to 1227 with delete-records at 2, before the fix).
+	{guard: mutation.EmptyPrefixCheck, weights: emptyPrefixMenu, limit: 70},
+	// remote-producer-window: a follower out of the ISR is rebuilt from
+	// remote storage past an idempotent producer's batches, then leads;
+	// the producer retries a batch of its window whose answer it lost,
+	// and a rebuild from Kafka's snapshot alone (each producer's last
+	// batch) refuses it as out of order (Duplicate). On the producer
+	// menu: seed 21 after 205 steps.
+	{guard: mutation.RemoteProducerWindow, weights: producerRebuildMenu, limit: 60},
+	// promote-lineage: a broker moving its log directory truncates its
+	// current log (a new leader's epoch) and restarts, which forgets the
+	// truncation's mark for the move fetcher; the current log regrows to
+	// the future log's end, and a promotion on equal log ends alone
+	// replaces the committed records with the future log's discarded
+	// ones (Conflict; with the guard, the resumed move fetcher truncates
+	// the future log first). On the move menu: seed 40 after 284 steps
+	// (not in 800 seeds of move menus that keep the other faults).
+	{guard: mutation.PromoteLineage, weights: moveMenu, limit: 100},
+	// remote-highest-held: an unclean election's leader deletes the
+	// segment of epoch 0 that remote storage held (epoch cleanup); the
+	// metadata's highest offset of epoch 0 stays, and when a replica of
+	// that lineage leads again its copy task counts the segment as
+	// copied (h=0, nothing uploaded), so local retention deletes the
+	// only copy (LostRecord; script unclean_prune_past_deleted_lineage
+	// reaches the pruner's PrunedPastRemote). Not in seeds 1 to 1251 of
+	// the unclean menu; on the unclean tiering menu: seed 130 after 160
+	// steps. prune-remote-holds (the pruner's own check of that offset)
+	// is not caught in 800 seeds of it.
+	{guard: mutation.RemoteHighestHeld, weights: uncleanTieringMenu, limit: 300},
+	// truncation-lowers-remote-highest, remote-highest-in-lineage: an
+	// unclean election truncates a replica below its highest remote
+	// offset, and a remote task's lookup made before it installs the
+	// stale offset (or one of another lineage), so local retention
+	// deletes records remote storage does not hold (LostRecord); both
+	// stop the same bug (caught at unclean seed 554 before the model committed what an
+	// unclean election's leader serves; not in seeds 1 to 1850 of the
+	// unclean menu since). On the unclean task menu: seed 96 after 107
+	// steps.
+	{guard: mutation.TruncationLowersRemoteHighest, weights: uncleanTaskMenu, limit: 200},
+	{guard: mutation.RemoteHighestInLineage, weights: uncleanTaskMenu, limit: 200},
 }
 
 // deleteRecordsMenu takes the admin's DeleteRecords (weight 0 in the
 // default menu: random.go).
 var deleteRecordsMenu = map[string]int{"delete-records": 2}
+
+// emptyPrefixMenu weighs up DeleteRecords (to the seal), the switch
+// and the operator's start-phase-2, which together empty the classic
+// prefix before phase 2.
+var emptyPrefixMenu = map[string]int{"delete-records": 10, "start-phase-2": 6, "arm-switch": 4, "switch-step": 10}
+
+// producerRebuildMenu is idempotent produce, tiering and lagging
+// followers alone: retries weighed down, so a lost answer stays
+// unanswered across a rebuild from remote storage and an election, and
+// the faults, the switch, moves and consolidation left out.
+var producerRebuildMenu = map[string]int{"produce-idempotent": 20, "retry-produce": 1, "produce": 5, "replicate": 15,
+	"shrink-isr": 4, "copy": 10, "expire": 10, "stop": 3, "restart": 6, "elect": 4, "crash": 0, "lose-disk": 2,
+	"arm-switch": 0, "switch-step": 0, "start-move": 0, "move-copy": 0, "promote-future": 0, "faults": 0,
+	"wal-read-faults": 0, "plane-faults": 0, "consolidate": 0, "task-lookup": 0, "task-install": 0, "cp-outage": 0,
+	"cp-ambiguous": 0, "partition": 0, "clock-jump": 0, "settle": 0, "arm-crash": 0, "delete-records": 0}
+
+// moveMenu is log directory moves with elections, stops and restarts:
+// promotions weighed up, the move fetcher's copies down, and tiering,
+// idempotent producers, the switch and the faults left out.
+var moveMenu = map[string]int{"produce": 10, "replicate": 15, "elect": 6, "elect-preferred": 3, "stop": 4, "restart": 8,
+	"start-move": 4, "move-copy": 2, "promote-future": 8, "produce-idempotent": 0, "retry-produce": 0, "consolidate": 0,
+	"copy": 0, "expire": 0, "prune": 0, "shrink-isr": 0, "crash": 0, "arm-crash": 0, "delete-records": 0, "lose-disk": 0,
+	"faults": 0, "wal-read-faults": 0, "plane-faults": 0, "settle": 0, "arm-switch": 0, "task-lookup": 0,
+	"task-install": 0, "cp-outage": 0, "cp-ambiguous": 0, "partition": 0, "clock-jump": 0}
+
+// uncleanQuiet is the unclean menu without the actions that break it
+// first with every guard on (idempotent producers, elect-replica,
+// start-phase-2, reseal: open findings) or draw its steps away (the
+// faults, moves, the undo, DeleteRecords).
+var uncleanQuiet = map[string]int{"elect-unclean": 3, "produce-idempotent": 0, "retry-produce": 0, "start-move": 0,
+	"move-copy": 0, "promote-future": 0, "faults": 0, "wal-read-faults": 0, "plane-faults": 0, "cp-outage": 0,
+	"cp-ambiguous": 0, "partition": 0, "clock-jump": 0, "arm-crash": 0, "delete-records": 0, "settle": 0,
+	"elect-replica": 0, "reseal": 0, "undo-switch": 0, "rearm-switch": 0, "start-phase-2": 0}
+
+// uncleanTieringMenu is uncleanQuiet with tiering, retention, the
+// pruner, crashes and the switch weighed up.
+var uncleanTieringMenu = withWeights(uncleanQuiet, map[string]int{"copy": 10, "expire": 8, "prune": 6, "crash": 3,
+	"restart": 6, "arm-switch": 3, "switch-step": 8, "task-lookup": 0, "task-install": 0})
+
+// uncleanTaskMenu is uncleanQuiet with the remote tasks' two steps and
+// copies weighed up.
+var uncleanTaskMenu = withWeights(uncleanQuiet, map[string]int{"task-lookup": 8, "task-install": 6, "copy": 10,
+	"crash": 3})
+
+// withWeights is base with w's weights.
+func withWeights(base, w map[string]int) map[string]int {
+	m := maps.Clone(base)
+	maps.Copy(m, w)
+	return m
+}
 
 // allClearMenu takes the incident's end, all-clear (weight 0 in the
 // default menu: random.go).
