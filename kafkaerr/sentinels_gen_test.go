@@ -114,6 +114,7 @@ var sentinels = map[string]error{
 	"tierstate.ErrDataLossNotAccepted":            tierstate.ErrDataLossNotAccepted,
 	"tierstate.ErrDisklessEpochDecrease":          tierstate.ErrDisklessEpochDecrease,
 	"tierstate.ErrFencedEpoch":                    tierstate.ErrFencedEpoch,
+	"tierstate.ErrForcedSealAboveHighWatermark":   tierstate.ErrForcedSealAboveHighWatermark,
 	"tierstate.ErrForcedSealBelowLogEnd":          tierstate.ErrForcedSealBelowLogEnd,
 	"tierstate.ErrHighWatermarkNotAtSeal":         tierstate.ErrHighWatermarkNotAtSeal,
 	"tierstate.ErrInPhaseTwo":                     tierstate.ErrInPhaseTwo,
