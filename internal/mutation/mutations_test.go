@@ -159,6 +159,7 @@ var catches = []catch{
 	{mutation.ResealPendingHighWatermark, "internal/harness/sim", "TestScripts/reseal_while_pending_past_high_watermark"},
 	{mutation.EmptyPrefixCoverage, "consolidate", "TestDecideDataDriven/decide_empty_prefix_coverage"},
 	{mutation.EmptyPrefixCoverage, "internal/harness/sim", "TestScripts/empty_prefix_recreated_leader_rebuild"},
+	{mutation.RollSyncOrder, "consolidate", "TestSealLeaderCrash"},
 	{mutation.RollSyncOrder, "log", "TestRollSyncOrderCrash"},
 	{mutation.RollSyncOrder, "internal/harness/sim", "TestScripts/flush_unlimited_producers_lost_after_restart"},
 	{mutation.LogStartDataFirst, "log", "TestLogStartRaiseToLogEndCrash"},
