@@ -271,14 +271,8 @@ func (c *Cluster) sendIdempotent(b *Broker, p *simProducer, sb *sentBatch, lostA
 	case errors.As(err, &ooo):
 		note := fmt.Sprintf("%s: OUT_OF_ORDER_SEQUENCE_NUMBER (%v)", what, err)
 		// The batch is committed: the leader's producer state lost it
-		// (the retry is within the window of five batches). Unless the
-		// batch lies below the leader's log start (DeleteRecords or
-		// retention deleted it): a replica that started at the log start
-		// has no state for it, and Kafka answers its retry out of order
-		// too (a leader that held the state keeps it across the raise,
-		// and a restart that forgets it is checkRestartedProducers').
-		if at, ok := c.prod.seenAt[producerValue(p.index, sb.seq)]; ok && !c.model.given(at, at+1) &&
-			at >= b.Log().LogStartOffset() {
+		// (the retry is within the window of five batches).
+		if at, ok := c.prod.seenAt[producerValue(p.index, sb.seq)]; ok && !c.model.given(at, at+1) {
 			return note, c.violation(Duplicate, b.ID, at, "retry of seq %d, committed at %d, refused as out of order: %v",
 				sb.seq, at, err)
 		}
