@@ -14,12 +14,15 @@ import (
 // releaseEnv commits four objects of three batches of partitions 0, 1
 // and 2 each (a writer's layout) and returns the env, the fetch of
 // partitions 0 and 2, and their committed answers.
+// layoutObjects is how many objects releaseEnv commits.
+const layoutObjects = 4
+
 func releaseEnv(t *testing.T) (*bindEnv, wal.FindBatchesRequest, [][]byte) {
 	e := newBindEnv(t)
-	const objects, perObject, records, valueBytes = 4, 3, 64, 256
+	const perObject, records, valueBytes = 3, 64, 256
 	want := map[int32][]byte{}
 	var next [3]int64
-	for o := range objects {
+	for o := range layoutObjects {
 		var adds []add
 		for p := range int32(3) {
 			for k := range perObject {
