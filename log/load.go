@@ -131,7 +131,7 @@ func (l *UnifiedLog) load(ev *events) error {
 			ref.txnPersisted.Store(int64(ti.Len()))
 		}
 	}
-	recoverFrom, recover, err = l.checkTrustedSegments(clean && !recover, recoverFrom, recover, ev)
+	recoverFrom, recover, err = l.checkTrustedSegments(clean && !recover, recoverFrom, recover, ckpt.logStartOffset, ev)
 	if err != nil {
 		return err
 	}
@@ -217,6 +217,7 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, segmentPoint, logStart int64
 		resume = segmentPoint
 	}
 	pm := l.mu.producers
+	firstBase := segs[first].BaseOffset()
 	// The state at the first recovered offset, at: the batches of the
 	// recovered segments are then all replayed, from the segment's base
 	// even when the log start lies inside it (Kafka's LogSegment.recover
@@ -226,13 +227,30 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, segmentPoint, logStart int64
 	// rebuildProducerState(..., lastOffset = segment base) ends with
 	// updateMapEndOffset(lastOffset), below the log start if need be.
 	startProducers := func(at int64, segs []*segmentRef) error {
-		if err := l.reloadProducers(pm, segs, logStart, at); err != nil {
+		loaded, err := l.reloadProducers(pm, segs, logStart, at)
+		if err != nil {
 			return err
 		}
 		if !mutation.Disabled(mutation.RecoverProducersFromSegmentBase) {
 			pm.SetMapEndOffset(at)
 		} else {
 			pm.SetMapEndOffset(max(pm.MapEndOffset(), at))
+		}
+		if loaded == at || at != firstBase || (loaded < 0 && len(segs) == 0) ||
+			mutation.Disabled(mutation.RecoveryFirstSnapshot) {
+			return nil // a snapshot there, or the state from nothing
+		}
+		// No snapshot at the first recovered segment's base (its
+		// roll's snapshot was lost in a crash, or never written): the
+		// state there came from an older snapshot or a replay of the
+		// segments below. Snapshot it, as Kafka's rebuildProducerState
+		// does at the last segment bases: once the log start passes
+		// into this segment, a reload deletes every snapshot below its
+		// base, and the producers whose batches lie only below it
+		// would be forgotten at the next restart. The batches below
+		// are durable (at or below the recovery point).
+		if err := takeSnapshot(pm, at).write(l); err != nil {
+			return fmt.Errorf("log: %w", err)
 		}
 		return nil
 	}
@@ -483,7 +501,7 @@ func (l *UnifiedLog) loadProducers(recovered bool, logStart, leo int64) error {
 		// Recovery replayed every batch up to leo.
 		pm.SetMapEndOffset(max(pm.MapEndOffset(), leo))
 	}
-	if err := l.reloadProducers(pm, l.mu.segments, logStart, leo); err != nil {
+	if _, err := l.reloadProducers(pm, l.mu.segments, logStart, leo); err != nil {
 		return err
 	}
 	l.finishProducerRebuildLocked()

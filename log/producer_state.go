@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 
 	"github.com/tierlog/tierlog/internal/atomicfile"
@@ -318,18 +319,33 @@ func (l *UnifiedLog) reportSnapshotLoad(res producer.SnapshotLoad) {
 // from the snapshots and the segments segs: Kafka's truncateAndReload plus
 // the replay of the batches after the snapshot. Without a snapshot the
 // state is rebuilt from the base of the segment holding the log start
-// (snapshotFloor), as a recovery of that segment does.
+// (snapshotFloor), as a recovery of that segment does. It returns the
+// offset of the snapshot it loaded, -1 if none.
 //
 // REQUIRES: l.mu held (or Open, before the log is shared).
-func (l *UnifiedLog) reloadProducers(pm *producer.Manager, segs []*segmentRef, logStart, end int64) error {
+func (l *UnifiedLog) reloadProducers(pm *producer.Manager, segs []*segmentRef, logStart, end int64) (int64, error) {
 	// The floor from every segment of the log: segs may end below the
 	// segment holding the log start (a recovery's trusted prefix).
-	res, err := pm.TruncateAndReload(l.fs, l.dir, snapshotFloor(l.mu.segments, logStart), logStart, end)
+	floor := snapshotFloor(l.mu.segments, logStart)
+	if !mutation.Disabled(mutation.RecoveryPointSnapshotKept) {
+		// Nor above the segment a crash would recover from (the one
+		// holding the recovery point, which lags the log start when
+		// the log start was raised and nothing was flushed since): that
+		// recovery starts from the snapshot at its base, and without
+		// it the producers whose batches lie only below that segment
+		// would be forgotten. Retention deletes it with its segment.
+		floor = min(floor, floorBase(l.mu.segments, l.mu.recoveryPoint))
+	}
+	res, err := pm.TruncateAndReload(l.fs, l.dir, floor, logStart, end)
 	if err != nil {
-		return fmt.Errorf("log: reload producer state: %w", err)
+		return -1, fmt.Errorf("log: reload producer state: %w", err)
 	}
 	l.reportSnapshotLoad(res)
-	return l.replayProducers(pm, segs, pm.MapEndOffset(), end, nil)
+	loaded := int64(-1)
+	if res.Loaded {
+		loaded = res.Offset
+	}
+	return loaded, l.replayProducers(pm, segs, pm.MapEndOffset(), end, nil)
 }
 
 // replayProducers replays into pm every batch of segs that ends at or
@@ -475,6 +491,22 @@ func snapshotFloor(segs []*segmentRef, logStart int64) int64 {
 		floor = s.BaseOffset()
 	}
 	return floor
+}
+
+// floorBase is the base of the segment of segs holding offset, the first
+// segment's when offset lies below it (math.MaxInt64 without segments).
+func floorBase(segs []*segmentRef, offset int64) int64 {
+	if len(segs) == 0 {
+		return math.MaxInt64
+	}
+	base := segs[0].BaseOffset()
+	for _, s := range segs[1:] {
+		if s.BaseOffset() > offset {
+			break
+		}
+		base = s.BaseOffset()
+	}
+	return base
 }
 
 // deleteSnapshotsBelow removes the snapshot files below offset (a

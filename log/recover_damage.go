@@ -25,7 +25,8 @@ import (
 // verified (segment.VerifyTail): a torn or corrupt tail makes Open
 // recover from the active segment, so the append position is the end of
 // the valid data, never the end of garbage.
-func (l *UnifiedLog) checkTrustedSegments(verifyTail bool, recoverFrom int64, recover bool, ev *events) (int64, bool, error) {
+func (l *UnifiedLog) checkTrustedSegments(verifyTail bool, recoverFrom int64, recover bool, logStart int64,
+	ev *events) (int64, bool, error) {
 	segs := l.mu.segments
 	for i, s := range segs {
 		// Recovery starts at the last segment at or below its point.
@@ -50,14 +51,16 @@ func (l *UnifiedLog) checkTrustedSegments(verifyTail bool, recoverFrom int64, re
 	active := segs[len(segs)-1]
 	// The last sound batch's offset and epoch, copied: the batch itself
 	// aliases the walk's buffer.
-	lastBase, lastEpoch := int64(-1), int32(-1)
-	tail, err := active.VerifyTailFunc(func(b record.Batch) { lastBase, lastEpoch = b.BaseOffset(), b.PartitionLeaderEpoch() })
+	lastBase, lastEnd, lastEpoch := int64(-1), int64(-1), int32(-1)
+	tail, err := active.VerifyTailFunc(func(b record.Batch) {
+		lastBase, lastEnd, lastEpoch = b.BaseOffset(), b.LastOffset(), b.PartitionLeaderEpoch()
+	})
 	if err != nil {
 		return recoverFrom, recover, err
 	}
 	if tail == nil {
 		if lastBase >= 0 {
-			if err := l.checkEpochsAgainst(lastBase, lastEpoch); err != nil {
+			if err := l.checkEpochsAgainst(lastBase, lastEnd, lastEpoch, logStart); err != nil {
 				return 0, false, err
 			}
 			if l.epochsRebuilt {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // epochCheckpointDamagedSuffix names a leader-epoch checkpoint that Open
@@ -107,12 +108,25 @@ func (l *UnifiedLog) moveEpochCheckpointAside(damage error) error {
 // caller to recover every segment. Batches without an epoch (-1) prove
 // nothing and are not checked. Only the newest batch is compared: older
 // entries are covered by the follower's divergence check, which asks the
-// leader, not this cache.
-func (l *UnifiedLog) checkEpochsAgainst(base int64, epoch int32) error {
+// leader, not this cache. The batch [base, last] is compared at the log
+// start when the log start lies inside it (a raise of the log start
+// truncated the cache from the start, moving the entry that covered the
+// batch up to the log start), and not at all when it lies wholly below
+// the log start: the cache then legitimately holds no entry for it (a
+// DeleteRecords to the log end leaves one entry at the log end, which the
+// open's truncation from the end drops).
+func (l *UnifiedLog) checkEpochsAgainst(base, last int64, epoch int32, logStart int64) error {
 	if epoch < 0 {
 		return nil
 	}
-	if got, ok := l.epochs.EpochForOffset(base); ok && got == epoch {
+	at := base
+	if !mutation.Disabled(mutation.EpochCheckAtLogStart) {
+		if last < logStart {
+			return nil
+		}
+		at = max(base, logStart)
+	}
+	if got, ok := l.epochs.EpochForOffset(at); ok && got == epoch {
 		return nil
 	}
 	damage := fmt.Errorf("log: the leader-epoch checkpoint does not give epoch %d to offset %d, the last batch's: %w",

@@ -368,7 +368,7 @@ func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	// below t and the batches after it up to t are replayed. The snapshot
 	// deletions are made durable by the checkpoint write below.
 	l.dropPendingSnapshotsAboveLocked(t)
-	if err := l.reloadProducers(l.mu.producers, l.mu.segments, l.logStartOffset.Load(), t); err != nil {
+	if _, err := l.reloadProducers(l.mu.producers, l.mu.segments, l.logStartOffset.Load(), t); err != nil {
 		return l.failLocked(err)
 	}
 	l.finishProducerRebuildLocked()

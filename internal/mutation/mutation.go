@@ -300,6 +300,27 @@ const (
 	// producers whose batches the log held (a DeleteRecords to the log
 	// end under flush.messages unlimited).
 	LogStartDataFirst
+	// RecoveryFirstSnapshot: a log recovery that finds no producer
+	// snapshot at the base of the first segment it recovers writes one
+	// (the state rebuilt from an older snapshot and the segments below):
+	// otherwise, once the log start passes into that segment, a reload
+	// deletes the older snapshots and a restart forgets the producers
+	// whose batches lie only below the segment.
+	RecoveryFirstSnapshot
+	// EpochCheckAtLogStart: a clean open compares the epoch cache with
+	// the active segment's last batch at the log start when the batch
+	// lies below it (log.UnifiedLog.checkEpochsAgainst): a log start
+	// raised past the batch truncated the cache from the start, and
+	// taking that for a damaged checkpoint made the open rebuild the
+	// epochs by recovering every segment from the first, deleting the
+	// producer snapshots a crash during that recovery did not restore.
+	EpochCheckAtLogStart
+	// RecoveryPointSnapshotKept: a producer state reload keeps the
+	// snapshot at the base of the segment holding the recovery point
+	// (log.UnifiedLog.reloadProducers), which a crash recovery starts
+	// from: a log start raised above that segment must not delete it
+	// (flush.messages unlimited, where the recovery point lags).
+	RecoveryPointSnapshotKept
 
 	numGuards = iota + 1
 )
@@ -348,6 +369,9 @@ var names = [numGuards]string{
 	EmptyPrefixCoverage:             "empty-prefix-coverage",
 	RollSyncOrder:                   "roll-sync-order",
 	LogStartDataFirst:               "log-start-data-first",
+	RecoveryFirstSnapshot:           "recovery-first-snapshot",
+	EpochCheckAtLogStart:            "epoch-check-at-log-start",
+	RecoveryPointSnapshotKept:       "recovery-point-snapshot-kept",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -164,6 +164,12 @@ var catches = []catch{
 	{mutation.RollSyncOrder, "internal/harness/sim", "TestScripts/flush_unlimited_producers_lost_after_restart"},
 	{mutation.LogStartDataFirst, "log", "TestLogStartRaiseToLogEndCrash"},
 	{mutation.LogStartDataFirst, "internal/harness/sim", "TestScripts/flush_unlimited_producers_lost_after_delete_records"},
+	{mutation.RecoveryFirstSnapshot, "log", "TestRecoverySnapshotsFirstSegmentBase"},
+	{mutation.RecoveryFirstSnapshot, "internal/harness/sim", "TestScripts/recovery_snapshots_first_segment_base"},
+	{mutation.EpochCheckAtLogStart, "log", "TestCleanOpenAfterDeleteRecordsToLogEnd"},
+	{mutation.EpochCheckAtLogStart, "internal/harness/sim", "TestScripts/clean_open_after_delete_records_to_log_end"},
+	{mutation.RecoveryPointSnapshotKept, "log", "TestRecoveryKeepsSnapshotAtRecoveryPoint"},
+	{mutation.RecoveryPointSnapshotKept, "internal/harness/sim", "TestScripts/recovery_point_snapshot_kept"},
 }
 
 // TestMutations builds the test binaries of the table's packages with
@@ -222,6 +228,10 @@ var catchWith = map[catch]mutation.Guard{
 	// election discarded: the seal cap and the lineage check each refuse
 	// them.
 	{mutation.SealCapRemoteRead, "internal/harness/sim", "TestScripts/pull857_crossing"}: mutation.RemoteReadLineage,
+	// A restart that lost a producer below the log start: the snapshot
+	// the reload keeps for the recovery point's segment holds it too.
+	{mutation.RecoveryFirstSnapshot, "internal/harness/sim", "TestScripts/recovery_snapshots_first_segment_base"}:     mutation.RecoveryPointSnapshotKept,
+	{mutation.EpochCheckAtLogStart, "internal/harness/sim", "TestScripts/clean_open_after_delete_records_to_log_end"}: mutation.RecoveryPointSnapshotKept,
 }
 
 func hasCatch(g mutation.Guard) bool {

@@ -291,6 +291,7 @@ func (c *Cluster) LoseDisk(id int32) error {
 		} else {
 			b.fs = vfs.NewCrashableMem()
 		}
+		b.stateFrom, b.futureStateFrom = 0, 0
 		err := c.fenceBroker(id)
 		return fmt.Sprintf("leader=%d isr=%v", c.ctrl.rec.Leader, c.ctrl.rec.ISR), err
 	})

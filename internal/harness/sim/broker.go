@@ -79,6 +79,14 @@ type Broker struct {
 	// prodMarks are the producers its log held when it went down, for
 	// the check at its restart (producer.go; nil: none to check).
 	prodMarks *producerMarks
+	// stateFrom is the offset from which the current log's producer
+	// state was built: the offset its last full truncation started it
+	// at (0 for a new disk). A leader never held the state of a batch
+	// ending below it, so it answers that batch's retry as Kafka's does,
+	// OUT_OF_ORDER_SEQUENCE_NUMBER when the producer's later batches are
+	// known (checked in sendIdempotent). futureStateFrom is the future
+	// log's, the current one's after a promotion.
+	stateFrom, futureStateFrom int64
 }
 
 // classicFetch is where the classic fetcher fetches from.

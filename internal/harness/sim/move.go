@@ -67,8 +67,9 @@ func (c *Cluster) StartMove(id int32) error {
 		if err != nil {
 			return "", err
 		}
+		b.futureStateFrom = 0
 		if s := l.LocalLogStartOffset(); s > 0 {
-			if err := startFutureAt(l, f, s); err != nil {
+			if err := b.startFutureAt(l, f, s); err != nil {
 				return "", err
 			}
 		}
@@ -144,7 +145,8 @@ func copyEpochs(l, f *log.UnifiedLog, from int64) error {
 // start; the prefix stays in remote storage, and the epoch cache
 // carries its whole lineage, as a rebuild from remote storage restores
 // it).
-func startFutureAt(l, f *log.UnifiedLog, s int64) error {
+func (b *Broker) startFutureAt(l, f *log.UnifiedLog, s int64) error {
+	b.futureStateFrom = s
 	if err := f.TruncateFullyAndStartAt(s, l.LogStartOffset()); err != nil {
 		return err
 	}
@@ -197,7 +199,7 @@ func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 		}
 		note += fmt.Sprintf("out of range at %d: truncated to the log end %d; ", fe, leo)
 	case fe < start:
-		if err := startFutureAt(l, f, start); err != nil {
+		if err := b.startFutureAt(l, f, start); err != nil {
 			return note, err
 		}
 		note += fmt.Sprintf("out of range at %d: starts at the local log start %d; ", fe, start)
@@ -252,6 +254,7 @@ func (c *Cluster) PromoteFuture(id int32) error {
 			return fmt.Sprintf("not promoted: future log end %d, log end %d", fend, leo), err
 		}
 		b.moving = false
+		b.stateFrom = b.futureStateFrom
 		return fmt.Sprintf("promoted: the log in %s, leo=%d epochs=%s", b.logDirOf(b.Log()), b.Log().LogEndOffset(),
 			formatEpochs(b.Epochs())), err
 	})

@@ -44,7 +44,9 @@ import (
 //   - Duplicate: a record is committed at one offset only (a retry
 //     appended again duplicates it), a duplicate answer names the
 //     offsets holding the batch, and the retry of a committed batch is
-//     not refused as out of order;
+//     not refused as out of order (unless the leader's log started above
+//     the batch, Broker.stateFrom: it never held the batch's state, and
+//     Kafka's leader refuses it the same way);
 //   - SequenceGap: the committed records of a producer follow one
 //     another by sequence (a batch accepted out of order leaves a gap),
 //     but across a committed range an operator or an election gave up.
@@ -272,7 +274,10 @@ func (c *Cluster) sendIdempotent(b *Broker, p *simProducer, sb *sentBatch, lostA
 		note := fmt.Sprintf("%s: OUT_OF_ORDER_SEQUENCE_NUMBER (%v)", what, err)
 		// The batch is committed: the leader's producer state lost it
 		// (the retry is within the window of five batches).
-		if at, ok := c.prod.seenAt[producerValue(p.index, sb.seq)]; ok && !c.model.given(at, at+1) {
+		// A leader whose log started above the batch never held its
+		// state (Broker.stateFrom): Kafka answers the same.
+		at, ok := c.prod.seenAt[producerValue(p.index, sb.seq)]
+		if ok && !c.model.given(at, at+1) && at+int64(sb.n) > b.stateFrom {
 			return note, c.violation(Duplicate, b.ID, at, "retry of seq %d, committed at %d, refused as out of order: %v",
 				sb.seq, at, err)
 		}

@@ -67,7 +67,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		}
 		restart := ""
 		if len(fd.Records) > 0 {
-			if restart, err = appendAsFollower(fl, fd.Records, epoch); err != nil {
+			if restart, err = f.appendAsFollower(fl, fd.Records, epoch); err != nil {
 				return restart, err
 			}
 		}
@@ -101,7 +101,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		case truncation.TruncateToLeaderEnd:
 			_, err = fl.TruncateTo(plan.Offset)
 		case truncation.StartAtLeaderStart:
-			err = fl.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
+			err = f.startLogAt(fl, plan.Offset)
 		}
 		f.markMoveTruncation(fl.LogEndOffset())
 		return fmt.Sprintf("out of range at %d: %s", offset, plan), err
@@ -134,7 +134,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 // base offset (truncateFullyAndStartAt) and appends again; the fetch's
 // log start raise (followLogStart) then moves the log start back up.
 // Without it the follower refuses the batch at every fetch.
-func appendAsFollower(fl *log.UnifiedLog, records []byte, epoch int32) (string, error) {
+func (f *Broker) appendAsFollower(fl *log.UnifiedLog, records []byte, epoch int32) (string, error) {
 	_, err := fl.AppendAsFollower(records, epoch)
 	if !errors.Is(err, log.ErrUnexpectedAppendOffset) {
 		return "", err
@@ -146,7 +146,7 @@ func appendAsFollower(fl *log.UnifiedLog, records []byte, epoch int32) (string, 
 	}
 	note := fmt.Sprintf(" (log start %d inside the batch [%d, %d]: restarted at %d)", leo, b.BaseOffset(),
 		b.LastOffset(), b.BaseOffset())
-	if err := fl.TruncateFullyAndStartAt(b.BaseOffset(), b.BaseOffset()); err != nil {
+	if err := f.startLogAt(fl, b.BaseOffset()); err != nil {
 		return note, err
 	}
 	_, err = fl.AppendAsFollower(records, epoch)
@@ -218,7 +218,7 @@ func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 		case truncation.TruncateToLeaderEnd:
 			_, err = fl.TruncateTo(plan.Offset)
 		case truncation.StartAtLeaderStart:
-			err = fl.TruncateFullyAndStartAt(plan.Offset, plan.Offset)
+			err = f.startLogAt(fl, plan.Offset)
 		}
 		f.markMoveTruncation(fl.LogEndOffset())
 		return fmt.Sprintf("%s %s: %s", head, d.Error, plan), err
@@ -263,3 +263,11 @@ func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 type isrExpander struct{}
 
 func (isrExpander) ExpandIsr(context.Context, int32) error { return nil }
+
+// startLogAt empties f's current log fl and starts it at offset (a
+// follower reset at the leader's log start): its producer state is
+// built from offset on (Broker.stateFrom).
+func (f *Broker) startLogAt(fl *log.UnifiedLog, offset int64) error {
+	f.stateFrom = offset
+	return fl.TruncateFullyAndStartAt(offset, offset)
+}

@@ -112,6 +112,13 @@ func TestShrunkScripts(t *testing.T) {
 		{"shrunk_first_prune_bound", []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap}, LineageDiverged},
 		{"shrunk_first_prune_bound_alone", []mutation.Guard{mutation.FirstPruneBound}, Stuck},
 		{"unclean_truncation_below_local_start", []mutation.Guard{mutation.TruncationKeepsRemotePrefix}, LostRecord},
+		// Either guard alone saves these two: the snapshot the reload
+		// keeps for the recovery point holds the producer as well.
+		{"recovery_snapshots_first_segment_base", []mutation.Guard{mutation.RecoveryFirstSnapshot,
+			mutation.RecoveryPointSnapshotKept}, Duplicate},
+		{"recovery_point_snapshot_kept", []mutation.Guard{mutation.RecoveryPointSnapshotKept}, Duplicate},
+		{"clean_open_after_delete_records_to_log_end", []mutation.Guard{mutation.EpochCheckAtLogStart,
+			mutation.RecoveryPointSnapshotKept}, Duplicate},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
