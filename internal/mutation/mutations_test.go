@@ -121,6 +121,7 @@ var catches = []catch{
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDelete"},
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDeleteThenRecreateAfterCrash"},
 	{mutation.GroupCommitStepUndo, "wal/pebblecp", "TestGroupCommitFailingStep"},
+	{mutation.GroupCommitStepUndo, "wal/pebblecp", "TestGroupCommitStepFault"},
 	{mutation.ManagedCloseDurable, "logmanager", "TestCloseMarkerAfterDurable"},
 	{mutation.ManagedCloseDurable, "logmanager", "TestCrashDuringOpenAndClose"},
 	{mutation.ResealBatchBoundary, "tierstate", "TestPlanResealInsideBatch"},
