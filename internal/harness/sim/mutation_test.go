@@ -272,10 +272,9 @@ var simCatches = []simCatch{
 	// control plane's group commit after its batches were accepted
 	// (cp-step-fault: pebblecp.Options.StepFault); without the step's
 	// own copy of the partition row the group keeps the failed step's
-	// high watermark, so the next commit starts after a gap of offsets
-	// no batch holds, and a consumer is later served another record than
-	// the one committed (UncommittedRead). With cp-step-fault at 3: seed
-	// 1 after 334 steps.
+	// high watermark, so the writer's retry commits after a gap of
+	// offsets no batch holds (LostRecord: checkWALRun). With
+	// cp-step-fault at 3: seed 1 after 187 steps.
 	{guard: mutation.GroupCommitStepUndo, weights: stepFaultMenu, limit: 20},
 }
 
