@@ -86,6 +86,9 @@ func (cp *ControlPlane) commitGroup(group [][]*commitCall) {
 			for _, c := range live {
 				s := tx.step()
 				res, err := commitStep(s, c.req, c.digest)
+				if err == nil && cp.stepFault != nil {
+					err = cp.stepFault(c.req.ObjectKey)
+				}
 				if err == nil {
 					err = tx.merge(s)
 					if err != nil {

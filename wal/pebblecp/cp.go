@@ -73,11 +73,20 @@ type Options struct {
 	// call fails, and a directory without a database is an error instead
 	// of a new one. Default false.
 	ReadOnly bool
+	// StepFault, if non-nil, is asked at the end of every CommitFile's
+	// step of a group commit, once its batches were accepted, with the
+	// request's object key: an error it returns fails that commit there,
+	// as a failed read or write of the control plane's own store inside
+	// the step would, and the group's other commits go on. For
+	// fault-injecting harnesses (the cluster simulation); default nil.
+	StepFault func(objectKey string) error
 }
 
 // ControlPlane is the embedded wal.ControlPlane.
 type ControlPlane struct {
 	now func() time.Time
+	// stepFault is Options.StepFault.
+	stepFault func(objectKey string) error
 
 	// commits is the CommitFile queue (commit.go).
 	commits groupcommit.Queue[[]*commitCall]
@@ -136,7 +145,7 @@ func Open(fs vfs.FS, dir string, opts Options) (*ControlPlane, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	cp := &ControlPlane{now: now}
+	cp := &ControlPlane{now: now, stepFault: opts.StepFault}
 	cp.mu.db = db
 	return cp, nil
 }

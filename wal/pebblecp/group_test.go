@@ -2,6 +2,7 @@ package pebblecp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -45,6 +46,38 @@ func TestGroupCommitFailingStep(t *testing.T) {
 	require.NoError(t, err)
 	defer cp.Close()
 	controlplanetest.GroupCommitFailingStep(t, cp, cp.CommitGroup)
+}
+
+// TestGroupCommitStepFault: Options.StepFault fails one commit of a
+// group after its batches were accepted; the group's other commits go
+// through, the one after it starts where the failed one would have, and
+// the partition has no hole (group-commit-step-undo: without the step's
+// own copy of the row the group keeps the failed step's offsets).
+func TestGroupCommitStepFault(t *testing.T) {
+	ctx := context.Background()
+	injected := errors.New("injected")
+	cp, err := pebblecp.Open(vfs.NewMem(), "cp", pebblecp.Options{StepFault: func(key string) error {
+		if key == "s/1" {
+			return injected
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	defer cp.Close()
+	tp := wal.TopicIDPartition{TopicID: wal.TopicID{1}, Partition: 0}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: tp.TopicID, Topic: "a", NumPartitions: 1}}))
+	res, errs := cp.CommitGroup(ctx, []wal.CommitFileRequest{
+		groupRequest("s/0", groupBatch(tp, 0, 3)),
+		groupRequest("s/1", groupBatch(tp, 0, 4)),
+		groupRequest("s/2", groupBatch(tp, 0, 2)),
+	})
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], injected)
+	require.NoError(t, errs[2])
+	require.Equal(t, int64(3), res[2].Batches[0].BaseOffset, "the commit after the failed one")
+	info, err := cp.LogInfo(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), info.HighWatermark)
 }
 
 // TestCrashGroupCommit cuts group commits at every mutating file

@@ -40,6 +40,7 @@ func (c *Cluster) do(action string, broker int32, f func() (string, error)) erro
 		summary += " error: " + err.Error()
 	}
 	c.settleProducers()
+	c.applyLatePuts()
 	for _, b := range c.brokers {
 		if b.up {
 			if ferr := b.reporter.Flush(c.ctx); ferr != nil {

@@ -280,7 +280,7 @@ func (b *Broker) start() error {
 	if b.reporter, err = consolidate.NewReporter(consolidate.ReporterOptions{ControlPlane: c.cp, Cache: crossTier}); err != nil {
 		return err
 	}
-	if b.mgr, err = remote.NewManager(c.meta, c.storage, remote.ManagerOptions{BrokerID: b.ID, TaskInterval: -1,
+	if b.mgr, err = remote.NewManager(c.meta, c.copies, remote.ManagerOptions{BrokerID: b.ID, TaskInterval: -1,
 		Consolidation: crossTier, Now: c.now}); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"github.com/tierlog/tierlog/wal"
 	"slices"
 
 	"github.com/tierlog/tierlog/log"
@@ -63,6 +64,11 @@ const (
 	// answer (a misplaced batch, a fetch that never validates) breaks none
 	// of them, and a partition stuck that way serves nothing new.
 	Stuck
+	// OrphanObject: at the end of a step, the object store holds a remote
+	// segment object of no segment the remote metadata knows: it was
+	// written after the cleanup of its failed copy (a late PUT), so
+	// nothing will ever delete it but an orphan sweep.
+	OrphanObject
 )
 
 func (k Kind) String() string {
@@ -87,6 +93,8 @@ func (k Kind) String() string {
 		return "sequence-gap"
 	case Stuck:
 		return "stuck"
+	case OrphanObject:
+		return "orphan-object"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
@@ -118,7 +126,7 @@ func (c *Cluster) Check() *Violation {
 		return v
 	}
 	for _, f := range []func() *Violation{c.checkReplicas, c.checkRemote, c.checkLost, c.checkPrune, c.checkLineage,
-		c.checkConsolidatingInISR, c.checkClassic, c.checkProducers} {
+		c.checkConsolidatingInISR, c.checkClassic, c.checkProducers, c.checkOrphans} {
 		if v := f(); v != nil {
 			return v
 		}
@@ -137,6 +145,46 @@ func (c *Cluster) observeWAL() *Violation {
 		c.model.walStart0 = w
 	}
 	c.model.advance(hw)
+	prev := c.model.walHW
+	c.model.walHW = hw
+	if prev >= w && hw > prev {
+		return c.checkWALRun(prev, hw)
+	}
+	return nil
+}
+
+// checkWALRun: the offsets [from, to) the WAL's high watermark moved by
+// in a step are held by its batches, one after the other. Only commits
+// move it, and each assigns its batches the offsets from the high
+// watermark on: a hole is a commit that moved it without its batches (a
+// failed step of a group commit whose change the group kept). LostRecord:
+// the hole's offsets count as committed, and no tier holds them.
+func (c *Cluster) checkWALRun(from, to int64) *Violation {
+	next := from
+	for next < to {
+		res, err := c.cp.FindBatches(c.ctx, wal.FindBatchesRequest{
+			Partitions: []wal.FindPartition{{Partition: walPartition, Offset: next, MaxPartitionBytes: 1 << 20}},
+			MaxBytes:   1 << 20,
+		})
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			return nil // the read path's faults are checked where they are served
+		}
+		if len(res[0].Batches) == 0 || res[0].Batches[0].BaseOffset > next {
+			end := to
+			if len(res[0].Batches) > 0 {
+				end = res[0].Batches[0].BaseOffset
+			}
+			return c.violation(LostRecord, -1, next, "the WAL's high watermark moved from %d to %d, and no batch holds [%d, %d)",
+				from, to, next, end)
+		}
+		for _, b := range res[0].Batches {
+			if b.BaseOffset > next {
+				return c.violation(LostRecord, -1, next, "the WAL's high watermark moved from %d to %d, and no batch holds [%d, %d)",
+					from, to, next, b.BaseOffset)
+			}
+			next = max(next, b.LastOffset+1)
+		}
+	}
 	return nil
 }
 

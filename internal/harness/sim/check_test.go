@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/cryptotest"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/wal"
 )
 
@@ -118,6 +120,15 @@ func TestCheckerCatches(t *testing.T) {
 		var v *Violation
 		require.ErrorAs(t, c.Consume(5), &v)
 		requireKind(t, v, UncommittedRead)
+	})
+	t.Run("orphan-object", func(t *testing.T) {
+		// An object of a segment the metadata never knew, as a PUT landing
+		// after its failed copy's cleanup leaves it.
+		c := scriptedPrefix(t)
+		require.Nil(t, c.Check())
+		key := "orders-dGllcmxvZy1kZW1vAQAAAA/0/00000000000000000000-" + remote.NewSegmentID(Partition).ID.String() + "/indexes"
+		require.NoError(t, c.store.Put(context.Background(), key, strings.NewReader("x"), 1, objstore.PutOptions{}))
+		requireKind(t, c.Check(), OrphanObject)
 	})
 	t.Run("remote-past-committed", func(t *testing.T) {
 		c := scriptedPrefix(t)

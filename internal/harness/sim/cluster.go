@@ -86,8 +86,13 @@ type Cluster struct {
 	metaFS    vfs.FS
 	meta      *remote.MetadataManager
 	storage   *remote.StorageManager
-	cpFS      vfs.FS
-	cp        *pebblecp.ControlPlane
+	// copies is storage as the brokers' remote managers copy through it
+	// (lateputs.go); orphansChecked is the store's count of remote
+	// object changes the last checkOrphans saw.
+	copies         copyStorage
+	orphansChecked uint64
+	cpFS           vfs.FS
+	cp             *pebblecp.ControlPlane
 	// walCP is cp as the brokers' WAL clients reach it, with the
 	// injected control-plane faults (faults.go).
 	walCP  *faultCP
@@ -170,11 +175,18 @@ func (c *Cluster) openShared() error {
 		SequentialUploads: true}); err != nil {
 		return err
 	}
-	c.cpFS = vfs.NewMem()
-	if c.cp, err = pebblecp.Open(c.cpFS, "control-plane", pebblecp.Options{}); err != nil {
+	concurrent, err := remote.NewStorageManager(c.store, remote.StorageOptions{ChunkSize: 4 << 10,
+		ManifestCacheEntries: -1})
+	if err != nil {
 		return err
 	}
-	c.walCP = &faultCP{ControlPlane: c.cp}
+	c.copies = copyStorage{StorageManager: c.storage, concurrent: concurrent, store: c.store}
+	c.cpFS = vfs.NewMem()
+	c.walCP = &faultCP{}
+	if c.cp, err = pebblecp.Open(c.cpFS, "control-plane", pebblecp.Options{StepFault: c.walCP.stepFault}); err != nil {
+		return err
+	}
+	c.walCP.ControlPlane = c.cp
 	// One object per Produce call (MaxBytes 1 rotates at once), one try
 	// per upload and a clock whose timers never fire: the writer's
 	// goroutines then run one object at a time, in call order, and

@@ -42,6 +42,11 @@ type faultStore struct {
 		calls map[string]uint64
 		fired int
 		lost  int // of fired, those that lost the response
+		// Late PUTs (lateputs.go).
+		late          bool
+		copies        map[string]*lateCopy // by segment id
+		pending       []latePut
+		remoteChanges uint64 // Puts and Deletes of remote segment objects
 	}
 }
 
@@ -50,6 +55,7 @@ var _ objstore.Store = (*faultStore)(nil)
 func newFaultStore(seed uint64) *faultStore {
 	s := &faultStore{m: mem.New(mem.Options{Seed: seed}), seed: seed}
 	s.mu.calls = map[string]uint64{}
+	s.mu.copies = map[string]*lateCopy{}
 	return s
 }
 
@@ -111,6 +117,16 @@ func (s *faultStore) draw(op, key string) int {
 }
 
 func (s *faultStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts objstore.PutOptions) error {
+	if lc := s.copyOf(key); lc != nil {
+		return s.putOrdered(ctx, lc, key, r, size, opts)
+	}
+	return s.put(ctx, key, r, size, opts)
+}
+
+func (s *faultStore) put(ctx context.Context, key string, r io.Reader, size int64, opts objstore.PutOptions) error {
+	if keyClass(key) != "wal" {
+		defer s.touch()
+	}
 	switch s.draw("put", key) {
 	case 1:
 		return &objstore.OpError{Op: "put", Key: key, Err: ErrInjected}
@@ -124,6 +140,9 @@ func (s *faultStore) Put(ctx context.Context, key string, r io.Reader, size int6
 }
 
 func (s *faultStore) Delete(ctx context.Context, key string) error {
+	if keyClass(key) != "wal" {
+		defer s.touch()
+	}
 	switch s.draw("delete", key) {
 	case 1:
 		return &objstore.OpError{Op: "delete", Key: key, Err: ErrInjected}
@@ -173,7 +192,32 @@ type faultCP struct {
 		sync.Mutex
 		outage, loseAnswers bool
 		refused, lost       int
+		// stepArmed fails the next commit inside its step
+		// (ArmCommitStepFault); stepFailed counts those failures.
+		stepArmed  bool
+		stepFailed int
 	}
+}
+
+// stepFault is the control plane's pebblecp.Options.StepFault: an armed
+// fault fails the commit whose step ends next, after its batches were
+// accepted, and disarms.
+func (f *faultCP) stepFault(objectKey string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.mu.stepArmed {
+		return nil
+	}
+	f.mu.stepArmed = false
+	f.mu.stepFailed++
+	return fmt.Errorf("%w: CommitFile %s: the control plane's store failed inside the commit's step",
+		ErrControlPlaneUnavailable, objectKey)
+}
+
+func (f *faultCP) armStep() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.stepArmed = true
 }
 
 // ControlPlaneFaults count the control-plane faults a run injected: calls
@@ -279,6 +323,18 @@ func (c *Cluster) ControlPlaneLostAnswers(on bool) error {
 		c.rec.note("on", on)
 		c.walCP.set(nil, &on)
 		return fmt.Sprintf("lost-answers=%t", on), nil
+	})
+}
+
+// ArmCommitStepFault makes the next CommitFile fail inside its step of
+// the control plane's group commit, after its batches were accepted (a
+// read or write error of the control plane's own store there; or an
+// offset overflow): the commit is answered with the error and leaves
+// nothing, and the commits after it start where it would have.
+func (c *Cluster) ArmCommitStepFault() error {
+	return c.do("cp-step-fault", -1, func() (string, error) {
+		c.walCP.armStep()
+		return "the next commit fails inside its step", nil
 	})
 }
 

@@ -27,6 +27,9 @@ type model struct {
 	// walStart0 is the WAL's start when the sim first saw its row (W
 	// before any prune), -1 before.
 	walStart0 int64
+	// walHW is the WAL's high watermark the checker saw last, -1 before
+	// (checkWALRun).
+	walHW int64
 	// discarded maps each remote segment finished before an unclean
 	// election to the offset that election discarded from (its records
 	// from there on are not the partition's); nil without one.
@@ -76,6 +79,7 @@ func (m *model) acceptLoss(from, to int64) {
 func (m *model) init() {
 	m.values = map[int64]string{}
 	m.walStart0 = -1
+	m.walHW = -1
 }
 
 func (m *model) advance(end int64) { m.end = max(m.end, end) }

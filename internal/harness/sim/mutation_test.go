@@ -261,7 +261,32 @@ var simCatches = []simCatch{
 	// steps.
 	{guard: mutation.TruncationLowersRemoteHighest, weights: uncleanTaskMenu, limit: 200},
 	{guard: mutation.RemoteHighestInLineage, weights: uncleanTaskMenu, limit: 200},
+	// copy-settles-uploads: with late PUTs on (lateputs.go: the copy's
+	// data and indexes upload concurrently, and the store applies a PUT
+	// the copy cancelled at the end of the step), a data PUT fails and
+	// the copy cancels its indexes PUT instead of waiting for it; the
+	// failed copy's cleanup lists the segment without the indexes, which
+	// land afterwards: an object of no segment (OrphanObject). On the
+	// late-puts menu: seed 27 after 44 steps.
+	{guard: mutation.CopySettlesUploads, weights: latePutsMenu, limit: 80},
+	// group-commit-step-undo: a commit fails inside its step of the
+	// control plane's group commit after its batches were accepted
+	// (cp-step-fault: pebblecp.Options.StepFault); without the step's
+	// own copy of the partition row the group keeps the failed step's
+	// high watermark, so the writer's retry commits after a gap of
+	// offsets no batch holds (LostRecord: checkWALRun). With
+	// cp-step-fault at 3: seed 1 after 187 steps.
+	{guard: mutation.GroupCommitStepUndo, weights: stepFaultMenu, limit: 20},
 }
+
+// latePutsMenu takes late PUTs (weight 0 in the default menu:
+// random.go) with store faults and copies weighed up, so that a copy's
+// data PUT fails while its indexes PUT is in flight.
+var latePutsMenu = map[string]int{"late-puts": 3, "faults": 4, "copy": 12}
+
+// stepFaultMenu takes the control plane's failing commit steps (weight
+// 0 in the default menu: random.go).
+var stepFaultMenu = map[string]int{"cp-step-fault": 3}
 
 // deleteRecordsMenu takes the admin's DeleteRecords (weight 0 in the
 // default menu: random.go).

@@ -251,6 +251,7 @@ func (c *Cluster) Repair() error {
 			return "", err
 		}
 		info, _ := c.cp.LogInfo(c.ctx, walPartition)
+		c.model.walHW = -1 // the repair may move the high watermark without a batch
 		return fmt.Sprintf("found=%t W=%d S=%d hw=%d", res[0].Found, info.LogStartOffset, info.DisklessStartOffset,
 			info.HighWatermark), nil
 	})

@@ -345,6 +345,15 @@ var choices = []choice{
 	{"clock-jump", 1, func(c *Cluster, rng *rand.Rand) error {
 		return c.ClockJump(clockJumps[rng.IntN(len(clockJumps))])
 	}},
+	// Late PUTs (lateputs.go, swarm kind late-puts): the store applies a
+	// PUT the copy cancelled at the end of the step. It toggles; weight 0
+	// by default (a weight shifts every seed's draws: simCatches takes
+	// it in its own menu).
+	{"late-puts", 0, func(c *Cluster, rng *rand.Rand) error { return c.SetLatePuts(!c.store.late()) }},
+	// A commit that fails inside its step of the control plane's group
+	// commit (faultCP.stepFault, swarm kind cp-step-fault): weight 0 by
+	// default, as late-puts.
+	{"cp-step-fault", 0, func(c *Cluster, rng *rand.Rand) error { return c.ArmCommitStepFault() }},
 }
 
 // remoteTaskOffset is what a remote log task of broker id would look up

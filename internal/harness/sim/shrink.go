@@ -127,6 +127,8 @@ var clusterActions = map[string]func(*Cluster) error{
 	"repair":       (*Cluster).Repair,
 	"rebalance":    (*Cluster).RebalanceLeaders,
 	"heal":         (*Cluster).Heal,
+	// A commit failing inside its step (faults.go).
+	"cp-step-fault": (*Cluster).ArmCommitStepFault,
 }
 
 // noBrokerArg are commands whose trace line names a broker (the leader)
@@ -184,14 +186,17 @@ func (a Action) apply(c *Cluster) error {
 			return fmt.Errorf("%w: %q has no rate", ErrUnreplayable, a)
 		}
 		return c.SetFaults(rate)
-	case "cp-outage", "cp-ambiguous":
+	case "cp-outage", "cp-ambiguous", "late-puts":
 		v, _ := a.arg("on")
 		on, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("%w: %q has no on=true|false", ErrUnreplayable, a)
 		}
-		if a.Cmd == "cp-outage" {
+		switch a.Cmd {
+		case "cp-outage":
 			return c.ControlPlaneOutage(on)
+		case "late-puts":
+			return c.SetLatePuts(on)
 		}
 		return c.ControlPlaneLostAnswers(on)
 	case "clock-jump":

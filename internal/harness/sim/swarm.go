@@ -60,6 +60,8 @@ var swarmKinds = []struct {
 	// kinds above keep their draws for every seed.
 	{"hw-checkpoint", []string{"checkpoint-hw"}},
 	{"flush", []string{"flush"}},
+	{"late-puts", []string{"late-puts"}},
+	{"cp-step-fault", []string{"cp-step-fault"}},
 }
 
 // laterKinds is the index of the first kind drawn after the store fault
