@@ -195,6 +195,9 @@ func (r *walRun) runRep(rep int, res *results, stderr io.Writer, since func() fl
 				row := walRows[(k+rep+1)%len(walRows)]
 				fmt.Fprintf(stderr, "[%6.1fs] rep %d/%d %s: %s\n", since(), rep+1, r.cfg.reps, sec, row)
 				dir := filepath.Join(r.dir, fmt.Sprintf("cp-%d-%s-%d", rep, t.name, size))
+				if err := warmPageCache(r.dir, r.cfg.walBytes); err != nil {
+					res.note(sec, row, "page-cache warm-up: "+err.Error())
+				}
 				v, err := r.runRow(t, row, sec, size, dir, res)
 				_ = os.RemoveAll(dir)
 				if err != nil {
