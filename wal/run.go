@@ -242,6 +242,10 @@ func (rb *RunBuilder[P]) batches(r *builderRun[P]) []BatchInfo {
 	return rb.all[r.start:r.end]
 }
 
+// Grow makes room for n more batches, so that a commit of n batches
+// grows the builder once.
+func (rb *RunBuilder[P]) Grow(n int) { rb.all = slices.Grow(rb.all, n) }
+
 // Add adds b to its partition's open run or starts one.
 func (rb *RunBuilder[P]) Add(part P, b BatchInfo) {
 	if rb.open == nil {
