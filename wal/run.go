@@ -81,7 +81,11 @@ func JoinRun(batches []BatchInfo) (BatchInfo, []byte, error) {
 	if len(batches) == 1 {
 		return head, nil, nil
 	}
-	out := binary.AppendUvarint([]byte{runVersion}, uint64(len(batches)))
+	// About 30 bytes a batch (offsets and sizes of a few bytes, small
+	// producer fields): one allocation for most runs.
+	out := make([]byte, 1, 16+32*len(batches))
+	out[0] = runVersion
+	out = binary.AppendUvarint(out, uint64(len(batches)))
 	for i, b := range batches {
 		if i > 0 && !batches[i-1].Extends(b) {
 			return BatchInfo{}, nil, invalidf("batch [%d, %d] does not extend the run before it", b.BaseOffset, b.LastOffset)
@@ -218,12 +222,29 @@ func CutRun(head BatchInfo, run []byte, offset int64) (cut RunCut, ok bool, err 
 type RunBuilder[P comparable] struct {
 	open map[P]int // the partition's open run in runs
 	runs []builderRun[P]
+	// all holds the batches of the runs that grew only while they were
+	// the last run started (a writer's object lists a partition's
+	// batches together, so every run of it): all[start:end]. A run
+	// extended after a later one started moves to its own slice.
+	all []BatchInfo
 }
 
 type builderRun[P comparable] struct {
-	part    P
-	batches []BatchInfo
+	part       P
+	start, end int         // the run's batches in RunBuilder.all, unless own is set
+	own        []BatchInfo // the run's batches once it left all
 }
+
+func (rb *RunBuilder[P]) batches(r *builderRun[P]) []BatchInfo {
+	if r.own != nil {
+		return r.own
+	}
+	return rb.all[r.start:r.end]
+}
+
+// Grow makes room for n more batches, so that a commit of n batches
+// grows the builder once.
+func (rb *RunBuilder[P]) Grow(n int) { rb.all = slices.Grow(rb.all, n) }
 
 // Add adds b to its partition's open run or starts one.
 func (rb *RunBuilder[P]) Add(part P, b BatchInfo) {
@@ -232,24 +253,35 @@ func (rb *RunBuilder[P]) Add(part P, b BatchInfo) {
 	}
 	if i, ok := rb.open[part]; ok {
 		r := &rb.runs[i]
-		if len(r.batches) < MaxRunBatches && r.batches[len(r.batches)-1].Extends(b) {
-			r.batches = append(r.batches, b)
+		if bs := rb.batches(r); len(bs) < MaxRunBatches && bs[len(bs)-1].Extends(b) {
+			switch {
+			case r.own == nil && r.end == len(rb.all):
+				rb.all = append(rb.all, b)
+				r.end++
+			case r.own == nil:
+				r.own = append(slices.Clip(bs), b) // a copy: bs is full to its capacity
+			default:
+				r.own = append(r.own, b)
+			}
 			return
 		}
 	}
 	rb.open[part] = len(rb.runs)
-	rb.runs = append(rb.runs, builderRun[P]{part: part, batches: []BatchInfo{b}})
+	rb.all = append(rb.all, b)
+	rb.runs = append(rb.runs, builderRun[P]{part: part, start: len(rb.all) - 1, end: len(rb.all)})
 }
 
 // Rows calls row for each run in the order the runs were started, with
 // its head and run bytes (JoinRun).
 func (rb *RunBuilder[P]) Rows(row func(part P, head BatchInfo, run []byte, batches int)) error {
-	for _, r := range rb.runs {
-		head, run, err := JoinRun(r.batches)
+	for i := range rb.runs {
+		r := &rb.runs[i]
+		bs := rb.batches(r)
+		head, run, err := JoinRun(bs)
 		if err != nil {
 			return err
 		}
-		row(r.part, head, run, len(r.batches))
+		row(r.part, head, run, len(bs))
 	}
 	return nil
 }

@@ -152,6 +152,36 @@ func TestRunBuilder(t *testing.T) {
 	}, got)
 }
 
+// TestRunBuilderRunBytes: a run's bytes are its batches' own, whether
+// it grew as the last run started (sharing the builder's backing) or
+// after a later run started (moved to its own slice), and a later
+// append to the backing does not overwrite a run's batches.
+func TestRunBuilderRunBytes(t *testing.T) {
+	a, b, c := runBatches(5), runBatches(3), runBatches(2)
+	var rb RunBuilder[string]
+	rb.Add("a", a[0])
+	rb.Add("a", a[1])
+	rb.Add("b", b[0]) // a's run no longer the last started
+	rb.Add("a", a[2]) // a moves to its own slice
+	rb.Add("b", b[1]) // b is still the last: grows in place
+	rb.Add("c", c[0])
+	rb.Add("a", a[3])
+	rb.Add("b", b[2]) // b moves too
+	rb.Add("c", c[1])
+	rb.Add("a", a[4])
+	want := map[string][]BatchInfo{"a": a, "b": b, "c": c}
+	var order []string
+	require.NoError(t, rb.Rows(func(part string, head BatchInfo, run []byte, n int) {
+		order = append(order, part)
+		wantHead, wantRun, err := JoinRun(want[part])
+		require.NoError(t, err)
+		require.Equal(t, wantHead, head, part)
+		require.Equal(t, wantRun, run, part)
+		require.Equal(t, len(want[part]), n, part)
+	}))
+	require.Equal(t, []string{"a", "b", "c"}, order)
+}
+
 // FuzzSplitRun: any bytes either split into batches that tile the row
 // and join back to the same bytes, or are a *RunCorruptionError; never a
 // panic.

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote/objstore"
 )
 
@@ -111,6 +112,9 @@ type pendingRequest struct {
 	// first is the index of the request's first batch in the commit
 	// list; set when the object is built.
 	first int
+	// one holds req.batches when the request has one batch, so that
+	// framing it allocates nothing.
+	one [1]record.Batch
 }
 
 func newWALObject(key string, now time.Time) *walObject {
@@ -712,11 +716,10 @@ func checkCommitAnswer(req CommitFileRequest, res CommitFileResult) error {
 	}
 	accepted := false
 	for i, b := range res.Batches {
-		var rej *BatchRejectedError
 		switch {
 		case b.Err == nil && b.BaseOffset < 0:
 			return fmt.Errorf("%w: batch %d accepted at offset %d", ErrInconsistentAnswer, i, b.BaseOffset)
-		case b.Err != nil && !errors.As(b.Err, &rej):
+		case b.Err != nil && !isBatchRejected(b.Err):
 			return fmt.Errorf("%w: batch %d: untyped rejection %v", ErrInconsistentAnswer, i, b.Err)
 		}
 		accepted = accepted || b.Err == nil
@@ -725,6 +728,14 @@ func checkCommitAnswer(req CommitFileRequest, res CommitFileResult) error {
 		return fmt.Errorf("%w: marked for deletion %v with accepted batches %v", ErrInconsistentAnswer, res.MarkedForDeletion, accepted)
 	}
 	return nil
+}
+
+// isBatchRejected reports whether err is a *BatchRejectedError. A
+// function of its own so that the target errors.As needs escapes only
+// when a batch was rejected, not once per batch of every answer.
+func isBatchRejected(err error) bool {
+	var rej *BatchRejectedError
+	return errors.As(err, &rej)
 }
 
 // finish answers an object's requests and frees its budget.

@@ -45,8 +45,11 @@ type checkedRequest struct {
 // at offset 0, is not a control batch, and its records' offset deltas
 // increase (the record iterator checks them). Transactional batches are
 // reported with ErrTransactionalBatch for the caller to refuse the call.
-func validateRequest(req ProduceRequest, maxMessageBytes int, it *record.Iter) (checkedRequest, error) {
-	out := checkedRequest{partition: req.Partition, data: req.Batches}
+//
+// The batches are appended to batches (which may be nil), so that a
+// caller may frame them into storage it has.
+func validateRequest(req ProduceRequest, maxMessageBytes int, it *record.Iter, batches []record.Batch) (checkedRequest, error) {
+	out := checkedRequest{partition: req.Partition, data: req.Batches, batches: batches}
 	s := record.NewScanner(out.data, record.ScannerOptions{MaxBatchBytes: record.MaxBatchSize})
 	fail := func(i int, err, cause error, format string, args ...any) (checkedRequest, error) {
 		return checkedRequest{}, &ProduceError{Partition: req.Partition, BatchIndex: i, Err: err, Cause: cause,

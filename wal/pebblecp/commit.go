@@ -142,6 +142,8 @@ func commitStep(tx *txn, req *wal.CommitFileRequest, digest [32]byte) (wal.Commi
 	// The accepted batches become rows at the end of the step,
 	// contiguous ones of a partition coalesced into runs.
 	var runs wal.RunBuilder[wal.TopicIDPartition]
+	runs.Grow(len(req.Batches))
+	f.row.Results = make([]storedResult, 0, len(req.Batches))
 	for i := range req.Batches {
 		r, err := commitBatch(tx, &req.Batches[i], req.ObjectKey, &runs)
 		if err != nil {

@@ -375,6 +375,7 @@ func decideCommit(req *wal.CommitFileRequest, fileID int64, logs map[wal.TopicID
 		rows.truncate(savedRows)
 	}
 	var runs wal.RunBuilder[wal.TopicIDPartition]
+	runs.Grow(len(req.Batches))
 	results := make([]storedResult, len(req.Batches))
 	for i := range req.Batches {
 		b := &req.Batches[i]

@@ -195,6 +195,9 @@ func (r *walRun) runRep(rep int, res *results, stderr io.Writer, since func() fl
 				row := walRows[(k+rep+1)%len(walRows)]
 				fmt.Fprintf(stderr, "[%6.1fs] rep %d/%d %s: %s\n", since(), rep+1, r.cfg.reps, sec, row)
 				dir := filepath.Join(r.dir, fmt.Sprintf("cp-%d-%s-%d", rep, t.name, size))
+				if err := warmPageCache(r.dir, r.cfg.walBytes); err != nil {
+					res.note(sec, row, "page-cache warm-up: "+err.Error())
+				}
 				v, err := r.runRow(t, row, sec, size, dir, res)
 				_ = os.RemoveAll(dir)
 				if err != nil {
@@ -489,7 +492,8 @@ func printWAL(w io.Writer, r *walRun, res *results) {
 		"runs with its defaults except CommitInterval %s, on a new Pebble control plane (vfs.Default, synced commits) per row. "+
 		"Raw: the same bytes as Puts of objects of the writer's mean size (of this repetition, or of the previous one when "+
 		"raw runs first), %d at a time (the writer's upload slots). p50/p99 ack: per Produce call (writer) or per Put (raw). "+
-		"The rows alternate in order each repetition; what a row stored is deleted after it, untimed.\n\n",
+		"The rows alternate in order each repetition; what a row stored is deleted after it, untimed; before each row a "+
+		"scratch file of the row's size is written and removed, untimed (so that both rows write into memory touched lately).\n\n",
 		mib(r.cfg.walBytes), walPartitions, walMaxBytes*(walUploads+1)>>20, walMaxBytes>>20, walUploads, walCommitInterval, walUploads)
 	fmt.Fprint(w, "Each cell: median (ratio to the raw row's median).\n\n")
 	if r.s3Note != "" {
