@@ -129,9 +129,29 @@ var simCatches = []simCatch{
 	// checkpointed before the records below it are durable: a crash
 	// reopens an empty log at the new log start that forgot the
 	// producers the raise keeps (Duplicate). Seed 95 after 415 steps,
-	// with flush on (seed 53 breaks with every guard on: an open
-	// finding, skipped by the search).
+	// with flush on (seed 53 is recovery-point-snapshot-kept's).
 	{guard: mutation.LogStartDataFirst, weights: flushMenu, limit: 285},
+	// With flush.messages unlimited the recovery point stays below a
+	// log start raised to the log end; a crash recovery starts at the
+	// segment holding it, whose snapshot the open's reload deleted, and
+	// forgets a producer whose batches retention removed (Duplicate).
+	// Seed 53 after 394 steps.
+	{guard: mutation.RecoveryPointSnapshotKept, weights: flushMenu, limit: 60},
+	// A crash during a roll loses its producer snapshot; the restart's
+	// recovery starts at the new segment and writes none there, and once
+	// DeleteRecords moves the log start to the log end the reload deletes
+	// the older ones: a crash forgets the producers of the segments below
+	// (Duplicate). With recovery-point-snapshot-kept off too (its kept
+	// snapshot holds them as well): seed 609 after 426 steps.
+	{guard: mutation.RecoveryFirstSnapshot, with: []mutation.Guard{mutation.RecoveryPointSnapshotKept},
+		weights: allClearMenu, limit: 650},
+	// A clean open after DeleteRecords to the log end took the epoch
+	// cache for damage and recovered every segment, deleting the
+	// producer snapshots above the first; a crash inside that recovery
+	// left a log whose next open forgot producers (Duplicate). With
+	// recovery-point-snapshot-kept off too: seed 23 after 278 steps.
+	{guard: mutation.EpochCheckAtLogStart, with: []mutation.Guard{mutation.RecoveryPointSnapshotKept},
+		weights: producerLogStartMenu, limit: 70},
 	// A random reseal lowers the seal below the first WAL batch; the
 	// prune moves W past h + 1. Seed 14 after 349 steps.
 	{guard: mutation.PrunerCap, limit: 40},
@@ -352,6 +372,11 @@ var uncleanAllClearMenu = map[string]int{"elect-unclean": 1, "start-phase-2": 0,
 // flushMenu takes the flush.messages changes (weight 0 in the default
 // menu: random.go).
 var flushMenu = map[string]int{"flush": 2}
+
+// producerLogStartMenu weighs idempotent producers, DeleteRecords and
+// restarts up: producers whose batches all lie below the log start.
+var producerLogStartMenu = map[string]int{"produce-idempotent": 20, "retry-produce": 1, "produce": 5, "replicate": 15,
+	"delete-records": 4, "crash": 4, "restart": 6}
 
 // uncleanMenu takes unclean ElectLeaders requests and leaves out the
 // operator's start-phase-2 (see simCatches).
