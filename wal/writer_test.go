@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -441,15 +442,33 @@ func TestWriterCommitAfterOrphanReaped(t *testing.T) {
 // each phase of an object takes a known time.
 type phaseCP struct {
 	wal.ControlPlane
-	clock    *fakeClock
-	reserved chan struct{}
+	clock *fakeClock
+	// returned is set as ReserveObject returns; phaseClock closes
+	// reserved at the writer's next clock read, the one that times the
+	// reservation, so the test advances the clock only after it.
+	returned *atomic.Bool
 }
 
 func (c phaseCP) ReserveObject(ctx context.Context, key string) error {
 	c.clock.Advance(3 * time.Millisecond)
 	err := c.ControlPlane.ReserveObject(ctx, key)
-	close(c.reserved)
+	c.returned.Store(true)
 	return err
+}
+
+// phaseClock is the writer's clock in TestWriterObjectPhases.
+type phaseClock struct {
+	*fakeClock
+	returned *atomic.Bool
+	reserved chan struct{}
+}
+
+func (c phaseClock) Now() time.Time {
+	now := c.fakeClock.Now()
+	if c.returned.CompareAndSwap(true, false) {
+		close(c.reserved)
+	}
+	return now
 }
 
 func (c phaseCP) CommitFiles(ctx context.Context, reqs []wal.CommitFileRequest) ([]wal.CommitFilesResult, error) {
@@ -473,12 +492,14 @@ func (s phaseStore) Put(ctx context.Context, key string, r io.Reader, size int64
 // 7 ms and the commit 5 ms.
 func TestWriterObjectPhases(t *testing.T) {
 	e := newEnv(t, 1)
-	cp := phaseCP{ControlPlane: e.cp, clock: e.clock, reserved: make(chan struct{})}
+	returned := &atomic.Bool{}
+	cp := phaseCP{ControlPlane: e.cp, clock: e.clock, returned: returned}
+	clock := phaseClock{fakeClock: e.clock, returned: returned, reserved: make(chan struct{})}
 	infos := make(chan wal.ObjectInfo, 1)
 	w := e.writer(wal.WriterOptions{ControlPlane: cp, Store: phaseStore{Store: e.store, clock: e.clock},
-		Listener: wal.WriterListener{ObjectCommitted: func(o wal.ObjectInfo) { infos <- o }}})
+		Clock: clock, Listener: wal.WriterListener{ObjectCommitted: func(o wal.ObjectInfo) { infos <- o }}})
 	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 2, "p")})
-	<-cp.reserved
+	<-clock.reserved
 	e.clock.Advance(247 * time.Millisecond) // the CommitInterval seals it
 	p := <-ch
 	require.NoError(t, p.err)
