@@ -212,7 +212,7 @@ func TestMutations(t *testing.T) {
 					continue
 				}
 				disabled := g.String()
-				if w, ok := catchWith[c]; ok {
+				for _, w := range catchWith[c] {
 					disabled += "," + w.String()
 				}
 				out, err := runTest(root, bins, c, disabled)
@@ -224,17 +224,23 @@ func TestMutations(t *testing.T) {
 	}
 }
 
-// catchWith names, for a row whose bug two guards stop, the other guard
-// disabled with the row's: each alone keeps the test passing.
-var catchWith = map[catch]mutation.Guard{
+// catchWith names, for a row whose bug several guards stop, the other
+// guards disabled with the row's: each alone keeps the test passing.
+var catchWith = map[catch][]mutation.Guard{
 	// A remote segment crossing the seal with records an unclean
 	// election discarded: the seal cap and the lineage check each refuse
 	// them.
-	{mutation.SealCapRemoteRead, "internal/harness/sim", "TestScripts/pull857_crossing"}: mutation.RemoteReadLineage,
+	{mutation.SealCapRemoteRead, "internal/harness/sim", "TestScripts/pull857_crossing"}: {mutation.RemoteReadLineage},
 	// A restart that lost a producer below the log start: the snapshot
 	// the reload keeps for the recovery point's segment holds it too.
-	{mutation.RecoveryFirstSnapshot, "internal/harness/sim", "TestScripts/recovery_snapshots_first_segment_base"}:     mutation.RecoveryPointSnapshotKept,
-	{mutation.EpochCheckAtLogStart, "internal/harness/sim", "TestScripts/clean_open_after_delete_records_to_log_end"}: mutation.RecoveryPointSnapshotKept,
+	{mutation.RecoveryFirstSnapshot, "internal/harness/sim", "TestScripts/recovery_snapshots_first_segment_base"}:     {mutation.RecoveryPointSnapshotKept},
+	{mutation.EpochCheckAtLogStart, "internal/harness/sim", "TestScripts/clean_open_after_delete_records_to_log_end"}: {mutation.RecoveryPointSnapshotKept},
+	// The property's restarts after DeleteRecords to the log end: the
+	// snapshots a recovery writes, the one the reload keeps for the
+	// recovery point and a clean open that does not rebuild the epochs
+	// each keep the producers.
+	{mutation.RecoverySnapshots, "log", "TestProducerStateRestartProperty"}: {mutation.EpochCheckAtLogStart,
+		mutation.RecoveryPointSnapshotKept},
 }
 
 func hasCatch(g mutation.Guard) bool {
