@@ -233,6 +233,13 @@ func (l *UnifiedLog) LatestEpoch() (int32, bool) {
 	return e.Epoch, ok
 }
 
+// EarliestEpoch returns the epoch of the leader-epoch cache's first
+// entry, false when the cache is empty.
+func (l *UnifiedLog) EarliestEpoch() (int32, bool) {
+	e, ok := l.epochs.Earliest()
+	return e.Epoch, ok
+}
+
 // EpochEntries returns a copy of the leader-epoch cache's entries.
 func (l *UnifiedLog) EpochEntries() []epochcache.Entry { return l.epochs.Entries() }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // FetchLog is what ValidateFetch reads of the leader's local log.
@@ -19,6 +20,9 @@ type FetchLog interface {
 	// Undefined when there is no answer (Kafka's
 	// LeaderEpochFileCache.endOffsetFor).
 	EndOffsetForEpoch(epoch int32) EpochEndOffset
+	// EarliestEpoch is the epoch of the cache's first entry, false when
+	// the cache is empty (Kafka's LeaderEpochFileCache.earliestEntry).
+	EarliestEpoch() (int32, bool)
 	RemoteStorageEnabled() bool
 }
 
@@ -214,6 +218,20 @@ func ValidateFetch(l FetchLog, leaderEpoch int32, req FetchRequest) FetchValidat
 			v.Outcome, v.DivergingEpoch, v.DivergingEndOffset = FetchDiverging, found, end
 			v.Reason = fmt.Sprintf("last fetched epoch %d: leader has epoch %d ending at %d, fetch offset %d", e, found, end, offset)
 			return v
+		case offset > 0 && precedesEarliest(l, e) && !mutation.Disabled(mutation.FetchEpochBelowEarliest):
+			// The leader's cache was truncated from the start past every
+			// record of epoch e: it answered e ending where its first
+			// entry starts, the log start, which vouches for nothing. The
+			// follower's records of e lie below the log start and may
+			// be a tail another leader replaced before DeleteRecords
+			// removed its own: kept, their producer state would answer
+			// a retry DUPLICATE with offsets that hold other records.
+			// Out of range at the log start, the follower starts over
+			// there (truncation.PlanOutOfRangeReset). Kafka keeps them.
+			// At offset 0 the follower holds no record to doubt.
+			earliest, _ := l.EarliestEpoch()
+			return v.outOfRange(l, req, fmt.Sprintf("last fetched epoch %d precedes the leader's earliest epoch %d: "+
+				"the follower's records below the log start %d cannot be verified", e, earliest, v.LogStartOffset))
 		}
 	}
 	switch {
@@ -258,4 +276,11 @@ func epochError(o FetchOutcome, reason string) FetchValidation {
 		LocalLogStartOffset: base.UndefinedOffset,
 		Reason:              reason,
 	}
+}
+
+// precedesEarliest reports whether epoch e is older than every epoch of
+// l's cache.
+func precedesEarliest(l FetchLog, e int32) bool {
+	earliest, ok := l.EarliestEpoch()
+	return ok && e < earliest
 }

@@ -80,11 +80,12 @@ type fakeLog struct {
 	ok                               bool
 }
 
-func (f fakeLog) LogStartOffset() int64      { return f.logStart }
-func (f fakeLog) LocalLogStartOffset() int64 { return f.localLogStart }
-func (f fakeLog) LogEndOffset() int64        { return f.leo }
-func (f fakeLog) HighWatermark() int64       { return f.hw }
-func (f fakeLog) RemoteStorageEnabled() bool { return f.remote }
+func (f fakeLog) LogStartOffset() int64        { return f.logStart }
+func (f fakeLog) LocalLogStartOffset() int64   { return f.localLogStart }
+func (f fakeLog) LogEndOffset() int64          { return f.leo }
+func (f fakeLog) HighWatermark() int64         { return f.hw }
+func (f fakeLog) RemoteStorageEnabled() bool   { return f.remote }
+func (f fakeLog) EarliestEpoch() (int32, bool) { return 0, false }
 func (f fakeLog) EndOffsetForEpoch(int32) EpochEndOffset {
 	if !f.ok {
 		return undefinedEpochEndOffset

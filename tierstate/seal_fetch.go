@@ -473,6 +473,8 @@ func (v sealReadView) EndOffsetForEpoch(epoch int32) EpochEndOffset {
 	return v.log.EndOffsetForEpoch(epoch)
 }
 
+func (v sealReadView) EarliestEpoch() (int32, bool) { return v.log.EarliestEpoch() }
+
 // SealAdmission is what ShouldAdmitAtSeal decides on: the leader's
 // partition state after it recorded the follower's fetch.
 type SealAdmission struct {

@@ -19,11 +19,12 @@ type sealFakeLog struct {
 	questions int
 }
 
-func (l *sealFakeLog) LogStartOffset() int64      { return l.logStart }
-func (l *sealFakeLog) LocalLogStartOffset() int64 { return l.localStart }
-func (l *sealFakeLog) LogEndOffset() int64        { return l.leo }
-func (l *sealFakeLog) HighWatermark() int64       { return l.hw }
-func (l *sealFakeLog) RemoteStorageEnabled() bool { return l.remote }
+func (l *sealFakeLog) LogStartOffset() int64        { return l.logStart }
+func (l *sealFakeLog) LocalLogStartOffset() int64   { return l.localStart }
+func (l *sealFakeLog) LogEndOffset() int64          { return l.leo }
+func (l *sealFakeLog) HighWatermark() int64         { return l.hw }
+func (l *sealFakeLog) RemoteStorageEnabled() bool   { return l.remote }
+func (l *sealFakeLog) EarliestEpoch() (int32, bool) { return 0, false }
 
 func (l *sealFakeLog) EndOffsetForEpoch(epoch int32) EpochEndOffset {
 	l.questions++

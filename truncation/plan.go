@@ -133,7 +133,11 @@ func PlanOutOfRangeReset(leaderEnd, leaderStart, logEndOffset int64) ResetPlan {
 	switch {
 	case leaderEnd < logEndOffset:
 		return ResetPlan{Action: TruncateToLeaderEnd, Offset: leaderEnd, FetchOffset: leaderEnd}
-	case leaderStart > logEndOffset:
+	case leaderStart >= logEndOffset:
+		// At equality too (Kafka fetches from its end there): a leader
+		// answers out of range at its log start when it cannot vouch for
+		// the follower's records below it (tierstate.ValidateFetch), and
+		// starting over drops only records below the leader's log start.
 		return ResetPlan{Action: StartAtLeaderStart, Offset: leaderStart, FetchOffset: leaderStart}
 	}
 	return ResetPlan{Action: FetchAtEnd, Offset: logEndOffset, FetchOffset: max(leaderStart, logEndOffset)}

@@ -321,6 +321,13 @@ const (
 	// from: a log start raised above that segment must not delete it
 	// (flush.messages unlimited, where the recovery point lags).
 	RecoveryPointSnapshotKept
+	// FetchEpochBelowEarliest: a follower fetch whose last epoch precedes
+	// the leader's earliest epoch is out of range at the log start
+	// (tierstate.ValidateFetch), so the follower starts over there: the
+	// leader cannot vouch for its records below the log start, and a
+	// replaced tail kept there gave producer state that answered a retry
+	// DUPLICATE with offsets holding other records.
+	FetchEpochBelowEarliest
 
 	numGuards = iota + 1
 )
@@ -372,6 +379,7 @@ var names = [numGuards]string{
 	RecoveryFirstSnapshot:           "recovery-first-snapshot",
 	EpochCheckAtLogStart:            "epoch-check-at-log-start",
 	RecoveryPointSnapshotKept:       "recovery-point-snapshot-kept",
+	FetchEpochBelowEarliest:         "fetch-epoch-below-earliest",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -173,6 +173,8 @@ var catches = []catch{
 	{mutation.EpochCheckAtLogStart, "internal/harness/sim", "TestScripts/clean_open_after_delete_records_to_log_end"},
 	{mutation.RecoveryPointSnapshotKept, "log", "TestRecoveryKeepsSnapshotAtRecoveryPoint"},
 	{mutation.RecoveryPointSnapshotKept, "internal/harness/sim", "TestScripts/recovery_point_snapshot_kept"},
+	{mutation.FetchEpochBelowEarliest, "tierstate", "TestFetchDataDriven/fetch_diverging"},
+	{mutation.FetchEpochBelowEarliest, "internal/harness/sim", "TestScripts/divergent_tail_below_leader_log_start"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

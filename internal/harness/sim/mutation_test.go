@@ -297,6 +297,12 @@ var simCatches = []simCatch{
 	// offsets no batch holds (LostRecord: checkWALRun). With
 	// cp-step-fault at 3: seed 1 after 187 steps.
 	{guard: mutation.GroupCommitStepUndo, weights: stepFaultMenu, limit: 20},
+	// A follower whose last epoch precedes the leader's earliest (the
+	// leader's cache truncated by DeleteRecords) keeps a replaced tail
+	// below the log start; elected, its producer state answers a retry
+	// DUPLICATE at offsets holding other records (Duplicate). Seed 37
+	// after 121 steps of the step-fault menu (no step fault fires in it).
+	{guard: mutation.FetchEpochBelowEarliest, weights: stepFaultMenu, limit: 60},
 }
 
 // latePutsMenu takes late PUTs (weight 0 in the default menu:

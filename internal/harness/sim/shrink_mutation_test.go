@@ -117,6 +117,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"recovery_snapshots_first_segment_base", []mutation.Guard{mutation.RecoveryFirstSnapshot,
 			mutation.RecoveryPointSnapshotKept}, Duplicate},
 		{"recovery_point_snapshot_kept", []mutation.Guard{mutation.RecoveryPointSnapshotKept}, Duplicate},
+		{"divergent_tail_below_leader_log_start", []mutation.Guard{mutation.FetchEpochBelowEarliest}, Duplicate},
 		{"clean_open_after_delete_records_to_log_end", []mutation.Guard{mutation.EpochCheckAtLogStart,
 			mutation.RecoveryPointSnapshotKept}, Duplicate},
 	} {
