@@ -109,7 +109,7 @@ func TestShrunkScripts(t *testing.T) {
 		kind   Kind
 	}{
 		{"shrunk_phase2_gate", []mutation.Guard{mutation.Phase2Gate}, LineageDiverged},
-		{"shrunk_first_prune_bound", []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap}, LineageDiverged},
+		{"shrunk_first_prune_bound", []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap}, LostRecord},
 		{"shrunk_first_prune_bound_alone", []mutation.Guard{mutation.FirstPruneBound}, Stuck},
 		{"unclean_truncation_below_local_start", []mutation.Guard{mutation.TruncationKeepsRemotePrefix}, LostRecord},
 		// Either guard alone saves these two: the snapshot the reload
