@@ -175,6 +175,8 @@ func checkLeaderEpoch(current, leader int32) (FetchOutcome, string) {
 //	2     E sent, no (Le, Lo)                      out of range (step 4)
 //	      E sent, O < log start                    out of range (step 4), even if diverging
 //	      E sent, Le < E or Lo < O                 diverging at (Le, Lo), no records
+//	      E sent, E < earliest cached epoch, O > 0 out of range (step 4); not Kafka's,
+//	                                                 see below
 //	3     O < log start, O > LEO, O < local start  out of range (step 4)
 //	      otherwise                                read
 //	4     out of range, remote storage enabled,    follower, future replica:
@@ -189,6 +191,11 @@ func checkLeaderEpoch(current, leader int32) (FetchOutcome, string) {
 // "the epoch found differs from E"), step 3 UnifiedLog.read and
 // LocalLog.read, step 4 ReplicaManager.handleOffsetOutOfRangeError, which
 // every OffsetOutOfRangeException reaches, the ones of step 2 included.
+// The one rule Kafka does not have: below its earliest entry the cache
+// answers (E, log start), which vouches for none of the follower's records
+// of E (all below the log start, maybe a tail another leader replaced);
+// Kafka reads on and the follower keeps them, tierlog answers out of range
+// so that the follower starts over at the log start.
 //
 // A consumer fetch between the high watermark (or LSO) and the log end is
 // a read that returns nothing, not an error; the isolation bound is the
