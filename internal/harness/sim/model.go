@@ -57,6 +57,12 @@ type model struct {
 	cuts []int64
 }
 
+// cutAtOrBelow reports whether an election discarded committed records
+// from offset o or below.
+func (m *model) cutAtOrBelow(o int64) bool {
+	return slices.ContainsFunc(m.cuts, func(c int64) bool { return c <= o })
+}
+
 // given reports whether the accepted losses cover [from, to).
 func (m *model) given(from, to int64) bool {
 	lost := slices.Clone(m.lost)

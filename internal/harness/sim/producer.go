@@ -318,10 +318,19 @@ func (c *Cluster) checkDuplicateAnswer(b *Broker, p *simProducer, sb *sentBatch,
 	if err != nil {
 		c.trace.detail("duplicate answer: read [%d, %d]: %v", info.FirstOffset, info.LastOffset, err)
 	}
+	logStart := b.Log().LogStartOffset()
 	for i := range int64(sb.n) {
 		o := info.FirstOffset + i
 		want := producerValue(p.index, sb.seq+int32(i))
 		got, ok := c.model.values[o]
+		if ok && o < logStart && c.model.cutAtOrBelow(o) {
+			// Below the leader's log start, after an unclean or
+			// last-known-leader election discarded from o or below: the
+			// committed value may be of a lineage that a later such
+			// election gave up for the leader's, whose records there
+			// were deleted; the leader's log cannot show which.
+			ok = false
+		}
 		if !ok {
 			got, ok = held[o]
 		}
