@@ -175,6 +175,7 @@ func (c *Cluster) openShared() error {
 		SequentialUploads: true}); err != nil {
 		return err
 	}
+	c.store.keys = c.storage
 	concurrent, err := remote.NewStorageManager(c.store, remote.StorageOptions{ChunkSize: 4 << 10,
 		ManifestCacheEntries: -1})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/remote/objstore"
 	"github.com/tierlog/tierlog/remote/objstore/mem"
 	"github.com/tierlog/tierlog/wal"
@@ -36,6 +37,9 @@ var ErrInjected = errors.New("sim: injected object-store fault")
 type faultStore struct {
 	m    *mem.Mem
 	seed uint64
+	// keys parses the remote segment objects' keys (the cluster's
+	// storage manager, set before the first Put).
+	keys *remote.StorageManager
 	mu   struct {
 		sync.Mutex
 		rate  float64

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/tierlog/tierlog/remote"
@@ -50,23 +49,14 @@ type latePut struct {
 // would otherwise hang the run (the PUT is then applied and answered).
 const lateFallback = 10 * time.Second
 
-// segmentOfKey is the segment id (its text) in a remote segment
-// object's key, "" for another key (remote/storage_keys.go:
-// ".../<20-digit start offset>-<segment id>/<object>").
-func segmentOfKey(key string) string {
-	if keyClass(key) == "wal" {
+// segmentOf is the segment id (its text) of a remote segment object's
+// key as sm writes it, "" for any other key (a WAL object's).
+func segmentOf(sm *remote.StorageManager, key string) string {
+	id, _, _, err := sm.ParseObjectKey(key)
+	if err != nil {
 		return ""
 	}
-	parts := strings.Split(key, "/")
-	if len(parts) < 2 {
-		return ""
-	}
-	dir := parts[len(parts)-2]
-	const digits = 20
-	if len(dir) <= digits+1 || dir[digits] != '-' {
-		return ""
-	}
-	return dir[digits+1:]
+	return id.ID.String()
 }
 
 // setLate turns late PUTs on or off.
@@ -99,7 +89,7 @@ func (s *faultStore) beginCopy(id string, ctx context.Context) (end func()) {
 }
 
 func (s *faultStore) copyOf(key string) *lateCopy {
-	id := segmentOfKey(key)
+	id := segmentOf(s.keys, key)
 	if id == "" {
 		return nil
 	}
@@ -248,7 +238,7 @@ func (c *Cluster) checkOrphans() *Violation {
 	}
 	var orphan string
 	_ = objstore.ListAll(c.ctx, c.store.m, "", func(o objstore.ObjectInfo) error {
-		if id := segmentOfKey(o.Key); id != "" && !known[id] && orphan == "" {
+		if id := segmentOf(c.storage, o.Key); id != "" && !known[id] && orphan == "" {
 			orphan = o.Key
 		}
 		return nil
