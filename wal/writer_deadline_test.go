@@ -86,16 +86,24 @@ func TestWriterUploadBackoff(t *testing.T) {
 	store.fail[1], store.fail[2] = errFlaky, errFlaky
 	w := e.writer(wal.WriterOptions{Store: store, MaxBytes: 1, UploadAttempts: 3,
 		UploadBackoff: 100 * time.Millisecond, UploadMaxBackoff: 150 * time.Millisecond})
+	// Cleanups run last-in first-out, so this runs before the writer's
+	// Close: if an assertion fails mid-retry, the object's deadline
+	// ends the wait on the fake clock instead of Close waiting forever.
+	t.Cleanup(func() { e.clock.Advance(time.Minute) })
 	ch := produceAsync(e.ctx, w, wal.ProduceRequest{Partition: e.tp(0), Batches: batch(t, 1, "b")})
 
 	for i, bounds := range [][2]time.Duration{{50 * time.Millisecond, 100 * time.Millisecond}, {75 * time.Millisecond, 150 * time.Millisecond}} {
-		// Read the timers once, and only after the failed Put: before it
-		// the one short timer can be Produce's linger timer, which the
-		// rotation stops (seen once as a panic on an empty list).
+		// Read the timers only after seeing the failed Put, in that
+		// order: before the Put the one short timer can be Produce's
+		// linger timer, which the rotation stops. Reading the timers
+		// first once saw the linger timer (250ms) and then the Put.
 		var timers []time.Duration
 		waitUntil(func() bool {
+			if store.putCount() != i+1 {
+				return false
+			}
 			timers = shortTimers(e.clock)
-			return store.putCount() == i+1 && len(timers) == 1
+			return len(timers) == 1
 		})
 		d := timers[0]
 		require.GreaterOrEqual(t, d, bounds[0], "retry %d", i+1)
