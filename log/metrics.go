@@ -28,6 +28,14 @@ type Listener struct {
 	// recovery point) found damage: the segment stays, and reads of it
 	// return the same *CorruptionError.
 	DamageFound func(err *CorruptionError)
+	// HighWatermarkLowered is called after a truncation (or a rebuild)
+	// lowered the high watermark to hw: only an unclean leader change
+	// truncates below it. It is called before the truncating call
+	// returns, with no lock of the log held. A log manager rewrites its
+	// high-watermark checkpoint here: the old value, restored after a
+	// crash, would cover the records that later take the truncated
+	// offsets, which are not committed.
+	HighWatermarkLowered func(hw int64)
 }
 
 // SegmentDeleteInfo describes a deleted segment.

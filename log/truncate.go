@@ -124,6 +124,9 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 	if t < 0 {
 		return false, fmt.Errorf("log: truncate to %d: %w", t, ErrInvalidArgument)
 	}
+	// Deferred before flushMu's unlock, so it runs after it.
+	var hw hwWatch
+	defer l.noteHighWatermark(&hw)
 	// flushMu first: no flush may be writing a queued producer snapshot
 	// that this truncation drops (it would leave a snapshot above the
 	// new log end on disk).
@@ -134,6 +137,8 @@ func (l *UnifiedLog) TruncateTo(t int64) (bool, error) {
 		l.mu.Unlock()
 		return false, err
 	}
+	hw.before = l.highWatermark.Load()
+	defer func() { hw.after = l.highWatermark.Load() }()
 	leo := l.logEndOffset.Load()
 	if t >= leo {
 		l.epochs.TruncateFromEnd(leo)
@@ -235,6 +240,8 @@ func (l *UnifiedLog) capRemoteRetentionLocked(end int64) {
 // count, with the events fired once mu is released. TruncateFullyAndStartAt
 // and TruncateFullyAndRestore share it.
 func (l *UnifiedLog) countedTruncation(do func(ev *events) error) error {
+	var hw hwWatch
+	defer l.noteHighWatermark(&hw) // after flushMu's unlock
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -242,6 +249,8 @@ func (l *UnifiedLog) countedTruncation(do func(ev *events) error) error {
 		l.mu.Unlock()
 		return err
 	}
+	hw.before = l.highWatermark.Load()
+	defer func() { hw.after = l.highWatermark.Load() }()
 	if err := l.syncRolledLocked(); err != nil { // rollsync.go
 		l.mu.Unlock()
 		return err
@@ -255,6 +264,19 @@ func (l *UnifiedLog) countedTruncation(do func(ev *events) error) error {
 	l.mu.Unlock()
 	l.fire(ev)
 	return err
+}
+
+// hwWatch is the high watermark before and after a truncation (both 0
+// when it did not start).
+type hwWatch struct{ before, after int64 }
+
+// noteHighWatermark tells the listener when a truncation lowered the high
+// watermark. REQUIRES: no lock of the log held (a log manager writes its
+// checkpoints from the callback, under its own lock).
+func (l *UnifiedLog) noteHighWatermark(w *hwWatch) {
+	if f := l.opts.Listener.HighWatermarkLowered; f != nil && w.after < w.before {
+		f(w.after)
+	}
 }
 
 // countTruncationLocked increments the truncation count at the start of

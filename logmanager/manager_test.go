@@ -307,6 +307,45 @@ func TestDeleteThenRecreateAfterCrash(t *testing.T) {
 	require.NoError(t, m.Close())
 }
 
+// TestTruncateBelowHighWatermarkThenCrash: a truncation below the high
+// watermark (an unclean leader change) rewrites the high-watermark
+// checkpoint before it returns, so records appended afterwards at the
+// truncated offsets, durable but not committed, are not covered by the
+// old checkpointed high watermark after a crash. Both the partial and
+// the full truncation (below the first segment) are checked; a listener
+// the caller set is still called.
+func TestTruncateBelowHighWatermarkThenCrash(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		truncate func(*log.UnifiedLog) error
+		logStart int64
+	}{
+		{"partial", func(l *log.UnifiedLog) error { _, err := l.TruncateTo(4); return err }, 0},
+		{"full", func(l *log.UnifiedLog) error { return l.TruncateFullyAndStartAt(4, 4) }, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem, c := vfs.NewCrashableMem(), newClock()
+			opts := testOptions(mem, c, "/a")
+			var lowered []int64
+			opts.Log.Listener.HighWatermarkLowered = func(hw int64) { lowered = append(lowered, hw) }
+			m := openT(t, opts)
+			l := getOrCreate(t, m, tpOf("t", 0), "")
+			appendN(t, l, 10)
+			l.UpdateHighWatermark(10)
+			require.NoError(t, m.RunTask(TaskHighWatermarkCheckpoint))
+			require.NoError(t, tc.truncate(l))
+			require.Equal(t, []int64{4}, lowered)
+			appendN(t, l, 3)
+			require.NoError(t, l.Flush()) // [4, 7) durable, not committed
+			crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+			require.NoError(t, m.Close())
+			m = openT(t, testOptions(crashed, c, "/a"))
+			require.Equal(t, fmt.Sprintf("/a/t-0 future=false log-start=%d hw=4 leo=7\n", tc.logStart), describe(m))
+			require.NoError(t, m.Close())
+		})
+	}
+}
+
 // TestTopicID: the topic id is stored in partition.metadata in Kafka's
 // format, survives a restart, and a different one is refused.
 func TestTopicID(t *testing.T) {

@@ -162,6 +162,13 @@ func (m *Manager) logOptions(tp remote.TopicIDPartition) log.Options {
 	// logs write none of their own.
 	o.ManagedCleanShutdown, o.CleanShutdown = true, false
 	o.Logger = m.opts.Logger.With(zapPartition(tp))
+	user := o.Listener.HighWatermarkLowered
+	o.Listener.HighWatermarkLowered = func(hw int64) {
+		m.highWatermarkLowered(tp)
+		if user != nil {
+			user(hw)
+		}
+	}
 	return o
 }
 

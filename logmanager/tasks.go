@@ -3,11 +3,14 @@ package logmanager
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/remote"
 )
 
 // Task is one of the background tasks Open starts.
@@ -213,6 +216,35 @@ func (d *dirEntries) add(e logEntries) {
 	d.hw = append(d.hw, e.hw)
 	d.recoveryPoint = append(d.recoveryPoint, e.recoveryPoint)
 	d.logStart = append(d.logStart, e.logStart)
+}
+
+// highWatermarkLowered rewrites the high-watermark checkpoint of the
+// directories holding tp's logs (current or future) after a truncation
+// lowered a high watermark, before that truncation returns: the records
+// appended later at the truncated offsets are not committed, and the old
+// value, restored after a crash, would cover them (a replica reopened
+// with it serves them as committed). Kafka checkpoints high watermarks
+// only every few seconds (ReplicaManager.checkpointHighWatermarks); only
+// an unclean leader change truncates below one, so the write is rare.
+// A failed write takes the directory offline (writeEntriesOpLocked).
+func (m *Manager) highWatermarkLowered(tp remote.TopicIDPartition) {
+	if mutation.Disabled(mutation.TruncationRewritesHWCheckpoint) {
+		return
+	}
+	k := keyOf(tp)
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	var dirs []string
+	for _, e := range m.logs(true) {
+		if e.key() == k && !slices.Contains(dirs, e.dir) && !m.isOffline(e.dir) {
+			dirs = append(dirs, e.dir)
+		}
+	}
+	for _, dir := range dirs {
+		if err := m.writeDirCheckpointsOpLocked(dir, hwCheckpoint); err != nil {
+			m.logger.Warn("high-watermark checkpoint after a truncation failed", zapPartition(tp), zap.Error(err))
+		}
+	}
 }
 
 // writeDirCheckpointsOpLocked writes dir's checkpoints from its logs now.

@@ -328,6 +328,12 @@ const (
 	// replaced tail kept there gave producer state that answered a retry
 	// DUPLICATE with offsets holding other records.
 	FetchEpochBelowEarliest
+	// TruncationRewritesHWCheckpoint: a truncation that lowers a managed
+	// log's high watermark rewrites its directory's high-watermark
+	// checkpoint before it returns (logmanager.Manager.highWatermarkLowered),
+	// so a crash does not restore the old high watermark over the records
+	// that later take the truncated offsets (they are not committed).
+	TruncationRewritesHWCheckpoint
 
 	numGuards = iota + 1
 )
@@ -378,6 +384,7 @@ var names = [numGuards]string{
 	LogStartDataFirst:               "log-start-data-first",
 	RecoveryFirstSnapshot:           "recovery-first-snapshot",
 	EpochCheckAtLogStart:            "epoch-check-at-log-start",
+	TruncationRewritesHWCheckpoint:  "truncation-rewrites-hw-checkpoint",
 	RecoveryPointSnapshotKept:       "recovery-point-snapshot-kept",
 	FetchEpochBelowEarliest:         "fetch-epoch-below-earliest",
 }

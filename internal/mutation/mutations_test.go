@@ -175,6 +175,8 @@ var catches = []catch{
 	{mutation.RecoveryPointSnapshotKept, "internal/harness/sim", "TestScripts/recovery_point_snapshot_kept"},
 	{mutation.FetchEpochBelowEarliest, "tierstate", "TestFetchDataDriven/fetch_diverging"},
 	{mutation.FetchEpochBelowEarliest, "internal/harness/sim", "TestScripts/divergent_tail_below_leader_log_start"},
+	{mutation.TruncationRewritesHWCheckpoint, "logmanager", "TestTruncateBelowHighWatermarkThenCrash"},
+	{mutation.TruncationRewritesHWCheckpoint, "internal/harness/sim", "TestScripts/unclean_truncation_below_checkpointed_hw"},
 }
 
 // TestMutations builds the test binaries of the table's packages with

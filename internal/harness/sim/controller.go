@@ -589,6 +589,15 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 	end := int64(0)
 	if b := c.Broker(c.ctrl.rec.Leader); b != nil && b.Log() != nil {
 		end = min(c.remoteAgreedEnd(b), c.model.agreedEnd(b.Log()))
+		// A leader that was outside the ISR when an earlier election
+		// discarded from s on (model.staleFrom) holds the discarded
+		// lineage from s; where its log starts above s, the comparison
+		// above sees none of that, and the committed records from s up
+		// to its log start are on no replica it leads (it never fetched
+		// them: fetching would have truncated it to s).
+		if s, ok := c.model.staleFrom[b.ID]; ok && b.Log().LogStartOffset() > s {
+			end = min(end, s)
+		}
 	}
 	switch st := c.ctrl.rec.State; {
 	case !st.SealCommitted():

@@ -152,6 +152,11 @@ var simCatches = []simCatch{
 	// recovery-point-snapshot-kept off too: seed 23 after 278 steps.
 	{guard: mutation.EpochCheckAtLogStart, with: []mutation.Guard{mutation.RecoveryPointSnapshotKept},
 		weights: producerLogStartMenu, limit: 70},
+	// A truncation below the checkpointed high watermark, then a crash:
+	// the restart restores the old high watermark over records appended
+	// since at the truncated offsets, not committed (Conflict). Seed 307
+	// after 381 steps (script unclean_truncation_below_checkpointed_hw).
+	{guard: mutation.TruncationRewritesHWCheckpoint, weights: unclean3Menu, limit: 330},
 	// A random reseal lowers the seal below the first WAL batch; the
 	// prune moves W past h + 1. Seed 14 after 349 steps.
 	{guard: mutation.PrunerCap, limit: 40},
@@ -387,6 +392,9 @@ var producerLogStartMenu = map[string]int{"produce-idempotent": 20, "retry-produ
 // uncleanMenu takes unclean ElectLeaders requests and leaves out the
 // operator's start-phase-2 (see simCatches).
 var uncleanMenu = map[string]int{"elect-unclean": 1, "start-phase-2": 0}
+
+// unclean3Menu is uncleanMenu with unclean elections weighed up to 3.
+var unclean3Menu = map[string]int{"elect-unclean": 3, "start-phase-2": 0}
 
 // name is the row's subtest name: its guards, as -mutation spells them.
 func (sc simCatch) name() string {

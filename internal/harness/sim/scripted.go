@@ -89,7 +89,16 @@ func (m *model) restoreLineage(segs []remote.SegmentMetadata, logEnd int64, epoc
 		if !ok {
 			continue
 		}
+		// Below the leader's first epoch entry (its log start, raised
+		// by DeleteRecords or retention) it has no epoch to compare
+		// with: compare from there, when that is not above the cut.
 		agree := s.StartOffset
+		if len(epochs) > 0 && epochs[0].StartOffset > agree {
+			if epochs[0].StartOffset > cut {
+				continue
+			}
+			agree = epochs[0].StartOffset
+		}
 		for ; agree <= s.EndOffset && agree < logEnd; agree++ {
 			se, sok := epochAt(s.SegmentLeaderEpochs, agree)
 			le, lok := epochAt(epochs, agree)
