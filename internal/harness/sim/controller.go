@@ -641,7 +641,7 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 		// the expiration task keeps it): an unclean election may bring
 		// back a lineage an earlier one had discarded.
 		if b := c.leaderBroker(); b != nil && b.Log() != nil {
-			c.model.restoreLineage(c.finishedSegments(), b.Log().LogEndOffset(), b.Epochs())
+			c.model.restoreLineage(c.finishedSegments(), b.Log().LogStartOffset(), b.Log().LogEndOffset(), b.Epochs())
 			c.acceptUnservedPrefix(b)
 		}
 	}

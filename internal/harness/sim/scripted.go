@@ -77,25 +77,25 @@ func (m *model) discardFrom(offset int64, segs []remote.SegmentMetadata) {
 	}
 }
 
-// restoreLineage raises the cuts of the segments a leader whose log ends
-// at logEnd with epoch entries epochs holds in its lineage: a segment's
+// restoreLineage raises the cuts of the segments a leader whose log spans
+// [logStart, logEnd) with epoch entries epochs holds in its lineage: a segment's
 // records up to the first offset where its leader epoch differs from
 // that leader's are that leader's records, which are the partition's
 // again (Kafka's leader reads a remote offset from the segment of its
 // own epoch there).
-func (m *model) restoreLineage(segs []remote.SegmentMetadata, logEnd int64, epochs []epochcache.Entry) {
+func (m *model) restoreLineage(segs []remote.SegmentMetadata, logStart, logEnd int64, epochs []epochcache.Entry) {
 	for _, s := range segs {
 		cut, ok := m.discarded[s.SegmentID]
 		if !ok {
 			continue
 		}
-		// Below the leader's first epoch entry (its log start, raised
-		// by DeleteRecords or retention) it has no epoch to compare
-		// with: compare from there, when that is not above the cut.
+		// Below the leader's first epoch entry, its log start (raised by
+		// DeleteRecords or retention), it has no epoch to compare with,
+		// and it serves nothing there: compare from there.
 		agree := s.StartOffset
 		if len(epochs) > 0 && epochs[0].StartOffset > agree {
-			if epochs[0].StartOffset > cut {
-				continue
+			if epochs[0].StartOffset > cut && logStart < epochs[0].StartOffset {
+				continue // records it could serve without an epoch
 			}
 			agree = epochs[0].StartOffset
 		}
