@@ -1,0 +1,95 @@
+package sim
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/remote/objstore"
+)
+
+// TestRecreateTopic: RecreateTopic deletes the topic's logs on the
+// running brokers and its remote log (segments and objects), a broker
+// down during the deletion deletes its log of the deleted topic id at its
+// restart, and the new topic (same name, new id) starts empty in leader
+// epoch 0 with the running replicas in the ISR.
+func TestRecreateTopic(t *testing.T) {
+	c, err := New(Options{Seed: 1})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	require.NoError(t, c.Produce(5))
+	require.NoError(t, c.CatchUp(2))
+	require.NoError(t, c.CatchUp(3))
+	require.NoError(t, c.Roll(1))
+	require.NoError(t, c.Copy(1))
+	old := c.Partition()
+	segs, err := c.meta.ListSegments(old)
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	require.NotZero(t, segmentObjects(t, c))
+	require.NoError(t, c.CrashKeeping(3, 100))
+
+	require.NoError(t, c.RecreateTopic())
+	tp := c.Partition()
+	require.NotEqual(t, old.TopicID, tp.TopicID)
+	require.Equal(t, old.Topic, tp.Topic)
+	require.Equal(t, old.Partition, tp.Partition)
+	require.Equal(t, int32(1), c.Leader())
+	require.Zero(t, c.LeaderEpoch())
+	require.Equal(t, []int32{1, 2}, c.ISR())
+	require.Zero(t, c.Committed())
+	segs, err = c.meta.ListSegments(old)
+	require.NoError(t, err)
+	require.Empty(t, segs, "the deleted topic's remote segments")
+	require.Zero(t, segmentObjects(t, c), "the deleted topic's remote objects")
+	for _, id := range []int32{1, 2} {
+		requireOnlyLog(t, c.Broker(id), tp)
+	}
+
+	// Broker 3's disk holds the deleted topic's log until it restarts.
+	require.NoError(t, c.Restart(3))
+	requireOnlyLog(t, c.Broker(3), tp)
+
+	require.NoError(t, c.Produce(2))
+	require.NoError(t, c.CatchUp(2))
+	require.NoError(t, c.CatchUp(3))
+	require.EqualValues(t, 2, c.Committed())
+	require.NoError(t, c.Consume(0))
+}
+
+// TestRecreateTopicClassicOnly: the action applies only in the classic
+// phase (the switch state of a deleted topic is not modelled).
+func TestRecreateTopicClassicOnly(t *testing.T) {
+	c, err := New(Options{Seed: 1})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	require.NoError(t, c.ArmSwitch())
+	require.ErrorIs(t, c.RecreateTopic(), ErrNotApplicable)
+	require.Equal(t, Partition, c.Partition())
+}
+
+// requireOnlyLog: b's log manager holds one log, the current log of tp,
+// empty (a new topic's).
+func requireOnlyLog(t *testing.T, b *Broker, tp remote.TopicIDPartition) {
+	t.Helper()
+	parts := b.logs.Partitions()
+	require.Len(t, parts, 1, "broker %d", b.ID)
+	require.Equal(t, tp, parts[0].Partition, "broker %d", b.ID)
+	require.False(t, parts[0].Future)
+	require.Zero(t, b.Log().LogEndOffset(), "broker %d", b.ID)
+}
+
+// segmentObjects counts the remote segment objects in the store.
+func segmentObjects(t *testing.T, c *Cluster) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, objstore.ListAll(context.Background(), c.store.m, "", func(o objstore.ObjectInfo) error {
+		if segmentOf(c.storage, o.Key) != "" {
+			n++
+		}
+		return nil
+	}))
+	return n
+}
