@@ -198,20 +198,11 @@ func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 			return nil, nil, errors.Join(err, m.Close())
 		}
 	}
-	if err = deleteStrayLogs(m, c.tp); err != nil {
+	if err = c.deleteStrayLogs(m); err != nil {
 		return nil, nil, errors.Join(err, m.Close())
 	}
 	if cur, err = m.Get(c.tp); errors.Is(err, logmanager.ErrNotFound) {
 		cur, err = nil, nil
-	} else if err == nil {
-		// A log created just before a crash can lack its
-		// partition.metadata (written after the log's files). Kafka's
-		// first delta after the restart stores the topic id in it
-		// (getOrCreateLog), before any record is appended: a log with
-		// records always names its topic, and a deleted topic's is a
-		// stray at the next restart (deleteStrayLogs). No file operation
-		// when the log has its id.
-		cur, err = m.GetOrCreate(c.tp, "")
 	}
 	if err == nil {
 		if fut, err = m.GetFuture(c.tp); errors.Is(err, logmanager.ErrNotFound) {

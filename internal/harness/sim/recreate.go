@@ -24,10 +24,11 @@ import (
 // log manager forgets the partition, the broker that led it deletes its
 // remote log (KIP-405: the segments and their metadata), and the log
 // manager deletes the current and future logs: logmanager.Manager.Delete).
-// A broker that is down keeps its log until it comes back, when its log
-// manager finds a log whose topic id the metadata no longer has and
-// deletes it as a stray (deleteStrayLogs; Kafka's KRaft brokers do so
-// for the logs of a deleted topic found at startup).
+// A broker that is down keeps its log until it comes back, when it finds
+// a log whose topic id the metadata no longer has and deletes it as a
+// stray (deleteStrayLogs; Kafka's KRaft brokers do so for the logs of a
+// deleted topic found at startup); so does a running broker whose
+// removal failed to delete its log.
 //
 // The creation: the controller's record starts over (leader epoch and
 // partition epoch 0, no switch state), with the same replicas; the ISR
@@ -91,6 +92,10 @@ func (c *Cluster) RecreateTopic() error {
 			}
 			b.task = nil
 			b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+			// A log the removal failed to delete is a stray now.
+			if err := c.deleteStrayLogs(b.logs); err != nil {
+				errs = append(errs, fmt.Errorf("broker %d: %w", b.ID, err))
+			}
 			// The old driver is the deleted topic's; the new topic is a
 			// partition new to the broker (no log: the first delta
 			// creates it).
@@ -123,22 +128,37 @@ func (k *controller) recreate(live []int32) {
 	k.fetched = map[int32]int64{}
 }
 
-// deleteStrayLogs deletes the logs of the partition's name whose topic
-// id is not tp's (a deleted topic's, found at a restart): Kafka's KRaft
-// broker deletes such stray logs once it has the metadata
-// (LogManager.findStrayReplicas). Logs without a topic id are kept.
-func deleteStrayLogs(m *logmanager.Manager, tp remote.TopicIDPartition) error {
+// deleteStrayLogs deletes the logs of the partition's name on m that are
+// not the partition's now (a deleted topic's, found at a restart, or left
+// by a removal that failed): Kafka's KRaft broker deletes such stray logs
+// once it has the metadata (LogManager.isStrayKraftReplica): a log whose
+// topic id the metadata does not have, and a log without a topic id,
+// which Kafka takes for a log created just before a crash, before its
+// partition.metadata and so before any record. Here the second rule
+// applies only once a topic was deleted: the simulation's driver is given
+// the log a restart finds and never stores a missing topic id (Kafka's
+// first delta would, in getOrCreateLog), so before any deletion a log
+// without one may hold the partition's records (a crash between a log's
+// creation and its partition.metadata); no log is a stray then, and the
+// seeds' file operations stay as they were. Once a topic was deleted
+// every log without a topic id is a stray: one created before the
+// deletion is the deleted topic's, one created after it is empty (the
+// crash came before its partition.metadata, and the deletion of the
+// stray at the restart lets the driver create it again with its id).
+func (c *Cluster) deleteStrayLogs(m *logmanager.Manager) error {
+	if len(c.topics) == 0 {
+		return nil
+	}
 	var errs []error
 	for _, p := range m.Partitions() {
 		stored := p.Partition
-		if stored.Topic != tp.Topic || stored.Partition != tp.Partition || stored.TopicID == (remote.UUID{}) ||
-			stored.TopicID == tp.TopicID {
+		if stored.Topic != c.tp.Topic || stored.Partition != c.tp.Partition || stored.TopicID == c.tp.TopicID {
 			continue
 		}
 		if p.Future {
 			errs = append(errs, m.DeleteFuture(stored))
-		} else {
-			errs = append(errs, m.Delete(stored))
+		} else if err := m.Delete(stored); !errors.Is(err, logmanager.ErrNotFound) {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
