@@ -314,12 +314,6 @@ var simCatches = []simCatch{
 	{guard: mutation.DeleteRewritesCheckpoints, weights: recreateMenu, limit: 10},
 }
 
-// recreateMenu takes the topic's deletion and recreation (weight 0 in
-// the default menu: random.go), with high-watermark checkpoints, crashes
-// and restarts weighed up and the switch off (recreate-topic applies only
-// in the classic phase).
-var recreateMenu = map[string]int{"recreate-topic": 3, "checkpoint-hw": 4, "crash": 6, "restart": 8, "arm-switch": 0}
-
 // latePutsMenu takes late PUTs (weight 0 in the default menu:
 // random.go) with store faults and copies weighed up, so that a copy's
 // data PUT fails while its indexes PUT is in flight.

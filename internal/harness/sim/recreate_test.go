@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"testing/cryptotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -68,6 +70,35 @@ func TestRecreateTopicClassicOnly(t *testing.T) {
 	require.NoError(t, c.ArmSwitch())
 	require.ErrorIs(t, c.RecreateTopic(), ErrNotApplicable)
 	require.Equal(t, Partition, c.Partition())
+}
+
+// recreateMenu takes the topic's deletion and recreation (weight 0 in
+// the default menu: random.go; simCatches takes it), with high-watermark checkpoints, crashes
+// and restarts weighed up and the switch off (recreate-topic applies only
+// in the classic phase).
+var recreateMenu = map[string]int{"recreate-topic": 3, "checkpoint-hw": 4, "crash": 6, "restart": 8, "arm-switch": 0}
+
+// TestRecreateTopicRunsReplay: a random run of the recreate menu gives
+// the same trace twice and replays step for step (the new topic ids, the
+// strays' deletions and the model's reset depend on the seed alone).
+func TestRecreateTopicRunsReplay(t *testing.T) {
+	const seed = 5
+	opts := RunOptions{Steps: 300, Weights: recreateMenu}
+	var runs [2]*Result
+	for i := range runs {
+		cryptotest.SetGlobalRandom(t, seed)
+		res, err := Run(seed, opts)
+		require.NoError(t, err)
+		require.False(t, res.Failed(), "%v\n%s", res.Violation, res.TraceTail(40))
+		runs[i] = res
+	}
+	require.Equal(t, runs[0].Trace, runs[1].Trace)
+	require.True(t, slices.ContainsFunc(runs[0].Actions, func(a Action) bool { return a.Cmd == "recreate-topic" }))
+	cryptotest.SetGlobalRandom(t, seed)
+	r, err := Replay(Options{Seed: seed}, runs[0].Actions)
+	require.NoError(t, err)
+	require.Nil(t, r.Violation)
+	require.Equal(t, runs[0].Actions, r.Applied)
 }
 
 // requireOnlyLog: b's log manager holds one log, the current log of tp,
