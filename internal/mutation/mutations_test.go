@@ -120,6 +120,7 @@ var catches = []catch{
 	{mutation.LogDirParentSync, "logmanager", "TestHighWatermarkAfterCrash"},
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDelete"},
 	{mutation.DeleteRewritesCheckpoints, "logmanager", "TestDeleteThenRecreateAfterCrash"},
+	{mutation.DeleteRewritesCheckpoints, "internal/harness/sim", "TestScripts/shrunk_delete_rewrites_checkpoints"},
 	{mutation.GroupCommitStepUndo, "wal/pebblecp", "TestGroupCommitFailingStep"},
 	{mutation.GroupCommitStepUndo, "wal/pebblecp", "TestGroupCommitStepFault"},
 	{mutation.GroupCommitStepUndo, "internal/harness/sim", "TestScripts/shrunk_group_commit_step_undo"},

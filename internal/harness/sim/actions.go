@@ -131,7 +131,7 @@ func (c *Cluster) produceDiskless(n int) (string, error) {
 		return "", notApplicable("the WAL has no row yet")
 	}
 	_, hw0, _ := c.WAL()
-	res, callErr := c.writer.Produce(c.ctx, []wal.ProduceRequest{{Partition: walPartition, Batches: c.batch(n)}})
+	res, callErr := c.writer.Produce(c.ctx, []wal.ProduceRequest{{Partition: c.walTP(), Batches: c.batch(n)}})
 	err := callErr
 	if err == nil && res[0].Err != nil {
 		err = res[0].Err

@@ -198,11 +198,14 @@ func (b *Broker) openLogs() (cur, fut *log.UnifiedLog, err error) {
 			return nil, nil, errors.Join(err, m.Close())
 		}
 	}
-	if cur, err = m.Get(Partition); errors.Is(err, logmanager.ErrNotFound) {
+	if err = c.deleteStrayLogs(m); err != nil {
+		return nil, nil, errors.Join(err, m.Close())
+	}
+	if cur, err = m.Get(c.tp); errors.Is(err, logmanager.ErrNotFound) {
 		cur, err = nil, nil
 	}
 	if err == nil {
-		if fut, err = m.GetFuture(Partition); errors.Is(err, logmanager.ErrNotFound) {
+		if fut, err = m.GetFuture(c.tp); errors.Is(err, logmanager.ErrNotFound) {
 			fut, err = nil, nil
 		}
 	}
@@ -300,14 +303,7 @@ func (b *Broker) start() error {
 	if b.pruner, err = consolidate.NewPruner(consolidate.PrunerOptions{ControlPlane: c.walCP, RemoteSegments: c.meta}); err != nil {
 		return err
 	}
-	logs := replica.ManagedLogs(b.logs)
-	opts := replica.Options{Partition: Partition, Logs: logs, Classic: classicFetcher{b},
-		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: reportingRemote{b.mgr, b.reporter},
-		Move: moveFetcher{b}, FutureLogs: logs, OnEvent: b.onDriverEvent}
-	if l != nil {
-		opts.Log = l
-	}
-	if b.driver, err = replica.New(opts); err != nil {
+	if err := b.newDriver(l); err != nil {
 		return err
 	}
 	if future != nil {
@@ -318,6 +314,24 @@ func (b *Broker) start() error {
 	b.moveTruncateTo = -1
 	b.task = nil // a remote task's lookup dies with the process
 	b.up = true
+	return nil
+}
+
+// newDriver makes the broker's replica driver for the partition as it
+// is now (Cluster.tp), over its current log l (nil: none yet).
+func (b *Broker) newDriver(l *log.UnifiedLog) error {
+	logs := replica.ManagedLogs(b.logs)
+	opts := replica.Options{Partition: b.c.tp, Logs: logs, Classic: classicFetcher{b},
+		Consolidation: consolidationFetcher{b, replica.NewConsolidationFetcher(b.fetcher)}, Remote: reportingRemote{b.mgr, b.reporter},
+		Move: moveFetcher{b}, FutureLogs: logs, OnEvent: b.onDriverEvent}
+	if l != nil {
+		opts.Log = l
+	}
+	d, err := replica.New(opts)
+	if err != nil {
+		return err
+	}
+	b.driver = d
 	return nil
 }
 
@@ -360,7 +374,7 @@ func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 type partitionSource struct{ b *Broker }
 
 func (p partitionSource) Partition(tp remote.TopicIDPartition) (tierstate.State, consolidate.LocalLog, bool) {
-	if tp != Partition || !p.b.up {
+	if tp != p.b.c.tp || !p.b.up {
 		return tierstate.State{}, nil, false
 	}
 	if l := p.b.Log(); l != nil {

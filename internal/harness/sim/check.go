@@ -163,7 +163,7 @@ func (c *Cluster) checkWALRun(from, to int64) *Violation {
 	next := from
 	for next < to {
 		res, err := c.cp.FindBatches(c.ctx, wal.FindBatchesRequest{
-			Partitions: []wal.FindPartition{{Partition: walPartition, Offset: next, MaxPartitionBytes: 1 << 20}},
+			Partitions: []wal.FindPartition{{Partition: c.walTP(), Offset: next, MaxPartitionBytes: 1 << 20}},
 			MaxBytes:   1 << 20,
 		})
 		if err != nil || len(res) != 1 || res[0].Err != nil {
@@ -235,7 +235,7 @@ func (c *Cluster) checkReplicas() *Violation {
 }
 
 func (c *Cluster) finishedSegments() []remote.SegmentMetadata {
-	segs, err := c.meta.ListSegments(Partition)
+	segs, err := c.meta.ListSegments(c.tp)
 	if err != nil {
 		return nil
 	}

@@ -92,7 +92,7 @@ func (c *Cluster) unsettled() *Violation {
 	if _, hw, ok := c.WAL(); ok && ll.LogEndOffset() < hw && !c.walHoleAtSeal(ll.LogEndOffset(), st.Seal()) {
 		detail := fmt.Sprintf("consolidating leader's log ends at %d, WAL high watermark %d (local start %d, seal %d)",
 			ll.LogEndOffset(), hw, ll.LocalLogStartOffset(), st.Seal())
-		if err := lb.fetcher.Failed(Partition); err != nil {
+		if err := lb.fetcher.Failed(c.tp); err != nil {
 			detail += "; fetcher failed: " + err.Error()
 		}
 		return c.violation(Stuck, lb.ID, ll.LogEndOffset(), "%s", detail)
@@ -115,7 +115,7 @@ func (c *Cluster) walHoleAtSeal(leo, seal int64) bool {
 		return false
 	}
 	res, err := c.cp.FindBatches(c.ctx, wal.FindBatchesRequest{
-		Partitions: []wal.FindPartition{{Partition: walPartition, Offset: leo, MaxPartitionBytes: 1 << 20}},
+		Partitions: []wal.FindPartition{{Partition: c.walTP(), Offset: leo, MaxPartitionBytes: 1 << 20}},
 		MaxBytes:   1 << 20, MaxBatchesPerPartition: 1,
 	})
 	return err == nil && len(res) == 1 && res[0].Err == nil && len(res[0].Batches) == 0

@@ -149,7 +149,7 @@ func TestCheckerCatches(t *testing.T) {
 		c := switchedPrefix(t)
 		// A prune that trusts an h remote storage does not have (it holds
 		// nothing): W moves to the seal.
-		res, err := c.cp.PruneDisklessLogs(context.Background(), []wal.PruneRequest{{Partition: walPartition,
+		res, err := c.cp.PruneDisklessLogs(context.Background(), []wal.PruneRequest{{Partition: c.walTP(),
 			HighestOffsetInRemoteStorage: 4}})
 		require.NoError(t, err)
 		require.NoError(t, res[0].Err)

@@ -16,11 +16,10 @@ import (
 	"github.com/tierlog/tierlog/wal/pebblecp"
 )
 
-// Partition is the one partition the simulation replicates.
+// Partition is the one partition the simulation replicates, as a new
+// cluster creates it. RecreateTopic deletes the topic and creates it
+// again under the same name with a new topic id (Cluster.Partition).
 var Partition = demo.Partition
-
-// walPartition is Partition's identity in the WAL.
-var walPartition = wal.TopicIDPartition{TopicID: wal.TopicID(Partition.TopicID), Partition: Partition.Partition}
 
 // ErrNotApplicable is returned by an action whose precondition does not
 // hold (no leader to produce to, a broker already down, a switch step
@@ -103,6 +102,13 @@ type Cluster struct {
 	// flush.messages=1, true Kafka's default (no flush per message).
 	flushUnlimited bool
 
+	// tp is the partition's identity: Partition, with a new topic id
+	// after each RecreateTopic (recreate.go). topics are the topic ids
+	// the partition had before, oldest first (the orphan check knows
+	// their remote segments).
+	tp     remote.TopicIDPartition
+	topics []remote.TopicIDPartition
+
 	ctrl    controller
 	brokers []*Broker
 	model   model
@@ -135,6 +141,7 @@ func New(opts Options) (*Cluster, error) {
 	c := &Cluster{opts: opts, ctx: context.Background(), nowMs: startMs,
 		rng: rand.New(rand.NewPCG(opts.Seed, 0x63726173680a))} // "crash"
 	c.trace.sink = opts.Trace
+	c.tp = Partition
 	c.model.init()
 	if err := c.openShared(); err != nil {
 		return nil, errors.Join(err, c.Close())
@@ -154,6 +161,15 @@ func New(opts Options) (*Cluster, error) {
 }
 
 func (c *Cluster) now() time.Time { return time.UnixMilli(c.nowMs) }
+
+// Partition is the partition's identity now: Partition until a
+// RecreateTopic gives it a new topic id.
+func (c *Cluster) Partition() remote.TopicIDPartition { return c.tp }
+
+// walTP is the partition's identity in the WAL.
+func (c *Cluster) walTP() wal.TopicIDPartition {
+	return wal.TopicIDPartition{TopicID: wal.TopicID(c.tp.TopicID), Partition: c.tp.Partition}
+}
 
 // openShared opens what every broker shares: the object store, the
 // remote segment metadata (standing in for __remote_log_metadata) and
@@ -255,7 +271,7 @@ func (c *Cluster) Seal() int64 {
 // WAL returns the WAL's start W and high watermark, ok false while the
 // WAL has no row for the partition.
 func (c *Cluster) WAL() (start, hw int64, ok bool) {
-	info, err := c.cp.LogInfo(c.ctx, walPartition)
+	info, err := c.cp.LogInfo(c.ctx, c.walTP())
 	if err != nil {
 		return -1, -1, false
 	}

@@ -81,7 +81,7 @@ func (c *Cluster) fetch(b *Broker, offset int64) (string, []byte, error) {
 	l := b.Log()
 	switch {
 	case offset < l.LocalLogStartOffset():
-		res, err := b.mgr.Read(c.ctx, Partition, offset, fetchBytes, log.IsolationHighWatermark, true)
+		res, err := b.mgr.Read(c.ctx, c.tp, offset, fetchBytes, log.IsolationHighWatermark, true)
 		return "remote", res.Records, err
 	case offset < l.LogEndOffset() || !c.ctrl.rec.State.SealCommitted():
 		fd, err := l.Read(nil, offset, fetchBytes, log.IsolationHighWatermark, true)
@@ -93,7 +93,7 @@ func (c *Cluster) fetch(b *Broker, offset int64) (string, []byte, error) {
 		return "local", nil, errPrefixNotLocal
 	}
 	res, err := c.reader.Fetch(c.ctx, wal.FindBatchesRequest{MaxBytes: fetchBytes,
-		Partitions: []wal.FindPartition{{Partition: walPartition, Offset: offset, MaxPartitionBytes: fetchBytes}}})
+		Partitions: []wal.FindPartition{{Partition: c.walTP(), Offset: offset, MaxPartitionBytes: fetchBytes}}})
 	if err != nil {
 		return "wal", nil, err
 	}

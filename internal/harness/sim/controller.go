@@ -169,12 +169,12 @@ func (c *Cluster) afterDelta(b *Broker, plan replica.Plan) {
 	}
 	b.gate.SetState(rec.State)
 	if b.sw == nil || b.swEpoch != rec.LeaderEpoch {
-		b.sw = &consolidate.LeaderSwitch{TP: Partition, BrokerID: b.ID, LeaderEpoch: rec.LeaderEpoch, Log: l,
+		b.sw = &consolidate.LeaderSwitch{TP: c.tp, BrokerID: b.ID, LeaderEpoch: rec.LeaderEpoch, Log: l,
 			Gate: b.gate, Controller: switchController{c}, ControlPlane: c.cp, NowMs: func() int64 { return c.nowMs }}
 		b.swEpoch = rec.LeaderEpoch
 	}
 	if rec.State.SealCommitted() && b.consolidating {
-		b.pruner.Arm(Partition, rec.State.Seal())
+		b.pruner.Arm(c.tp, rec.State.Seal())
 	}
 }
 
@@ -660,7 +660,7 @@ func (c *Cluster) acceptUnservedPrefix(b *Broker) {
 	l := b.Log()
 	to := min(l.LocalLogStartOffset(), c.model.end)
 	served := func(off int64) (int64, bool) {
-		res, err := b.mgr.Read(c.ctx, Partition, off, fetchBytes, log.IsolationLogEnd, true)
+		res, err := b.mgr.Read(c.ctx, c.tp, off, fetchBytes, log.IsolationLogEnd, true)
 		if err != nil || len(res.Records) == 0 {
 			return off, false
 		}
@@ -701,7 +701,7 @@ func (c *Cluster) remoteAgreedEnd(b *Broker) int64 {
 	to := min(l.LocalLogStartOffset(), c.model.end)
 	errStop := errors.New("stop")
 	for off := max(l.LogStartOffset(), 0); off < to; {
-		res, err := b.mgr.Read(c.ctx, Partition, off, fetchBytes, log.IsolationLogEnd, true)
+		res, err := b.mgr.Read(c.ctx, c.tp, off, fetchBytes, log.IsolationLogEnd, true)
 		if err != nil || len(res.Records) == 0 {
 			c.trace.detail("remote agreement: read at %d: %v", off, err)
 			return off

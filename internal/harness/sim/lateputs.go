@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/tierlog/tierlog/remote"
@@ -228,13 +229,19 @@ func (c *Cluster) checkOrphans() *Violation {
 		return nil
 	}
 	c.orphansChecked = n
-	segs, err := c.meta.ListSegments(Partition)
-	if err != nil {
-		return nil
-	}
+	// The segments of every topic id the partition had: a deleted
+	// topic's remote log stays where its deletion did not finish (a
+	// store fault, or no running leader to delete it), and its objects
+	// belong to those segments.
 	known := map[string]bool{}
-	for _, s := range segs {
-		known[s.SegmentID.ID.String()] = true
+	for _, tp := range append(slices.Clone(c.topics), c.tp) {
+		segs, err := c.meta.ListSegments(tp)
+		if err != nil {
+			return nil
+		}
+		for _, s := range segs {
+			known[s.SegmentID.ID.String()] = true
+		}
 	}
 	var orphan string
 	_ = objstore.ListAll(c.ctx, c.store.m, "", func(o objstore.ObjectInfo) error {

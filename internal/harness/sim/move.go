@@ -30,7 +30,7 @@ func (b *Broker) futureLog() *log.UnifiedLog {
 	if b.logs == nil {
 		return nil
 	}
-	f, err := b.logs.GetFuture(Partition)
+	f, err := b.logs.GetFuture(b.c.tp)
 	if err != nil {
 		return nil
 	}
@@ -63,7 +63,7 @@ func (c *Cluster) StartMove(id int32) error {
 		if l == nil || b.futureLog() != nil {
 			return "", notApplicable("broker %d has no log or moves it already", id)
 		}
-		f, err := b.logs.CreateFuture(Partition, otherDir(l))
+		f, err := b.logs.CreateFuture(c.tp, otherDir(l))
 		if err != nil {
 			return "", err
 		}

@@ -308,6 +308,15 @@ var simCatches = []simCatch{
 	// DUPLICATE at offsets holding other records (Duplicate). Seed 37
 	// after 121 steps of the step-fault menu (no step fault fires in it).
 	{guard: mutation.FetchEpochBelowEarliest, weights: stepFaultMenu, limit: 60},
+	// delete-rewrites-checkpoints: a broker checkpoints its high
+	// watermark, the topic is deleted and created again under its name
+	// (recreate-topic), and the deletion leaves the deleted log's entry
+	// in replication-offset-checkpoint; the new log gets records it does
+	// not commit, and after a crash its restart restores the deleted
+	// log's high watermark over them, which another leader's committed
+	// records replace (Conflict). On the recreate menu: seed 3 after 261
+	// steps.
+	{guard: mutation.DeleteRewritesCheckpoints, weights: recreateMenu, limit: 10},
 }
 
 // latePutsMenu takes late PUTs (weight 0 in the default menu:

@@ -24,7 +24,7 @@ import (
 // COALESCE(remote_log_start_offset, log_start_offset) of the WAL's row;
 // without a row, the broker's log start.
 func (c *Cluster) crossTierLogStart(b *Broker) int64 {
-	info, err := c.cp.LogInfo(c.ctx, walPartition)
+	info, err := c.cp.LogInfo(c.ctx, c.walTP())
 	switch {
 	case err == nil && info.CrossTierLogStartOffset >= 0:
 		return info.CrossTierLogStartOffset
@@ -45,7 +45,7 @@ func (c *Cluster) describe(id int32) (tierstate.ReplicaDescription, error) {
 	if b == nil || !b.up {
 		return tierstate.ReplicaDescription{}, fmt.Errorf("sim: describe: broker %d is not running", id)
 	}
-	req := tierstate.DescribeRequest{Partition: Partition, BrokerID: id, State: c.ctrl.rec.State,
+	req := tierstate.DescribeRequest{Partition: c.tp, BrokerID: id, State: c.ctrl.rec.State,
 		FencedByBroker: b.Prior().Fenced, CrossTierLogStartOffset: c.crossTierLogStart(b), Remote: c.meta,
 		RemoteReady: b.mgr.IsPartitionReady}
 	if l := b.Log(); l != nil {
@@ -245,12 +245,12 @@ func (c *Cluster) Repair() error {
 		if seal < 0 {
 			return "", notApplicable("no committed seal")
 		}
-		res, err := c.cp.RepairDisklessLog(c.ctx, []wal.RepairDisklessLogRequest{{Partition: walPartition,
+		res, err := c.cp.RepairDisklessLog(c.ctx, []wal.RepairDisklessLogRequest{{Partition: c.walTP(),
 			DisklessStartOffset: seal}})
 		if err != nil {
 			return "", err
 		}
-		info, _ := c.cp.LogInfo(c.ctx, walPartition)
+		info, _ := c.cp.LogInfo(c.ctx, c.walTP())
 		c.model.walHW = -1 // the repair may move the high watermark without a batch
 		return fmt.Sprintf("found=%t W=%d S=%d hw=%d", res[0].Found, info.LogStartOffset, info.DisklessStartOffset,
 			info.HighWatermark), nil

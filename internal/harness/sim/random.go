@@ -354,6 +354,11 @@ var choices = []choice{
 	// commit (faultCP.stepFault, swarm kind cp-step-fault): weight 0 by
 	// default, as late-puts.
 	{"cp-step-fault", 0, func(c *Cluster, rng *rand.Rand) error { return c.ArmCommitStepFault() }},
+	// The topic deleted and created again under its name with a new
+	// topic id (recreate.go), in the classic phase: the new log takes the
+	// deleted one's directory name, which the log manager's checkpoints
+	// key. Weight 0 by default, as late-puts (simCatches takes it).
+	{"recreate-topic", 0, func(c *Cluster, rng *rand.Rand) error { return c.RecreateTopic() }},
 }
 
 // remoteTaskOffset is what a remote log task of broker id would look up
@@ -371,7 +376,7 @@ func (c *Cluster) remoteTaskOffset(id int32) (int64, error) {
 		return 0, notApplicable("broker %d runs a task or is offline", id)
 	}
 	off, _, err := remote.FindHighestRemoteOffset(l.EpochEntries(),
-		func(e int32) (int64, bool, error) { return c.meta.HighestOffsetForEpoch(Partition, e) },
+		func(e int32) (int64, bool, error) { return c.meta.HighestOffsetForEpoch(c.tp, e) },
 		l.EndOffsetForEpoch)
 	if err != nil {
 		return 0, err

@@ -111,7 +111,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		res, err := m.Rebuild(c.ctx, tierstate.RebuildRequest{Partition: Partition, Log: fl, State: c.ctrl.rec.State,
+		res, err := m.Rebuild(c.ctx, tierstate.RebuildRequest{Partition: c.tp, Log: fl, State: c.ctrl.rec.State,
 			CurrentLeaderEpoch: epoch, LeaderLogStartOffset: v.LogStartOffset})
 		f.markMoveTruncation(fl.LogEndOffset())
 		if err != nil {

@@ -129,6 +129,8 @@ var clusterActions = map[string]func(*Cluster) error{
 	"heal":         (*Cluster).Heal,
 	// A commit failing inside its step (faults.go).
 	"cp-step-fault": (*Cluster).ArmCommitStepFault,
+	// The topic deleted and created again with a new topic id (recreate.go).
+	"recreate-topic": (*Cluster).RecreateTopic,
 }
 
 // noBrokerArg are commands whose trace line names a broker (the leader)

@@ -89,7 +89,7 @@ func (c *Cluster) Copy(id int32) error {
 			return "", notApplicable("broker %d has no log", id)
 		}
 		if c.ctrl.rec.Leader == id && !b.Prior().Fenced {
-			res, err := b.mgr.RunCopy(c.ctx, Partition)
+			res, err := b.mgr.RunCopy(c.ctx, c.tp)
 			var segs []string
 			for _, s := range res.Copied {
 				segs = append(segs, fmt.Sprintf("[%d, %d]", s.StartOffset, s.EndOffset))
@@ -100,7 +100,7 @@ func (c *Cluster) Copy(id int32) error {
 			}
 			return note, nil
 		}
-		_, err = b.mgr.RunFollower(c.ctx, Partition)
+		_, err = b.mgr.RunFollower(c.ctx, c.tp)
 		note := fmt.Sprintf("follower task h=%d", l.HighestOffsetInRemoteStorage())
 		if err != nil {
 			note += " failed: " + err.Error()
@@ -123,7 +123,7 @@ func (c *Cluster) Expire(id int32) error {
 		}
 		note := ""
 		if c.ctrl.rec.Leader == id && !b.Prior().Fenced {
-			res, err := b.mgr.RunExpiration(c.ctx, Partition)
+			res, err := b.mgr.RunExpiration(c.ctx, c.tp)
 			if err != nil {
 				note = "expiration failed: " + err.Error() + "; "
 			}
@@ -149,7 +149,7 @@ func (c *Cluster) Prune() error {
 			return "", notApplicable("nothing to prune")
 		}
 		l := b.Log()
-		out, err := b.pruner.Run(c.ctx, []consolidate.PrunePartition{{Partition: Partition, State: st, Log: l,
+		out, err := b.pruner.Run(c.ctx, []consolidate.PrunePartition{{Partition: c.tp, State: st, Log: l,
 			AwaitingRebuild: l.LogEndOffset() < st.Seal()}})
 		if err != nil {
 			return "", err
@@ -186,7 +186,7 @@ func (c *Cluster) Consolidate(id int32) error {
 		note := fmt.Sprintf("%d -> %d local start %d hw=%d epochs=%s", from, l.LogEndOffset(), l.LocalLogStartOffset(),
 			l.HighWatermark(), formatEpochs(l.EpochEntries()))
 		note += endpointAnswers(m0, b.endpoint.Metrics())
-		if err := b.fetcher.Failed(Partition); err != nil {
+		if err := b.fetcher.Failed(c.tp); err != nil {
 			note += " failed: " + err.Error()
 		}
 		return note, nil
