@@ -120,6 +120,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"divergent_tail_below_leader_log_start", []mutation.Guard{mutation.FetchEpochBelowEarliest}, Duplicate},
 		{"clean_open_after_delete_records_to_log_end", []mutation.Guard{mutation.EpochCheckAtLogStart,
 			mutation.RecoveryPointSnapshotKept}, Duplicate},
+		{"truncate_fully_lower_log_start_crash", []mutation.Guard{mutation.TruncateFullyOrder}, LineageDiverged},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
