@@ -145,6 +145,7 @@ var catches = []catch{
 	{mutation.LogStartCheckpointFirst, "log", "TestCrashSweep"},
 	{mutation.TruncateFullyOrder, "log", "TestTruncateFullyBelowLogStartIsCrashSafe"},
 	{mutation.TruncateFullyOrder, "log", "TestCrashSweep"},
+	{mutation.TruncateFullyOrder, "internal/harness/sim", "TestScripts/truncate_fully_lower_log_start_crash"},
 	{mutation.ResealPendingLogEnd, "tierstate", "TestPlanResealWhileSealPending"},
 	{mutation.ResealPendingLogEnd, "internal/harness/sim", "TestScripts/reseal_while_pending"},
 	{mutation.RemoteReadLogStartBatch, "remote", "TestRemoteReadBatchStraddlingTheLogStart"},

@@ -317,7 +317,28 @@ var simCatches = []simCatch{
 	// records replace (Conflict). On the recreate menu: seed 3 after 261
 	// steps.
 	{guard: mutation.DeleteRewritesCheckpoints, weights: recreateMenu, limit: 10},
+	// A follower whose log start DeleteRecords raised resets, after an
+	// unclean election, to the new leader's lower log end (an
+	// out-of-range fetch: a full truncation lowering its log start), and
+	// crashes before its directory's next fsync keeping every unsynced
+	// item: the new segment stays, the removal of the old one is undone.
+	// Without the guard the lower log start is already checkpointed, and
+	// the restart opens a log ending at the old segment's base with no
+	// record below it; the next reset truncates inside that range and
+	// the follower joins the ISR claiming offsets it does not hold
+	// (LineageDiverged; script truncate_fully_lower_log_start_crash). On
+	// the truncate-fully menu: seed 233 after 353 steps (69 before the
+	// high-watermark checkpoint rewrite after a truncation).
+	{guard: mutation.TruncateFullyOrder, weights: truncateFullyMenu, limit: 260},
 }
+
+// truncateFullyMenu is uncleanQuiet with DeleteRecords, retention, crashes
+// (whole and cut at a file operation), clean stops and restarts weighed
+// up: followers whose log start DeleteRecords raised meet unclean leaders
+// with lower log ends, and crash between a reset and their directory's
+// next fsync.
+var truncateFullyMenu = withWeights(uncleanQuiet, map[string]int{"delete-records": 6, "expire": 6,
+	"arm-crash": 6, "crash": 4, "stop": 3, "restart": 8})
 
 // latePutsMenu takes late PUTs (weight 0 in the default menu:
 // random.go) with store faults and copies weighed up, so that a copy's

@@ -121,6 +121,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"clean_open_after_delete_records_to_log_end", []mutation.Guard{mutation.EpochCheckAtLogStart,
 			mutation.RecoveryPointSnapshotKept}, Duplicate},
 		{"shrunk_delete_rewrites_checkpoints", []mutation.Guard{mutation.DeleteRewritesCheckpoints}, Conflict},
+		{"truncate_fully_lower_log_start_crash", []mutation.Guard{mutation.TruncateFullyOrder}, LineageDiverged},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
