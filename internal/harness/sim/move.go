@@ -110,10 +110,19 @@ func (c *Cluster) MoveCopy(id int32) error {
 				return "", err
 			}
 		}
+		// Kafka's processPartitionData: the high watermark, then the log
+		// start offset follows the current log's
+		// (maybeIncrementLogStartOffset), before the epochs are copied:
+		// a future log that kept records below a raised log start would
+		// be given the current log's epochs from there, losing its own
+		// below (its cache's first entry then starts above its records).
+		f.UpdateHighWatermark(min(l.HighWatermark(), f.LogEndOffset()))
+		if err := followLogStart(l, f); err != nil {
+			return "", err
+		}
 		if err := copyEpochs(l, f, from); err != nil {
 			return "", err
 		}
-		f.UpdateHighWatermark(min(l.HighWatermark(), f.LogEndOffset()))
 		return fmt.Sprintf("%scopied [%d, %d) into the future log; epochs=%s", note, from, f.LogEndOffset(),
 			formatEpochs(f.EpochEntries())), nil
 	})
