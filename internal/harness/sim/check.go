@@ -122,6 +122,9 @@ func (c *Cluster) violation(k Kind, broker int32, offset int64, format string, a
 // Check runs every invariant on the cluster as it is now and returns
 // the first violation, nil if none. Actions call it after each step.
 func (c *Cluster) Check() *Violation {
+	if c.unserved != nil {
+		return c.unserved
+	}
 	if v := c.observeWAL(); v != nil {
 		return v
 	}

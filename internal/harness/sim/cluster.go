@@ -78,6 +78,10 @@ type Cluster struct {
 	step  int
 
 	store *faultStore
+	// unserved is a record a new leader's remote storage holds in its
+	// lineage but does not serve (acceptUnservedPrefix), reported by the
+	// next Check.
+	unserved *Violation
 	// walFaults are the hostile answers of the WAL's read path
 	// (walfaults.go): the writer and reader use store and cp through
 	// them.

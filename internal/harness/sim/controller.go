@@ -679,6 +679,15 @@ func (c *Cluster) acceptUnservedPrefix(b *Broker) {
 			}
 			gap++
 		}
+		// Remote storage holding off in the new leader's lineage (a valid
+		// segment) must serve it: an unreadable offset there is a lost
+		// record, not a loss the election accepts, unless injected store
+		// faults may have failed the read.
+		if s, ok := c.validSegmentHolding(off); ok && c.store.rate() == 0 && c.unserved == nil {
+			c.unserved = c.violation(LostRecord, b.ID, off,
+				"remote segment [%d, %d] holds offset %d in the leader's lineage, but the leader does not serve it",
+				s.StartOffset, s.EndOffset, off)
+		}
 		c.trace.detail("remote storage no longer serves [%d, %d) of the new leader's lineage: given up", off, gap)
 		c.model.acceptLoss(off, gap)
 		off = gap
@@ -723,4 +732,15 @@ func (c *Cluster) remoteAgreedEnd(b *Broker) int64 {
 		off = next
 	}
 	return 1 << 62
+}
+
+// validSegmentHolding returns the valid remote segment (validSegments)
+// holding offset o, if any.
+func (c *Cluster) validSegmentHolding(o int64) (remote.SegmentMetadata, bool) {
+	for _, s := range c.validSegments() {
+		if s.StartOffset <= o && o <= s.EndOffset {
+			return s, true
+		}
+	}
+	return remote.SegmentMetadata{}, false
 }
