@@ -37,6 +37,15 @@ func (s *serverLikeStore) Put(ctx context.Context, key string, r io.Reader, size
 		}
 		close(s.indexesStarted)
 		<-s.dataFailed
+		// The answer waits until the client gives up, when it can: a
+		// copy that cancels its other uploads once one fails does so
+		// right after the data Put's error, which without this wait
+		// could come after the check below (the test then passed with
+		// the guard off: seen once in the mutation check). A client whose
+		// context is never done waits for every answer.
+		if done := ctx.Done(); done != nil {
+			<-done
+		}
 		if ctx.Err() == nil {
 			return s.Store.Put(context.Background(), key, bytes.NewReader(b), size, opts)
 		}
