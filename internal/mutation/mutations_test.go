@@ -36,6 +36,7 @@ var catches = []catch{
 	{mutation.TruncationFence, "remote", "TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeTheLookup"},
 	{mutation.TruncationFence, "remote", "TestCopyTaskFindsCopiedOffsetAgainAfterTruncationDuringUpload"},
 	{mutation.TruncationFence, "internal/harness/sim", "TestScripts/pull857_truncation_task"},
+	{mutation.TruncationFence, "internal/harness/sim", "TestScripts/truncation_fence_stale_remote_offset_after_unclean"},
 
 	{mutation.RetentionLogStart, "remote", "TestConsolidatingExpirationTakesCrossTierLogStart"},
 	{mutation.RetentionLogStart, "internal/harness/sim", "TestSimScriptedRetentionGuards"},
@@ -60,6 +61,7 @@ var catches = []catch{
 	{mutation.PrunerCap, "internal/harness/sim", "TestScripts/pull855_start_phase_2"},
 
 	{mutation.PruneRemoteHolds, "consolidate", "TestPruneDataDriven/prune_remote_deleted"},
+	{mutation.PruneRemoteHolds, "internal/harness/sim", "TestScripts/prune_remote_offset_deleted_by_epoch_cleanup"},
 
 	{mutation.RemoteHighestHeld, "internal/harness/sim", "TestScripts/unclean_prune_past_deleted_lineage"},
 

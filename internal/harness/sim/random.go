@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
@@ -57,7 +58,13 @@ type RunOptions struct {
 	Cluster Options
 	// Weights replaces the weight of the scheduler's actions by name
 	// ("produce", "lose-disk", ...; 0 removes one). Nil: the default
-	// menu. The swarm configuration scales these weights.
+	// menu. The swarm configuration scales these weights. A name of the
+	// form "action@phase" weighs the action only while the partition's
+	// switch is in that phase (classic, seal-pending, phase-1, phase-2:
+	// tierstate.Phase's names), over its plain weight: so a menu can
+	// order what a scenario needs, e.g. unclean elections and tiering
+	// in the classic phase, brokers that stay down through the seal,
+	// forced leaders in phase 2 (phaseMenus).
 	Weights map[string]int
 	// NoSwarm turns swarm testing off: every seed takes the menu as
 	// Weights leaves it. By default each seed draws its swarm
@@ -359,6 +366,9 @@ var choices = []choice{
 	// deleted one's directory name, which the log manager's checkpoints
 	// key. Weight 0 by default, as late-puts (simCatches takes it).
 	{"recreate-topic", 0, func(c *Cluster, rng *rand.Rand) error { return c.RecreateTopic() }},
+	// Incidents as chains of the actions above (scenario.go), weight 0
+	// by default.
+	scenarioChoices[0],
 }
 
 // remoteTaskOffset is what a remote log task of broker id would look up
@@ -427,16 +437,40 @@ func (c *Cluster) allClear() error {
 	return errors.Join(errs...)
 }
 
-// menu is the scheduler's choices with w's weights, scaled by the swarm
-// configuration sw (nil: none).
-func menu(w map[string]int, sw *Swarm) ([]choice, int, error) {
+// phaseMenu is the scheduler's menu while the switch is in the phase
+// named phase: the choices with w's plain weights, then w's weights for
+// that phase, scaled by the swarm configuration sw (nil: none).
+func phaseMenu(w map[string]int, phase string, sw *Swarm) ([]choice, int, error) {
 	out := slices.Clone(choices)
-	for name, weight := range w {
+	set := func(name string, weight int) error {
 		i := slices.IndexFunc(out, func(ch choice) bool { return ch.name == name })
 		if i < 0 || weight < 0 {
-			return nil, 0, fmt.Errorf("sim: weight %d for action %q", weight, name)
+			return fmt.Errorf("sim: weight %d for action %q", weight, name)
 		}
 		out[i].weight = weight
+		return nil
+	}
+	for name, weight := range w {
+		if !strings.Contains(name, "@") {
+			if err := set(name, weight); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	for name, weight := range w {
+		action, ph, ok := strings.Cut(name, "@")
+		if !ok {
+			continue
+		}
+		if !slices.Contains(phaseNames[:], ph) {
+			return nil, 0, fmt.Errorf("sim: weight %q: no phase %q (one of %s)", name, ph, strings.Join(phaseNames[:], ", "))
+		}
+		if ph != phase {
+			continue
+		}
+		if err := set(action, weight); err != nil {
+			return nil, 0, err
+		}
 	}
 	if sw != nil {
 		sw.apply(out)
@@ -446,9 +480,46 @@ func menu(w map[string]int, sw *Swarm) ([]choice, int, error) {
 		total += ch.weight
 	}
 	if total == 0 {
-		return nil, 0, errors.New("sim: every action weighs 0")
+		return nil, 0, fmt.Errorf("sim: every action weighs 0 (phase %q)", phase)
 	}
 	return out, total, nil
+}
+
+// phaseNames are the switch's phases by tierstate.Phase, as weights name
+// them.
+var phaseNames = [...]string{
+	tierstate.PhaseClassic:     tierstate.PhaseClassic.String(),
+	tierstate.PhaseSealPending: tierstate.PhaseSealPending.String(),
+	tierstate.PhaseOne:         tierstate.PhaseOne.String(),
+	tierstate.PhaseTwo:         tierstate.PhaseTwo.String(),
+}
+
+// phaseMenus are the scheduler's menus by the switch's phase. Without a
+// weight "action@phase" they are one menu, and a seed draws the same
+// schedule as before phase weights existed.
+type phaseMenus struct {
+	menus  [len(phaseNames)][]choice
+	totals [len(phaseNames)]int
+}
+
+func newPhaseMenus(w map[string]int, sw *Swarm) (*phaseMenus, error) {
+	m := &phaseMenus{}
+	for p, name := range phaseNames {
+		var err error
+		if m.menus[p], m.totals[p], err = phaseMenu(w, name, sw); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// pick draws the next action from the menu of c's current phase.
+func (m *phaseMenus) pick(c *Cluster, rng *rand.Rand) choice {
+	p := int(c.ctrl.rec.State.Phase())
+	if p < 0 || p >= len(m.menus) {
+		p = 0
+	}
+	return pick(rng, m.menus[p], m.totals[p])
 }
 
 // Run is one random schedule: a cluster seeded with seed and steps
@@ -464,7 +535,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 	if !opts.NoSwarm {
 		sw = DrawSwarm(seed)
 	}
-	menu, total, err := menu(opts.Weights, sw)
+	menus, err := newPhaseMenus(opts.Weights, sw)
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +554,7 @@ func Run(seed uint64, opts RunOptions) (*Result, error) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x7363686564)) // "sched"
 	for c.step < opts.Steps {
-		err := pick(rng, menu, total).run(c, rng)
+		err := menus.pick(c, rng).run(c, rng)
 		var v *Violation
 		switch {
 		case errors.As(err, &v):

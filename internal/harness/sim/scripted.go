@@ -165,6 +165,12 @@ func (c *Cluster) RemoteTaskLookup(id int32, offset int64) error {
 		if err != nil {
 			return "", err
 		}
+		// A lookup finds what remote storage holds of the log's lineage
+		// now: a script (or a shrunk schedule that dropped the steps
+		// behind its answer) may not make one up.
+		if found, err := c.remoteTaskOffset(id); err != nil || found != offset {
+			return "", notApplicable("broker %d's lookup finds %d, not %d (%v)", id, found, offset, err)
+		}
 		b.task = &remoteTaskLookup{l: l, offset: offset, count: l.TruncationCount()}
 		return fmt.Sprintf("found %d at truncation count %d", offset, b.task.count), nil
 	})

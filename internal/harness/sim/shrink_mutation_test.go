@@ -122,6 +122,8 @@ func TestShrunkScripts(t *testing.T) {
 			mutation.RecoveryPointSnapshotKept}, Duplicate},
 		{"shrunk_delete_rewrites_checkpoints", []mutation.Guard{mutation.DeleteRewritesCheckpoints}, Conflict},
 		{"truncate_fully_lower_log_start_crash", []mutation.Guard{mutation.TruncateFullyOrder}, LineageDiverged},
+		{"truncation_fence_stale_remote_offset_after_unclean", []mutation.Guard{mutation.TruncationFence}, LostRecord},
+		{"prune_remote_offset_deleted_by_epoch_cleanup", []mutation.Guard{mutation.PruneRemoteHolds}, PrunedPastRemote},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {

@@ -152,3 +152,40 @@ func TestClockJump(t *testing.T) {
 	require.ErrorIs(t, c.ClockJump(0), ErrNotApplicable)
 	require.Equal(t, before+10+3600_000, c.nowMs)
 }
+
+// TestPhaseWeights: a weight "action@phase" applies only while the
+// switch is in that phase. Weights for a phase that equal the plain ones
+// leave a seed's schedule as it was, a weight of 0 in the classic phase
+// keeps the action out until the switch is armed, and a phase that does
+// not exist is refused.
+func TestPhaseWeights(t *testing.T) {
+	const seed = 5
+	cryptotest.SetGlobalRandom(t, seed)
+	plain, err := Run(seed, RunOptions{Steps: 200})
+	require.NoError(t, err)
+	cryptotest.SetGlobalRandom(t, seed)
+	same, err := Run(seed, RunOptions{Steps: 200, Weights: map[string]int{"crash@classic": 2, "produce@phase-2": 20}})
+	require.NoError(t, err)
+	require.Equal(t, plain.Trace, same.Trace)
+
+	w := map[string]int{"produce@classic": 0, "produce-idempotent@classic": 0, "retry-produce@classic": 0, "arm-switch@classic": 40}
+	cryptotest.SetGlobalRandom(t, seed)
+	res, err := Run(seed, RunOptions{Steps: 300, Weights: w, NoSwarm: true})
+	require.NoError(t, err)
+	require.False(t, res.Failed(), "%v\n%s", res.Violation, res.TraceTail(20))
+	armed := slices.IndexFunc(res.Trace, func(l string) bool { return strings.Contains(l, " arm-switch ") })
+	require.Positive(t, armed, "no arm-switch in 300 steps")
+	produced := 0
+	for i, l := range res.Trace {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "produce" {
+			require.Greater(t, i, armed, "produced in the classic phase: %s", l)
+			produced++
+		}
+	}
+	require.Positive(t, produced, "nothing produced after the switch was armed")
+
+	_, err = Run(seed, RunOptions{Steps: 10, Weights: map[string]int{"crash@phase-3": 1}})
+	require.ErrorContains(t, err, `no phase "phase-3"`)
+	_, err = Run(seed, RunOptions{Steps: 10, Weights: map[string]int{"crush@phase-2": 1}})
+	require.ErrorContains(t, err, `"crush"`)
+}
