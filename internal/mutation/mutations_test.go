@@ -73,6 +73,7 @@ var catches = []catch{
 
 	{mutation.PruneFloor, "consolidate", "TestPruneDataDriven/prune_first_prune"},
 	{mutation.PruneFloor, "internal/harness/sim", "TestScripts/pull857_truncation_online"},
+	{mutation.PruneFloor, "internal/harness/sim", "TestScripts/prune_floor_phase_one_before_reseal"},
 
 	{mutation.ReplicaFutureLog, "tierstate", "TestRebuildDataDriven/replica_future_log"},
 	{mutation.ReplicaFutureLog, "replica", "TestReplicaDataDriven/keep"},

@@ -124,6 +124,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"truncate_fully_lower_log_start_crash", []mutation.Guard{mutation.TruncateFullyOrder}, LineageDiverged},
 		{"truncation_fence_stale_remote_offset_after_unclean", []mutation.Guard{mutation.TruncationFence}, LostRecord},
 		{"prune_remote_offset_deleted_by_epoch_cleanup", []mutation.Guard{mutation.PruneRemoteHolds}, PrunedPastRemote},
+		{"prune_floor_phase_one_before_reseal", []mutation.Guard{mutation.PruneFloor}, Stuck},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
