@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tierlog/tierlog/internal/invariants"
+	"github.com/tierlog/tierlog/internal/mutation"
 )
 
 // This file is the in-memory model of one partition's remote metadata: the
@@ -117,24 +118,46 @@ func (st *epochState) floor(offset int64) (epochMapping, bool) {
 	return st.offsetToID[i-1], true
 }
 
-// lookup is Kafka's remoteLogSegmentMetadata(epoch, offset):
-// the mapping with the greatest key <= offset, if offset also lies at or
-// below the epoch's end inside that segment.
+// lookup is Kafka's remoteLogSegmentMetadata(epoch, offset): the
+// mapping with the greatest key <= offset, if offset also lies at or
+// below the epoch's end inside that segment; else, unlike Kafka, any
+// other COPY_SEGMENT_FINISHED segment whose range of the epoch holds
+// offset.
+//
+// Why the second step. The mapping keeps one segment per epoch start: a
+// segment that finishes later with the same start replaces the mapping
+// even when it holds less of the epoch (a replica that diverged inside
+// the epoch, elected uncleanly, copies a segment where the epoch ends
+// sooner). The epoch's highest offset still counts the longer segment,
+// so a replica of that lineage finds its records in remote storage and
+// its retention may delete them locally; Kafka's lookup would then
+// answer that remote storage does not hold them. Every segment carrying
+// an epoch holds the same records of it (one leader wrote them), so the
+// longer segment serves them.
 func (ps *partitionState) lookup(epoch int32, offset int64) (*SegmentMetadata, bool) {
 	st := ps.epochs[epoch]
 	if st == nil {
 		return nil, false
 	}
-	m, ok := st.floor(offset)
-	if !ok {
+	if m, ok := st.floor(offset); ok {
+		_, end, ok := m.seg.epochRange(epoch)
+		invariants.Assertf(ok, "segment %s mapped under epoch %d it does not carry", m.seg.SegmentID, epoch)
+		if ok && offset <= end {
+			return m.seg, true
+		}
+	}
+	if mutation.Disabled(mutation.RemoteLookupEpochMembers) {
 		return nil, false
 	}
-	_, end, ok := m.seg.epochRange(epoch)
-	invariants.Assertf(ok, "segment %s mapped under epoch %d it does not carry", m.seg.SegmentID, epoch)
-	if !ok || offset > end {
-		return nil, false
+	for _, seg := range st.members {
+		if seg.State != CopySegmentFinished {
+			continue
+		}
+		if start, end, ok := seg.epochRange(epoch); ok && start <= offset && offset <= end {
+			return seg, true
+		}
 	}
-	return m.seg, true
+	return nil, false
 }
 
 // epochStart is a key of an epoch's offsetToID.

@@ -334,6 +334,13 @@ const (
 	// so a crash does not restore the old high watermark over the records
 	// that later take the truncated offsets (they are not committed).
 	TruncationRewritesHWCheckpoint
+	// RemoteLookupEpochMembers: remote metadata's lookup of (epoch,
+	// offset) falls back to any finished segment holding offset in the
+	// epoch when the epoch's mapping (one segment per epoch start, as
+	// Kafka's) points at a segment where the epoch ends sooner, so a
+	// record the epoch's highest offset counts in remote storage is
+	// served from it.
+	RemoteLookupEpochMembers
 
 	numGuards = iota + 1
 )
@@ -387,6 +394,7 @@ var names = [numGuards]string{
 	TruncationRewritesHWCheckpoint:  "truncation-rewrites-hw-checkpoint",
 	RecoveryPointSnapshotKept:       "recovery-point-snapshot-kept",
 	FetchEpochBelowEarliest:         "fetch-epoch-below-earliest",
+	RemoteLookupEpochMembers:        "remote-lookup-epoch-members",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

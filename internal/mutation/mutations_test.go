@@ -62,6 +62,8 @@ var catches = []catch{
 
 	{mutation.PruneRemoteHolds, "consolidate", "TestPruneDataDriven/prune_remote_deleted"},
 	{mutation.PruneRemoteHolds, "internal/harness/sim", "TestScripts/prune_remote_offset_deleted_by_epoch_cleanup"},
+	{mutation.RemoteLookupEpochMembers, "remote", "TestMetadataDataDriven/supersede_order"},
+	{mutation.RemoteLookupEpochMembers, "internal/harness/sim", "TestScripts/unclean_remote_lookup_epoch_mapping_replaced"},
 
 	{mutation.RemoteHighestHeld, "internal/harness/sim", "TestScripts/unclean_prune_past_deleted_lineage"},
 

@@ -332,7 +332,71 @@ var simCatches = []simCatch{
 	// the truncate-fully menu: seed 233 after 353 steps (69 before the
 	// high-watermark checkpoint rewrite after a truncation).
 	{guard: mutation.TruncateFullyOrder, weights: truncateFullyMenu, limit: 260},
+	// truncation-fence: a lone leader tiers [0, 64] and is lost to an
+	// unclean election; back as a follower, its remote task looks up 64
+	// before its fetch truncates the log to 8, and installs it after it
+	// is elected uncleanly again and seals at 9: without the fence the
+	// phase-2 check recreates the leader over its last record
+	// (LostRecord; script
+	// truncation_fence_stale_remote_offset_after_unclean, from seed 578
+	// of loneLeaderMenu). On the early-switch menu: seed 10 after 98
+	// steps.
+	{guard: mutation.TruncationFence, weights: loneLeaderSwitchMenu, limit: 30},
+	// prune-floor: the WAL pruner runs in phase 1, and the operator then
+	// lowers the seal below the WAL start it set: the consolidating
+	// replicas stop there (Stuck; script
+	// prune_floor_phase_one_before_reseal, from seed 693 of
+	// loneLeaderMenu). On the reseal menu: seed 49 after 172 steps.
+	{guard: mutation.PruneFloor, weights: loneLeaderResealMenu, limit: 120},
+	// prune-remote-holds: an unclean election's epoch cleanup deletes the
+	// lone leader's tiered segment while the metadata keeps its epoch's
+	// highest offset; the lost leader, elected again, seals, its remote
+	// task installs that offset, and the pruner moves the WAL start past
+	// what remote storage holds (PrunedPastRemote; script
+	// prune_remote_offset_deleted_by_epoch_cleanup). On the lone-leader
+	// menu: seed 248 after 205 steps (none in 1,000 seeds of that menu
+	// with retention weighed up in the classic phase).
+	{guard: mutation.PruneRemoteHolds, weights: loneLeaderMenu, limit: 300},
+	// remote-lookup-epoch-members: a segment copied by an unclean leader
+	// takes over the mapping of an epoch's start from a longer segment
+	// of the lone leader, and a later leader of that lineage, which
+	// deleted its local copy on the epoch's highest offset, cannot read
+	// the epoch's last record from remote storage (LostRecord; script
+	// unclean_remote_lookup_epoch_mapping_replaced). On the early-switch
+	// menu: seed 43 after 89 steps.
+	{guard: mutation.RemoteLookupEpochMembers, weights: loneLeaderSwitchMenu, limit: 100},
 }
+
+// loneLeaderQuiet leaves out the faults that draw a run's steps away
+// from the lone-leader incident and the switch (store, WAL read and
+// control-plane faults, partitions, clock jumps, the undo) and the
+// operator's start-phase-2 (open findings with unclean elections).
+var loneLeaderQuiet = map[string]int{"faults": 0, "wal-read-faults": 0, "plane-faults": 0, "cp-outage": 0,
+	"cp-ambiguous": 0, "clock-jump": 0, "partition": 0, "undo-switch": 0, "rearm-switch": 0, "start-phase-2": 0}
+
+// loneLeaderMenu orders github.com/aiven/inkless/pull/857's premise by
+// the switch's phase (RunOptions.Weights "action@phase"): in the classic
+// phase the lone-leader incident (scenario.go), restarts and the remote
+// tasks' two steps; from the armed switch to phase 2 the switch's steps
+// weighed up and brokers that are down stay down (restarts at 1, no
+// crashes or lost disks), so that a lost leader can miss the seal; in
+// phase 2 restarts, forced leaders, copies, retention, the pruner and
+// consumers.
+var loneLeaderMenu = withWeights(loneLeaderQuiet, map[string]int{"task-lookup": 8, "task-install": 6,
+	"lone-leader-lost@classic": 4, "restart@classic": 8, "switch-step@seal-pending": 20, "restart@seal-pending": 1,
+	"crash@seal-pending": 0, "arm-crash@seal-pending": 0, "lose-disk@seal-pending": 0, "switch-step@phase-1": 20,
+	"restart@phase-1": 1, "crash@phase-1": 0, "arm-crash@phase-1": 0, "lose-disk@phase-1": 0, "restart@phase-2": 10,
+	"force-leader@phase-2": 6, "prune@phase-2": 10, "copy@phase-2": 10, "expire@phase-2": 10, "consume@phase-2": 12})
+
+// loneLeaderResealMenu is loneLeaderMenu with the incident and the
+// remote tasks weighed up, and the pruner and the operator's lowered
+// seal in phase 1.
+var loneLeaderResealMenu = withWeights(loneLeaderMenu, map[string]int{"lone-leader-lost@classic": 8,
+	"task-lookup": 12, "task-install": 8, "prune@phase-1": 10, "reseal@phase-1": 4})
+
+// loneLeaderSwitchMenu is loneLeaderResealMenu with the switch armed
+// sooner.
+var loneLeaderSwitchMenu = withWeights(loneLeaderResealMenu, map[string]int{"arm-switch@classic": 3})
 
 // truncateFullyMenu is uncleanQuiet with DeleteRecords, retention, crashes
 // (whole and cut at a file operation), clean stops and restarts weighed
