@@ -206,6 +206,18 @@ func installRemoteOffset(l PartitionLog, offset int64, count truncation.Count) b
 	return l.UpdateHighestOffsetInRemoteStorage(offset, count) || l.TruncationCount() == count
 }
 
+// HighestRemoteOffset is the highest offset of l's lineage that remote
+// storage holds, as the copy and follower tasks derive it before they
+// install it on l (FindHighestRemoteOffset over l's leader epochs, an
+// epoch's never-lowered highest offset counted only while a finished
+// segment still holds it or it lies below l's log start), or -1. It
+// reads the metadata only: a task of a broker's own, or a check of
+// what a task would install, can call it without the task's lock.
+func (m *Manager) HighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (int64, error) {
+	off, _, err := m.findHighestRemoteOffset(tp, l)
+	return off, err
+}
+
 // findHighestRemoteOffset runs FindHighestRemoteOffset over l's cache and
 // the metadata, each epoch's highest offset as heldHighestOffset gives it.
 func (m *Manager) findHighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (int64, int32, error) {

@@ -61,7 +61,6 @@ var catches = []catch{
 	{mutation.PrunerCap, "internal/harness/sim", "TestScripts/pull855_start_phase_2"},
 
 	{mutation.PruneRemoteHolds, "consolidate", "TestPruneDataDriven/prune_remote_deleted"},
-	{mutation.PruneRemoteHolds, "internal/harness/sim", "TestScripts/prune_remote_offset_deleted_by_epoch_cleanup"},
 	{mutation.RemoteLookupEpochMembers, "remote", "TestMetadataDataDriven/supersede_order"},
 	{mutation.RemoteLookupEpochMembers, "internal/harness/sim", "TestScripts/unclean_remote_lookup_epoch_mapping_replaced"},
 

@@ -348,15 +348,6 @@ var simCatches = []simCatch{
 	// prune_floor_phase_one_before_reseal, from seed 693 of
 	// loneLeaderMenu). On the reseal menu: seed 49 after 172 steps.
 	{guard: mutation.PruneFloor, weights: loneLeaderResealMenu, limit: 120},
-	// prune-remote-holds: an unclean election's epoch cleanup deletes the
-	// lone leader's tiered segment while the metadata keeps its epoch's
-	// highest offset; the lost leader, elected again, seals, its remote
-	// task installs that offset, and the pruner moves the WAL start past
-	// what remote storage holds (PrunedPastRemote; script
-	// prune_remote_offset_deleted_by_epoch_cleanup). On the lone-leader
-	// menu: seed 248 after 205 steps (none in 1,000 seeds of that menu
-	// with retention weighed up in the classic phase).
-	{guard: mutation.PruneRemoteHolds, weights: loneLeaderMenu, limit: 300},
 	// remote-lookup-epoch-members: a segment copied by an unclean leader
 	// takes over the mapping of an epoch's start from a longer segment
 	// of the lone leader, and a later leader of that lineage, which

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
 )
 
@@ -373,8 +372,9 @@ var choices = []choice{
 
 // remoteTaskOffset is what a remote log task of broker id would look up
 // now: the highest offset of its log's lineage in remote storage
-// (remote.FindHighestRemoteOffset over the log's epochs and the remote
-// metadata, as the follower and copy tasks find it). Not applicable
+// (remote.Manager.HighestRemoteOffset, as the follower and copy tasks
+// find it: an epoch's highest offset whose segments a leader of another
+// lineage deleted does not count). Not applicable
 // while the broker is down, has no log, already runs a task, or remote
 // storage holds nothing of its lineage.
 func (c *Cluster) remoteTaskOffset(id int32) (int64, error) {
@@ -385,9 +385,7 @@ func (c *Cluster) remoteTaskOffset(id int32) (int64, error) {
 	if b.task != nil || b.Prior().Offline {
 		return 0, notApplicable("broker %d runs a task or is offline", id)
 	}
-	off, _, err := remote.FindHighestRemoteOffset(l.EpochEntries(),
-		func(e int32) (int64, bool, error) { return c.meta.HighestOffsetForEpoch(c.tp, e) },
-		l.EndOffsetForEpoch)
+	off, err := b.mgr.HighestRemoteOffset(c.tp, l)
 	if err != nil {
 		return 0, err
 	}

@@ -123,7 +123,6 @@ func TestShrunkScripts(t *testing.T) {
 		{"shrunk_delete_rewrites_checkpoints", []mutation.Guard{mutation.DeleteRewritesCheckpoints}, Conflict},
 		{"truncate_fully_lower_log_start_crash", []mutation.Guard{mutation.TruncateFullyOrder}, LineageDiverged},
 		{"truncation_fence_stale_remote_offset_after_unclean", []mutation.Guard{mutation.TruncationFence}, LostRecord},
-		{"prune_remote_offset_deleted_by_epoch_cleanup", []mutation.Guard{mutation.PruneRemoteHolds}, PrunedPastRemote},
 		{"prune_floor_phase_one_before_reseal", []mutation.Guard{mutation.PruneFloor}, Stuck},
 		{"unclean_remote_lookup_epoch_mapping_replaced", []mutation.Guard{mutation.RemoteLookupEpochMembers}, LostRecord},
 	} {
