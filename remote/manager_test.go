@@ -337,3 +337,36 @@ func runErr[R any](_ R, err error) error { return err }
 func errOnly[R any](run func(context.Context, TopicIDPartition) (R, error)) func(context.Context, TopicIDPartition) error {
 	return func(ctx context.Context, tp TopicIDPartition) error { return runErr(run(ctx, tp)) }
 }
+
+// TestHighestRemoteOffset: what the tasks derive for a log, without
+// installing it. An epoch's highest offset counts while a finished
+// segment holds it; once another lineage's leader deleted the segments
+// above the log start (the epoch cleanup), only what remote storage
+// still holds counts, although the metadata's highest offset of the
+// epoch is never lowered.
+func TestHighestRemoteOffset(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	e.addFinished(tp, 0, 99, []epochcache.Entry{{Epoch: 0, StartOffset: 0}})
+	later := e.addFinished(tp, 100, 149, []epochcache.Entry{{Epoch: 1, StartOffset: 100}})
+	l := e.openLog("p0", log.Options{})
+	appendSegments(t, l, 0, 1, 100)
+	appendSegments(t, l, 1, 1, 50)
+
+	off, err := e.mgr.HighestRemoteOffset(tp, l)
+	require.NoError(t, err)
+	require.EqualValues(t, 149, off)
+
+	ctx := context.Background()
+	for _, s := range []SegmentState{DeleteSegmentStarted, DeleteSegmentFinished} {
+		require.NoError(t, e.meta.UpdateSegment(ctx, SegmentMetadataUpdate{SegmentID: later.SegmentID, State: s}))
+	}
+	h, ok, err := e.meta.HighestOffsetForEpoch(tp, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.EqualValues(t, 149, h, "the metadata keeps the epoch's highest offset")
+	off, err = e.mgr.HighestRemoteOffset(tp, l)
+	require.NoError(t, err)
+	require.EqualValues(t, 99, off, "[100, 149] is gone: only [0, 99] counts")
+	require.EqualValues(t, base.UndefinedOffset, l.HighestOffsetInRemoteStorage(), "nothing installed")
+}

@@ -64,6 +64,7 @@ var catches = []catch{
 	{mutation.RemoteLookupEpochMembers, "remote", "TestMetadataDataDriven/supersede_order"},
 	{mutation.RemoteLookupEpochMembers, "internal/harness/sim", "TestScripts/unclean_remote_lookup_epoch_mapping_replaced"},
 
+	{mutation.RemoteHighestHeld, "remote", "TestHighestRemoteOffset"},
 	{mutation.RemoteHighestHeld, "internal/harness/sim", "TestScripts/unclean_prune_past_deleted_lineage"},
 
 	{mutation.FirstPruneBound, "consolidate", "TestDecideDataDriven/decide_first_prune_bound"},
