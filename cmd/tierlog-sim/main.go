@@ -13,7 +13,9 @@
 // seeds from S on). -steps is the length of each schedule (default 500).
 // -weights replaces the weights of the scheduler's actions by name
 // (sim.RunOptions.Weights; 0 removes one), for example
-// lose-disk=4,crash=6. Each seed also draws its swarm configuration
+// lose-disk=4,crash=6; a name action@phase weighs the action only while
+// the switch is in that phase (classic, seal-pending, phase-1, phase-2),
+// for example lone-leader-lost@classic=4,restart@phase-1=1. Each seed also draws its swarm configuration
 // (sim.DrawSwarm: which fault kinds are on, and how much each weighs,
 // scaling the -weights menu), printed as its first trace line and with
 // a failing seed; -swarm=false runs every seed on the menu itself (the
@@ -92,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 0, "run N seeds (from 1, or from -seed)")
 	steps := fs.Int("steps", 500, "steps per schedule")
 	trace := fs.Bool("trace", false, "print every step as it runs")
-	weights := fs.String("weights", "", "action weights replacing the default menu's, name=N,... (e.g. lose-disk=4,crash=6)")
+	weights := fs.String("weights", "", "action weights replacing the default menu's, name=N,... (e.g. lose-disk=4,crash=6); name@phase=N weighs it in that switch phase only (classic, seal-pending, phase-1, phase-2)")
 	guard := fs.String("mutation", "", "search mode: disable this guard (or all, one at a time) and look for a seed that breaks an invariant")
 	duration := fs.Duration("duration", 0, "soak mode: run seeds (from -seed, or a random one) until this time is up")
 	progress := fs.Duration("progress", 10*time.Second, "soak mode: the interval of the progress lines")
