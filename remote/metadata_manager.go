@@ -479,10 +479,15 @@ func (m *MetadataManager) PartitionDeleteState(tp TopicIDPartition) (PartitionDe
 // among the segments mapped under epoch, the one with the
 // greatest epoch start <= offset, if offset also lies at or below the
 // epoch's end inside it. Overlapping segments from different leaders are
-// resolved by the superseding rule applied when each finished.
+// resolved by the superseding rule applied when each finished. Unlike
+// Kafka's, when that segment's range of the epoch ends before offset,
+// any other finished segment holding offset in the epoch is returned
+// (a later segment with the same epoch start can take the mapping while
+// holding less of the epoch; docs/deviations.md).
 //
 // The lookup is a map access and two binary searches in memory under a
-// read lock; it never touches Pebble.
+// read lock, plus, only when the mapped segment does not hold offset, a
+// scan of the epoch's segments; it never touches Pebble.
 func (m *MetadataManager) SegmentFor(tp TopicIDPartition, epoch int32, offset int64) (SegmentMetadata, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
