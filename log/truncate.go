@@ -330,10 +330,8 @@ func floorSegment(segs []*segmentRef, t int64) int {
 func (l *UnifiedLog) truncateToLocked(t int64, ev *events) error {
 	segs := l.mu.segments
 	i := floorSegment(segs, t)
-	for _, s := range segs[i+1:] {
-		if err := l.removeSegmentLocked(s, "truncation", ev); err != nil {
-			return l.failLocked(err)
-		}
+	if err := l.removeSegmentsAboveLocked(segs, i, ev); err != nil {
+		return l.failLocked(err)
 	}
 	replacement, _, err := segs[i].TruncateTo(t)
 	if err != nil {
@@ -503,6 +501,34 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, keepEpochs bool, ev 
 // released (segmentView.unref closes them).
 //
 // REQUIRES: l.mu held.
+// removeSegmentsAboveLocked removes the segments of segs above index i
+// for a truncation, from the highest down, each removal made durable (a
+// directory fsync) before the next: a crash inside the loop then leaves
+// the segments up to the one being removed, whole, a prefix of the log.
+// Removed from the lowest up with no fsync between, a crash could keep
+// the unlink of a lower segment's .log and undo a higher one's, and the
+// restart would load a log with a hole below its end (reads at the hole
+// served from the next segment).
+func (l *UnifiedLog) removeSegmentsAboveLocked(segs []*segmentRef, i int, ev *events) error {
+	if mutation.Disabled(mutation.TruncationRemovalOrder) {
+		for _, s := range segs[i+1:] {
+			if err := l.removeSegmentLocked(s, "truncation", ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for k := len(segs) - 1; k > i; k-- {
+		if err := l.removeSegmentLocked(segs[k], "truncation", ev); err != nil {
+			return err
+		}
+		if err := atomicfile.SyncDir(l.fs, l.dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (l *UnifiedLog) removeSegmentLocked(s *segmentRef, reason string, ev *events) error {
 	size := s.Size()
 	next, err := s.ReadNextOffset()

@@ -341,6 +341,11 @@ const (
 	// record the epoch's highest offset counts in remote storage is
 	// served from it.
 	RemoteLookupEpochMembers
+	// TruncationRemovalOrder: a truncation removes the segments above
+	// its cut from the highest down, with a directory fsync after each
+	// (log.UnifiedLog.removeSegmentsAboveLocked), so a crash inside it
+	// never leaves a hole below a segment whose removal it undid.
+	TruncationRemovalOrder
 
 	numGuards = iota + 1
 )
@@ -395,6 +400,7 @@ var names = [numGuards]string{
 	RecoveryPointSnapshotKept:       "recovery-point-snapshot-kept",
 	FetchEpochBelowEarliest:         "fetch-epoch-below-earliest",
 	RemoteLookupEpochMembers:        "remote-lookup-epoch-members",
+	TruncationRemovalOrder:          "truncation-removal-order",
 }
 
 // String returns the guard's name, as TIERLOG_MUTATION spells it.

@@ -125,6 +125,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"truncation_fence_stale_remote_offset_after_unclean", []mutation.Guard{mutation.TruncationFence}, LostRecord},
 		{"prune_floor_phase_one_before_reseal", []mutation.Guard{mutation.PruneFloor}, Stuck},
 		{"unclean_remote_lookup_epoch_mapping_replaced", []mutation.Guard{mutation.RemoteLookupEpochMembers}, LostRecord},
+		{"truncation_crash_at_segment_removal", []mutation.Guard{mutation.TruncationRemovalOrder}, LostRecord},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
