@@ -356,6 +356,14 @@ var simCatches = []simCatch{
 	// unclean_remote_lookup_epoch_mapping_replaced). On the early-switch
 	// menu: seed 43 after 89 steps.
 	{guard: mutation.RemoteLookupEpochMembers, weights: loneLeaderSwitchMenu, limit: 100},
+	// truncation-removal-order: a follower's truncation crashes between
+	// the removals of the segments above its cut; the restart loads a
+	// log with a hole below its end, and elected uncleanly it serves a
+	// fetch across the hole (LostRecord; script
+	// truncation_crash_at_segment_removal). On the reseal menu: seed 577
+	// after 361 steps (none in 400 seeds of the lone-leader and
+	// early-switch menus).
+	{guard: mutation.TruncationRemovalOrder, weights: loneLeaderResealMenu, limit: 650},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away
