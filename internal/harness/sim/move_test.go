@@ -55,12 +55,7 @@ func TestMovePromotionSurvivesCrash(t *testing.T) {
 // future log to 5 before it copies [5, 9): the promoted log holds the
 // committed records, not the discarded tail.
 func TestMoveFetcherTruncatesFutureLog(t *testing.T) {
-	c, err := New(Options{Seed: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	require.NoError(t, c.Produce(5))
-	require.NoError(t, c.CatchUp(2))
-	require.NoError(t, c.CatchUp(3))
+	c := newCaughtUpCluster(t, 5)
 	require.NoError(t, c.Produce(3)) // [5, 8): b3 lacks it, uncommitted
 	require.NoError(t, c.Replicate(2))
 	require.NoError(t, c.StartMove(2))

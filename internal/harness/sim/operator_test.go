@@ -15,12 +15,7 @@ import (
 // needs a running replica.
 func TestOperatorRefusalsChangeNothing(t *testing.T) {
 	cryptotest.SetGlobalRandom(t, 1)
-	c, err := New(Options{Seed: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	require.NoError(t, c.Produce(5))
-	require.NoError(t, c.CatchUp(2))
-	require.NoError(t, c.CatchUp(3))
+	c := newCaughtUpCluster(t, 5)
 
 	// Classic: nothing to recover.
 	require.ErrorIs(t, c.ElectReplica(2), tierstate.ErrNotSwitching)
@@ -33,7 +28,7 @@ func TestOperatorRefusalsChangeNothing(t *testing.T) {
 	epoch, pe := c.LeaderEpoch(), c.PartitionEpoch()
 
 	require.ErrorIs(t, c.StartPhaseTwo(true), tierstate.ErrReplicaHoldsClassicPrefix)
-	_, err = c.Describe(3)
+	_, err := c.Describe(3)
 	require.Error(t, err)
 	require.Error(t, c.ElectReplica(3))
 	require.ErrorIs(t, c.Reseal(6), tierstate.ErrSealIncrease)

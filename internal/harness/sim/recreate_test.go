@@ -18,12 +18,7 @@ import (
 // restart, and the new topic (same name, new id) starts empty in leader
 // epoch 0 with the running replicas in the ISR.
 func TestRecreateTopic(t *testing.T) {
-	c, err := New(Options{Seed: 1})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
-	require.NoError(t, c.Produce(5))
-	require.NoError(t, c.CatchUp(2))
-	require.NoError(t, c.CatchUp(3))
+	c := newCaughtUpCluster(t, 5)
 	require.NoError(t, c.Roll(1))
 	require.NoError(t, c.Copy(1))
 	old := c.Partition()

@@ -40,54 +40,45 @@ func (c *Cluster) LoneLeaderLost(n int) error {
 		return notApplicable("lone-leader-lost: no leader in the classic phase")
 	}
 	id := lb.ID
-	var v *Violation
-	// run takes one step and reports whether the scenario goes on.
-	run := func(err error) (bool, error) {
-		if errors.As(err, &v) {
-			return false, v
+	// A step that fails ends the scenario there: a violation is the
+	// answer, anything else (a step that did not apply) leaves the steps
+	// taken in the schedule.
+	if err := c.Produce(1); err != nil {
+		if v := besides(err); v != nil {
+			return v
 		}
-		return err == nil, nil
+		return notApplicable("lone-leader-lost: the first produce did not apply")
 	}
-	steps := []func() error{
-		func() error { return c.Produce(1) },
-		func() error {
-			for _, o := range c.brokers {
-				if o.ID != id {
-					if err := c.ShrinkISR(o.ID); errors.As(err, &v) {
-						return v
-					}
-				}
-			}
-			if len(c.ctrl.rec.ISR) != 1 {
-				return notApplicable("lone-leader-lost: isr %v", c.ctrl.rec.ISR)
-			}
-			return nil
-		},
-		func() error { return c.Produce(n) },
-		// The roll and the copy may find nothing to do (a segment
-		// already rolled, copied): the incident goes on.
-		func() error { return besides(c.Roll(id)) },
-		func() error { return besides(c.Copy(id)) },
-		func() error { return c.Crash(id) },
-		func() error { return c.ElectLeaders(ElectUnclean) },
-	}
-	for i, step := range steps {
-		more, err := run(step())
-		if err != nil {
-			return err
+	for _, o := range c.brokers {
+		if o.ID == id {
+			continue
 		}
-		if !more {
-			if i == 0 {
-				return notApplicable("lone-leader-lost: the first produce did not apply")
-			}
-			return nil
+		if v := besides(c.ShrinkISR(o.ID)); v != nil {
+			return v
 		}
 	}
-	return nil
+	if len(c.ctrl.rec.ISR) != 1 {
+		return nil
+	}
+	if err := c.Produce(n); err != nil {
+		return besides(err)
+	}
+	// The roll and the copy may find nothing to do (a segment already
+	// rolled, copied): the incident goes on.
+	if v := besides(c.Roll(id)); v != nil {
+		return v
+	}
+	if v := besides(c.Copy(id)); v != nil {
+		return v
+	}
+	if err := c.Crash(id); err != nil {
+		return besides(err)
+	}
+	return besides(c.ElectLeaders(ElectUnclean))
 }
 
-// besides is err unless it is only a step that did not apply or failed
-// (a violation stays).
+// besides is err's violation, nil when err is none (a step that did
+// not apply or failed without breaking an invariant).
 func besides(err error) error {
 	var v *Violation
 	if errors.As(err, &v) {

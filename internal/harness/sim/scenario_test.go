@@ -17,12 +17,7 @@ import (
 // them, and every step is its own line of the trace. Outside the
 // classic phase it does not apply.
 func TestLoneLeaderLost(t *testing.T) {
-	c, err := New(Options{Seed: 1})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
-	require.NoError(t, c.Produce(5))
-	require.NoError(t, c.CatchUp(2))
-	require.NoError(t, c.CatchUp(3))
+	c := newCaughtUpCluster(t, 5)
 	before := len(c.Trace())
 
 	require.NoError(t, c.LoneLeaderLost(20))
@@ -48,4 +43,27 @@ func TestLoneLeaderLost(t *testing.T) {
 	require.NoError(t, c.Restart(1))
 	require.NoError(t, c.ArmSwitch())
 	require.ErrorIs(t, c.LoneLeaderLost(5), ErrNotApplicable)
+}
+
+// TestRemoteTaskLookupNamesWhatRemoteHolds: a task lookup (a script's
+// task-lookup row, or a shrunk schedule's) must name the offset the
+// remote tasks would find at that step, so a schedule that dropped the
+// copy behind an offset cannot install it out of nothing. The offset
+// remote storage holds is taken; any other, or a lookup with nothing of
+// the broker's lineage copied, is not applicable and changes nothing.
+func TestRemoteTaskLookupNamesWhatRemoteHolds(t *testing.T) {
+	c := newCaughtUpCluster(t, 5)
+	require.ErrorIs(t, c.RemoteTaskLookup(1, 4), ErrNotApplicable, "nothing copied yet")
+	require.NoError(t, c.Roll(1))
+	require.NoError(t, c.Copy(1))
+	require.Equal(t, int64(4), c.HighestRemoteOffset())
+
+	for _, wrong := range []int64{3, 5, 9} {
+		require.ErrorIs(t, c.RemoteTaskLookup(1, wrong), ErrNotApplicable, "offset %d", wrong)
+		require.ErrorIs(t, c.RemoteTaskInstall(1), ErrNotApplicable, "a refused lookup leaves no task (offset %d)", wrong)
+	}
+	require.NoError(t, c.RemoteTaskLookup(1, 4))
+	require.NoError(t, c.RemoteTaskInstall(1))
+	require.Equal(t, int64(4), c.Broker(1).Log().HighestOffsetInRemoteStorage())
+	require.Nil(t, c.Check())
 }

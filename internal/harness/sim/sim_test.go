@@ -90,3 +90,17 @@ var knownViolations = map[uint64]struct {
 	kind Kind
 	why  string
 }{}
+
+// newCaughtUpCluster is a cluster of seed 1 whose leader, broker 1, holds
+// n records in epoch 0 that both followers replicated: the common start
+// of the scenario tests. It is closed when the test ends.
+func newCaughtUpCluster(t *testing.T, n int) *Cluster {
+	t.Helper()
+	c, err := New(Options{Seed: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	require.NoError(t, c.Produce(n))
+	require.NoError(t, c.CatchUp(2))
+	require.NoError(t, c.CatchUp(3))
+	return c
+}
