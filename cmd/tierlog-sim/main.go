@@ -56,7 +56,12 @@
 // shrinks). -mutation all
 // searches every guard of the table in turn, one line each; a
 // comma-separated list (GUARD,GUARD) disables those guards together, for
-// a bug that two guards each stop (the line names the list). Guards named
+// a bug that two guards each stop (the line names the list). A guard
+// searched alone (by name or in all) whose bug another guard stops one
+// step later (mutation.Backups) is searched with those backups disabled
+// too, and a seed counts only if it passes with the backups alone
+// disabled; its line ends "(backups disabled too: B; they alone pass the
+// seed)", or "(backups disabled too: B)" when not caught. Guards named
 // in TIERLOG_MUTATION stay disabled throughout. The exit
 // status is 0 whether or not a guard was caught, 1 for a usage error
 // (an unknown guard, or a binary built without -tags tierlog_mutation,
@@ -204,11 +209,12 @@ func search(name string, o searchOptions, extra bool, stdout, stderr io.Writer) 
 		return 1
 	}
 	// One search per element: every guard alone for all, else the
-	// named guards together.
-	var searches [][]mutation.Guard
+	// named guards together. A guard searched alone takes its backups
+	// (mutation.Backups) with it.
+	var searches []guardSearch
 	if name == "all" {
 		for _, g := range mutation.Guards() {
-			searches = append(searches, []mutation.Guard{g})
+			searches = append(searches, searchOf(g))
 		}
 	} else {
 		gs, err := mutation.ParseList(name)
@@ -219,69 +225,129 @@ func search(name string, o searchOptions, extra bool, stdout, stderr io.Writer) 
 			fmt.Fprintf(stderr, "tierlog-sim: %v (guards: all, %s)\n", err, guardNames())
 			return 1
 		}
-		searches = [][]mutation.Guard{gs}
+		if len(gs) == 1 {
+			searches = []guardSearch{searchOf(gs[0])}
+		} else {
+			searches = []guardSearch{{label: joinGuards(gs), off: gs}}
+		}
 	}
 	if o.first == 0 {
 		o.first = 1
 	}
 	for _, gs := range searches {
-		label := joinGuards(gs)
 		seed, at, shrunk, err := searchGuards(gs, o, stderr)
 		switch {
 		case err != nil:
-			fmt.Fprintf(stderr, "tierlog-sim: %s: %v\n", label, err)
+			fmt.Fprintf(stderr, "tierlog-sim: %s: %v\n", gs.label, err)
 			return 1
 		case seed != 0:
-			fmt.Fprintf(stdout, "%s: caught at seed %d after %d steps\n%s", label, seed, at, shrunk)
+			fmt.Fprintf(stdout, "%s: caught at seed %d after %d steps%s\n%s", gs.label, seed, at, gs.suffix(true), shrunk)
 		default:
-			fmt.Fprintf(stdout, "%s: not caught in %d seeds\n", label, o.n)
+			fmt.Fprintf(stdout, "%s: not caught in %d seeds%s\n", gs.label, o.n, gs.suffix(false))
 		}
 	}
 	return 0
 }
 
-// searchGuards runs o's seeds with gs disabled and returns the first
-// that breaks an invariant and its step count (seed 0: none). The guards
-// are on again when it returns (those TIERLOG_MUTATION names stay off).
-func searchGuards(gs []mutation.Guard, o searchOptions, stderr io.Writer) (seed uint64, at int, shrunk string, err error) {
-	sc := &guardScope{}
-	defer sc.close()
-	for _, g := range gs {
-		mutation.Disable(sc, g)
+// guardSearch is one search: the guards disabled together (off), and
+// the backups among them, which alone must pass a seed for it to count.
+type guardSearch struct {
+	label   string
+	off     []mutation.Guard
+	backups []mutation.Guard
+}
+
+// searchOf is guard g's search: g with its backups.
+func searchOf(g mutation.Guard) guardSearch {
+	b := mutation.Backups(g)
+	return guardSearch{label: g.String(), off: append([]mutation.Guard{g}, b...), backups: b}
+}
+
+// suffix is the end of the result line of a search with backups.
+func (gs guardSearch) suffix(caught bool) string {
+	switch {
+	case len(gs.backups) == 0:
+		return ""
+	case caught:
+		return fmt.Sprintf(" (backups disabled too: %s; they alone pass the seed)", joinGuards(gs.backups))
 	}
-	if sc.skipped != "" {
-		return 0, 0, "", fmt.Errorf("cannot disable: %s", sc.skipped)
-	}
+	return fmt.Sprintf(" (backups disabled too: %s)", joinGuards(gs.backups))
+}
+
+// searchGuards runs o's seeds with gs.off disabled and returns the first
+// that breaks an invariant and its step count (seed 0: none). A seed
+// counts only if it passes with every guard on (else it meets another
+// bug) and with the backups alone disabled (else the backups' own bug
+// breaks it, not the guard's). The guards are on again when it returns
+// (those TIERLOG_MUTATION names stay off).
+func searchGuards(gs guardSearch, o searchOptions, stderr io.Writer) (seed uint64, at int, shrunk string, err error) {
 	opts := sim.RunOptions{Steps: o.steps, Weights: o.weights, NoSwarm: o.noSwarm}
 	for s := o.first; s < o.first+uint64(o.n); s++ {
-		res, err := sim.Run(s, opts)
+		res, err := runDisabled(s, opts, gs.off)
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("seed %d: %w", s, err)
+			return 0, 0, "", err
 		}
 		if !res.Failed() {
 			continue
 		}
-		// A seed that breaks with every guard on too meets another
-		// bug: it is no catch, and the search goes on past it.
-		sc.close()
-		on, err := sim.Run(s, opts)
+		on, err := runDisabled(s, opts, nil)
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("seed %d: %w", s, err)
-		}
-		for _, g := range gs {
-			mutation.Disable(sc, g)
+			return 0, 0, "", err
 		}
 		if on.Failed() {
 			fmt.Fprintf(stderr, "tierlog-sim: seed %d breaks with every guard on too (%v): skipped\n", s, on.Violation)
 			continue
 		}
+		if len(gs.backups) > 0 {
+			b, err := runDisabled(s, opts, gs.backups)
+			if err != nil {
+				return 0, 0, "", err
+			}
+			if b.Failed() {
+				fmt.Fprintf(stderr, "tierlog-sim: seed %d breaks with %s alone disabled too (%v): skipped\n",
+					s, joinGuards(gs.backups), b.Violation)
+				continue
+			}
+		}
 		if o.dir != "" {
-			// Still disabled: the shrink's replays need the bug.
-			shrunk = shrinkTo(o.dir, joinGuards(gs), res, opts, stderr)
+			// Disabled again: the shrink's replays need the bug.
+			sc, err := disable(gs.off)
+			if err != nil {
+				return 0, 0, "", err
+			}
+			shrunk = shrinkTo(o.dir, joinGuards(gs.off), res, opts, stderr)
+			sc.close()
 		}
 		return s, res.Steps, shrunk, nil
 	}
 	return 0, 0, "", nil
+}
+
+// runDisabled runs seed s with gs disabled for the run alone.
+func runDisabled(s uint64, opts sim.RunOptions, gs []mutation.Guard) (*sim.Result, error) {
+	sc, err := disable(gs)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.close()
+	res, err := sim.Run(s, opts)
+	if err != nil {
+		return nil, fmt.Errorf("seed %d: %w", s, err)
+	}
+	return res, nil
+}
+
+// disable disables gs until the scope returned is closed.
+func disable(gs []mutation.Guard) (*guardScope, error) {
+	sc := &guardScope{}
+	for _, g := range gs {
+		mutation.Disable(sc, g)
+	}
+	if sc.skipped != "" {
+		sc.close()
+		return nil, fmt.Errorf("cannot disable: %s", sc.skipped)
+	}
+	return sc, nil
 }
 
 // parseWeights reads -weights: name=N pairs separated by commas (sim.Run

@@ -37,6 +37,28 @@ func TestSearchCatchesFirstPruneBound(t *testing.T) {
 	}
 }
 
+// Searched alone, recovery-snapshots takes its backup
+// recovery-point-snapshot-kept with it (the snapshot a reload keeps at the
+// recovery point's segment holds the same producers), and a seed counts
+// only if it passes with the backup alone disabled: seed 8 is the first,
+// as in internal/harness/sim's TestSimCatchesEachGuard.
+func TestSearchTakesBackups(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-mutation", "recovery-snapshots", "-seeds", "10"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
+	}
+	want := "recovery-snapshots: caught at seed 8 after 133 steps " +
+		"(backups disabled too: recovery-point-snapshot-kept; they alone pass the seed)\n"
+	if got := out.String(); got != want {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+	for _, g := range []mutation.Guard{mutation.RecoverySnapshots, mutation.RecoveryPointSnapshotKept} {
+		if mutation.Disabled(g) {
+			t.Fatalf("%v still disabled after the search", g)
+		}
+	}
+}
+
 // Seeds that pass with the guard disabled: the "not caught" line and
 // exit 0. -mutation all prints one line per guard, in table order.
 func TestSearchNotCaught(t *testing.T) {
@@ -58,7 +80,11 @@ func TestSearchNotCaught(t *testing.T) {
 		t.Fatalf("%d lines for %d guards:\n%s", len(lines), len(guards), out.String())
 	}
 	for i, g := range guards {
-		if want := g.String() + ": not caught in 1 seeds"; lines[i] != want {
+		want := g.String() + ": not caught in 1 seeds"
+		if b := mutation.Backups(g); len(b) > 0 {
+			want += " (backups disabled too: " + joinGuards(b) + ")"
+		}
+		if lines[i] != want {
 			t.Fatalf("line %d: %q, want %q", i, lines[i], want)
 		}
 	}

@@ -403,6 +403,34 @@ var names = [numGuards]string{
 	TruncationRemovalOrder:          "truncation-removal-order",
 }
 
+// backups are, per guard, the guards of another layer that stop the
+// same hazard one step later (defence in depth): with the guard alone
+// disabled the backup stops the bug, so no invariant breaks and a
+// search cannot tell the guard from dead code. Searched together, a
+// seed that breaks with both disabled and passes with the backups alone
+// disabled is one the guard holds by itself once its backup is gone.
+var backups = map[Guard][]Guard{
+	// A truncation lowers the log's highest offset in remote storage to
+	// below its cut: a replica truncated to the seal whose tail was
+	// tiered then no longer reports that tail's progress.
+	ReplicaRemoteProgress: {TruncationLowersRemoteHighest},
+	// Without a recorded epoch the replica check recreates every replica
+	// holding a record below the seal (safe, a rebuild each), so one
+	// whose log diverges from remote storage there is recreated anyway.
+	StartPhaseTwoRecordedEpoch: {EmptyPrefixCheck},
+	// The snapshot a reload keeps at the recovery point's segment holds
+	// the producers that the recovery's own snapshots would hold.
+	RecoverySnapshots:     {RecoveryPointSnapshotKept},
+	RecoveryFirstSnapshot: {RecoveryPointSnapshotKept},
+	EpochCheckAtLogStart:  {RecoveryPointSnapshotKept},
+}
+
+// Backups returns the guards that stop g's hazard one step later, which
+// a search disables together with g (nil when g has none).
+func Backups(g Guard) []Guard {
+	return append([]Guard(nil), backups[g]...)
+}
+
 // String returns the guard's name, as TIERLOG_MUTATION spells it.
 func (g Guard) String() string {
 	if g > 0 && g < numGuards {

@@ -51,3 +51,27 @@ type fakeTB struct {
 func (f *fakeTB) Helper()           {}
 func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
 func (f *fakeTB) Skip(...any)       { f.skipped = true }
+
+// A guard's backups are other guards of the table, each named once, and
+// Backups hands out a copy (a caller appending to it changes no table).
+func TestBackups(t *testing.T) {
+	for _, g := range Guards() {
+		bs := Backups(g)
+		seen := map[Guard]bool{}
+		for _, b := range bs {
+			if b == g || b <= 0 || b >= numGuards || seen[b] {
+				t.Fatalf("%v: backup %v is itself, no guard or repeated", g, b)
+			}
+			seen[b] = true
+		}
+		if len(bs) > 0 {
+			bs[0] = g
+			if Backups(g)[0] == g {
+				t.Fatalf("%v: Backups returned the table itself", g)
+			}
+		}
+	}
+	if len(Backups(ReplicaRemoteProgress)) == 0 {
+		t.Fatal("replica-remote-progress has no backup")
+	}
+}

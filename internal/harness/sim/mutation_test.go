@@ -28,9 +28,6 @@ var churn = map[string]int{"crash": 6, "lose-disk": 4, "force-leader": 4, "resta
 // that breaks an invariant within limit seeds.
 type simCatch struct {
 	guard mutation.Guard
-	// with are guards that stop the same bug one step later; the random
-	// runs reach the bug only with them disabled too.
-	with    []mutation.Guard
 	weights map[string]int
 	// limit bounds the search (seeds 1 to limit). The first catching
 	// seed, as `go run -tags tierlog_mutation ./cmd/tierlog-sim -mutation
@@ -59,8 +56,6 @@ type simCatch struct {
 // about three times it, or the seed plus a margin where that would make
 // the row's search take more than a few seconds.
 var simCatches = []simCatch{
-	// Seed 6 after 413 steps.
-	{guard: mutation.FirstPruneBound, with: []mutation.Guard{mutation.WALReadGap}, limit: 60},
 	// The object store answers a WAL object's GET with another object's
 	// bytes of the same size (wal-read-faults): without the binding
 	// check they are served (UncommittedRead). Seed 1 after 366 steps.
@@ -143,14 +138,14 @@ var simCatches = []simCatch{
 	// the older ones: a crash forgets the producers of the segments below
 	// (Duplicate). With recovery-point-snapshot-kept off too (its kept
 	// snapshot holds them as well): seed 609 after 426 steps.
-	{guard: mutation.RecoveryFirstSnapshot, with: []mutation.Guard{mutation.RecoveryPointSnapshotKept},
+	{guard: mutation.RecoveryFirstSnapshot,
 		weights: allClearMenu, limit: 650},
 	// A clean open after DeleteRecords to the log end took the epoch
 	// cache for damage and recovered every segment, deleting the
 	// producer snapshots above the first; a crash inside that recovery
 	// left a log whose next open forgot producers (Duplicate). With
 	// recovery-point-snapshot-kept off too: seed 23 after 278 steps.
-	{guard: mutation.EpochCheckAtLogStart, with: []mutation.Guard{mutation.RecoveryPointSnapshotKept},
+	{guard: mutation.EpochCheckAtLogStart,
 		weights: producerLogStartMenu, limit: 70},
 	// A truncation below the checkpointed high watermark, then a crash:
 	// the restart restores the old high watermark over records appended
@@ -165,8 +160,11 @@ var simCatches = []simCatch{
 	// replica check is skipped and it leads with it. empty-prefix-check
 	// stops the same bug (without a recorded epoch the check recreates
 	// any replica holding a record below the seal, safe but a rebuild
-	// each). Seed 149 after 305 steps.
-	{guard: mutation.StartPhaseTwoRecordedEpoch, with: []mutation.Guard{mutation.EmptyPrefixCheck}, limit: 450},
+	// each): it is the guard's backup (mutation.Backups), disabled with
+	// it. On the start-phase-2 menu seed 115 after 313 steps (68 breaks
+	// with empty-prefix-check alone disabled too: its own bug); on the
+	// default menu seed 586.
+	{guard: mutation.StartPhaseTwoRecordedEpoch, weights: startPhaseTwoMenu, limit: 200},
 	// DeleteRecords (or a follower taking the leader's log start) writes
 	// the epoch checkpoint truncated from the start before the offsets
 	// checkpoint: a crash brings the records below the new log start
@@ -204,7 +202,7 @@ var simCatches = []simCatch{
 	// producers whose batches lie below it. With recovery-point-snapshot-kept
 	// off too (the snapshot it keeps at the recovery point's segment
 	// holds them as well): seed 8 after 133 steps.
-	{guard: mutation.RecoverySnapshots, with: []mutation.Guard{mutation.RecoveryPointSnapshotKept}, limit: 55},
+	{guard: mutation.RecoverySnapshots, limit: 55},
 	// first-prune-bound alone: a leader whose log ends below the seal in
 	// phase 2 before the first prune (its disk lost, then a forced
 	// election: at W = 22, seal 29) is offered the first diskless batch
@@ -364,6 +362,14 @@ var simCatches = []simCatch{
 	// after 361 steps (none in 400 seeds of the lone-leader and
 	// early-switch menus).
 	{guard: mutation.TruncationRemovalOrder, weights: loneLeaderResealMenu, limit: 650},
+	// The phase-2 check keeps a replica whose tail past the seal was
+	// tiered and then truncated to the seal: it leads, copies from its
+	// stale remote progress on and the pruner trusts it (LostRecord).
+	// The truncation lowering that progress (its backup) stops the same
+	// bug: seed 550 of the lone-leader reseal menu after 321 steps, which
+	// passes with either guard alone disabled (script
+	// replica_remote_progress_tail_truncated_to_seal).
+	{guard: mutation.ReplicaRemoteProgress, weights: loneLeaderResealMenu, limit: 600},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away
@@ -413,6 +419,11 @@ var latePutsMenu = map[string]int{"late-puts": 3, "faults": 4, "copy": 12}
 // stepFaultMenu takes the control plane's failing commit steps (weight
 // 0 in the default menu: random.go).
 var stepFaultMenu = map[string]int{"cp-step-fault": 3}
+
+// startPhaseTwoMenu weighs up the operator's start-phase-2 (which
+// random runs take in phase 1 only) and the crashes and restarts that
+// leave replicas with tails of older epochs below the seal.
+var startPhaseTwoMenu = map[string]int{"start-phase-2": 4, "crash": 8, "restart": 8}
 
 // deleteRecordsMenu takes the admin's DeleteRecords (weight 0 in the
 // default menu: random.go).
@@ -494,22 +505,24 @@ var unclean3Menu = map[string]int{"elect-unclean": 3, "start-phase-2": 0}
 // name is the row's subtest name: its guards, as -mutation spells them.
 func (sc simCatch) name() string {
 	name := sc.guard.String()
-	for _, g := range sc.with {
+	for _, g := range mutation.Backups(sc.guard) {
 		name += "," + g.String()
 	}
 	return name
 }
 
 // TestSimCatchesEachGuard searches, for each row, seeds from 1 with its
-// guards disabled until one breaks an invariant that the same seed with
-// every guard on does not (within the row's limit): a seed that breaks
-// with every guard on too meets another bug, not the guard's, and the
-// search goes on past it.
+// guard (and the guard's backups, mutation.Backups) disabled until one
+// breaks an invariant that the same seed with every guard on does not
+// (within the row's limit): a seed that breaks with every guard on too
+// meets another bug, not the guard's, and one that breaks with the
+// backups alone disabled meets theirs; the search goes on past both.
 func TestSimCatchesEachGuard(t *testing.T) {
 	for _, sc := range simCatches {
 		t.Run(sc.name(), func(t *testing.T) {
 			opts := RunOptions{Steps: 500, Weights: sc.weights}
-			guards := append([]mutation.Guard{sc.guard}, sc.with...)
+			backups := mutation.Backups(sc.guard)
+			guards := append([]mutation.Guard{sc.guard}, backups...)
 			for seed := uint64(1); seed <= sc.limit; seed++ {
 				off := runDisabled(t, seed, opts, guards)
 				if !off.Failed() {
@@ -521,6 +534,12 @@ func TestSimCatchesEachGuard(t *testing.T) {
 				if on.Failed() {
 					t.Logf("seed %d breaks with every guard on too (another bug): %v", seed, on.Violation)
 					continue
+				}
+				if len(backups) > 0 {
+					if b := runDisabled(t, seed, opts, backups); b.Failed() {
+						t.Logf("seed %d breaks with the backups alone disabled too (their bug): %v", seed, b.Violation)
+						continue
+					}
 				}
 				t.Logf("caught at seed %d after %d steps: %v", seed, off.Steps, off.Violation)
 				return

@@ -126,6 +126,8 @@ func TestShrunkScripts(t *testing.T) {
 		{"prune_floor_phase_one_before_reseal", []mutation.Guard{mutation.PruneFloor}, Stuck},
 		{"unclean_remote_lookup_epoch_mapping_replaced", []mutation.Guard{mutation.RemoteLookupEpochMembers}, LostRecord},
 		{"truncation_crash_at_segment_removal", []mutation.Guard{mutation.TruncationRemovalOrder}, LostRecord},
+		{"replica_remote_progress_tail_truncated_to_seal", []mutation.Guard{mutation.ReplicaRemoteProgress,
+			mutation.TruncationLowersRemoteHighest}, LostRecord},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
@@ -134,6 +136,22 @@ func TestShrunkScripts(t *testing.T) {
 			vs := runScriptFile(t, filepath.Join("testdata/scripts", r.file), false)
 			require.NotEmpty(t, vs, "%v disabled: no violation", r.guards)
 			require.Equal(t, r.kind, vs[0].Kind, "%v", vs[0])
+		})
+	}
+}
+
+// TestRemoteProgressCheckAndItsBackup: the script
+// replica_remote_progress_tail_truncated_to_seal breaks only with both
+// replica-remote-progress and its backup truncation-lowers-remote-highest
+// disabled (TestShrunkScripts): either alone stops the bug, the check by
+// recreating the replica, the truncation by lowering its remote progress
+// below the seal.
+func TestRemoteProgressCheckAndItsBackup(t *testing.T) {
+	for _, g := range []mutation.Guard{mutation.ReplicaRemoteProgress, mutation.TruncationLowersRemoteHighest} {
+		t.Run(g.String(), func(t *testing.T) {
+			mutation.Disable(t, g)
+			vs := runScriptFile(t, filepath.Join("testdata/scripts", "replica_remote_progress_tail_truncated_to_seal"), false)
+			require.Empty(t, vs, "only %v disabled", g)
 		})
 	}
 }
