@@ -414,6 +414,11 @@ var backups = map[Guard][]Guard{
 	// below its cut: a replica truncated to the seal whose tail was
 	// tiered then no longer reports that tail's progress.
 	ReplicaRemoteProgress: {TruncationLowersRemoteHighest},
+	// The tasks count an epoch's highest offset in remote storage only
+	// while a finished segment holds it, so the log's h never names
+	// offsets another lineage's epoch cleanup deleted, and the pruner has
+	// no such h to trust.
+	PruneRemoteHolds: {RemoteHighestHeld},
 	// Without a recorded epoch the replica check recreates every replica
 	// holding a record below the seal (safe, a rebuild each), so one
 	// whose log diverges from remote storage there is recreated anyway.

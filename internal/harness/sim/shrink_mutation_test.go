@@ -128,6 +128,8 @@ func TestShrunkScripts(t *testing.T) {
 		{"truncation_crash_at_segment_removal", []mutation.Guard{mutation.TruncationRemovalOrder}, LostRecord},
 		{"replica_remote_progress_tail_truncated_to_seal", []mutation.Guard{mutation.ReplicaRemoteProgress,
 			mutation.TruncationLowersRemoteHighest}, LostRecord},
+		{"prune_remote_holds_lineage_cleaned_up", []mutation.Guard{mutation.PruneRemoteHolds,
+			mutation.RemoteHighestHeld}, PrunedPastRemote},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
@@ -140,18 +142,31 @@ func TestShrunkScripts(t *testing.T) {
 	}
 }
 
-// TestRemoteProgressCheckAndItsBackup: the script
-// replica_remote_progress_tail_truncated_to_seal breaks only with both
-// replica-remote-progress and its backup truncation-lowers-remote-highest
-// disabled (TestShrunkScripts): either alone stops the bug, the check by
-// recreating the replica, the truncation by lowering its remote progress
-// below the seal.
-func TestRemoteProgressCheckAndItsBackup(t *testing.T) {
-	for _, g := range []mutation.Guard{mutation.ReplicaRemoteProgress, mutation.TruncationLowersRemoteHighest} {
-		t.Run(g.String(), func(t *testing.T) {
-			mutation.Disable(t, g)
-			vs := runScriptFile(t, filepath.Join("testdata/scripts", "replica_remote_progress_tail_truncated_to_seal"), false)
-			require.Empty(t, vs, "only %v disabled", g)
-		})
+// TestScriptsOfGuardsWithBackups: each script breaks with its guard and
+// the guard's backups (mutation.Backups) disabled (TestShrunkScripts),
+// and passes with the guard alone or the backups alone disabled: either
+// layer stops the bug by itself.
+func TestScriptsOfGuardsWithBackups(t *testing.T) {
+	for _, r := range []struct {
+		file  string
+		guard mutation.Guard
+	}{
+		// The check recreates the replica; the truncation lowers its
+		// remote progress below the seal.
+		{"replica_remote_progress_tail_truncated_to_seal", mutation.ReplicaRemoteProgress},
+		// The pruner finds no segment holding h; the lookup finds no h.
+		{"prune_remote_holds_lineage_cleaned_up", mutation.PruneRemoteHolds},
+	} {
+		backups := mutation.Backups(r.guard)
+		require.NotEmpty(t, backups, "%v", r.guard)
+		for _, off := range [][]mutation.Guard{{r.guard}, backups} {
+			t.Run(r.file+"/"+fmt.Sprint(off), func(t *testing.T) {
+				for _, g := range off {
+					mutation.Disable(t, g)
+				}
+				vs := runScriptFile(t, filepath.Join("testdata/scripts", r.file), false)
+				require.Empty(t, vs, "only %v disabled", off)
+			})
+		}
 	}
 }
