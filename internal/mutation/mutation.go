@@ -410,9 +410,11 @@ var names = [numGuards]string{
 // seed that breaks with both disabled and passes with the backups alone
 // disabled is one the guard holds by itself once its backup is gone.
 var backups = map[Guard][]Guard{
-	// A truncation lowers the log's highest offset in remote storage to
-	// below its cut: a replica truncated to the seal whose tail was
-	// tiered then no longer reports that tail's progress.
+	// A truncation caps the highest offset in remote storage that local
+	// retention trusts below its cut: a replica truncated to the seal
+	// whose tail was tiered does not delete the records consolidated
+	// past the seal as copied, and its copy task derives its progress
+	// again after the truncation.
 	ReplicaRemoteProgress: {TruncationLowersRemoteHighest},
 	// The tasks count an epoch's highest offset in remote storage only
 	// while a finished segment holds it, so the log's h never names

@@ -366,8 +366,8 @@ var simCatches = []simCatch{
 	// The phase-2 check keeps a replica whose tail past the seal was
 	// tiered and then truncated to the seal: it leads, copies from its
 	// stale remote progress on and the pruner trusts it (LostRecord).
-	// The truncation lowering that progress (its backup) stops the same
-	// bug: seed 550 of the lone-leader reseal menu after 321 steps, which
+	// The truncation capping the progress local retention trusts below
+	// its cut (the backup) stops the same bug: seed 550 of the lone-leader reseal menu after 321 steps, which
 	// passes with either guard alone disabled (script
 	// replica_remote_progress_tail_truncated_to_seal).
 	{guard: mutation.ReplicaRemoteProgress, weights: loneLeaderResealMenu, limit: 600},

@@ -151,8 +151,8 @@ func TestScriptsOfGuardsWithBackups(t *testing.T) {
 		file  string
 		guard mutation.Guard
 	}{
-		// The check recreates the replica; the truncation lowers its
-		// remote progress below the seal.
+		// The check recreates the replica; the truncation caps the
+		// remote progress local retention trusts below the seal.
 		{"replica_remote_progress_tail_truncated_to_seal", mutation.ReplicaRemoteProgress},
 		// The pruner finds no segment holding h; the lookup finds no h.
 		{"prune_remote_holds_lineage_cleaned_up", mutation.PruneRemoteHolds},
