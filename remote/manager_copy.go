@@ -1,11 +1,15 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
@@ -219,12 +223,109 @@ func (m *Manager) HighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (int6
 }
 
 // findHighestRemoteOffset runs FindHighestRemoteOffset over l's cache and
-// the metadata, each epoch's highest offset as heldHighestOffset gives it.
+// the metadata, each epoch's highest offset as heldHighestOffset gives it,
+// and stops the answer at a hole below it (gapFreeRemoteEnd): an epoch
+// cleanup after an unclean election deletes the segments of the epochs
+// outside the new leader's lineage, and when an older lineage leads again
+// its higher epochs may still have their segments while a lower one has
+// none. Kafka counts everything up to the highest offset as copied, so
+// local retention would delete the only copy of the hole's records; here
+// the copy task uploads them again.
 func (m *Manager) findHighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (int64, int32, error) {
 	logStart := l.LogStartOffset()
-	return FindHighestRemoteOffset(l.EpochEntries(),
+	entries := l.EpochEntries()
+	off, epoch, err := FindHighestRemoteOffset(entries,
 		func(e int32) (int64, bool, error) { return m.heldHighestOffset(tp, e, logStart) },
 		l.EndOffsetForEpoch)
+	if err != nil || off < 0 || mutation.Disabled(mutation.RemoteLineageHole) {
+		return off, epoch, err
+	}
+	end, err := m.gapFreeRemoteEnd(tp, entries, l.LocalLogStartOffset())
+	if err != nil || end >= off {
+		return off, epoch, err
+	}
+	if e, ok := l.EpochForOffset(end); ok {
+		return end, e, nil
+	}
+	return base.UndefinedOffset, base.UndefinedEpoch, nil
+}
+
+// gapFreeRemoteEnd is the last offset of the run of finished segments
+// that holds entries' lineage over [from, end] without a hole, each
+// segment counted over the prefix where its epochs are the lineage's
+// (lineageAgreedEnd: a segment copied before an unclean election holds
+// this lineage's records up to where the lineages part), or from - 1
+// when none holds from: the offsets below from are in remote storage
+// only, and what is missing there a copy cannot bring back.
+func (m *Manager) gapFreeRemoteEnd(tp TopicIDPartition, entries []epochcache.Entry, from int64) (int64, error) {
+	segs, err := m.meta.ListSegments(tp)
+	if err != nil {
+		return base.UndefinedOffset, err
+	}
+	lineage := FilterLineage(entries)
+	type span struct{ start, end int64 }
+	held := make([]span, 0, len(segs))
+	for i := range segs {
+		if segs[i].State != CopySegmentFinished {
+			continue
+		}
+		if end := lineageAgreedEnd(&segs[i], lineage, from); end >= max(segs[i].StartOffset, from) {
+			held = append(held, span{segs[i].StartOffset, end})
+		}
+	}
+	slices.SortFunc(held, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	end := from - 1
+	for _, s := range held {
+		if s.start > end+1 {
+			break
+		}
+		end = max(end, s.end)
+	}
+	return end, nil
+}
+
+// lineageAgreedEnd is the last offset of m, from from on, up to which
+// its leader epoch at each offset is the one lineage gives it (below
+// max(m.StartOffset, from) when the first is not): each epoch has one
+// leader, so there the segment holds the lineage's own records. An offset
+// below the lineage's first entry has no epoch in it and ends the run;
+// the offsets below from are not looked at (below the local log start,
+// the cache may have been truncated from the start).
+func lineageAgreedEnd(m *SegmentMetadata, lineage []epochcache.Entry, from int64) int64 {
+	seg := m.SegmentLeaderEpochs
+	start := max(m.StartOffset, from)
+	// The offsets where either side's epoch may change, from start: at
+	// each, the two epochs must still be equal.
+	points := []int64{start}
+	for _, e := range seg {
+		if e.StartOffset > start && e.StartOffset <= m.EndOffset {
+			points = append(points, e.StartOffset)
+		}
+	}
+	for _, e := range lineage {
+		if e.StartOffset > start && e.StartOffset <= m.EndOffset {
+			points = append(points, e.StartOffset)
+		}
+	}
+	slices.Sort(points)
+	for _, o := range points {
+		se, sok := epochAt(seg, o)
+		le, lok := epochAt(lineage, o)
+		if !sok || !lok || se != le {
+			return o - 1
+		}
+	}
+	return m.EndOffset
+}
+
+// epochAt is the epoch entries give offset o: the last entry starting at
+// or below it (false when none does).
+func epochAt(entries []epochcache.Entry, o int64) (int32, bool) {
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].StartOffset > o })
+	if i == 0 {
+		return base.UndefinedEpoch, false
+	}
+	return entries[i-1].Epoch, true
 }
 
 // heldHighestOffset is the highest offset of epoch in remote storage:
@@ -297,6 +398,15 @@ func (m *Manager) reportLogStart(tp TopicIDPartition, l PartitionLog) (int64, er
 				start = s.StartOffset
 			}
 		}
+	}
+	// The report never passes a record the local log holds: an epoch
+	// cleanup may have deleted its segment in a lineage that leads again,
+	// and then it is copied again (findHighestRemoteOffset). A record
+	// that remote retention expired while this replica missed the new log
+	// start is served a little longer, until this leader's own retention
+	// expires it again.
+	if local := l.LocalLogStartOffset(); start > local && !mutation.Disabled(mutation.RemoteLineageHole) {
+		start = local
 	}
 	if _, err = l.UpdateLogStartOffsetFromRemoteTier(start); err != nil {
 		return -1, err

@@ -370,3 +370,43 @@ func TestHighestRemoteOffset(t *testing.T) {
 	require.EqualValues(t, 99, off, "[100, 149] is gone: only [0, 99] counts")
 	require.EqualValues(t, base.UndefinedOffset, l.HighestOffsetInRemoteStorage(), "nothing installed")
 }
+
+// TestRemoteLineageHoleIsCopiedAgain: the log holds [0, 100) in epoch 0
+// and [100, 150) in epoch 1; remote storage holds [100, 149] of epoch 1
+// and, of this lineage, nothing below (another lineage's leader deleted
+// the epoch-0 segment in its epoch cleanup, and this lineage leads
+// again; the segment [0, 99] in epoch 3 is another lineage's and fills
+// no hole). Kafka counts 149 as copied and its leader's first copy run
+// raises the log start to 100, so local retention deletes [0, 100), its
+// only copy. Here the tasks' highest offset stops at the hole (-1: none
+// held from the local log start 0), the report keeps the log start at
+// 0, and the run copies the log from 0 again.
+func TestRemoteLineageHoleIsCopiedAgain(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	e.addFinished(tp, 100, 149, []epochcache.Entry{{Epoch: 1, StartOffset: 100}})
+	e.addFinished(tp, 0, 99, []epochcache.Entry{{Epoch: 3, StartOffset: 0}})
+	l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite})
+	appendSegments(t, l, 0, 1, 100)
+	appendSegments(t, l, 1, 1, 50)
+	l.UpdateHighWatermark(150)
+
+	off, err := e.mgr.HighestRemoteOffset(tp, l)
+	require.NoError(t, err)
+	require.EqualValues(t, -1, off, "a hole at 0 below 149")
+
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
+	res, err := e.mgr.RunCopy(context.Background(), tp)
+	require.NoError(t, err)
+	require.EqualValues(t, 0, res.LogStartReported)
+	require.EqualValues(t, 0, l.LogStartOffset())
+	var copied [][2]int64
+	for _, m := range res.Copied {
+		copied = append(copied, [2]int64{m.StartOffset, m.EndOffset})
+	}
+	require.Equal(t, [][2]int64{{0, 99}, {100, 149}}, copied)
+	require.EqualValues(t, 149, l.HighestOffsetInRemoteStorage())
+	off, err = e.mgr.HighestRemoteOffset(tp, l)
+	require.NoError(t, err)
+	require.EqualValues(t, 149, off)
+}

@@ -346,6 +346,15 @@ const (
 	// (log.UnifiedLog.removeSegmentsAboveLocked), so a crash inside it
 	// never leaves a hole below a segment whose removal it undid.
 	TruncationRemovalOrder
+	// RemoteLineageHole: a hole in remote storage below a lineage's
+	// highest remote offset (an unclean election's epoch cleanup deleted
+	// an older epoch's segments, and the lineage leads again) is copied
+	// again rather than counted as copied or expired: the remote tasks'
+	// highest offset stops at the end of the lineage's gap-free run of
+	// finished segments from the local log start, and a copy task's log
+	// start report never passes the local log start
+	// (remote.Manager.findHighestRemoteOffset, reportLogStart).
+	RemoteLineageHole
 
 	numGuards = iota + 1
 )
@@ -401,6 +410,7 @@ var names = [numGuards]string{
 	FetchEpochBelowEarliest:         "fetch-epoch-below-earliest",
 	RemoteLookupEpochMembers:        "remote-lookup-epoch-members",
 	TruncationRemovalOrder:          "truncation-removal-order",
+	RemoteLineageHole:               "remote-lineage-hole",
 }
 
 // backups are, per guard, the guards of another layer that stop the
@@ -417,10 +427,14 @@ var backups = map[Guard][]Guard{
 	// again after the truncation.
 	ReplicaRemoteProgress: {TruncationLowersRemoteHighest},
 	// The tasks count an epoch's highest offset in remote storage only
-	// while a finished segment holds it, so the log's h never names
-	// offsets another lineage's epoch cleanup deleted, and the pruner has
-	// no such h to trust.
-	PruneRemoteHolds: {RemoteHighestHeld},
+	// while a finished segment holds it, and stop at a hole from the
+	// local log start on, so the log's h never names offsets another
+	// lineage's epoch cleanup deleted, and the pruner has no such h to
+	// trust.
+	PruneRemoteHolds: {RemoteHighestHeld, RemoteLineageHole},
+	// The tasks' highest offset stops at a hole from the local log start
+	// on, and a segment deleted at the top of an epoch is such a hole.
+	RemoteHighestHeld: {RemoteLineageHole},
 	// Without a recorded epoch the replica check recreates every replica
 	// holding a record below the seal (safe, a rebuild each), so one
 	// whose log diverges from remote storage there is recreated anyway.

@@ -64,6 +64,8 @@ var catches = []catch{
 	{mutation.RemoteLookupEpochMembers, "remote", "TestMetadataDataDriven/supersede_order"},
 	{mutation.RemoteLookupEpochMembers, "internal/harness/sim", "TestScripts/unclean_remote_lookup_epoch_mapping_replaced"},
 	{mutation.TruncationRemovalOrder, "log", "TestTruncateToIsCrashSafe"},
+	{mutation.RemoteLineageHole, "remote", "TestRemoteLineageHoleIsCopiedAgain"},
+	{mutation.RemoteLineageHole, "internal/harness/sim", "TestScripts/unclean_remote_hole_below_highest"},
 	{mutation.TruncationRemovalOrder, "internal/harness/sim", "TestScripts/truncation_crash_at_segment_removal"},
 
 	{mutation.RemoteHighestHeld, "remote", "TestHighestRemoteOffset"},
@@ -240,6 +242,11 @@ func TestMutations(t *testing.T) {
 // catchWith names, for a row whose bug several guards stop, the other
 // guards disabled with the row's: each alone keeps the test passing.
 var catchWith = map[catch][]mutation.Guard{
+	// An epoch's highest offset whose segment another lineage's epoch
+	// cleanup deleted: the tasks' highest offset stops at the hole from
+	// the local log start too.
+	{mutation.RemoteHighestHeld, "remote", "TestHighestRemoteOffset"}:                                      {mutation.RemoteLineageHole},
+	{mutation.RemoteHighestHeld, "internal/harness/sim", "TestScripts/unclean_prune_past_deleted_lineage"}: {mutation.RemoteLineageHole},
 	// A remote segment crossing the seal with records an unclean
 	// election discarded: the seal cap and the lineage check each refuse
 	// them.

@@ -378,6 +378,12 @@ var simCatches = []simCatch{
 	// of the lone-leader menu after 205 steps, which passes with either
 	// guard alone disabled (script prune_remote_holds_lineage_cleaned_up).
 	{guard: mutation.PruneRemoteHolds, weights: loneLeaderMenu, limit: 300},
+	// An unclean election's epoch cleanup deletes a lower epoch's segment
+	// of a lineage that leads again; its copy task raises the log start
+	// to the first segment still held, past a record only its local log
+	// holds (LostRecord). Seed 641 of the lone-leader menu after 115
+	// steps (script unclean_remote_hole_below_highest).
+	{guard: mutation.RemoteLineageHole, weights: loneLeaderMenu, limit: 700},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away

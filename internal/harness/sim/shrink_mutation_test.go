@@ -129,7 +129,8 @@ func TestShrunkScripts(t *testing.T) {
 		{"replica_remote_progress_tail_truncated_to_seal", []mutation.Guard{mutation.ReplicaRemoteProgress,
 			mutation.TruncationLowersRemoteHighest}, LostRecord},
 		{"prune_remote_holds_lineage_cleaned_up", []mutation.Guard{mutation.PruneRemoteHolds,
-			mutation.RemoteHighestHeld}, PrunedPastRemote},
+			mutation.RemoteHighestHeld, mutation.RemoteLineageHole}, PrunedPastRemote},
+		{"unclean_remote_hole_below_highest", []mutation.Guard{mutation.RemoteLineageHole}, LostRecord},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
