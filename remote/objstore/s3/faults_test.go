@@ -25,7 +25,10 @@ func proxied(t *testing.T) (*s3.Store, *s3test.FaultProxy) {
 	o.Endpoint = p.URL()
 	o.RootCAs = p.RootCAs()
 	o.CreateBucket = false
-	o.RequestTimeout = 500 * time.Millisecond
+	// Below SlowHeadersDelay (2 s), so a held request times out, but not
+	// so short that a loaded machine (the race detector on 2 cores) times
+	// out the retries too: 500 ms did once (.ci/run, 2026-12-06).
+	o.RequestTimeout = time.Second
 	o.Retry = s3.RetryPolicy{MaxAttempts: 5, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}
 	return s3test.OpenStore(t, o), p
 }
@@ -70,6 +73,7 @@ func TestFaultsRetried(t *testing.T) {
 				case http.MethodHead:
 					var info objstore.ObjectInfo
 					info, err = s.Stat(ctx, key)
+					require.NoError(t, err, method)
 					require.EqualValues(t, len(data), info.Size)
 				case http.MethodDelete:
 					err = s.Delete(ctx, key)
