@@ -240,6 +240,9 @@ func (m *Manager) findHighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (
 	if err != nil || off < 0 || mutation.Disabled(mutation.RemoteLineageHole) {
 		return off, epoch, err
 	}
+	// From the local log start (never below the log start): below it the
+	// records are in remote storage only, and what is missing there a
+	// copy cannot bring back.
 	end, err := m.gapFreeRemoteEnd(tp, entries, l.LocalLogStartOffset())
 	if err != nil || end >= off {
 		return off, epoch, err
@@ -255,8 +258,7 @@ func (m *Manager) findHighestRemoteOffset(tp TopicIDPartition, l PartitionLog) (
 // segment counted over the prefix where its epochs are the lineage's
 // (lineageAgreedEnd: a segment copied before an unclean election holds
 // this lineage's records up to where the lineages part), or from - 1
-// when none holds from: the offsets below from are in remote storage
-// only, and what is missing there a copy cannot bring back.
+// when none holds from.
 func (m *Manager) gapFreeRemoteEnd(tp TopicIDPartition, entries []epochcache.Entry, from int64) (int64, error) {
 	segs, err := m.meta.ListSegments(tp)
 	if err != nil {
@@ -289,8 +291,8 @@ func (m *Manager) gapFreeRemoteEnd(tp TopicIDPartition, entries []epochcache.Ent
 // max(m.StartOffset, from) when the first is not): each epoch has one
 // leader, so there the segment holds the lineage's own records. An offset
 // below the lineage's first entry has no epoch in it and ends the run;
-// the offsets below from are not looked at (below the local log start,
-// the cache may have been truncated from the start).
+// the offsets below from are not looked at (below the log start, the
+// cache may have been truncated from the start).
 func lineageAgreedEnd(m *SegmentMetadata, lineage []epochcache.Entry, from int64) int64 {
 	seg := m.SegmentLeaderEpochs
 	start := max(m.StartOffset, from)

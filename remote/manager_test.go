@@ -410,3 +410,31 @@ func TestRemoteLineageHoleIsCopiedAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 149, off)
 }
+
+// TestRemoteHoleBelowLogStart: below the log start nothing is a hole.
+// Remote storage holds [120, 149] (an earlier leader's segments, whose
+// boundaries differ from this log's), and retention deleted the segments
+// below and raised the log start to 120 inside the local segment [100,
+// 150): the local log start follows it to 120, the highest offset is
+// 149, and a new leader's copy run uploads nothing again.
+func TestRemoteHoleBelowLogStart(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	e.addFinished(tp, 120, 149, []epochcache.Entry{{Epoch: 0, StartOffset: 120}})
+	l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite})
+	appendSegments(t, l, 0, 1, 100)
+	appendSegments(t, l, 0, 1, 50)
+	l.UpdateHighWatermark(150)
+	_, err := l.UpdateLogStartOffsetFromRemoteTier(120)
+	require.NoError(t, err)
+	require.EqualValues(t, 120, l.LocalLogStartOffset())
+
+	off, err := e.mgr.HighestRemoteOffset(tp, l)
+	require.NoError(t, err)
+	require.EqualValues(t, 149, off)
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
+	res, err := e.mgr.RunCopy(context.Background(), tp)
+	require.NoError(t, err)
+	require.Empty(t, res.Copied)
+	require.EqualValues(t, 120, l.LogStartOffset())
+}
