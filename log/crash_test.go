@@ -119,6 +119,33 @@ func (s logState) String() string {
 		epochcache.FormatEntries(s.epochs), strings.Join(bs, " "))
 }
 
+// newCrashDisk is a crashable MemFS holding the partition directory p0,
+// created durably (the directory is the caller's, as a log manager's).
+func newCrashDisk(t testing.TB) *vfs.MemFS {
+	t.Helper()
+	mem := vfs.NewCrashableMem()
+	require.NoError(t, mem.MkdirAll("p0", 0o755))
+	for _, d := range []string{"", "p0"} {
+		require.NoError(t, atomicfile.SyncDir(mem, d))
+	}
+	return mem
+}
+
+// openImage opens the log p0 of a crash image and reads it
+// (readLogState); the caller closes the log when it is not nil.
+func openImage(clone *vfs.MemFS, opts Options) (*UnifiedLog, logState, error) {
+	opts.FS = clone
+	l, err := Open("p0", opts)
+	if err != nil {
+		return nil, logState{}, fmt.Errorf("open: %w", err)
+	}
+	s, err := readLogState(l)
+	if err != nil {
+		return l, s, fmt.Errorf("%w\n%s", err, s)
+	}
+	return l, s, nil
+}
+
 // readLogState reads every batch from the log start to the end and
 // checks the invariants that hold for any log: offsets, batch order, the
 // epoch cache against the log.

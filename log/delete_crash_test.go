@@ -18,11 +18,7 @@ import (
 // the whole log (same offsets, epochs and bytes) or an empty new one,
 // never a partly deleted log; RemoveDeletedDirs then removes any leftover.
 func TestDeleteIsCrashAtomic(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	require.NoError(t, mem.MkdirAll("p0", 0o755))
-	for _, d := range []string{"", "p0"} {
-		require.NoError(t, atomicfile.SyncDir(mem, d))
-	}
+	mem := newCrashDisk(t)
 	rec := crashtest.New(1, func(int, string) error {
 		return checkDeleteClone(mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}))
 	})

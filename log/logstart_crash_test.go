@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tierlog/tierlog/epochcache"
-	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/harness/crashtest"
 )
 
@@ -48,11 +47,7 @@ func TestLogStartRaiseIsCrashSafe(t *testing.T) {
 		{name: "retention-size", retention: true, retentionBytes: 900},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := vfs.NewCrashableMem()
-			require.NoError(t, mem.MkdirAll("p0", 0o755))
-			for _, d := range []string{"", "p0"} {
-				require.NoError(t, atomicfile.SyncDir(mem, d))
-			}
+			mem := newCrashDisk(t)
 			opts := Options{SegmentBytes: 400, RetentionBytes: -1}
 			if tc.retentionBytes > 0 {
 				opts.RetentionBytes = tc.retentionBytes
@@ -113,15 +108,12 @@ func TestLogStartRaiseIsCrashSafe(t *testing.T) {
 // flushed record from its log start on, each batch with its epoch in the
 // cache (readLogState), a log start in [lo, hi] and the log end 30.
 func checkLogStartClone(clone *vfs.MemFS, opts Options, lo, hi int64) error {
-	opts.FS = clone
-	l, err := Open("p0", opts)
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
+	l, s, err := openImage(clone, opts)
+	if l != nil {
+		defer l.Close()
 	}
-	defer l.Close()
-	s, err := readLogState(l)
 	if err != nil {
-		return fmt.Errorf("%w\n%s", err, s)
+		return err
 	}
 	if s.logStart < lo || s.logStart > hi {
 		return fmt.Errorf("log start %d outside [%d, %d]\n%s", s.logStart, lo, hi, s)
@@ -157,11 +149,7 @@ func checkLogStartClone(clone *vfs.MemFS, opts Options, lo, hi int64) error {
 func TestTruncateFullyBelowLogStartIsCrashSafe(t *testing.T) {
 	for _, n := range []int64{11, 0, 15, 22, 40} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			mem := vfs.NewCrashableMem()
-			require.NoError(t, mem.MkdirAll("p0", 0o755))
-			for _, d := range []string{"", "p0"} {
-				require.NoError(t, atomicfile.SyncDir(mem, d))
-			}
+			mem := newCrashDisk(t)
 			opts := Options{SegmentBytes: 400, RetentionBytes: -1}
 			rng := rand.New(rand.NewPCG(1, 2))
 			done := false
@@ -202,15 +190,12 @@ func TestTruncateFullyBelowLogStartIsCrashSafe(t *testing.T) {
 // to n at most) or an empty one starting in [min(n, 15), max(n, 15)],
 // exactly at n once done.
 func checkTruncateFullyClone(clone *vfs.MemFS, opts Options, n int64, done bool) error {
-	opts.FS = clone
-	l, err := Open("p0", opts)
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
+	l, s, err := openImage(clone, opts)
+	if l != nil {
+		defer l.Close()
 	}
-	defer l.Close()
-	s, err := readLogState(l)
 	if err != nil {
-		return fmt.Errorf("%w\n%s", err, s)
+		return err
 	}
 	switch {
 	case done && (s.logStart != n || s.leo != n):

@@ -8,7 +8,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
-	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/internal/harness/crashtest"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"go.uber.org/zap"
@@ -61,12 +60,7 @@ func (fs *growFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vf
 // a clean close (the zero tail stays, its truncate lost) and a clean open,
 // whose tail verification accepts the zero tail.
 func TestPreallocatedZeroTailCrash(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	// The partition directory is the caller's: create it durably.
-	require.NoError(t, mem.MkdirAll("p0", 0o755))
-	for _, d := range []string{"", "p0"} {
-		require.NoError(t, atomicfile.SyncDir(mem, d))
-	}
+	mem := newCrashDisk(t)
 	type image struct {
 		fs    *vfs.MemFS
 		acked int // batches whose Append had returned

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
-	"github.com/tierlog/tierlog/internal/atomicfile"
 )
 
 // TestBackgroundFlushWritesSegmentRecoveryPoints appends without a flush
@@ -18,11 +17,7 @@ import (
 // option off, nothing is flushed and the image recovers empty.
 func TestBackgroundFlushWritesSegmentRecoveryPoints(t *testing.T) {
 	for _, iv := range []int64{4096, -1} {
-		mem := vfs.NewCrashableMem()
-		require.NoError(t, mem.MkdirAll("p0", 0o755))
-		for _, d := range []string{"", "p0"} {
-			require.NoError(t, atomicfile.SyncDir(mem, d))
-		}
+		mem := newCrashDisk(t)
 		o := Options{RecoveryPointIntervalBytes: iv, SegmentBytes: 1 << 20}
 		l := openTestLog(t, mem, o)
 		var want [][]byte

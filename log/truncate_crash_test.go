@@ -30,11 +30,7 @@ import (
 func TestTruncateToIsCrashSafe(t *testing.T) {
 	for _, cut := range []int64{3, 10, 17} {
 		t.Run(fmt.Sprint(cut), func(t *testing.T) {
-			mem := vfs.NewCrashableMem()
-			require.NoError(t, mem.MkdirAll("p0", 0o755))
-			for _, d := range []string{"", "p0"} {
-				require.NoError(t, atomicfile.SyncDir(mem, d))
-			}
+			mem := newCrashDisk(t)
 			opts := Options{SegmentBytes: 300, RetentionBytes: -1}
 			rng := rand.New(rand.NewPCG(1, uint64(cut)))
 			var written map[int64][]byte // base offset -> batch bytes
@@ -92,15 +88,12 @@ func TestTruncateToIsCrashSafe(t *testing.T) {
 // of them: no hole from the log start to the log end, each batch the one
 // written at its offset, a log end in [cut, 30] (cut once done).
 func checkTruncateToClone(clone *vfs.MemFS, opts Options, written map[int64][]byte, cut int64, done bool) error {
-	opts.FS = clone
-	l, err := Open("p0", opts)
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
+	l, s, err := openImage(clone, opts)
+	if l != nil {
+		defer l.Close()
 	}
-	defer l.Close()
-	s, err := readLogState(l)
 	if err != nil {
-		return fmt.Errorf("%w\n%s", err, s)
+		return err
 	}
 	switch {
 	case done && s.leo != cut:
