@@ -411,3 +411,21 @@ func TestReadersDoNotWaitForIO(t *testing.T) {
 	require.NoError(t, c.Flush())
 	require.False(t, c.Dirty())
 }
+
+// EpochForOffsetIn answers over a list as the cache answers over its
+// entries: the epoch of the last entry starting at or below the offset.
+func TestEpochForOffsetIn(t *testing.T) {
+	entries := []Entry{{Epoch: 0, StartOffset: 10}, {Epoch: 2, StartOffset: 50}, {Epoch: 5, StartOffset: 80}}
+	c := New()
+	require.NoError(t, c.AssignAll(entries))
+	for _, off := range []int64{0, 9, 10, 49, 50, 79, 80, 1000} {
+		e, ok := EpochForOffsetIn(entries, off)
+		ce, cok := c.EpochForOffset(off)
+		require.Equal(t, []any{ce, cok}, []any{e, ok}, "offset %d", off)
+	}
+	e, ok := EpochForOffsetIn(entries, 9)
+	require.False(t, ok)
+	require.EqualValues(t, -1, e)
+	_, ok = EpochForOffsetIn(nil, 0)
+	require.False(t, ok)
+}

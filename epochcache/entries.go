@@ -197,6 +197,13 @@ func endOffsetFor(entries []Entry, epoch int32, logEndOffset int64) (int32, int6
 	}
 }
 
+// EpochForOffsetIn is Cache.EpochForOffset over a sorted entry list (a
+// snapshot of a cache, a remote segment's leader epochs): the epoch of the
+// last entry starting at or below offset, false when none does.
+func EpochForOffsetIn(entries []Entry, offset int64) (int32, bool) {
+	return epochForOffset(entries, offset)
+}
+
 // epochForOffset finds the epoch that wrote an offset in a sorted list; see
 // Cache.EpochForOffset.
 func epochForOffset(entries []Entry, offset int64) (int32, bool) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/tierlog/tierlog/epochcache"
@@ -311,23 +310,13 @@ func lineageAgreedEnd(m *SegmentMetadata, lineage []epochcache.Entry, from int64
 	}
 	slices.Sort(points)
 	for _, o := range points {
-		se, sok := epochAt(seg, o)
-		le, lok := epochAt(lineage, o)
+		se, sok := epochcache.EpochForOffsetIn(seg, o)
+		le, lok := epochcache.EpochForOffsetIn(lineage, o)
 		if !sok || !lok || se != le {
 			return o - 1
 		}
 	}
 	return m.EndOffset
-}
-
-// epochAt is the epoch entries give offset o: the last entry starting at
-// or below it (false when none does).
-func epochAt(entries []epochcache.Entry, o int64) (int32, bool) {
-	i := sort.Search(len(entries), func(i int) bool { return entries[i].StartOffset > o })
-	if i == 0 {
-		return base.UndefinedEpoch, false
-	}
-	return entries[i-1].Epoch, true
 }
 
 // heldHighestOffset is the highest offset of epoch in remote storage:

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/remote"
@@ -452,7 +453,7 @@ func remoteEpochAt(segs []remote.SegmentMetadata, offset int64) int32 {
 		if seg.State != remote.CopySegmentFinished || offset < seg.StartOffset || offset > seg.EndOffset {
 			continue
 		}
-		if e, ok := epochAt(seg.SegmentLeaderEpochs, offset); ok && e > best {
+		if e, ok := epochcache.EpochForOffsetIn(seg.SegmentLeaderEpochs, offset); ok && e > best {
 			best = e
 		}
 	}

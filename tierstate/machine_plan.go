@@ -176,24 +176,11 @@ func PlanRestore(mode RebuildMode, seal int64, target OffsetAndEpoch, seg remote
 			p.Dropped = append(p.Dropped, e)
 		}
 	}
-	if got, ok := epochAt(p.Epochs, target.Offset); !ok || got != target.Epoch {
+	if got, ok := epochcache.EpochForOffsetIn(p.Epochs, target.Offset); !ok || got != target.Epoch {
 		return RestorePlan{}, fmt.Errorf("%w: checkpoint %s maps %d to epoch %s, the segment was found in epoch %d",
 			ErrRemoteEpochsInconsistent, epochcache.FormatEntries(checkpoint), target.Offset, formatEpoch(got, ok), target.Epoch)
 	}
 	return p, nil
-}
-
-// epochAt is epochcache's EpochForOffset over a sorted entry list: the
-// epoch of the last entry starting at or below offset.
-func epochAt(entries []epochcache.Entry, offset int64) (int32, bool) {
-	epoch, ok := base.UndefinedEpoch, false
-	for _, e := range entries {
-		if e.StartOffset > offset {
-			break
-		}
-		epoch, ok = e.Epoch, true
-	}
-	return epoch, ok
 }
 
 func formatEpoch(epoch int32, ok bool) string {

@@ -100,8 +100,8 @@ func (m *model) restoreLineage(segs []remote.SegmentMetadata, logStart, logEnd i
 			agree = epochs[0].StartOffset
 		}
 		for ; agree <= s.EndOffset && agree < logEnd; agree++ {
-			se, sok := epochAt(s.SegmentLeaderEpochs, agree)
-			le, lok := epochAt(epochs, agree)
+			se, sok := epochcache.EpochForOffsetIn(s.SegmentLeaderEpochs, agree)
+			le, lok := epochcache.EpochForOffsetIn(epochs, agree)
 			if !sok || !lok || se != le {
 				break
 			}
@@ -110,19 +110,6 @@ func (m *model) restoreLineage(segs []remote.SegmentMetadata, logStart, logEnd i
 			m.discarded[s.SegmentID] = agree
 		}
 	}
-}
-
-// epochAt is the epoch entries give offset: of the last entry starting
-// at or below it; false when none does.
-func epochAt(entries []epochcache.Entry, offset int64) (int32, bool) {
-	e, ok := int32(0), false
-	for _, x := range entries {
-		if x.StartOffset > offset {
-			break
-		}
-		e, ok = x.Epoch, true
-	}
-	return e, ok
 }
 
 // validSegments are the finished remote segments as far as they hold
