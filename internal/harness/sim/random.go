@@ -326,7 +326,7 @@ var choices = []choice{
 		if err != nil {
 			return err
 		}
-		return c.RemoteTaskLookup(id, off)
+		return c.remoteTaskLookup(id, off, false) // just derived: no second lookup
 	}},
 	{"task-install", 2, func(c *Cluster, rng *rand.Rand) error { return c.RemoteTaskInstall(anyBroker(c, rng)) }},
 	// The WAL control plane's faults (faultCP): an outage refusing
