@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
@@ -385,18 +386,62 @@ func walProducerStates(ps []log.ProducerState) []wal.ProducerState {
 // the controller committed: W = the classic log start, HW = S, and the
 // producer states of the sealed log. The log must end at the seal
 // (ErrLogPastSeal otherwise: a log past S has records the seal does not
-// own, and its producer state is not the one at S).
+// own, and its producer state is not the one at S), except in phase 2,
+// where a leader whose log ends below the seal (it lost its disk, and
+// rebuilds from remote storage, which holds the classic prefix) takes the
+// row from the metadata, as Inkless's leader does after the commit: the
+// producer states the seal committed (tag 101). Without the row its
+// consolidation fetch below the seal is answered "unknown partition"
+// rather than redirected to remote storage, so it never rebuilds, and
+// without the rebuild its log never ends at the seal: a partition whose
+// every replica lost its disk before the row was written (the operator's
+// start-phase-2) would never serve its classic prefix.
 func PlanInitDisklessLog(s tierstate.State, tp remote.TopicIDPartition, l SealLog) (wal.InitDisklessLogRequest, error) {
 	if !s.SealCommitted() {
 		return wal.InitDisklessLogRequest{}, fmt.Errorf("consolidate: init diskless log in phase %s: %w", s.Phase(), tierstate.ErrInvalidTransition)
 	}
 	o := l.Offsets()
-	if o.LogEndOffset != s.Seal() {
+	req := wal.InitDisklessLogRequest{Partition: walTP(tp), Topic: tp.Topic, LogStartOffset: o.LogStartOffset,
+		DisklessStartOffset: s.Seal()}
+	switch {
+	case o.LogEndOffset == s.Seal():
+		req.ProducerStates = walProducerStates(l.ActiveProducers())
+	case o.LogEndOffset < s.Seal() && s.Phase() == tierstate.PhaseTwo && !mutation.Disabled(mutation.InitRowFromMetadata):
+		// W, the classic log start, is also the row's first cross-tier
+		// log start X. Without a recorded epoch the classic prefix is
+		// empty (X at the seal: the endpoint then resets a fetch below
+		// it rather than waiting for remote storage to hold S-1); with
+		// one, the log's start is at or below the remote prefix's, and
+		// the remote-log manager's report raises it.
+		req.LogStartOffset = min(o.LogStartOffset, s.Seal())
+		if s.LastClassicLeaderEpoch() < 0 {
+			req.LogStartOffset = s.Seal()
+		}
+		req.ProducerStates = metadataProducerStates(s.ProducerStates(), s.Seal())
+	default:
 		return wal.InitDisklessLogRequest{}, fmt.Errorf("consolidate: init diskless log: log end %d, seal %d: %w",
 			o.LogEndOffset, s.Seal(), ErrLogPastSeal)
 	}
-	return wal.InitDisklessLogRequest{Partition: walTP(tp), Topic: tp.Topic, LogStartOffset: o.LogStartOffset,
-		DisklessStartOffset: s.Seal(), ProducerStates: walProducerStates(l.ActiveProducers())}, nil
+	return req, nil
+}
+
+// metadataProducerStates is the control plane's producer state from the
+// seal's committed one (tag 101: each producer's last batch). A batch at
+// or past the seal is not in the classic prefix (an operator lowered the
+// seal past it, giving up its records): the producer keeps its epoch
+// without it, so a retry of that batch is not answered as a duplicate of
+// records no tier holds.
+func metadataProducerStates(ps []tierstate.ProducerStateEntry, seal int64) []wal.ProducerState {
+	out := make([]wal.ProducerState, 0, len(ps))
+	for _, p := range ps {
+		w := wal.ProducerState{ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch}
+		if p.BaseSequence >= 0 && p.AssignedOffset >= 0 && p.AssignedOffset < seal {
+			w.Batches = []wal.ProducerBatch{{BaseSequence: p.BaseSequence, LastSequence: p.LastSequence,
+				AssignedOffset: p.AssignedOffset, Timestamp: p.BatchMaxTimestamp}}
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // InitDisklessLog creates the partition's WAL row from its sealed log

@@ -416,3 +416,59 @@ func checkResealed(l *log.UnifiedLog, at string, seal func(*log.UnifiedLog) (Sea
 	}
 	return s, nil
 }
+
+// TestInitDisklessLogFromMetadata: a phase-2 leader whose log lost its
+// disk (it ends below the seal) writes the WAL row from the metadata, so
+// that its consolidation fetch below the seal is redirected to remote
+// storage and it rebuilds. Every replica lost its disk after the seal 90
+// was committed, before any leader wrote the row; the operator's
+// start-phase-2 lowered the seal to 60. Producer 7's last batch (at 40)
+// is in the classic prefix; producer 8's (at 80) was given up with
+// [60, 90), so only its epoch is kept. In phase 1 such a leader is
+// fenced below the seal, and the row waits for its log to end there.
+func TestInitDisklessLogFromMetadata(t *testing.T) {
+	e := newWALEnv(t)
+	l := e.openLog("lost")
+	s, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	s, err = s.CommitSeal(90, []tierstate.ProducerStateEntry{
+		{ProducerID: 7, ProducerEpoch: 2, BaseSequence: 0, LastSequence: 4, AssignedOffset: 40, BatchMaxTimestamp: 1000},
+		{ProducerID: 8, ProducerEpoch: 1, BaseSequence: 5, LastSequence: 9, AssignedOffset: 80, BatchMaxTimestamp: 2000},
+	})
+	require.NoError(t, err)
+	_, err = PlanInitDisklessLog(s, e.tp, l)
+	require.ErrorIs(t, err, ErrLogPastSeal, "phase 1: the row waits for the log to end at the seal")
+	require.ErrorContains(t, err, "log end 0, seal 90")
+
+	s, err = s.StartPhaseTwo(60, 0, 3)
+	require.NoError(t, err)
+	req, err := InitDisklessLog(e.ctx, e.cp, s, e.tp, l)
+	require.NoError(t, err)
+	require.Equal(t, wal.InitDisklessLogRequest{Partition: walTP(e.tp), Topic: e.tp.Topic, LogStartOffset: 0,
+		DisklessStartOffset: 60, ProducerStates: []wal.ProducerState{
+			{ProducerID: 7, ProducerEpoch: 2, Batches: []wal.ProducerBatch{{BaseSequence: 0, LastSequence: 4, AssignedOffset: 40, Timestamp: 1000}}},
+			{ProducerID: 8, ProducerEpoch: 1},
+		}}, req)
+	info, err := e.cp.LogInfo(e.ctx, walTP(e.tp))
+	require.NoError(t, err)
+	require.Equal(t, [3]int64{0, 60, 60}, [3]int64{info.LogStartOffset, info.DisklessStartOffset, info.HighWatermark},
+		"W, S and HW of the row")
+	_, err = InitDisklessLog(e.ctx, e.cp, s, e.tp, l)
+	require.NoError(t, err, "a row that exists is a success")
+
+	// Without a recorded epoch the classic prefix is empty (remote
+	// storage held no record below the new seal): W, and so the row's
+	// first cross-tier log start, is the seal, so that the endpoint
+	// resets a fetch below it rather than waiting for remote storage to
+	// hold S-1.
+	empty, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	empty, err = empty.CommitSeal(90, nil)
+	require.NoError(t, err)
+	empty, err = empty.StartPhaseTwo(60, -1, 3)
+	require.NoError(t, err)
+	req, err = PlanInitDisklessLog(empty, e.tp, l)
+	require.NoError(t, err)
+	require.Equal(t, int64(60), req.LogStartOffset)
+	require.Equal(t, int64(60), req.InitialCrossTierLogStart())
+}

@@ -173,9 +173,13 @@ type ResealRequest struct {
 	// (*UnreplicatedSealError).
 	LeaderHighWatermark int64
 	// SealBatch is the leader's batch holding offset Seal, when Seal is
-	// below its log end (a log's read from Seal returns it first). A seal
-	// strictly inside it is refused (*SealBatchError); unknown (the zero
-	// value) skips that check.
+	// below its log end (a log's read from Seal returns it first), in
+	// whichever tier holds it: below the local log start, the remote
+	// segment's batch (remote.Manager.Read at Seal). A seal strictly
+	// inside it is refused (*SealBatchError); unknown (the zero value)
+	// skips that check. A seal inside a tiered batch would leave the
+	// batch's records below the seal unreadable: a tiered read refuses a
+	// batch that reaches the committed seal (remote.SealCapError).
 	SealBatch BatchSpan
 }
 

@@ -355,6 +355,13 @@ const (
 	// start report never passes the local log start
 	// (remote.Manager.findHighestRemoteOffset, reportLogStart).
 	RemoteLineageHole
+	// InitRowFromMetadata: a phase-2 leader whose log ends below the seal
+	// (it lost its disk) writes the partition's WAL row from the
+	// metadata (the seal and its producer states) rather than waiting for
+	// its log to end at the seal: without the row its consolidation fetch
+	// is never redirected to remote storage, so it never rebuilds and
+	// never serves the classic prefix (consolidate.PlanInitDisklessLog).
+	InitRowFromMetadata
 
 	numGuards = iota + 1
 )
@@ -411,6 +418,7 @@ var names = [numGuards]string{
 	RemoteLookupEpochMembers:        "remote-lookup-epoch-members",
 	TruncationRemovalOrder:          "truncation-removal-order",
 	RemoteLineageHole:               "remote-lineage-hole",
+	InitRowFromMetadata:             "init-row-from-metadata",
 }
 
 // backups are, per guard, the guards of another layer that stop the

@@ -66,6 +66,8 @@ var catches = []catch{
 	{mutation.TruncationRemovalOrder, "log", "TestTruncateToIsCrashSafe"},
 	{mutation.RemoteLineageHole, "remote", "TestRemoteLineageHoleIsCopiedAgain"},
 	{mutation.RemoteLineageHole, "internal/harness/sim", "TestScripts/unclean_remote_hole_below_highest"},
+	{mutation.InitRowFromMetadata, "consolidate", "TestInitDisklessLogFromMetadata"},
+	{mutation.InitRowFromMetadata, "internal/harness/sim", "TestScripts/init_row_from_metadata_after_start_phase_2"},
 	{mutation.TruncationRemovalOrder, "internal/harness/sim", "TestScripts/truncation_crash_at_segment_removal"},
 
 	{mutation.RemoteHighestHeld, "remote", "TestHighestRemoteOffset"},
@@ -137,6 +139,7 @@ var catches = []catch{
 	{mutation.ManagedCloseDurable, "logmanager", "TestCrashDuringOpenAndClose"},
 	{mutation.ResealBatchBoundary, "tierstate", "TestPlanResealInsideBatch"},
 	{mutation.ResealBatchBoundary, "internal/harness/sim", "TestScripts/reseal_inside_batch"},
+	{mutation.ResealBatchBoundary, "internal/harness/sim", "TestScripts/reseal_inside_tiered_batch"},
 	{mutation.TruncationLowersRemoteHighest, "log", "TestTruncationLowersHighestOffsetInRemoteStorage"},
 	{mutation.TruncationLowersRemoteHighest, "internal/harness/sim", "TestScripts/unclean_truncation_remote_highest"},
 	{mutation.UndoLeavesDiskless, "tierstate", "TestAbortReturnsPartitionToClassic"},

@@ -144,12 +144,56 @@ func (c *Cluster) Settle() error {
 		return v
 	}
 	return c.do("settle", -1, func() (string, error) {
+		if why := c.quietness(); why != "" {
+			// A round's step brought a fault (a broker crashed at an
+			// armed file operation): the cluster owes no progress.
+			return fmt.Sprintf("not quiet after %d round(s): %s", rounds, why), nil
+		}
 		if v := c.unsettled(); v != nil {
 			v.Detail = fmt.Sprintf("after %d catch-up round(s): %s", rounds, v.Detail)
 			return "stuck", v
 		}
+		if v := c.unreadable(); v != nil {
+			v.Detail = fmt.Sprintf("after %d catch-up round(s): %s", rounds, v.Detail)
+			return "unreadable", v
+		}
 		return fmt.Sprintf("settled after %d round(s)", rounds), nil
 	})
+}
+
+// unreadable is, on a settled cluster, the first committed offset from
+// the leader's log start on that a consumer's fetch is not served (the
+// fetch fails, or serves nothing), nil when every one is served: a tier
+// may hold the records while the leader cannot read them (an epoch
+// cache without their epoch, a remote lookup that misses them), which
+// no other invariant sees. Phase 1 owes nothing, as in unsettled.
+func (c *Cluster) unreadable() *Violation {
+	lb := c.leaderBroker()
+	st := c.ctrl.rec.State
+	if lb == nil || st.SealCommitted() && (st.Phase() != tierstate.PhaseTwo || !lb.consolidating) {
+		return nil
+	}
+	for off := max(lb.Log().LogStartOffset(), c.model.deletedBelow); off < c.model.end; {
+		if c.model.given(off, off+1) {
+			off++
+			continue
+		}
+		tier, data, err := c.fetch(lb, off)
+		if err != nil {
+			return c.violation(Stuck, lb.ID, off, "a fetch at the committed offset %d from %s fails: %v", off, tier, err)
+		}
+		next := off
+		_, _ = forEachRecord(data, off, 1<<62, func(o int64, _ string) error {
+			next = max(next, o+1)
+			return nil
+		})
+		if next == off {
+			return c.violation(Stuck, lb.ID, off, "a fetch at the committed offset %d from %s serves nothing (committed end %d)",
+				off, tier, c.model.end)
+		}
+		off = next
+	}
+	return nil
 }
 
 // settleRounds runs Settle's rounds; a violation ends them. Other errors
@@ -157,9 +201,17 @@ func (c *Cluster) Settle() error {
 func (c *Cluster) settleRounds() (int, error) {
 	rounds, still := 0, 0
 	last := c.replicaPositions()
-	for ; rounds < maxSettleRounds && still < stillRounds && c.unsettled() != nil && c.quietness() == ""; rounds++ {
+	for ; rounds < maxSettleRounds && still < stillRounds && (c.unsettled() != nil || c.unreadable() != nil) && c.quietness() == ""; rounds++ {
 		for _, b := range c.brokers {
 			if err := c.Replicate(b.ID); errors.Is(err, ErrViolation) {
+				return rounds, err
+			}
+		}
+		// A phase-2 leader without the WAL row writes it (its switch
+		// step, which a broker runs on every event) before its
+		// consolidation can be redirected to remote storage.
+		if c.ctrl.rec.State.Phase() == tierstate.PhaseTwo && !c.walReady() {
+			if err := c.SwitchStep(); errors.Is(err, ErrViolation) {
 				return rounds, err
 			}
 		}

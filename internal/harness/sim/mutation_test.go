@@ -237,10 +237,12 @@ var simCatches = []simCatch{
 	{guard: mutation.RemoteReadLineage, weights: uncleanMenu, limit: 265},
 	// A follower that an unclean election truncates below its local log
 	// start loses its log start and the epochs below the truncation; when
-	// it leads later, its retention deletes the committed remote prefix.
-	// With all-clear too: seed 770 after 212 steps (not in seeds 1 to
-	// 1005 of the unclean menu alone since checkpoint-hw joined it).
-	{guard: mutation.TruncationKeepsRemotePrefix, weights: uncleanAllClearMenu, limit: 1000},
+	// it leads later, its consolidation stops past the seal (Stuck). On
+	// the unclean expire menu: seed 711 after 516 steps. (It was seed 770
+	// of the unclean menu with all-clear until the liveness check's
+	// rounds ran the switch step: now 1789 there; none in 800 seeds with
+	// unclean elections at 3.)
+	{guard: mutation.TruncationKeepsRemotePrefix, weights: uncleanExpireMenu, limit: 780},
 	// empty-prefix-check: DeleteRecords reaches the seal, so the classic
 	// prefix [X, S) is empty and start-phase-2 records no epoch; without
 	// the check a replica holding records below the seal that the
@@ -384,6 +386,15 @@ var simCatches = []simCatch{
 	// holds (LostRecord). Seed 641 of the lone-leader menu after 115
 	// steps (script unclean_remote_hole_below_highest).
 	{guard: mutation.RemoteLineageHole, weights: loneLeaderMenu, limit: 700},
+	// Every replica lost its disk in phase 2 before any leader wrote
+	// the WAL row (the operator's start-phase-2 lowered a seal no leader
+	// had initialised): the leader waits for its log to end at the seal
+	// to write the row, and without the row its consolidation fetch is
+	// answered "unknown partition", never redirected to remote storage,
+	// so it never rebuilds, and Settle finds a committed offset no fetch
+	// serves (Stuck; script init_row_from_metadata_after_start_phase_2).
+	// On the all-clear menu: seed 210 after 213 steps.
+	{guard: mutation.InitRowFromMetadata, weights: allClearMenu, limit: 230},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away
@@ -499,6 +510,10 @@ var allClearMenu = map[string]int{"all-clear": 1}
 
 // uncleanAllClearMenu is uncleanMenu with all-clear.
 var uncleanAllClearMenu = map[string]int{"elect-unclean": 1, "start-phase-2": 0, "all-clear": 1}
+
+// uncleanExpireMenu is uncleanAllClearMenu with unclean elections at 2
+// and tiering and retention weighed up.
+var uncleanExpireMenu = map[string]int{"elect-unclean": 2, "start-phase-2": 0, "all-clear": 1, "expire": 6, "copy": 8}
 
 // flushMenu takes the flush.messages changes (weight 0 in the default
 // menu: random.go).

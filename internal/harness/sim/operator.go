@@ -8,6 +8,7 @@ import (
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/log/record"
+	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
 	"github.com/tierlog/tierlog/wal"
 )
@@ -187,7 +188,11 @@ func (c *Cluster) Reseal(seal int64) error {
 				req.LeaderHighWatermark = l.HighWatermark()
 			}
 			if l := b.Log(); l != nil {
-				req.SealBatch = batchAt(l, seal)
+				span, err := c.batchAt(b, seal)
+				if err != nil {
+					return "refused", fmt.Errorf("sim: reseal: the leader's batch at the seal %d: %w", seal, err)
+				}
+				req.SealBatch = span
 			}
 		} else {
 			req.Leader = -1
@@ -220,21 +225,42 @@ func (c *Cluster) Reseal(seal int64) error {
 	})
 }
 
-// batchAt is the log's batch holding offset, unknown when the log holds
-// none there (offset at or past its end, or below its start).
-func batchAt(l *log.UnifiedLog, offset int64) tierstate.BatchSpan {
+// batchAt is the leader's batch holding offset, across its tiers (a
+// remote read below its local log start: a lowered seal may fall in the
+// tiered prefix, and a seal inside a tiered batch leaves the batch's
+// records below it unreadable, since a tiered read refuses a batch that
+// reaches the seal); unknown when neither tier holds offset. A failed
+// remote read is returned: the tool cannot check the seal.
+func (c *Cluster) batchAt(b *Broker, offset int64) (tierstate.BatchSpan, error) {
+	l := b.Log()
 	if offset >= l.LogEndOffset() {
-		return tierstate.BatchSpan{}
+		return tierstate.BatchSpan{}, nil
 	}
-	fd, err := l.Read(nil, offset, 1, log.IsolationLogEnd, true)
-	if err != nil || len(fd.Records) == 0 {
-		return tierstate.BatchSpan{}
+	var data []byte
+	if offset < l.LocalLogStartOffset() {
+		res, err := b.mgr.Read(c.ctx, c.tp, offset, 1, log.IsolationLogEnd, true)
+		if errors.Is(err, remote.ErrOffsetOutOfRange) {
+			return tierstate.BatchSpan{}, nil
+		}
+		if err != nil {
+			return tierstate.BatchSpan{}, err
+		}
+		data = res.Records
+	} else {
+		fd, err := l.Read(nil, offset, 1, log.IsolationLogEnd, true)
+		if err != nil {
+			return tierstate.BatchSpan{}, nil
+		}
+		data = fd.Records
 	}
-	b, err := record.ReadBatch(fd.Records)
+	if len(data) == 0 {
+		return tierstate.BatchSpan{}, nil
+	}
+	rb, err := record.ReadBatch(data)
 	if err != nil {
-		return tierstate.BatchSpan{}
+		return tierstate.BatchSpan{}, err
 	}
-	return tierstate.BatchSpan{Known: true, BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset()}
+	return tierstate.BatchSpan{Known: true, BaseOffset: rb.BaseOffset(), LastOffset: rb.LastOffset()}, nil
 }
 
 // Repair is `kafka-topic-switch.sh repair` (RepairDisklessLog): the

@@ -131,6 +131,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"prune_remote_holds_lineage_cleaned_up", []mutation.Guard{mutation.PruneRemoteHolds,
 			mutation.RemoteHighestHeld, mutation.RemoteLineageHole}, PrunedPastRemote},
 		{"unclean_remote_hole_below_highest", []mutation.Guard{mutation.RemoteLineageHole}, LostRecord},
+		{"init_row_from_metadata_after_start_phase_2", []mutation.Guard{mutation.InitRowFromMetadata}, Stuck},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
