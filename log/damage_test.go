@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/atomicfile"
 	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/log/record"
@@ -384,6 +385,46 @@ func TestRollReplacesOrphanIndex(t *testing.T) {
 			got, err := readAllRecords(e.l)
 			require.NoError(t, err)
 			require.Equal(t, offsetRange(0, 10), got)
+		})
+	}
+}
+
+// TestFullTruncationReplacesOrphanIndex: the index files a crash leaves
+// inside the removal of a segment (its .log unlinked first) must not make
+// a later full truncation, or a rebuild, at that segment's base fail:
+// both create their segment there, and a log that cannot create it
+// refuses every write. A local retention that crashed removing the
+// segment at 92, and a reset to 92 after the restart, did that to a
+// follower of the simulation.
+func TestFullTruncationReplacesOrphanIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		truncate func(l *UnifiedLog, n int64) error
+	}{
+		{"truncate-fully", func(l *UnifiedLog, n int64) error { return l.TruncateFullyAndStartAt(n, -1) }},
+		{"rebuild", func(l *UnifiedLog, n int64) error {
+			return l.TruncateFullyAndRestore(RemoteRestore{NextOffset: n, LogStartOffset: 0,
+				Epochs: []epochcache.Entry{{Epoch: 0, StartOffset: 0}}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newDamageEnv(t, 1<<20)
+			e.opts.RemoteStorageEnabled = true
+			appendRecords(t, e.l, 0, 5, 0)
+			for _, name := range []string{segment.IndexFileName(20), segment.TimeIndexFileName(20)} {
+				f, err := e.fs.Create(e.path(name), vfs.WriteCategoryUnspecified)
+				require.NoError(t, err)
+				_, err = f.Write([]byte("0123456789abcdef0123456789abcdef"))
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+			}
+			require.NoError(t, e.reopen())
+			require.NoError(t, tc.truncate(e.l, 20))
+			require.Equal(t, int64(2), e.l.Metrics().OrphanIndexesRemoved)
+			_, err := e.l.AppendAsFollower(buildBatches(t, 1, 1, 10, 0, 20, 0), 0)
+			require.NoError(t, err)
+			require.NoError(t, e.reopen())
+			require.Equal(t, int64(21), e.l.LogEndOffset())
 		})
 	}
 }

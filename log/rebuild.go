@@ -10,7 +10,6 @@ import (
 	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
-	"github.com/tierlog/tierlog/log/internal/segment"
 )
 
 // RemoteRestore is the state a rebuild from remote storage installs in a
@@ -210,7 +209,7 @@ func (l *UnifiedLog) restoreLocked(r RemoteRestore, epochs []epochcache.Entry, e
 		}
 	}
 	// Step 5: the commit point.
-	seg, err := segment.Create(l.fs, l.dir, n, l.opts.nowMs(), l.segOpts)
+	seg, err := l.createSegmentOverOrphans(n, nil)
 	if err != nil {
 		return l.failLocked(err)
 	}

@@ -118,7 +118,19 @@ func (l *UnifiedLog) rollLocked(expectedNextOffset int64, ev *events) error {
 //
 // REQUIRES: l.mu held.
 func (l *UnifiedLog) createSegment(base int64) (*segment.Segment, error) {
-	seg, removed, err := segment.CreateOverOrphans(l.fs, l.dir, base, l.opts.nowMs(), l.segOpts, l.syncRolledLocked)
+	return l.createSegmentOverOrphans(base, l.syncRolledLocked)
+}
+
+// createSegmentOverOrphans is createSegment with beforeDirSync run before
+// the orphans' directory fsync (nil: none). A full truncation and a
+// rebuild create their segment with nil: every segment of the log was
+// removed first, so no rolled data is left to sync. An orphan there is
+// as likely as at a roll: a crash inside the removal of a segment at
+// that base (local retention, a truncation) leaves its index files.
+//
+// REQUIRES: l.mu held.
+func (l *UnifiedLog) createSegmentOverOrphans(base int64, beforeDirSync func() error) (*segment.Segment, error) {
+	seg, removed, err := segment.CreateOverOrphans(l.fs, l.dir, base, l.opts.nowMs(), l.segOpts, beforeDirSync)
 	if len(removed) > 0 {
 		l.counters.orphansRemoved.Add(int64(len(removed)))
 		l.logger.Warn("removed orphan index files where a segment is created",

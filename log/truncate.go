@@ -7,7 +7,6 @@ import (
 	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log/internal/producer"
-	"github.com/tierlog/tierlog/log/internal/segment"
 	"github.com/tierlog/tierlog/truncation"
 	"go.uber.org/zap"
 )
@@ -463,7 +462,7 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, keepEpochs bool, ev 
 			return l.failLocked(fmt.Errorf("log: %w", err))
 		}
 	}
-	seg, err := segment.Create(l.fs, l.dir, n, l.opts.nowMs(), l.segOpts)
+	seg, err := l.createSegmentOverOrphans(n, nil)
 	if err != nil {
 		return l.failLocked(err)
 	}
