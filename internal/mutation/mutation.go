@@ -447,6 +447,11 @@ var backups = map[Guard][]Guard{
 	// holding a record below the seal (safe, a rebuild each), so one
 	// whose log diverges from remote storage there is recreated anyway.
 	StartPhaseTwoRecordedEpoch: {EmptyPrefixCheck},
+	// A consolidating leader's log start lies above the cross-tier log
+	// start only if a truncation below its local log start lost it: a
+	// truncation keeps the log start, so retention's log start is X either
+	// way.
+	RetentionLogStart: {TruncationKeepsRemotePrefix},
 	// The snapshot a reload keeps at the recovery point's segment holds
 	// the producers that the recovery's own snapshots would hold.
 	RecoverySnapshots:     {RecoveryPointSnapshotKept},

@@ -287,12 +287,14 @@ func (c *Cluster) WAL() (start, hw int64, ok bool) {
 // storage holds of the partition's records (a segment an unclean
 // election discarded the end of counts below the discarded offsets). The
 // records DeleteRecords deleted are no gap: remote storage need not hold
-// them (a copy after the deletion starts at the log start).
+// them (a copy after the deletion starts at the log start), nor are the
+// records the partition gave up (an unclean election, a lowered seal):
+// no tier need hold them, so no copy can fill that hole.
 func (c *Cluster) HighestRemoteOffset() int64 {
 	segs := c.validSegments()
 	h := int64(-1)
 	for _, s := range segs {
-		if h >= 0 && s.StartOffset > max(h+1, c.model.deletedBelow) {
+		if from := max(h+1, c.model.deletedBelow); h >= 0 && s.StartOffset > from && !c.model.given(from, s.StartOffset) {
 			break
 		}
 		h = max(h, s.EndOffset)
