@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/tierstate"
 )
 
@@ -358,7 +359,8 @@ func DecideTransition(d Delta, l ViewLog) Plan {
 	}
 	if s.SealCommitted() {
 		seal := s.Seal()
-		if l != nil && leo > seal && !tierstate.HasConsolidatedDisklessSuffixFromSeal(s, l) {
+		if l != nil && leo > seal && !tierstate.HasConsolidatedDisklessSuffixFromSeal(s, l) &&
+			!mutation.Disabled(mutation.SealTruncation) {
 			plan = append(plan, act(TruncateToSeal, seal, "log end %d past seal %d without a consolidated diskless suffix (diskless epoch %d)",
 				leo, seal, s.DisklessLeaderEpoch()))
 			leo = seal

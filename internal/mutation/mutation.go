@@ -362,6 +362,12 @@ const (
 	// is never redirected to remote storage, so it never rebuilds and
 	// never serves the classic prefix (consolidate.PlanInitDisklessLog).
 	InitRowFromMetadata
+	// SealTruncation: a replica whose log runs past the committed seal
+	// without a consolidated diskless suffix truncates it to the seal
+	// when it applies the seal (replica.DecideTransition; Inkless's
+	// maybeTruncateSwitchedFollower and maybeReconcileSwitchedLeader), so
+	// no classic tail the seal discarded is served or replicated.
+	SealTruncation
 
 	numGuards = iota + 1
 )
@@ -419,6 +425,7 @@ var names = [numGuards]string{
 	TruncationRemovalOrder:          "truncation-removal-order",
 	RemoteLineageHole:               "remote-lineage-hole",
 	InitRowFromMetadata:             "init-row-from-metadata",
+	SealTruncation:                  "seal-truncation",
 }
 
 // backups are, per guard, the guards of another layer that stop the
@@ -452,6 +459,13 @@ var backups = map[Guard][]Guard{
 	// truncation keeps the log start, so retention's log start is X either
 	// way.
 	RetentionLogStart: {TruncationKeepsRemotePrefix},
+	// A kept future log holding discarded records is promoted only when
+	// its last offset is in the current log's epoch there, which a
+	// current log regrown from the WAL (in the diskless epoch) is not.
+	ReplicaFutureLog: {PromoteLineage},
+	// A replica the check keeps with a classic tail past the seal is
+	// truncated to the seal by the transition that follows the check.
+	ReplicaSuffixPastSeal: {SealTruncation},
 	// The snapshot a reload keeps at the recovery point's segment holds
 	// the producers that the recovery's own snapshots would hold.
 	RecoverySnapshots:     {RecoveryPointSnapshotKept},

@@ -68,6 +68,8 @@ var catches = []catch{
 	{mutation.RemoteLineageHole, "internal/harness/sim", "TestScripts/unclean_remote_hole_below_highest"},
 	{mutation.InitRowFromMetadata, "consolidate", "TestInitDisklessLogFromMetadata"},
 	{mutation.InitRowFromMetadata, "internal/harness/sim", "TestScripts/init_row_from_metadata_after_start_phase_2"},
+	{mutation.SealTruncation, "replica", "TestReplicaDataDriven/seal"},
+	{mutation.SealTruncation, "internal/harness/sim", "TestScripts/seal_truncation_lowered_seal"},
 	{mutation.TruncationRemovalOrder, "internal/harness/sim", "TestScripts/truncation_crash_at_segment_removal"},
 
 	{mutation.RemoteHighestHeld, "remote", "TestHighestRemoteOffset"},

@@ -395,6 +395,20 @@ var simCatches = []simCatch{
 	// serves (Stuck; script init_row_from_metadata_after_start_phase_2).
 	// On the all-clear menu: seed 210 after 213 steps.
 	{guard: mutation.InitRowFromMetadata, weights: allClearMenu, limit: 230},
+	// seal-truncation: a replica applying a lowered seal keeps its
+	// classic tail past it, joins the ISR at the seal and leads with a
+	// record the seal gave up (Conflict; script
+	// seal_truncation_lowered_seal). On the lone-leader menu: seed 3
+	// after 219 steps (none in 300 seeds of the default menu: a
+	// follower's fetch truncates the tail there).
+	{guard: mutation.SealTruncation, weights: loneLeaderMenu, limit: 20},
+	// The phase-2 check keeps a replica with a classic tail past a
+	// lowered seal, which applying the seal (seal-truncation, the
+	// backup) would have truncated: it holds the given-up record where
+	// the diskless one is (Conflict). Seed 66 of the lone-leader menu
+	// after 98 steps, which passes with either guard alone disabled
+	// (script replica_suffix_past_seal_lowered_seal).
+	{guard: mutation.ReplicaSuffixPastSeal, weights: loneLeaderMenu, limit: 100},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away

@@ -132,6 +132,13 @@ func TestShrunkScripts(t *testing.T) {
 			mutation.RemoteHighestHeld, mutation.RemoteLineageHole}, PrunedPastRemote},
 		{"unclean_remote_hole_below_highest", []mutation.Guard{mutation.RemoteLineageHole}, LostRecord},
 		{"init_row_from_metadata_after_start_phase_2", []mutation.Guard{mutation.InitRowFromMetadata}, Stuck},
+		// pull/857's worked example of a move: with the check and the
+		// promotion's lineage check both off, the future log holding
+		// the discarded [100, 120) replaces the consolidated records.
+		{"pull857_truncation_move_online", []mutation.Guard{mutation.ReplicaFutureLog, mutation.PromoteLineage}, Conflict},
+		{"replica_suffix_past_seal_lowered_seal", []mutation.Guard{mutation.ReplicaSuffixPastSeal,
+			mutation.SealTruncation}, Conflict},
+		{"seal_truncation_lowered_seal", []mutation.Guard{mutation.SealTruncation}, Conflict},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
@@ -158,6 +165,13 @@ func TestScriptsOfGuardsWithBackups(t *testing.T) {
 		{"replica_remote_progress_tail_truncated_to_seal", mutation.ReplicaRemoteProgress},
 		// The pruner finds no segment holding h; the lookup finds no h.
 		{"prune_remote_holds_lineage_cleaned_up", mutation.PruneRemoteHolds},
+		// The check recreates the replica and deletes its future log;
+		// the promotion refuses a future log whose last offset is in
+		// another epoch than the current log's.
+		{"pull857_truncation_move_online", mutation.ReplicaFutureLog},
+		// The check recreates the replica; applying the lowered seal in
+		// phase 1 truncated its tail already.
+		{"replica_suffix_past_seal_lowered_seal", mutation.ReplicaSuffixPastSeal},
 	} {
 		backups := mutation.Backups(r.guard)
 		require.NotEmpty(t, backups, "%v", r.guard)
