@@ -10,7 +10,6 @@ import (
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/remote"
-	"github.com/tierlog/tierlog/tierstate"
 )
 
 // The recreated leader of github.com/aiven/inkless/pull/857 against a real
@@ -101,10 +100,7 @@ func TestEndpointDeletedPrefixResetsBeforeRemoteLookup(t *testing.T) {
 func TestEndpointCoverageWithoutRecordedEpoch(t *testing.T) {
 	e := newWALEnv(t)
 	_ = e.switchAt(0, 100, 2)
-	var s tierstate.State
-	s, _ = s.WithConsolidating(true).ArmSwitch()
-	s, _ = s.CommitSeal(100, nil)
-	s, err := s.StartPhaseTwo(100, -1, 4)
+	s, err := committedSeal(t, 100, nil).StartPhaseTwo(100, -1, 4)
 	require.NoError(t, err)
 	require.Equal(t, int32(-1), s.LastClassicLeaderEpoch())
 	e.parts.set(e.tp, s, e.openLog("leader"))

@@ -74,6 +74,18 @@ func newWALEnvOnFS(t testing.TB, cpFS, metaFS vfs.FS) *walEnv {
 	return e
 }
 
+// committedSeal is a consolidating partition's state with its seal
+// committed at seal (phase 1) with the producer states producers; no WAL
+// row is written.
+func committedSeal(t testing.TB, seal int64, producers []tierstate.ProducerStateEntry) tierstate.State {
+	t.Helper()
+	s, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
+	require.NoError(t, err)
+	s, err = s.CommitSeal(seal, producers)
+	require.NoError(t, err)
+	return s
+}
+
 // switchAt initialises the WAL row of the switched partition (W = the
 // classic log start, HW = S = seal) and returns the phase-2 state with
 // recorded epoch r, leader epoch 4 (E_d = 5).
@@ -83,12 +95,7 @@ func (e *walEnv) switchAt(logStart, seal int64, r int32) tierstate.State {
 		LogStartOffset: logStart, DisklessStartOffset: seal}})
 	require.NoError(e.t, err)
 	require.NoError(e.t, res[0].Err)
-	var s tierstate.State
-	s, err = s.WithConsolidating(true).ArmSwitch()
-	require.NoError(e.t, err)
-	s, err = s.CommitSeal(seal, nil)
-	require.NoError(e.t, err)
-	s, err = s.SetClassicPrefixInRemoteStorage(
+	s, err := committedSeal(e.t, seal, nil).SetClassicPrefixInRemoteStorage(
 		tierstate.ClassicPrefixRequest{BrokerID: 1, LeaderEpoch: 4, Seal: seal, LastClassicLeaderEpoch: r},
 		tierstate.Leadership{Leader: 1, LeaderEpoch: 4})
 	require.NoError(e.t, err)

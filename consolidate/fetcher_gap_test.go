@@ -116,14 +116,7 @@ func TestAppendablePrefix(t *testing.T) {
 	l := e.openLog("p")
 	require.NoError(t, l.TruncateFullyAndStartAt(60, 60))
 	born := tierstate.State{}.WithConsolidating(true)
-	sealed, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
-	require.NoError(t, err)
-	sealed, err = sealed.CommitSeal(60, nil)
-	require.NoError(t, err)
-	sealedAt50, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
-	require.NoError(t, err)
-	sealedAt50, err = sealedAt50.CommitSeal(50, nil)
-	require.NoError(t, err)
+	sealed, sealedAt50 := committedSeal(t, 60, nil), committedSeal(t, 50, nil)
 
 	a, b, gap := batchAt(60, 2), batchAt(62, 3), batchAt(100, 1)
 	for name, tc := range map[string]struct {

@@ -36,11 +36,7 @@ func (e *walEnv) sealedState(seal int64) tierstate.State {
 		LogStartOffset: 0, DisklessStartOffset: seal}})
 	require.NoError(e.t, err)
 	require.NoError(e.t, res[0].Err)
-	s, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
-	require.NoError(e.t, err)
-	s, err = s.CommitSeal(seal, nil)
-	require.NoError(e.t, err)
-	return s
+	return committedSeal(e.t, seal, nil)
 }
 
 // stepAll runs the fetcher until no partition is ready (at most n steps).

@@ -429,14 +429,11 @@ func checkResealed(l *log.UnifiedLog, at string, seal func(*log.UnifiedLog) (Sea
 func TestInitDisklessLogFromMetadata(t *testing.T) {
 	e := newWALEnv(t)
 	l := e.openLog("lost")
-	s, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
-	require.NoError(t, err)
-	s, err = s.CommitSeal(90, []tierstate.ProducerStateEntry{
+	s := committedSeal(t, 90, []tierstate.ProducerStateEntry{
 		{ProducerID: 7, ProducerEpoch: 2, BaseSequence: 0, LastSequence: 4, AssignedOffset: 40, BatchMaxTimestamp: 1000},
 		{ProducerID: 8, ProducerEpoch: 1, BaseSequence: 5, LastSequence: 9, AssignedOffset: 80, BatchMaxTimestamp: 2000},
 	})
-	require.NoError(t, err)
-	_, err = PlanInitDisklessLog(s, e.tp, l)
+	_, err := PlanInitDisklessLog(s, e.tp, l)
 	require.ErrorIs(t, err, ErrLogPastSeal, "phase 1: the row waits for the log to end at the seal")
 	require.ErrorContains(t, err, "log end 0, seal 90")
 
@@ -461,11 +458,7 @@ func TestInitDisklessLogFromMetadata(t *testing.T) {
 	// first cross-tier log start, is the seal, so that the endpoint
 	// resets a fetch below it rather than waiting for remote storage to
 	// hold S-1.
-	empty, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
-	require.NoError(t, err)
-	empty, err = empty.CommitSeal(90, nil)
-	require.NoError(t, err)
-	empty, err = empty.StartPhaseTwo(60, -1, 3)
+	empty, err := committedSeal(t, 90, nil).StartPhaseTwo(60, -1, 3)
 	require.NoError(t, err)
 	req, err = PlanInitDisklessLog(empty, e.tp, l)
 	require.NoError(t, err)

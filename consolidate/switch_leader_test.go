@@ -30,10 +30,7 @@ func (f fakePrefixLog) EpochForOffset(o int64) (int32, bool) {
 // {0:0, 2:80}, seal 100. It asks for phase 2 only once remote storage
 // holds 99, with R = 2, the epoch of its record at 99.
 func TestPlanClassicPrefixRequest(t *testing.T) {
-	s, err := tierstate.State{}.WithConsolidating(true).ArmSwitch()
-	require.NoError(t, err)
-	s, err = s.CommitSeal(100, nil)
-	require.NoError(t, err)
+	s := committedSeal(t, 100, nil)
 	a := fakePrefixLog{h: 79, epochs: []epochcache.Entry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 80}}}
 	require.Equal(t, ClassicPrefixPlan{LastClassicLeaderEpoch: -1}, PlanClassicPrefixRequest(s, a), "the copy has not reached 99")
 	a.h = 98
