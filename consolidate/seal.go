@@ -212,6 +212,9 @@ type SealLog interface {
 	Segments(from int64) ([]log.SegmentInfo, error)
 	Roll() error
 	Flush() error
+	// EpochForOffset is the leader epoch of the record at offset (the
+	// seal epoch of the proposal).
+	EpochForOffset(offset int64) (int32, bool)
 }
 
 var _ SealLog = (*log.UnifiedLog)(nil)
@@ -265,12 +268,10 @@ func PlanSeal(in SealInput) SealPlan {
 }
 
 // SealProposal is what the leader sends the controller with
-// InitDisklessLog once its log is sealed (the controller commits it with
-// tierstate.State.CommitSeal).
-type SealProposal struct {
-	Seal      int64
-	Producers []tierstate.ProducerStateEntry
-}
+// InitDisklessLog once its log is sealed: the seal, the leader's epoch at
+// seal-1 and its producer states (the controller commits it with
+// tierstate.State.CommitSealProposal).
+type SealProposal = tierstate.SealProposal
 
 // SealResult is one SealLeader run.
 type SealResult struct {
@@ -344,6 +345,11 @@ func SealLeader(s tierstate.State, l SealLog, leaderEpoch int32, nowMs int64) (S
 	if plan = PlanSeal(in); plan.Ready {
 		res.Ready = true
 		res.Proposal = SealProposal{Seal: plan.Proposed, Producers: tagProducerStates(l.ActiveProducers())}
+		if plan.Proposed > 0 {
+			if e, ok := l.EpochForOffset(plan.Proposed - 1); ok {
+				res.Proposal.SealEpoch = tierstate.Some(e)
+			}
+		}
 	}
 	return res, nil
 }

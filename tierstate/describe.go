@@ -3,6 +3,7 @@ package tierstate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -80,6 +81,14 @@ var (
 	// https://github.com/aiven/inkless/pull/855). Refused by
 	// kafka-topic-switch.sh before any request (no Kafka error code).
 	ErrHighWatermarkNotAtSeal = errors.New("tierstate: replica high watermark not at the seal")
+
+	// ErrSealLineageMismatch: the replica's record at S-1 has another
+	// leader epoch than the record the seal committed (State.SealEpoch):
+	// its log is a lineage an unclean election discarded, so electing it
+	// would serve records no consumer was given in place of committed
+	// ones. Refused by elect --replica [INF: a tierlog extension; Inkless
+	// records no epoch with the seal].
+	ErrSealLineageMismatch = errors.New("tierstate: replica's record before the seal is of another lineage")
 
 	// ErrClassicPrefixGap: the replica's log and remote storage leave a
 	// gap in the classic prefix [X, S), so electing it would lose the
@@ -165,6 +174,10 @@ type DescribeLog interface {
 	LocalLogStartOffset() int64
 	LogEndOffset() int64
 	HighWatermark() int64
+	// EpochForOffset is the leader epoch of the record at offset by the
+	// log's epoch cache (which covers its tiered records too), false when
+	// no entry covers it.
+	EpochForOffset(offset int64) (int32, bool)
 }
 
 // RemoteSegmentLister lists a partition's remote segments as this
@@ -223,6 +236,14 @@ type ReplicaDescription struct {
 	// seal: remote storage holds every offset of [X, RemoteEndOffset).
 	// min(X, S) when no finished segment holds X.
 	RemoteEndOffset int64
+	// SealEpoch is the committed seal epoch (State.SealEpoch) the
+	// description was made under, absent when unknown. CheckElectReplica
+	// and PlanStartPhaseTwo take it from the State they are given.
+	SealEpoch Optional[int32]
+	// EpochBeforeSeal is the leader epoch of the replica's record at S-1
+	// by its epoch cache, absent when its log ends below the seal or no
+	// entry covers S-1.
+	EpochBeforeSeal Optional[int32]
 	// RemoteEndEpoch is the leader epoch of the remote record at
 	// RemoteEndOffset - 1 (the segment's leader-epoch map; of the finished
 	// segments holding that offset, the highest epoch there: a later
@@ -240,9 +261,40 @@ func (d ReplicaDescription) ClassicPrefix() OffsetRange {
 }
 
 // RemoteRange returns the part of the prefix remote storage holds without
-// a gap from X: [min(X, S), RemoteEndOffset).
+// a gap from X, in the sealed lineage: [min(X, S), RemoteEndOffset), or
+// empty when the run is of another lineage (RemoteOfSealedLineage).
 func (d ReplicaDescription) RemoteRange() OffsetRange {
-	return OffsetRange{Start: d.ClassicPrefix().Start, End: d.RemoteEndOffset}
+	start := d.ClassicPrefix().Start
+	if !d.RemoteOfSealedLineage() {
+		return OffsetRange{Start: start, End: start}
+	}
+	return OffsetRange{Start: start, End: d.RemoteEndOffset}
+}
+
+// RemoteOfSealedLineage reports whether the remote run may be the sealed
+// lineage, with a known seal epoch E: its record at S-1 is of epoch E, or,
+// when it ends below the seal, its last record's epoch is at most E (a
+// lineage's epochs never fall). A run an unclean election discarded,
+// copied before it, fails: its records would be served in place of the
+// committed ones. Without a seal epoch or a remote end epoch nothing is
+// known, and the run counts.
+func (d ReplicaDescription) RemoteOfSealedLineage() bool {
+	e, r := optionalEpoch(d.SealEpoch), d.RemoteEndEpoch
+	if e < 0 || r < 0 || mutation.Disabled(mutation.SealEpochLineage) {
+		return true
+	}
+	if d.RemoteEndOffset == d.Seal {
+		return r == e
+	}
+	return r <= e
+}
+
+// LogOfSealedLineage reports whether the replica's log may be the sealed
+// lineage: its record at S-1 is of the seal epoch, or one of the two is
+// unknown.
+func (d ReplicaDescription) LogOfSealedLineage() bool {
+	e, l := optionalEpoch(d.SealEpoch), optionalEpoch(d.EpochBeforeSeal)
+	return e < 0 || l < 0 || l == e || mutation.Disabled(mutation.SealEpochLineage)
 }
 
 // LocalRange returns the records of the replica's local log:
@@ -261,10 +313,11 @@ func (d ReplicaDescription) MissingRanges() []OffsetRange {
 	if prefix.Empty() {
 		return nil
 	}
-	covered := []OffsetRange{d.RemoteRange(), {
-		Start: max(d.LocalLogStartOffset, prefix.Start),
-		End:   min(d.LogEndOffset, prefix.End),
-	}}
+	local := OffsetRange{Start: max(d.LocalLogStartOffset, prefix.Start), End: min(d.LogEndOffset, prefix.End)}
+	if !d.LogOfSealedLineage() {
+		local.End = local.Start // another lineage holds nothing of the prefix
+	}
+	covered := []OffsetRange{d.RemoteRange(), local}
 	sort.Slice(covered, func(i, j int) bool { return covered[i].Start < covered[j].Start })
 	var missing []OffsetRange
 	pos := prefix.Start
@@ -301,10 +354,10 @@ func (d ReplicaDescription) HoldsClassicPrefix() bool {
 }
 
 // StartPhaseTwoLoss returns the offsets start-phase-2 would lose if this
-// replica's remote view decided the new seal: [RemoteEndOffset, S).
+// replica's remote view decided the new seal: [RemoteRange().End, S).
 // PlanStartPhaseTwo uses the highest remote end of all replicas.
 func (d ReplicaDescription) StartPhaseTwoLoss() OffsetRange {
-	return OffsetRange{Start: d.RemoteEndOffset, End: d.Seal}
+	return OffsetRange{Start: d.RemoteRange().End, End: d.Seal}
 }
 
 // String prints the description on one line, for example
@@ -328,6 +381,15 @@ func (d ReplicaDescription) String() string {
 		b.WriteString(r.String())
 	}
 	fmt.Fprintf(&b, " holds-prefix=%t start-phase-2-loses=%s", d.HoldsClassicPrefix(), d.StartPhaseTwoLoss())
+	if f := d.SealEpoch; f.Present {
+		fmt.Fprintf(&b, " seal-epoch=%d", f.Value)
+		if !d.LogOfSealedLineage() {
+			fmt.Fprintf(&b, " log-lineage=%d", d.EpochBeforeSeal.Value)
+		}
+		if !d.RemoteOfSealedLineage() {
+			fmt.Fprintf(&b, " remote-lineage=%d", d.RemoteEndEpoch)
+		}
+	}
 	return b.String()
 }
 
@@ -344,8 +406,10 @@ func (d ReplicaDescription) validate() error {
 		return fmt.Errorf("high watermark %d, log end %d", d.HighWatermark, d.LogEndOffset)
 	case d.RemoteEndOffset < prefix.Start || d.RemoteEndOffset > prefix.End:
 		return fmt.Errorf("remote end %d outside [%d, %d]", d.RemoteEndOffset, prefix.Start, prefix.End)
-	case d.RemoteEndEpoch < base.UndefinedEpoch:
-		return fmt.Errorf("remote end epoch %d", d.RemoteEndEpoch)
+	case d.RemoteEndEpoch < base.UndefinedEpoch || optionalEpoch(d.SealEpoch) < base.UndefinedEpoch ||
+		optionalEpoch(d.EpochBeforeSeal) < base.UndefinedEpoch:
+		return fmt.Errorf("epochs: remote end %d, seal %d, before the seal %d", d.RemoteEndEpoch,
+			optionalEpoch(d.SealEpoch), optionalEpoch(d.EpochBeforeSeal))
 	}
 	return nil
 }
@@ -407,11 +471,25 @@ func Describe(req DescribeRequest) (ReplicaDescription, error) {
 		CrossTierLogStartOffset: x,
 		RemoteEndOffset:         gapFreeRemoteEnd(segs, x, seal),
 		RemoteEndEpoch:          base.UndefinedEpoch,
+		SealEpoch:               sealEpochOf(s),
+	}
+	if seal > 0 && leo >= seal {
+		if e, ok := l.EpochForOffset(seal - 1); ok {
+			d.EpochBeforeSeal = Some(e)
+		}
 	}
 	if d.RemoteEndOffset > d.ClassicPrefix().Start {
 		d.RemoteEndEpoch = remoteEpochAt(segs, d.RemoteEndOffset-1)
 	}
 	return d, nil
+}
+
+// sealEpochOf is s's seal epoch, absent when unknown.
+func sealEpochOf(s State) Optional[int32] {
+	if e := s.SealEpoch(); e != base.UndefinedEpoch {
+		return Some(e)
+	}
+	return Optional[int32]{}
 }
 
 // gapFreeRemoteEnd is the exclusive end of the run of
@@ -474,8 +552,14 @@ func remoteEpochAt(segs []remote.SegmentMetadata, offset int64) int32 {
 //     holds every committed record (https://github.com/aiven/inkless/pull/855 limitation: outside the ISR
 //     it cannot tell its committed prefix from an uncommitted tail);
 //     [INF] HW > S is refused too: the rule is HW == S;
-//  3. its log plus remote storage cover [X, S) without a gap
-//     (ErrClassicPrefixGap, with the first missing range).
+//  3. [INF] its record at S-1 is of the sealed lineage: with a known
+//     seal epoch, a replica whose epoch cache gives S-1 another epoch is
+//     refused (ErrSealLineageMismatch). The high watermark cannot tell:
+//     a replica of a lineage an unclean election discarded, truncated to
+//     the seal, has HW = S too;
+//  4. its log plus remote storage cover [X, S) without a gap
+//     (ErrClassicPrefixGap, with the first missing range), remote
+//     storage counting only in the sealed lineage (RemoteRange).
 //
 // The controller's own checks (the replica is active, its log directory
 // for the partition online) need the cluster's metadata and are not made
@@ -488,6 +572,7 @@ func CheckElectReplica(s State, d ReplicaDescription) error {
 	if err := d.validate(); err != nil {
 		return refuseRecovery(op, d.BrokerID, ErrInvalidArgument, "description: %v", err)
 	}
+	d.SealEpoch = sealEpochOf(s)
 	if d.HighWatermark != d.Seal {
 		why := "past"
 		if d.HighWatermark < d.Seal {
@@ -495,6 +580,10 @@ func CheckElectReplica(s State, d ReplicaDescription) error {
 		}
 		return refuseRecovery(op, d.BrokerID, ErrHighWatermarkNotAtSeal, "high watermark %d %s the seal %d (log %s)",
 			d.HighWatermark, why, d.Seal, d.LocalRange())
+	}
+	if !d.LogOfSealedLineage() {
+		return refuseRecovery(op, d.BrokerID, ErrSealLineageMismatch, "epoch at %d is %d, sealed in epoch %d",
+			d.Seal-1, d.EpochBeforeSeal.Value, d.SealEpoch.Value)
 	}
 	if missing := d.MissingRanges(); len(missing) > 0 {
 		return refuseRecovery(op, d.BrokerID, ErrClassicPrefixGap, "prefix %s: remote %s, log %s, missing %s",
@@ -616,8 +705,12 @@ func PlanStartPhaseTwo(s State, req StartPhaseTwoRequest) (StartPhaseTwoPlan, er
 	if err := checkDescriptions(seal, req.Replicas, req.Descriptions); err != nil {
 		return StartPhaseTwoPlan{}, err
 	}
-	best := req.Descriptions[0]
-	for _, d := range req.Descriptions {
+	descs := slices.Clone(req.Descriptions)
+	for i := range descs {
+		descs[i].SealEpoch = sealEpochOf(s) // the committed State's, not the broker's view
+	}
+	best := descs[0]
+	for _, d := range descs {
 		if d.HoldsClassicPrefix() {
 			advice := "elect it instead"
 			if d.HighWatermark != d.Seal {
@@ -627,20 +720,20 @@ func PlanStartPhaseTwo(s State, req StartPhaseTwoRequest) (StartPhaseTwoPlan, er
 				"log %s hw %d and remote %s cover %s: %s", d.LocalRange(), d.HighWatermark, d.RemoteRange(),
 				d.ClassicPrefix(), advice)
 		}
-		if d.RemoteEndOffset > best.RemoteEndOffset ||
-			(d.RemoteEndOffset == best.RemoteEndOffset && d.BrokerID < best.BrokerID) {
+		if end, bestEnd := d.RemoteRange().End, best.RemoteRange().End; end > bestEnd ||
+			(end == bestEnd && d.BrokerID < best.BrokerID) {
 			best = d
 		}
 	}
 	plan := StartPhaseTwoPlan{
 		PreviousSeal:  seal,
-		Seal:          best.RemoteEndOffset,
+		Seal:          best.RemoteRange().End,
 		RemoteEndFrom: best.BrokerID,
 		RecordedEpoch: base.UndefinedEpoch,
 		Lost:          best.StartPhaseTwoLoss(),
 		NotDescribed:  notDescribed(req.Replicas, req.Descriptions),
 	}
-	if best.RemoteEndOffset > best.ClassicPrefix().Start && !mutation.Disabled(mutation.StartPhaseTwoRecordedEpoch) {
+	if !best.RemoteRange().Empty() && !mutation.Disabled(mutation.StartPhaseTwoRecordedEpoch) {
 		plan.RecordedEpoch = best.RemoteEndEpoch
 	}
 	if !plan.Lost.Empty() && !req.AcceptDataLoss {

@@ -77,6 +77,7 @@ func (e epochField) get() int32  { return int32(e) - 1 }
 //     diskless leader epoch (the flag commit writes E_d = epoch + 1 >= R + 1).
 //   - a diskless leader epoch (>= 0) and producer states only with a
 //     committed seal (PhaseOne, PhaseTwo).
+//   - a seal epoch (>= 0) only with a committed seal.
 //   - epochs are >= -1.
 type State struct {
 	phase Phase
@@ -91,6 +92,10 @@ type State struct {
 	// lastClassicLeaderEpoch is R, tag 104: the epoch of the record at
 	// S-1 on the leader that asked for phase 2.
 	lastClassicLeaderEpoch epochField
+	// sealEpoch is tag 105 (tierlog's, not Inkless's): the epoch of the
+	// record at S-1 on the leader that sealed, -1 when unknown (no record
+	// there, a proposal without it, an operator's seal without it).
+	sealEpoch epochField
 	// consolidating is not a metadata field: the partition's topic
 	// consolidates diskless records into its local log (Inkless
 	// consolidation enabled and the topic diskless with remote storage).
@@ -123,6 +128,16 @@ func (s State) ClassicPrefixInRemoteStorage() bool { return s.phase == PhaseTwo 
 // LastClassicLeaderEpoch returns the recorded epoch R (tag 104), or
 // record.UndefinedEpoch when none was recorded.
 func (s State) LastClassicLeaderEpoch() int32 { return s.lastClassicLeaderEpoch.get() }
+
+// SealEpoch returns the seal epoch (tag 105): the leader epoch of the
+// sealed record at S-1 as the sealing leader's log held it, or
+// record.UndefinedEpoch when unknown. It names the lineage the seal
+// committed: a replica (or a remote copy) whose record at S-1 has another
+// epoch holds a lineage an unclean election discarded, and the operator's
+// recovery refuses to take its records for the prefix (CheckElectReplica,
+// PlanStartPhaseTwo). It is tierlog's own field: Inkless writes no such
+// tag, so a state it wrote has none and those checks are skipped.
+func (s State) SealEpoch() int32 { return s.sealEpoch.get() }
 
 // DisklessLeaderEpoch returns E_d (tag 102), or record.UndefinedEpoch
 // (Inkless: NO_DISKLESS_LEADER_EPOCH).
@@ -191,12 +206,15 @@ func (s State) WithConsolidating(consolidating bool) State {
 }
 
 // String prints the State for logs and tests, for example
-// "phase-2 seal=100 recorded-epoch=2 diskless-epoch=6 producers=1 consolidating".
+// "phase-2 seal=100 seal-epoch=2 recorded-epoch=2 diskless-epoch=6 producers=1 consolidating".
 func (s State) String() string {
 	var b strings.Builder
 	b.WriteString(s.phase.String())
 	if s.phase >= PhaseOne {
 		fmt.Fprintf(&b, " seal=%d", s.seal)
+	}
+	if e := s.SealEpoch(); e != base.UndefinedEpoch {
+		fmt.Fprintf(&b, " seal-epoch=%d", e)
 	}
 	if s.phase == PhaseTwo {
 		fmt.Fprintf(&b, " recorded-epoch=%d", s.LastClassicLeaderEpoch())
@@ -224,8 +242,10 @@ func (s State) validate() error {
 		return fmt.Errorf("%s with negative seal %d", s.phase, s.seal)
 	case s.phase < PhaseOne && s.seal != 0:
 		return fmt.Errorf("%s keeps seal %d", s.phase, s.seal)
-	case r < base.UndefinedEpoch || ed < base.UndefinedEpoch:
-		return fmt.Errorf("epochs below -1: recorded %d, diskless %d", r, ed)
+	case r < base.UndefinedEpoch || ed < base.UndefinedEpoch || s.SealEpoch() < base.UndefinedEpoch:
+		return fmt.Errorf("epochs below -1: recorded %d, diskless %d, seal %d", r, ed, s.SealEpoch())
+	case s.SealEpoch() != base.UndefinedEpoch && s.phase < PhaseOne:
+		return fmt.Errorf("seal epoch %d in %s", s.SealEpoch(), s.phase)
 	case r != base.UndefinedEpoch && s.phase != PhaseTwo:
 		return fmt.Errorf("recorded epoch %d in %s", r, s.phase)
 	case r != base.UndefinedEpoch && ed <= r:

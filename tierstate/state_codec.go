@@ -15,6 +15,9 @@ const (
 	TagDisklessLeaderEpoch          uint32 = 102
 	TagClassicPrefixInRemoteStorage uint32 = 103
 	TagLastClassicLeaderEpoch       uint32 = 104
+	// TagSealEpoch is tierlog's own (State.SealEpoch); Inkless brokers
+	// and controllers skip it as they skip any unknown tag.
+	TagSealEpoch uint32 = 105
 )
 
 // producerStateBytes is the size of one tag-101 entry.
@@ -66,13 +69,16 @@ type Tags struct {
 	// LastClassicLeaderEpoch is tag 104, int32 big-endian [INF, like tag
 	// 102]; absent means -1.
 	LastClassicLeaderEpoch Optional[int32]
+	// SealEpoch is tag 105, int32 big-endian: the epoch of the sealed
+	// record at S-1 (State.SealEpoch); absent means -1 (unknown).
+	SealEpoch Optional[int32]
 }
 
 // Empty reports whether no Inkless field is present.
 func (t Tags) Empty() bool {
 	return !t.ClassicToDisklessStartOffset.Present && !t.ProducerStates.Present &&
 		!t.DisklessLeaderEpoch.Present && !t.ClassicPrefixInRemoteStorage.Present &&
-		!t.LastClassicLeaderEpoch.Present
+		!t.LastClassicLeaderEpoch.Present && !t.SealEpoch.Present
 }
 
 // String prints the present fields in tag order, for example
@@ -94,6 +100,9 @@ func (t Tags) String() string {
 	}
 	if f := t.LastClassicLeaderEpoch; f.Present {
 		parts = append(parts, fmt.Sprintf("recorded-epoch=%d", f.Value))
+	}
+	if f := t.SealEpoch; f.Present {
+		parts = append(parts, fmt.Sprintf("seal-epoch=%d", f.Value))
 	}
 	if len(parts) == 0 {
 		return "(none)"
@@ -126,11 +135,14 @@ func (t Tags) Encode() []RawTaggedField {
 	if f := t.LastClassicLeaderEpoch; f.Present {
 		out = append(out, RawTaggedField{TagLastClassicLeaderEpoch, binary.BigEndian.AppendUint32(nil, uint32(f.Value))})
 	}
+	if f := t.SealEpoch; f.Present {
+		out = append(out, RawTaggedField{TagSealEpoch, binary.BigEndian.AppendUint32(nil, uint32(f.Value))})
+	}
 	return out
 }
 
 // DecodeTags reads the Inkless fields from a record's unknown tagged
-// fields. Tags outside 100..104 belong to others and are skipped; tags
+// fields. Tags outside 100..105 belong to others and are skipped; tags
 // must be strictly increasing, as on the wire. A payload of the wrong
 // size, a flag byte other than 0 or 1, or a producer count that does not
 // match the bytes is a *TagError wrapping ErrCorruption. Values are not
@@ -165,15 +177,18 @@ func DecodeTags(fields []RawTaggedField) (Tags, error) {
 				ps = []ProducerStateEntry{}
 			}
 			t.ProducerStates = Some(ps)
-		case TagDisklessLeaderEpoch, TagLastClassicLeaderEpoch:
+		case TagDisklessLeaderEpoch, TagLastClassicLeaderEpoch, TagSealEpoch:
 			if len(f.Data) != 4 {
 				return Tags{}, corruptTag(f.Tag, "%d bytes, want 4", len(f.Data))
 			}
 			v := Some(int32(binary.BigEndian.Uint32(f.Data)))
-			if f.Tag == TagDisklessLeaderEpoch {
+			switch f.Tag {
+			case TagDisklessLeaderEpoch:
 				t.DisklessLeaderEpoch = v
-			} else {
+			case TagLastClassicLeaderEpoch:
 				t.LastClassicLeaderEpoch = v
+			default:
+				t.SealEpoch = v
 			}
 		case TagClassicPrefixInRemoteStorage:
 			if len(f.Data) != 1 || f.Data[0] > 1 {

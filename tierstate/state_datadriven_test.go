@@ -23,13 +23,13 @@ import (
 // Commands:
 //
 //	reset [consolidating]                 classic partition
-//	from-record [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=]
-//	apply       [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=]
+//	from-record [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=] [seal-epoch=]
+//	apply       [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=] [seal-epoch=]
 //	arm | abort | rearm
-//	commit-seal seal= [producers=N]
-//	reseal seal= [clear-producer-states]
+//	commit-seal seal= [producers=N] [seal-epoch=]
+//	reseal seal= [seal-epoch=] [clear-producer-states]
+//	start-phase-2 seal= partition-epoch= [recorded-epoch=]
 //	set-flag seal= recorded-epoch= partition-epoch= [epoch=] [broker=] [leader=]
-//	start-phase-2 seal= partition-epoch=
 //	elect seal=
 //	consolidating on|off
 //	show                                   State, full record, predicates
@@ -82,11 +82,19 @@ func runStateCommand(t *testing.T, d *datadriven.TestData, s *State) string {
 		n := 0
 		d.ScanArgs(t, "seal", &seal)
 		d.MaybeScanArgs(t, "producers", &n)
-		next, err = prev.CommitSeal(seal, testProducers(n))
+		prop := SealProposal{Seal: seal, Producers: testProducers(n)}
+		if d.HasArg("seal-epoch") {
+			var e int32
+			d.ScanArgs(t, "seal-epoch", &e)
+			prop.SealEpoch = Some(e)
+		}
+		next, err = prev.CommitSealProposal(prop)
 	case "reseal":
 		var seal int64
+		e := int32(-1)
 		d.ScanArgs(t, "seal", &seal)
-		next, err = prev.Reseal(seal, d.HasArg("clear-producer-states"))
+		d.MaybeScanArgs(t, "seal-epoch", &e)
+		next, err = prev.Reseal(seal, e, d.HasArg("clear-producer-states"))
 	case "set-flag":
 		var req ClassicPrefixRequest
 		var p Leadership
@@ -180,6 +188,9 @@ func monotonic(prev, next State) error {
 		return fmt.Errorf("diskless epoch fell: %s -> %s", prev, next)
 	case prev.phase == PhaseTwo && next.lastClassicLeaderEpoch != prev.lastClassicLeaderEpoch:
 		return fmt.Errorf("recorded epoch changed after the flag: %s -> %s", prev, next)
+	case next.sealEpoch != prev.sealEpoch && next.seal == prev.seal && prev.SealCommitted() &&
+		prev.SealEpoch() != base.UndefinedEpoch:
+		return fmt.Errorf("a known seal epoch changed with the seal: %s -> %s", prev, next)
 	case prev.phase == PhaseSealPending && next.phase == PhaseClassic && next.consolidating:
 		return fmt.Errorf("an abort left the partition consolidating (born diskless): %s -> %s", prev, next)
 	case next.consolidating != prev.consolidating && !(prev.phase == PhaseSealPending && next.phase == PhaseClassic):
@@ -219,6 +230,10 @@ func scanTags(t *testing.T, d *datadriven.TestData) Tags {
 			var v int32
 			_, err = fmt.Sscan(arg.Vals[0], &v)
 			tags.LastClassicLeaderEpoch = Some(v)
+		case "seal-epoch":
+			var v int32
+			_, err = fmt.Sscan(arg.Vals[0], &v)
+			tags.SealEpoch = Some(v)
 		default:
 			d.Fatalf(t, "unknown field %s", arg.Key)
 		}

@@ -80,9 +80,11 @@ var (
 	// grow, so a lower value can only come from a stale writer.
 	ErrDisklessEpochDecrease = errors.New("tierstate: diskless leader epoch decreased")
 
-	// ErrConflictingTags: a change record undoes or re-arms the switch
-	// (tag 100 = -1 or -2) and also sets a field the same tag drops.
-	ErrConflictingTags = errors.New("tierstate: switch fields set with an undone seal")
+	// ErrConflictingTags: a change record's switch fields contradict
+	// each other: it undoes or re-arms the switch (tag 100 = -1 or -2)
+	// and also sets a field the same tag drops, or it changes the seal
+	// epoch (tag 105) without writing the seal (tag 100).
+	ErrConflictingTags = errors.New("tierstate: conflicting switch fields")
 
 	// ErrLeaderEpochAhead: the request's leader epoch is above the
 	// partition's; the controller has not caught up. Kafka: NOT_CONTROLLER.

@@ -74,13 +74,13 @@ func (p *program) step(s State) (next State, err error, transition bool, name st
 		next, err = s.AbortSwitch()
 		return next, err, true, "abort"
 	case 2:
-		seal := p.seal()
-		next, err = s.CommitSeal(seal, testProducers(int(p.byte()%3)))
-		return next, err, true, fmt.Sprintf("commit-seal %d", seal)
+		seal, e := p.seal(), p.epoch()
+		next, err = s.CommitSealProposal(SealProposal{Seal: seal, SealEpoch: Some(e), Producers: testProducers(int(p.byte() % 3))})
+		return next, err, true, fmt.Sprintf("commit-seal %d seal-epoch=%d", seal, e)
 	case 3:
-		seal, clear := p.seal(), p.byte()%2 == 0
-		next, err = s.Reseal(seal, clear)
-		return next, err, true, fmt.Sprintf("reseal %d clear=%t", seal, clear)
+		seal, e, clear := p.seal(), p.epoch(), p.byte()%2 == 0
+		next, err = s.Reseal(seal, e, clear)
+		return next, err, true, fmt.Sprintf("reseal %d seal-epoch=%d clear=%t", seal, e, clear)
 	case 4:
 		l := Leadership{Leader: int32(p.byte() % 2), LeaderEpoch: p.epoch()}
 		req := ClassicPrefixRequest{BrokerID: int32(p.byte() % 2), LeaderEpoch: l.LeaderEpoch, Seal: s.Seal(),

@@ -10,13 +10,13 @@ import (
 // FromPartitionRecord builds the State of a partition from the Inkless
 // fields of its full PartitionRecord (a new partition or a metadata
 // snapshot): an absent field takes its default (tag 100 -1, tag 101
-// none, tags 102 and 104 -1, tag 103 false). The result is not
+// none, tags 102, 104 and 105 -1, tag 103 false). The result is not
 // consolidating; see WithConsolidating.
 //
 // Fields that contradict each other are a *TagError: a tag 100 below -2
 // (ErrInvalidSeal), epochs below -1 (ErrInvalidEpoch), producer states, a
-// diskless epoch or the phase-2 flag without a committed seal
-// (ErrSealNotCommitted), a recorded epoch >= 0 without the flag
+// diskless epoch, a seal epoch or the phase-2 flag without a committed
+// seal (ErrSealNotCommitted), a recorded epoch >= 0 without the flag
 // (ErrRecordedEpochNotWithFlag) or not below the diskless epoch
 // (ErrInvalidRecordedEpoch). An empty producer-state list is the same as
 // none.
@@ -67,6 +67,15 @@ func FromPartitionRecord(t Tags) (State, error) {
 		}
 		s.lastClassicLeaderEpoch = epochOf(f.Value)
 	}
+	if f := t.SealEpoch; f.Present {
+		switch {
+		case f.Value < base.UndefinedEpoch:
+			return State{}, &TagError{Tag: TagSealEpoch, Reason: ErrInvalidEpoch, Detail: fmt.Sprint(f.Value)}
+		case f.Value >= 0 && !s.SealCommitted():
+			return State{}, &TagError{Tag: TagSealEpoch, Reason: ErrSealNotCommitted, Detail: s.phase.String()}
+		}
+		s.sealEpoch = epochOf(f.Value)
+	}
 	invariants.Assertf(s.validate() == nil, "FromPartitionRecord built an invalid state: %v", s.validate())
 	return s, nil
 }
@@ -90,6 +99,9 @@ func (s State) Tags() Tags {
 	}
 	if e := s.LastClassicLeaderEpoch(); e != base.UndefinedEpoch {
 		t.LastClassicLeaderEpoch = Some(e)
+	}
+	if e := s.SealEpoch(); e != base.UndefinedEpoch {
+		t.SealEpoch = Some(e)
 	}
 	return t
 }
@@ -124,6 +136,12 @@ func ChangeTags(from, to State) Tags {
 	if from.lastClassicLeaderEpoch != to.lastClassicLeaderEpoch {
 		t.LastClassicLeaderEpoch = Some(to.LastClassicLeaderEpoch())
 	}
+	if from.sealEpoch != to.sealEpoch {
+		// With tag 100 even when the seal stays (a re-seal to the same
+		// offset that learns its epoch): tag 105 changes only with it.
+		t.ClassicToDisklessStartOffset = Some(to.Seal())
+		t.SealEpoch = Some(to.SealEpoch())
+	}
 	return t
 }
 
@@ -131,7 +149,8 @@ func ChangeTags(from, to State) Tags {
 // State: an absent field keeps its value, a present one (including an
 // explicit -1) replaces it. Kafka's merge applies any record verbatim,
 // and with a negative tag 100 drops tags 101, 102 and 104
-// (https://github.com/aiven/inkless/pull/857 added 104); ApplyChange
+// (https://github.com/aiven/inkless/pull/857 added 104; 105 is
+// tierlog's); ApplyChange
 // accepts a negative tag 100 only before a seal is committed, when none
 // of those is set, so an undo has nothing to drop here. An explicit -1
 // on a pending switch is the abort, and leaves the State AbortSwitch
@@ -141,7 +160,8 @@ func ChangeTags(from, to State) Tags {
 //
 //	tag 100 < -2                                ErrInvalidSeal
 //	tag 100 = -1 or -2 after the commit         ErrSealCommitted
-//	tag 100 = -1 or -2 with tags 101..104       ErrConflictingTags
+//	tag 100 = -1 or -2 with tags 101..105       ErrConflictingTags
+//	tag 105 changed without tag 100             ErrConflictingTags
 //	tag 100 >= 0 on a classic partition         ErrNotSwitching (arm first)
 //	tag 100 above the committed seal            ErrSealIncrease
 //	tag 100 changing a phase-2 seal             ErrInPhaseTwo
@@ -149,7 +169,8 @@ func ChangeTags(from, to State) Tags {
 //	without a committed seal                    ErrSealNotCommitted
 //	tag 103 = true before the seal's record     ErrSealNotCommitted
 //	tag 103 = false in phase 2                  ErrPhaseBackwards
-//	tags 102, 104 < -1                          ErrInvalidEpoch
+//	tags 102, 104, 105 < -1                     ErrInvalidEpoch
+//	tag 105 >= 0 without a committed seal       ErrSealNotCommitted
 //	tag 102 below the current E_d               ErrDisklessEpochDecrease
 //	tag 104 changed except with the flag        ErrRecordedEpochNotWithFlag
 //	R >= 0 not below the resulting E_d          ErrInvalidRecordedEpoch
@@ -172,13 +193,13 @@ func (s State) ApplyChange(t Tags) (State, error) {
 				return refusef(ErrSealCommitted, "tag 100 = %d with seal %d committed", v, s.seal)
 			}
 			if t.ProducerStates.Present || t.DisklessLeaderEpoch.Present ||
-				t.ClassicPrefixInRemoteStorage.Present || t.LastClassicLeaderEpoch.Present {
+				t.ClassicPrefixInRemoteStorage.Present || t.LastClassicLeaderEpoch.Present || t.SealEpoch.Present {
 				return refusef(ErrConflictingTags, "record %s", t)
 			}
 			// 101, 102 and 104 exist only with a committed seal
 			// (validate), so nothing is dropped.
 			invariants.Assertf(s.producerStates == "" && s.DisklessLeaderEpoch() == base.UndefinedEpoch &&
-				s.LastClassicLeaderEpoch() == base.UndefinedEpoch, "switch fields without a committed seal: %s", s)
+				s.LastClassicLeaderEpoch() == base.UndefinedEpoch && s.SealEpoch() == base.UndefinedEpoch, "switch fields without a committed seal: %s", s)
 			switch {
 			case v == SealPending:
 				n = State{phase: PhaseSealPending, consolidating: s.consolidating}
@@ -241,6 +262,20 @@ func (s State) ApplyChange(t Tags) (State, error) {
 				f.Value, s.LastClassicLeaderEpoch())
 		}
 		n.lastClassicLeaderEpoch = epochOf(f.Value)
+	}
+	if f := t.SealEpoch; f.Present {
+		// The seal epoch belongs to the seal: only a record that writes
+		// the seal (its commit, a re-seal, a start-phase-2) sets it.
+		switch {
+		case f.Value < base.UndefinedEpoch:
+			return refusef(ErrInvalidEpoch, "tag 105 = %d", f.Value)
+		case f.Value == s.SealEpoch():
+		case !t.ClassicToDisklessStartOffset.Present:
+			return refusef(ErrConflictingTags, "tag 105 = %d (was %d) without tag 100", f.Value, s.SealEpoch())
+		case f.Value >= 0 && !n.SealCommitted():
+			return refusef(ErrSealNotCommitted, "tag 105 = %d in %s", f.Value, n.phase)
+		}
+		n.sealEpoch = epochOf(f.Value)
 	}
 	if r, ed := n.LastClassicLeaderEpoch(), n.DisklessLeaderEpoch(); r >= 0 && ed <= r {
 		// The flag commit writes E_d = leader epoch + 1 and R <= leader epoch.

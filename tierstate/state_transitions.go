@@ -132,16 +132,38 @@ func (s State) RearmSwitch() (State, error) {
 	return s.ArmSwitch()
 }
 
-// CommitSeal commits the seal the leader proposed with InitDisklessLog (the
-// controller's side of the protocol): seal pending -> phase 1 at seal, with
-// the leader's producer states. The diskless leader epoch is not written
-// here: the phase-2 flag writes it
-// (https://github.com/aiven/inkless/pull/827; older Inkless controllers
-// wrote it with the seal). The leader-epoch and leader checks of the
-// request are the controller's, on its partition registration. Refused: a
-// negative seal (ErrInvalidSeal), classic (ErrNotSwitching), an already
-// committed seal (ErrSealCommitted).
+// SealProposal is what a seal-pending leader sends the controller with
+// InitDisklessLog once its log is sealed (consolidate.SealLeader makes
+// it).
+type SealProposal struct {
+	// Seal is S, the leader's log end.
+	Seal int64
+	// SealEpoch is the leader epoch of the leader's record at S-1,
+	// absent when its log holds no record there (State.SealEpoch). A
+	// leader that does not send it (Inkless's) leaves it absent.
+	SealEpoch Optional[int32]
+	// Producers are the leader's producer states at S (tag 101).
+	Producers []ProducerStateEntry
+}
+
+// CommitSeal commits a proposal without a seal epoch: CommitSealProposal
+// of SealProposal{Seal: seal, Producers: producers}.
 func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, error) {
+	return s.CommitSealProposal(SealProposal{Seal: seal, Producers: producers})
+}
+
+// CommitSealProposal commits the seal the leader proposed with
+// InitDisklessLog (the controller's side of the protocol): seal pending
+// -> phase 1 at the seal, with the leader's producer states and seal
+// epoch. The diskless leader epoch is not written here: the phase-2 flag
+// writes it (https://github.com/aiven/inkless/pull/827; older Inkless
+// controllers wrote it with the seal). The leader-epoch and leader checks
+// of the request are the controller's, on its partition registration.
+// Refused: a negative seal (ErrInvalidSeal), a seal epoch below -1
+// (ErrInvalidEpoch), classic (ErrNotSwitching), an already committed
+// seal (ErrSealCommitted).
+func (s State) CommitSealProposal(p SealProposal) (State, error) {
+	seal, epoch := p.Seal, optionalEpoch(p.SealEpoch)
 	switch {
 	case s.phase == PhaseClassic:
 		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrNotSwitching, "seal %d", seal)
@@ -149,13 +171,24 @@ func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, er
 		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrSealCommitted, "seal %d, request %d", s.seal, seal)
 	case seal < 0:
 		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrInvalidSeal, "seal %d", seal)
+	case epoch < base.UndefinedEpoch:
+		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrInvalidEpoch, "seal epoch %d", epoch)
 	}
 	return s.checked(State{
 		phase:          PhaseOne,
 		seal:           seal,
-		producerStates: encodeProducerStates(producers),
+		sealEpoch:      epochOf(epoch),
+		producerStates: encodeProducerStates(p.Producers),
 		consolidating:  s.consolidating,
 	}), nil
+}
+
+// optionalEpoch is an optional epoch's value, -1 when absent.
+func optionalEpoch(e Optional[int32]) int32 {
+	if !e.Present {
+		return base.UndefinedEpoch
+	}
+	return e.Value
 }
 
 // Reseal is the operator's `kafka-topic-switch.sh seal <offset>` with a
@@ -163,14 +196,18 @@ func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, er
 // in phase 1 it moves the committed seal down (or rewrites it), for example
 // to the log end offset of a last-known leader that lost records
 // (https://github.com/aiven/inkless/pull/871). Producer states are kept
-// unless clearProducerStates (--clear-producer-states). Refused: a negative
-// seal (ErrInvalidSeal), classic (ErrNotSwitching), a seal above the
-// committed one (ErrSealIncrease), phase 2 (ErrInPhaseTwo: R and E_d were
-// recorded for the seal at the flag commit [INF]).
+// unless clearProducerStates (--clear-producer-states). sealEpoch is the
+// leader's epoch at seal-1, -1 when unknown; a re-seal to the committed
+// seal keeps a seal epoch already known (the record at seal-1 is the one
+// sealed) and only learns an unknown one. Refused: a negative
+// seal (ErrInvalidSeal), a seal epoch below -1 (ErrInvalidEpoch), classic
+// (ErrNotSwitching), a seal above the committed one (ErrSealIncrease),
+// phase 2 (ErrInPhaseTwo: R and E_d were recorded for the seal at the
+// flag commit [INF]).
 //
 // The tool's own check (log start <= seal <= the leader's LEO) needs the
 // leader's log: PlanReseal makes it after these rules.
-func (s State) Reseal(seal int64, clearProducerStates bool) (State, error) {
+func (s State) Reseal(seal int64, sealEpoch int32, clearProducerStates bool) (State, error) {
 	to := PhaseOne
 	switch {
 	case s.phase == PhaseClassic:
@@ -181,8 +218,13 @@ func (s State) Reseal(seal int64, clearProducerStates bool) (State, error) {
 		return s, refuse(OpReseal, s.phase, to, ErrInvalidSeal, "seal %d", seal)
 	case s.phase == PhaseOne && seal > s.seal:
 		return s, refuse(OpReseal, s.phase, to, ErrSealIncrease, "seal %d, request %d", s.seal, seal)
+	case sealEpoch < base.UndefinedEpoch:
+		return s, refuse(OpReseal, s.phase, to, ErrInvalidEpoch, "seal epoch %d", sealEpoch)
 	}
 	n := s
+	if !s.SealCommitted() || seal != s.seal || s.SealEpoch() == base.UndefinedEpoch {
+		n.sealEpoch = epochOf(sealEpoch)
+	}
 	n.phase, n.seal = PhaseOne, seal
 	if clearProducerStates {
 		n.producerStates = ""
@@ -294,8 +336,11 @@ func (s State) SetClassicPrefixInRemoteStorage(req ClassicPrefixRequest, p Leade
 // (ErrNotSwitching), seal pending (ErrSealNotCommitted), phase 2
 // (ErrInPhaseTwo), a negative seal (ErrInvalidSeal), a seal above the
 // committed one (ErrSealIncrease), R outside [-1, currentLeaderEpoch]
-// (ErrInvalidRecordedEpoch), an E_d that would fall
-// (ErrDisklessEpochDecrease).
+// (ErrInvalidRecordedEpoch), R at the committed seal other than a known
+// seal epoch (ErrInvalidRecordedEpoch: the record remote storage holds at
+// seal-1 is not the one the seal committed), an E_d that would fall
+// (ErrDisklessEpochDecrease). A lowered seal takes R as its seal epoch:
+// the record at the new seal-1 is remote storage's.
 //
 // The tool's checks (no replica holds the whole prefix, the data-loss
 // confirmation) need the replicas' descriptions and are not made here.
@@ -317,11 +362,18 @@ func (s State) StartPhaseTwo(seal int64, recordedEpoch, currentLeaderEpoch int32
 		return s, refuse(op, s.phase, to, ErrSealIncrease, "seal %d, request %d", s.seal, seal)
 	case recordedEpoch < base.UndefinedEpoch || recordedEpoch > currentLeaderEpoch:
 		return s, refuse(op, s.phase, to, ErrInvalidRecordedEpoch, "%d outside [-1, %d]", recordedEpoch, currentLeaderEpoch)
+	case seal == s.seal && recordedEpoch != base.UndefinedEpoch && s.SealEpoch() != base.UndefinedEpoch &&
+		recordedEpoch != s.SealEpoch() && !mutation.Disabled(mutation.SealEpochLineage):
+		return s, refuse(op, s.phase, to, ErrInvalidRecordedEpoch, "%d at the seal %d, sealed in epoch %d",
+			recordedEpoch, seal, s.SealEpoch())
 	case currentLeaderEpoch+1 < s.DisklessLeaderEpoch():
 		return s, refuse(op, s.phase, to, ErrDisklessEpochDecrease, "diskless epoch %d, partition leader epoch %d",
 			s.DisklessLeaderEpoch(), currentLeaderEpoch)
 	}
 	n := s
+	if seal != s.seal {
+		n.sealEpoch = epochOf(recordedEpoch)
+	}
 	n.phase, n.seal = PhaseTwo, seal
 	n.lastClassicLeaderEpoch = epochOf(recordedEpoch)
 	n.disklessLeaderEpoch = epochOf(currentLeaderEpoch + 1)

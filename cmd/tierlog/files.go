@@ -141,3 +141,13 @@ func (t *tool) readOffsetsCheckpoint(path string) (log.OffsetsCheckpoint, error)
 	}
 	return log.ParseOffsetsCheckpoint(path, data)
 }
+
+// epochEntries is the directory's leader-epoch-checkpoint as cache
+// entries.
+func (d *describeJSON) epochEntries() []epochcache.Entry {
+	out := make([]epochcache.Entry, len(d.Epochs))
+	for i, e := range d.Epochs {
+		out[i] = epochcache.Entry{Epoch: e.Epoch, StartOffset: e.StartOffset}
+	}
+	return out
+}

@@ -13,7 +13,8 @@
 //	tierlog describe <partition dir>
 //	tierlog remote-segments [--topic-id ID] [--partition N] <metadata dir>
 //	tierlog describe-replica --metadata DIR --topic-id ID --partition N
-//	        --seal S --cross-tier-start X [--high-watermark H] <partition dir>
+//	        --seal S --cross-tier-start X [--high-watermark H] [--seal-epoch E]
+//	        <partition dir>
 //	tierlog wal-partition --topic-id ID --partition N <control-plane dir>
 //
 // Every command takes --json to print one JSON document instead of text.

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
 )
@@ -11,11 +12,17 @@ import (
 // describeDir.
 type fileLog struct {
 	localStart, logEnd, highWatermark int64
+	epochs                            []epochcache.Entry
 }
 
 func (l fileLog) LocalLogStartOffset() int64 { return l.localStart }
 func (l fileLog) LogEndOffset() int64        { return l.logEnd }
 func (l fileLog) HighWatermark() int64       { return l.highWatermark }
+
+// EpochForOffset reads the directory's leader-epoch-checkpoint.
+func (l fileLog) EpochForOffset(offset int64) (int32, bool) {
+	return epochcache.EpochForOffsetIn(l.epochs, offset)
+}
 
 type replicaJSON struct {
 	BrokerID                int32  `json:"brokerId"`
@@ -27,6 +34,8 @@ type replicaJSON struct {
 	CrossTierLogStartOffset int64  `json:"crossTierLogStartOffset"`
 	RemoteEndOffset         int64  `json:"remoteEndOffset"`
 	RemoteEndEpoch          int32  `json:"remoteEndEpoch"`
+	SealEpoch               *int32 `json:"sealEpoch,omitempty"`
+	EpochBeforeSeal         *int32 `json:"epochBeforeSeal,omitempty"`
 	HoldsClassicPrefix      bool   `json:"holdsClassicPrefix"`
 	CoversClassicPrefix     bool   `json:"coversClassicPrefix"`
 	Summary                 string `json:"summary"`
@@ -37,6 +46,7 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 	f.declare(fl, true)
 	metadata := fl.String("metadata", "", "the remote metadata directory (opened read-only)")
 	seal := fl.Int64("seal", -1, "the committed seal S (the partition record's tag 100)")
+	sealEpoch := fl.Int("seal-epoch", -1, "the committed seal epoch (the partition record's tag 105), -1 when unknown")
 	x := fl.Int64("cross-tier-start", -1, "X, the control plane's cross-tier log start offset")
 	hw := fl.Int64("high-watermark", -1, "the replica's high watermark (not kept in the partition directory); default: the log end offset")
 	broker := fl.Int("broker-id", 0, "the broker id to report")
@@ -76,9 +86,13 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 				tp = p // the stored topic name is part of the identity
 			}
 		}
+		prop := tierstate.SealProposal{Seal: *seal}
+		if *sealEpoch >= 0 {
+			prop.SealEpoch = tierstate.Some(int32(*sealEpoch))
+		}
 		state, err := tierstate.State{}.ArmSwitch()
 		if err == nil {
-			state, err = state.CommitSeal(*seal, nil)
+			state, err = state.CommitSealProposal(prop)
 		}
 		if err != nil {
 			return err
@@ -87,7 +101,8 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 			CrossTierLogStartOffset: *x, Remote: m}
 		assumed := *hw < 0
 		if len(d.Segments) > 0 {
-			l := fileLog{localStart: d.LocalLogStartOffset, logEnd: d.LogEndOffset, highWatermark: *hw}
+			l := fileLog{localStart: d.LocalLogStartOffset, logEnd: d.LogEndOffset, highWatermark: *hw,
+				epochs: d.epochEntries()}
 			if assumed {
 				l.highWatermark = d.LogEndOffset
 			}
@@ -101,6 +116,12 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 			LogEndOffset: desc.LogEndOffset, HighWatermark: desc.HighWatermark, HighWatermarkAssumed: assumed,
 			CrossTierLogStartOffset: desc.CrossTierLogStartOffset, RemoteEndOffset: desc.RemoteEndOffset,
 			RemoteEndEpoch: desc.RemoteEndEpoch, HoldsClassicPrefix: desc.HoldsClassicPrefix(), CoversClassicPrefix: desc.CoversClassicPrefix(), Summary: desc.String()}
+		if f := desc.SealEpoch; f.Present {
+			doc.SealEpoch = &f.Value
+		}
+		if f := desc.EpochBeforeSeal; f.Present {
+			doc.EpochBeforeSeal = &f.Value
+		}
 		out.printf("%s", desc.String())
 		if assumed {
 			out.printf("(high watermark assumed to be the log end offset; pass --high-watermark)")

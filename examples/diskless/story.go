@@ -692,7 +692,7 @@ type controller struct {
 }
 
 func (c *controller) ProposeSeal(_ context.Context, _ remote.TopicIDPartition, epoch int32, p consolidate.SealProposal) error {
-	s, err := c.state.CommitSeal(p.Seal, p.Producers)
+	s, err := c.state.CommitSealProposal(p)
 	if err != nil {
 		return err
 	}

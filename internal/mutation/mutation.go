@@ -368,6 +368,14 @@ const (
 	// maybeTruncateSwitchedFollower and maybeReconcileSwitchedLeader), so
 	// no classic tail the seal discarded is served or replicated.
 	SealTruncation
+	// SealEpochLineage: the operator's recovery takes no record of a
+	// lineage other than the sealed one for the classic prefix: elect
+	// --replica refuses a replica whose record at S-1 has another epoch
+	// than the seal's (tag 105), and a remote copy whose record at S-1
+	// (or whose last record below it, with a higher epoch) is of another
+	// lineage covers nothing of the prefix (tierstate.CheckElectReplica,
+	// ReplicaDescription.RemoteRange, State.StartPhaseTwo).
+	SealEpochLineage
 
 	numGuards = iota + 1
 )
@@ -426,6 +434,7 @@ var names = [numGuards]string{
 	RemoteLineageHole:               "remote-lineage-hole",
 	InitRowFromMetadata:             "init-row-from-metadata",
 	SealTruncation:                  "seal-truncation",
+	SealEpochLineage:                "seal-epoch-lineage",
 }
 
 // backups are, per guard, the guards of another layer that stop the

@@ -70,6 +70,11 @@ var catches = []catch{
 	{mutation.InitRowFromMetadata, "internal/harness/sim", "TestScripts/init_row_from_metadata_after_start_phase_2"},
 	{mutation.SealTruncation, "replica", "TestReplicaDataDriven/seal"},
 	{mutation.SealTruncation, "internal/harness/sim", "TestScripts/seal_truncation_lowered_seal"},
+	{mutation.SealEpochLineage, "tierstate", "TestCheckElectReplicaRefusesDiscardedLineage"},
+	{mutation.SealEpochLineage, "tierstate", "TestPlanStartPhaseTwoRemoteOfDiscardedLineage"},
+	{mutation.SealEpochLineage, "tierstate", "TestStateDataDriven/state_seal_epoch"},
+	{mutation.SealEpochLineage, "internal/harness/sim", "TestScripts/elect_replica_discarded_lineage"},
+	{mutation.SealEpochLineage, "internal/harness/sim", "TestScripts/start_phase_2_remote_of_discarded_lineage"},
 	{mutation.TruncationRemovalOrder, "internal/harness/sim", "TestScripts/truncation_crash_at_segment_removal"},
 
 	{mutation.RemoteHighestHeld, "remote", "TestHighestRemoteOffset"},

@@ -188,7 +188,7 @@ func (s switchController) ProposeSeal(_ context.Context, _ remote.TopicIDPartiti
 	if epoch != k.rec.LeaderEpoch {
 		return fmt.Errorf("sim: seal proposal in epoch %d, leader epoch %d: %w", epoch, k.rec.LeaderEpoch, tierstate.ErrInvalidTransition)
 	}
-	st, err := k.rec.State.CommitSeal(p.Seal, p.Producers)
+	st, err := k.rec.State.CommitSealProposal(p)
 	if err != nil {
 		return err
 	}

@@ -228,8 +228,9 @@ var simCatches = []simCatch{
 	{guard: mutation.EpochCleanupGuard, weights: uncleanAllClearMenu, limit: 300},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out: with it, start-phase-2 with
-	// replicas not described trusts a remote segment of a lineage an
-	// unclean election discarded (testdata/findings). Seeds 741 (324
+	// replicas not described can trust a remote segment of a lineage an
+	// unclean election discarded that ends below the seal, in an epoch
+	// below the seal's (testdata/findings). Seeds 741 (324
 	// steps; 199 before checkpoint-hw joined the menu) and, for
 	// remote-read-lineage, 186 (113 steps). truncation-lowers-remote-highest and
 	// remote-highest-in-lineage have rows on the unclean task menu below.
@@ -409,6 +410,16 @@ var simCatches = []simCatch{
 	// after 98 steps, which passes with either guard alone disabled
 	// (script replica_suffix_past_seal_lowered_seal).
 	{guard: mutation.ReplicaSuffixPastSeal, weights: loneLeaderMenu, limit: 100},
+	// The operator's recovery takes a lineage an unclean election
+	// discarded for the sealed prefix: start-phase-2 trusts a remote
+	// copy whose record at S - 1 is of another epoch than the seal's
+	// (LostRecord; script start_phase_2_remote_of_discarded_lineage), or
+	// elect --replica takes a replica truncated to the seal whose
+	// records below it are of that lineage (Conflict; script
+	// elect_replica_discarded_lineage). On the unclean operator menu:
+	// seed 275 after 276 steps (none in 600 seeds of the unclean menu,
+	// which leaves start-phase-2 out).
+	{guard: mutation.SealEpochLineage, weights: uncleanOperatorMenu, limit: 300},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away
@@ -537,6 +548,11 @@ var flushMenu = map[string]int{"flush": 2}
 // restarts up: producers whose batches all lie below the log start.
 var producerLogStartMenu = map[string]int{"produce-idempotent": 20, "retry-produce": 1, "produce": 5, "replicate": 15,
 	"delete-records": 4, "crash": 4, "restart": 6}
+
+// uncleanOperatorMenu is unclean ElectLeaders requests (weight 0 in the
+// default menu) with the operator's recovery commands at their default
+// weights.
+var uncleanOperatorMenu = map[string]int{"elect-unclean": 1}
 
 // uncleanMenu takes unclean ElectLeaders requests and leaves out the
 // operator's start-phase-2 (see simCatches).

@@ -193,6 +193,9 @@ func (c *Cluster) Reseal(seal int64) error {
 					return "refused", fmt.Errorf("sim: reseal: the leader's batch at the seal %d: %w", seal, err)
 				}
 				req.SealBatch = span
+				if e, ok := l.EpochForOffset(seal - 1); ok && seal > 0 {
+					req.SealEpoch = tierstate.Some(e)
+				}
 			}
 		} else {
 			req.Leader = -1

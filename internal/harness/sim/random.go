@@ -128,10 +128,9 @@ var choices = []choice{
 	// checkpointed above the durable log end (guard
 	// log-start-data-first, script
 	// flush_unlimited_producers_lost_after_delete_records). Open, with
-	// weight 2 in seeds 1 to 300: seed 53 (findings/
-	// flush_unlimited_producers_lost_snapshot_floor: a restart drops the
-	// snapshot a later recovery from the stale recovery point needs,
-	// Duplicate) and seed 263 (LostRecord, not shrinkable: a crash that
+	// weight 2 in seeds 1 to 300: seed 53 (a restart drops the snapshot
+	// a later recovery from the stale recovery point needs, Duplicate)
+	// and seed 263 (LostRecord, not shrinkable: a crash that
 	// keeps part of the unsynced data can keep a rolled-to segment's
 	// entry and data while losing the rolled segment's unsynced tail, a
 	// hole no fsync order prevents, only a sync before the new segment
@@ -227,16 +226,13 @@ var choices = []choice{
 	// asks for: refused (not applicable) when Kafka refuses them.
 	{"elect-preferred", 1, func(c *Cluster, rng *rand.Rand) error { return c.ElectLeaders(ElectPreferred) }},
 	// Unclean ElectLeaders requests weigh 0 by default (-weights
-	// elect-unclean=1 takes them): with weight 1, 8 of seeds 1 to 700
-	// break with every guard on. Five (332, 383, 436, 473, 693) are
-	// start-phase-2 with replicas not described trusting a remote segment
-	// of the lineage an unclean election discarded, 349 an elect-replica
-	// of a replica whose tail below the seal that election discarded, 107
-	// the pruner trusting a highest remote offset whose segments the
-	// epoch cleanup deleted (testdata/findings/unclean_*), and 132 a
-	// sequence-gap (the unclean leader took producer 1's sequence 18
-	// after its log's sequence 0; not triaged). With start-phase-2=0 too
-	// see simCatches.
+	// elect-unclean=1 takes them): with weight 1, 1 of seeds 1 to 700
+	// breaks with every guard on (8 before the seal epoch; see
+	// simCatches' seal-epoch-lineage): 653, start-phase-2 with replicas
+	// not described trusting a remote segment of a lineage an unclean
+	// election discarded that ends below the seal in an epoch below the
+	// seal's, which the seal epoch cannot tell from the sealed lineage
+	// (testdata/findings/start_phase_2_remote_below_seal_epoch).
 	{"elect-unclean", 0, func(c *Cluster, rng *rand.Rand) error { return c.ElectLeaders(ElectUnclean) }},
 	{"rebalance", 1, func(c *Cluster, rng *rand.Rand) error { return c.RebalanceLeaders() }},
 	// The operator's kafka-topic-switch.sh commands, where they apply:

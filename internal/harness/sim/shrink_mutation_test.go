@@ -139,6 +139,8 @@ func TestShrunkScripts(t *testing.T) {
 		{"replica_suffix_past_seal_lowered_seal", []mutation.Guard{mutation.ReplicaSuffixPastSeal,
 			mutation.SealTruncation}, Conflict},
 		{"seal_truncation_lowered_seal", []mutation.Guard{mutation.SealTruncation}, Conflict},
+		{"elect_replica_discarded_lineage", []mutation.Guard{mutation.SealEpochLineage}, Conflict},
+		{"start_phase_2_remote_of_discarded_lineage", []mutation.Guard{mutation.SealEpochLineage}, LostRecord},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
