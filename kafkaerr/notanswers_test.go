@@ -47,6 +47,7 @@ var notAnswers = map[string]string{
 	"tierstate.ErrRecoveryRefused":              "the operator tool's refusal (kafka-topic-switch.sh), before any request",
 	"tierstate.ErrHighWatermarkNotAtSeal":       "the operator tool's refusal (kafka-topic-switch.sh elect), before any request",
 	"tierstate.ErrClassicPrefixGap":             "the operator tool's refusal (kafka-topic-switch.sh elect), before any request",
+	"tierstate.ErrSealLineageMismatch":          "the operator tool's refusal (kafka-topic-switch.sh elect), before any request",
 	"tierstate.ErrSealOutOfRange":               "the operator tool's refusal (kafka-topic-switch.sh seal), before any request",
 	"tierstate.ErrSealInsideBatch":              "the operator tool's refusal (kafka-topic-switch.sh seal), before any request",
 	"tierstate.ErrForcedSealBelowLogEnd":        "the operator tool's refusal (kafka-topic-switch.sh seal while the seal is pending), before any request",

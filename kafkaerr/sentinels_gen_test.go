@@ -144,6 +144,7 @@ var sentinels = map[string]error{
 	"tierstate.ErrSealCommitted":                  tierstate.ErrSealCommitted,
 	"tierstate.ErrSealIncrease":                   tierstate.ErrSealIncrease,
 	"tierstate.ErrSealInsideBatch":                tierstate.ErrSealInsideBatch,
+	"tierstate.ErrSealLineageMismatch":            tierstate.ErrSealLineageMismatch,
 	"tierstate.ErrSealMismatch":                   tierstate.ErrSealMismatch,
 	"tierstate.ErrSealNotCommitted":               tierstate.ErrSealNotCommitted,
 	"tierstate.ErrSealOutOfRange":                 tierstate.ErrSealOutOfRange,
