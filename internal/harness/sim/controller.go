@@ -659,8 +659,10 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 func (c *Cluster) acceptUnservedPrefix(b *Broker) {
 	l := b.Log()
 	to := min(l.LocalLogStartOffset(), c.model.end)
+	var readErr error
 	served := func(off int64) (int64, bool) {
 		res, err := b.mgr.Read(c.ctx, c.tp, off, fetchBytes, log.IsolationLogEnd, true)
+		readErr = err
 		if err != nil || len(res.Records) == 0 {
 			return off, false
 		}
@@ -672,6 +674,7 @@ func (c *Cluster) acceptUnservedPrefix(b *Broker) {
 			off = next
 			continue
 		}
+		offErr := readErr
 		gap := off + 1
 		for gap < to {
 			if _, ok := served(gap); ok {
@@ -682,8 +685,12 @@ func (c *Cluster) acceptUnservedPrefix(b *Broker) {
 		// Remote storage holding off in the new leader's lineage (a valid
 		// segment) must serve it: an unreadable offset there is a lost
 		// record, not a loss the election accepts, unless injected store
-		// faults may have failed the read.
-		if s, ok := c.validSegmentHolding(off); ok && c.store.rate() == 0 && c.unserved == nil {
+		// faults may have failed the read, or off's batch runs past the
+		// segment's part in the lineage (the election cut it inside the
+		// batch): a batch is served whole, and its records past the cut
+		// are the discarded lineage's, so the read refuses it.
+		if s, ok := c.validSegmentHolding(off); ok && c.store.rate() == 0 && c.unserved == nil &&
+			!batchCrossesCut(offErr, off, s.EndOffset) {
 			c.unserved = c.violation(LostRecord, b.ID, off,
 				"remote segment [%d, %d] holds offset %d in the leader's lineage, but the leader does not serve it",
 				s.StartOffset, s.EndOffset, off)
@@ -692,6 +699,14 @@ func (c *Cluster) acceptUnservedPrefix(b *Broker) {
 		c.model.acceptLoss(off, gap)
 		off = gap
 	}
+}
+
+// batchCrossesCut reports whether err is a remote read's refusal of
+// the batch holding off because it runs past end, the last offset of its
+// segment in the leader's lineage.
+func batchCrossesCut(err error, off, end int64) bool {
+	var le *remote.LineageError
+	return errors.As(err, &le) && le.BatchBaseOffset <= off && le.BatchLastOffset > end
 }
 
 // remoteAgreedEnd is where the records of b's lineage below its local log
