@@ -420,6 +420,17 @@ var simCatches = []simCatch{
 	// seed 275 after 276 steps (none in 600 seeds of the unclean menu,
 	// which leaves start-phase-2 out).
 	{guard: mutation.SealEpochLineage, weights: uncleanOperatorMenu, limit: 300},
+	// The phase-2 check keeps a replica whose future log (a log directory
+	// move) ends past the log end: the leader's move fetcher copied its
+	// record past a seal the operator then lowered, and applying the
+	// lowered seal truncated the current log without marking the move
+	// fetcher. Consolidation grows the log back to the future log's end
+	// and the promotion on equal log ends replaces the diskless record
+	// with the given-up one (Conflict). The promotion's lineage check
+	// (the backup) stops the same bug. On the move-across-the-seal menu:
+	// seed 859 after 195 steps, which passes with either guard alone
+	// disabled (script replica_future_log_past_lowered_seal).
+	{guard: mutation.ReplicaFutureLog, weights: loneLeaderMoveMenu, limit: 950},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away
@@ -452,6 +463,22 @@ var loneLeaderResealMenu = withWeights(loneLeaderMenu, map[string]int{"lone-lead
 // loneLeaderSwitchMenu is loneLeaderResealMenu with the switch armed
 // sooner.
 var loneLeaderSwitchMenu = withWeights(loneLeaderResealMenu, map[string]int{"arm-switch@classic": 3})
+
+// loneLeaderMoveMenu is loneLeaderMenu with log directory moves across
+// the seal: moves started and copied in the classic phase and while the
+// seal is pending (elections weighed up and followers' fetches down
+// there, so that a replica's tail past the seal stays in its future log
+// untruncated), no move fetcher copies in phase 1 (a copy truncates a
+// future log past the log end), and in phase 2 consolidation,
+// promotions and small produces weighed up, the move fetcher's copies
+// down, and brokers left running (no stops, crashes or lost disks,
+// restarts at 1: a restarted move validates the future log first).
+var loneLeaderMoveMenu = withWeights(loneLeaderMenu, map[string]int{"start-move@classic": 8,
+	"move-copy@classic": 6, "replicate@classic": 8, "arm-switch@classic": 3, "start-move@seal-pending": 8,
+	"move-copy@seal-pending": 12, "elect@seal-pending": 10, "replicate@seal-pending": 3,
+	"shrink-isr@seal-pending": 4, "stop@seal-pending": 0, "move-copy@phase-1": 0, "stop@phase-1": 0,
+	"restart@phase-2": 1, "stop@phase-2": 0, "crash@phase-2": 0, "arm-crash@phase-2": 0, "lose-disk@phase-2": 0,
+	"move-copy@phase-2": 3, "promote-future@phase-2": 12, "consolidate@phase-2": 12, "produce@phase-2": 6})
 
 // truncateFullyMenu is uncleanQuiet with DeleteRecords, retention, crashes
 // (whole and cut at a file operation), clean stops and restarts weighed

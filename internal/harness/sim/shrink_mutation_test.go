@@ -136,6 +136,10 @@ func TestShrunkScripts(t *testing.T) {
 		// promotion's lineage check both off, the future log holding
 		// the discarded [100, 120) replaces the consolidated records.
 		{"pull857_truncation_move_online", []mutation.Guard{mutation.ReplicaFutureLog, mutation.PromoteLineage}, Conflict},
+		// The random runs' case of it: the future log keeps the record a
+		// lowered seal gave up.
+		{"replica_future_log_past_lowered_seal", []mutation.Guard{mutation.ReplicaFutureLog,
+			mutation.PromoteLineage}, Conflict},
 		{"replica_suffix_past_seal_lowered_seal", []mutation.Guard{mutation.ReplicaSuffixPastSeal,
 			mutation.SealTruncation}, Conflict},
 		{"seal_truncation_lowered_seal", []mutation.Guard{mutation.SealTruncation}, Conflict},
@@ -171,6 +175,7 @@ func TestScriptsOfGuardsWithBackups(t *testing.T) {
 		// the promotion refuses a future log whose last offset is in
 		// another epoch than the current log's.
 		{"pull857_truncation_move_online", mutation.ReplicaFutureLog},
+		{"replica_future_log_past_lowered_seal", mutation.ReplicaFutureLog},
 		// The check recreates the replica; applying the lowered seal in
 		// phase 1 truncated its tail already.
 		{"replica_suffix_past_seal_lowered_seal", mutation.ReplicaSuffixPastSeal},
