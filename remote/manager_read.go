@@ -215,22 +215,36 @@ func (m *Manager) readSegment(ctx context.Context, seg *SegmentMetadata, offset 
 	}
 }
 
-// inLineage reports whether batch b carries the leader epoch l's cache
-// gives its base offset, and returns that epoch (record.UndefinedEpoch
-// when the cache has none: then b is not in the lineage either). A batch
-// that straddles the log start (a DeleteRecords inside it truncated the
-// cache from the start to the new log start) has no epoch at its base
-// offset; its records share one epoch, so it is checked at its last
-// offset, which the cache covers.
+// inLineage reports whether every record of batch b is in l's lineage:
+// b carries the leader epoch l's cache gives its base offset and its last
+// offset, and ends below l's log end. It returns the epoch that decided
+// (record.UndefinedEpoch when the cache has none: then b is not in the
+// lineage either). A batch that straddles the log start (a DeleteRecords
+// inside it truncated the cache from the start to the new log start) has
+// no epoch at its base offset; its records share one epoch, so it is
+// checked at its last offset, which the cache covers. A batch whose last
+// offset has another epoch, or lies at or past the log end (a truncation
+// below the local log start cut the lineage inside it), holds records the
+// lineage discarded: served whole, they would stand at offsets where the
+// lineage has other records, or none.
 func inLineage(l PartitionLog, b record.Batch) (int32, bool) {
+	if mutation.Disabled(mutation.RemoteReadLineage) {
+		return b.PartitionLeaderEpoch(), true
+	}
 	e, ok := l.EpochForOffset(b.BaseOffset())
 	if !ok && !mutation.Disabled(mutation.RemoteReadLogStartBatch) {
 		e, ok = l.EpochForOffset(b.LastOffset())
 	}
 	if !ok {
-		e = base.UndefinedEpoch
+		return base.UndefinedEpoch, false
 	}
-	return e, (ok && e == b.PartitionLeaderEpoch()) || mutation.Disabled(mutation.RemoteReadLineage)
+	if e != b.PartitionLeaderEpoch() {
+		return e, false
+	}
+	if last, lok := l.EpochForOffset(b.LastOffset()); !lok || last != e {
+		return last, false
+	}
+	return e, b.LastOffset() < l.LogEndOffset()
 }
 
 // batchStream reads whole batches from a segment body, each checked as

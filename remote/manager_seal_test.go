@@ -164,3 +164,36 @@ func TestRemoteReadBatchStraddlingTheLogStart(t *testing.T) {
 		require.Equal(t, []string{"[0, 49]", "[50, 99]"}, batchRanges(t, res.Records), "offset %d", off)
 	}
 }
+
+// A truncation below the local log start cuts the lineage inside a
+// tiered batch: X wrote [0, 100) in epoch 2 as one batch, copied it and
+// deleted it locally; an unclean election's leader had only [0, 60), so X
+// truncated to 60 (its log start stays 0: remote storage holds the
+// prefix). The batch's records [60, 99] are not X's lineage, and a batch
+// is served whole: a read inside it gets no record (a consumer would take
+// 60..99 for the records the lineage writes there).
+func TestRemoteReadRefusesBatchPastTheLineageEnd(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	ctx := context.Background()
+	tp := testPartition(0)
+	l := e.openLog("x", log.Options{RetentionMs: log.RetentionInfinite, LocalRetentionMs: 1})
+	appendBatch(t, l, 2, 100)
+	require.NoError(t, l.Roll())
+	l.UpdateHighWatermark(100)
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
+	require.NoError(t, runErr(e.mgr.RunCopy(ctx, tp)))
+	e.nowMs.Add(1000)
+	n, err := l.DeleteOldSegments()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.EqualValues(t, 100, l.LocalLogStartOffset())
+	_, err = l.TruncateTo(60)
+	require.NoError(t, err)
+	require.EqualValues(t, 60, l.LogEndOffset())
+	res, err := e.mgr.Read(ctx, tp, 10, 1<<20, log.IsolationLogEnd, true)
+	require.ErrorIs(t, err, ErrNotInLineage)
+	var linErr *LineageError
+	require.ErrorAs(t, err, &linErr)
+	require.Equal(t, int64(99), linErr.BatchLastOffset)
+	require.Empty(t, res.Records)
+}

@@ -156,6 +156,8 @@ var catches = []catch{
 	{mutation.TruncationKeepsRemotePrefix, "log", "TestTruncationBelowLocalLogStartKeepsRemotePrefix"},
 	{mutation.TruncationKeepsRemotePrefix, "internal/harness/sim", "TestScripts/unclean_truncation_below_local_start"},
 	{mutation.RemoteReadLineage, "remote", "TestRemoteReadStopsAtTheLineage"},
+	{mutation.RemoteReadLineage, "remote", "TestRemoteReadRefusesBatchPastTheLineageEnd"},
+	{mutation.RemoteReadLineage, "internal/harness/sim", "TestScripts/unclean_remote_batch_past_lineage_end"},
 	{mutation.RemoteHighestInLineage, "log", "TestHighestOffsetInRemoteStorageInLineage"},
 	{mutation.StartPhaseTwoRecordedEpoch, "tierstate", "TestPlanStartPhaseTwo"},
 	{mutation.StartPhaseTwoRecordedEpoch, "internal/harness/sim", "TestScripts/start_phase_2_divergent_tail"},
