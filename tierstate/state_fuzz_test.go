@@ -230,11 +230,13 @@ func TestRandomTransitions(t *testing.T) {
 }
 
 // FuzzDecodeTags: decoding never panics; what decodes re-encodes to the
-// same bytes for the Inkless tags (other tags are dropped).
+// same bytes for the switch tags, Inkless's 100..104 and tierlog's 105
+// (other tags are dropped).
 func FuzzDecodeTags(f *testing.F) {
 	f.Add(uint8(100), []byte{0, 0, 0, 0, 0, 0, 0, 100}, uint8(103), []byte{1})
 	f.Add(uint8(101), []byte{0, 0, 0, 0}, uint8(104), []byte{0xff, 0xff, 0xff, 0xff})
 	f.Add(uint8(102), []byte{0, 0, 0, 6}, uint8(50), []byte("x"))
+	f.Add(uint8(100), []byte{0, 0, 0, 0, 0, 0, 0, 100}, uint8(105), []byte{0, 0, 0, 2})
 	f.Fuzz(func(t *testing.T, tag1 uint8, data1 []byte, tag2 uint8, data2 []byte) {
 		fields := []RawTaggedField{{uint32(tag1), data1}, {uint32(tag2), data2}}
 		tags, err := DecodeTags(fields)
@@ -244,7 +246,7 @@ func FuzzDecodeTags(f *testing.F) {
 		}
 		var inkless []RawTaggedField
 		for _, f := range fields {
-			if f.Tag >= TagClassicToDisklessStartOffset && f.Tag <= TagLastClassicLeaderEpoch {
+			if f.Tag >= TagClassicToDisklessStartOffset && f.Tag <= TagSealEpoch {
 				inkless = append(inkless, f)
 			}
 		}
