@@ -55,6 +55,15 @@ type Broker struct {
 	gate    *consolidate.ClassicGate
 	gateFor *log.UnifiedLog
 	swEpoch int32
+	// epochStart is the log end when the broker became leader in epoch
+	// (Kafka's Partition.leaderEpochStartOffsetOpt): a follower joins
+	// the ISR only once its log reaches it. A field, not the epoch
+	// cache's answer: a promoted future log has no entry for an epoch
+	// its leader has not written in yet.
+	epochStart struct {
+		epoch  int32
+		offset int64
+	}
 	// task is a remote log task's lookup awaiting its install (scripted
 	// runs: Cluster.RemoteTaskLookup).
 	task *remoteTaskLookup
@@ -311,6 +320,7 @@ func (b *Broker) start() error {
 	}
 	b.moveResumed = future != nil
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+	b.epochStart.epoch = -1 // a restarted broker records it again when it leads
 	b.moveTruncateTo = -1
 	b.task = nil // a remote task's lookup dies with the process
 	b.up = true
@@ -367,6 +377,7 @@ func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 	_ = b.mgr.Close()
 	b.up, b.fs, b.logs, b.moving, b.moveTruncateTo = false, img, nil, false, -1
 	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+	b.epochStart.epoch = -1 // a restarted broker records it again when it leads
 }
 
 // partitionSource is the broker's view of the partition for its

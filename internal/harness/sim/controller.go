@@ -157,6 +157,9 @@ func (c *Cluster) afterDelta(b *Broker, plan replica.Plan) {
 		b.sw, b.gate, b.gateFor = nil, nil, nil
 		return
 	}
+	if plan.Has(replica.BecomeLeader) && b.epochStart.epoch != rec.LeaderEpoch {
+		b.epochStart.epoch, b.epochStart.offset = rec.LeaderEpoch, l.LogEndOffset()
+	}
 	classic := rec.State.Phase() == tierstate.PhaseClassic || rec.State.Phase() == tierstate.PhaseSealPending
 	if classic && plan.Has(replica.BecomeLeader) {
 		if e, ok := l.LatestEpoch(); !ok || e < rec.LeaderEpoch {

@@ -163,6 +163,9 @@ func (c *Cluster) maybeExpandISR(lb, f *Broker) string {
 	}
 	ll, leo := lb.Log(), f.Log().LogEndOffset()
 	start := ll.EndOffsetForEpoch(k.rec.LeaderEpoch - 1).EndOffset
+	if lb.epochStart.epoch == k.rec.LeaderEpoch {
+		start = max(start, lb.epochStart.offset)
+	}
 	if leo < ll.HighWatermark() || leo < start {
 		return ""
 	}
