@@ -475,6 +475,11 @@ var backups = map[Guard][]Guard{
 	// A replica the check keeps with a classic tail past the seal is
 	// truncated to the seal by the transition that follows the check.
 	ReplicaSuffixPastSeal: {SealTruncation},
+	// A remote batch crossing the seal holds records an unclean election
+	// discarded past it: the read's lineage check refuses the batch too
+	// (its last offset is in another epoch of the leader's lineage, or
+	// past its log end).
+	SealCapRemoteRead: {RemoteReadLineage},
 	// The snapshot a reload keeps at the recovery point's segment holds
 	// the producers that the recovery's own snapshots would hold.
 	RecoverySnapshots:     {RecoveryPointSnapshotKept},
