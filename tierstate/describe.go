@@ -690,7 +690,10 @@ func (p StartPhaseTwoPlan) String() string {
 //     would take the replica (HW at the seal), and otherwise that elect
 //     refuses it too;
 //  4. the new seal is the highest remote end reported by any replica
-//     (brokers read the remote log metadata at different speeds); when it
+//     (brokers read the remote log metadata at different speeds), a
+//     remote run counting only in the sealed lineage (RemoteRange: with
+//     a known seal epoch, a copy of a lineage an unclean election
+//     discarded covers nothing); when it
 //     is below the committed seal, [new seal, S) is lost and needs
 //     AcceptDataLoss (ErrDataLossNotAccepted).
 //
