@@ -231,9 +231,10 @@ func inLineage(l PartitionLog, b record.Batch) (int32, bool) {
 	if mutation.Disabled(mutation.RemoteReadLineage) {
 		return b.PartitionLeaderEpoch(), true
 	}
+	last, lok := l.EpochForOffset(b.LastOffset())
 	e, ok := l.EpochForOffset(b.BaseOffset())
 	if !ok && !mutation.Disabled(mutation.RemoteReadLogStartBatch) {
-		e, ok = l.EpochForOffset(b.LastOffset())
+		e, ok = last, lok
 	}
 	if !ok {
 		return base.UndefinedEpoch, false
@@ -241,7 +242,7 @@ func inLineage(l PartitionLog, b record.Batch) (int32, bool) {
 	if e != b.PartitionLeaderEpoch() {
 		return e, false
 	}
-	if last, lok := l.EpochForOffset(b.LastOffset()); !lok || last != e {
+	if !lok || last != e {
 		return last, false
 	}
 	return e, b.LastOffset() < l.LogEndOffset()

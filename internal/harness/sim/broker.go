@@ -319,8 +319,7 @@ func (b *Broker) start() error {
 		b.driver.SetFutureLog(future)
 	}
 	b.moveResumed = future != nil
-	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
-	b.epochStart.epoch = -1 // a restarted broker records it again when it leads
+	b.forgetRole()
 	b.moveTruncateTo = -1
 	b.task = nil // a remote task's lookup dies with the process
 	b.up = true
@@ -376,8 +375,7 @@ func (b *Broker) crash(unsyncedPercent int, loseDisk bool) {
 	}
 	_ = b.mgr.Close()
 	b.up, b.fs, b.logs, b.moving, b.moveTruncateTo = false, img, nil, false, -1
-	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
-	b.epochStart.epoch = -1 // a restarted broker records it again when it leads
+	b.forgetRole()
 }
 
 // partitionSource is the broker's view of the partition for its
@@ -459,4 +457,13 @@ func syncDir(fs vfs.FS, dir string) error {
 		return err
 	}
 	return errors.Join(f.Sync(), f.Close())
+}
+
+// forgetRole drops what the broker kept of its role in the partition
+// (its fetchers, the leader's switch steps and gate, the epoch start it
+// led from), as a crash, a stop or a lost disk does: a restarted broker
+// records them again from the next delta.
+func (b *Broker) forgetRole() {
+	b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
+	b.epochStart.epoch = -1
 }

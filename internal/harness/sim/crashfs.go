@@ -166,8 +166,7 @@ func (c *Cluster) finishCuts(up map[int32]bool) error {
 			b.prodMarks.fs = img
 		}
 		b.up, b.fs, b.logs, b.moving = false, img, nil, false
-		b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
-		b.epochStart.epoch = -1 // a restarted broker records it again when it leads
+		b.forgetRole()
 		delete(c.ctrl.cleanStop, b.ID)
 		c.trace.detail("b%d crashed before %s (unsynced kept %d%%)", b.ID, what, p.unsyncedPercent)
 		if up[b.ID] {

@@ -44,8 +44,7 @@ func (c *Cluster) Stop(id int32, loseTailFrom int64) error {
 		if err := b.stop(); err != nil {
 			return note, err
 		}
-		b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
-		b.epochStart.epoch = -1 // a restarted broker records it again when it leads
+		b.forgetRole()
 		c.ctrl.cleanStop[id] = true
 		err = c.fenceBroker(id)
 		return note + fmt.Sprintf("leo=%d hw=%d; %s", leo, hw, c.ctrl.rec.electionView()), err
@@ -108,8 +107,7 @@ func (c *Cluster) LogDirFailure(id int32) error {
 		if err := b.driver.LogDirFailure(c.ctx); err != nil {
 			return "", err
 		}
-		b.classic, b.consolidating, b.sw, b.gate, b.gateFor = nil, false, nil, nil, nil
-		b.epochStart.epoch = -1 // a restarted broker records it again when it leads
+		b.forgetRole()
 		p := b.Prior()
 		return fmt.Sprintf("was fenced=%t; offline=%t fenced=%t", fenced, p.Offline, p.Fenced), nil
 	})
