@@ -278,8 +278,29 @@ func (m *Manager) register(p Partition, leader bool) error {
 	if old != nil {
 		old.stop()
 	}
+	m.capUnheld(p)
 	m.startBackground(pt)
 	return nil
+}
+
+// capUnheld lowers what local retention counts as copied to what remote
+// storage holds of the log's lineage now, before the new role's first
+// task runs. The highest offset a task installed earlier may name
+// segments a leader of another lineage has deleted since (its epoch
+// cleanup after an unclean election): when an unclean election makes
+// this lineage the partition's again, local retention must not take
+// them for copies and delete the only ones left. A failed lookup is
+// logged and left to the tasks, which run the same check.
+func (m *Manager) capUnheld(p Partition) {
+	l := p.Log
+	count := l.TruncationCount()
+	off, _, err := m.findHighestRemoteOffset(p.TopicIDPartition, l)
+	if err != nil {
+		m.logger.Warn("remote log manager: highest offset held by remote storage not checked at registration",
+			zap.Stringer("partition", p.TopicIDPartition), zap.Error(err))
+		return
+	}
+	capUnheldRemoteOffset(l, off, count)
 }
 
 // stop cancels the partition's tasks and waits until none runs.

@@ -224,12 +224,12 @@ func TestFollowerTaskInstallsHighestRemoteOffsetWithTruncationCountFromBeforeThe
 	appendSegments(t, inner, 0, 1, 100)
 	appendSegments(t, inner, 1, 1, 50)
 	l := &truncatingLog{UnifiedLog: inner}
+	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{TopicIDPartition: tp, Log: l}}))
 	l.afterEndOffset = func() {
 		// The follower finds that its epoch 1 diverged and cuts it.
 		_, err := inner.TruncateTo(100)
 		require.NoError(t, err)
 	}
-	require.NoError(t, e.mgr.OnLeadershipChange(nil, []Partition{{TopicIDPartition: tp, Log: l}}))
 	res, err := e.mgr.RunFollower(context.Background(), tp)
 	require.NoError(t, err)
 	require.Equal(t, FollowerResult{HighestRemoteOffset: 149, Dropped: true}, res)
@@ -437,4 +437,28 @@ func TestRemoteHoleBelowLogStart(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Copied)
 	require.EqualValues(t, 120, l.LogStartOffset())
+}
+
+// TestRegistrationCapsUnheldRemoteOffset: as a follower the log installed
+// 99 as tiered ([0, 99] of its epoch 1 was copied); then the leader of
+// another lineage deleted that segment (its epoch cleanup after an
+// unclean election), and an unclean election makes this log the leader.
+// Registering it caps what local retention counts as copied before any
+// task runs, so retention keeps [0, 100), now the only copy.
+func TestRegistrationCapsUnheldRemoteOffset(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite, LocalRetentionMs: 1})
+	appendSegments(t, l, 1, 1, 100)
+	require.NoError(t, l.Roll())
+	require.True(t, l.UpdateHighestOffsetInRemoteStorage(99, l.TruncationCount()))
+	require.EqualValues(t, 99, l.HighestOffsetInRemoteStorageInLineage())
+
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
+	require.EqualValues(t, -1, l.HighestOffsetInRemoteStorageInLineage(), "no segment holds 99 any more")
+	e.nowMs.Add(1000)
+	n, err := l.DeleteOldSegments()
+	require.NoError(t, err)
+	require.Zero(t, n, "the only copy of [0, 100) stays")
+	require.EqualValues(t, 0, l.LocalLogStartOffset())
 }

@@ -79,6 +79,8 @@ var catches = []catch{
 
 	{mutation.RemoteHighestHeld, "remote", "TestHighestRemoteOffset"},
 	{mutation.RemoteHighestHeld, "internal/harness/sim", "TestScripts/unclean_prune_past_deleted_lineage"},
+	{mutation.RemoteHighestHeld, "remote", "TestRegistrationCapsUnheldRemoteOffset"},
+	{mutation.RemoteHighestHeld, "internal/harness/sim", "TestScripts/unclean_stale_remote_offset_after_deletion"},
 
 	{mutation.FirstPruneBound, "consolidate", "TestDecideDataDriven/decide_first_prune_bound"},
 	{mutation.FirstPruneBound, "consolidate", "TestEndpointRecreatedLeaderBeforeFirstPrune"},
