@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
@@ -212,9 +213,10 @@ type SealLog interface {
 	Segments(from int64) ([]log.SegmentInfo, error)
 	Roll() error
 	Flush() error
-	// EpochForOffset is the leader epoch of the record at offset (the
-	// seal epoch of the proposal).
-	EpochForOffset(offset int64) (int32, bool)
+	// EpochEntriesInRange is the log's leader-epoch entries over
+	// [start, end) (start -1: from the cache's first): the proposal's
+	// seal lineage is EpochEntriesInRange(-1, S).
+	EpochEntriesInRange(start, end int64) []epochcache.Entry
 }
 
 var _ SealLog = (*log.UnifiedLog)(nil)
@@ -344,12 +346,8 @@ func SealLeader(s tierstate.State, l SealLog, leaderEpoch int32, nowMs int64) (S
 	}
 	if plan = PlanSeal(in); plan.Ready {
 		res.Ready = true
-		res.Proposal = SealProposal{Seal: plan.Proposed, Producers: tagProducerStates(l.ActiveProducers())}
-		if plan.Proposed > 0 {
-			if e, ok := l.EpochForOffset(plan.Proposed - 1); ok {
-				res.Proposal.SealEpoch = tierstate.Some(e)
-			}
-		}
+		res.Proposal = SealProposal{Seal: plan.Proposed, Producers: tagProducerStates(l.ActiveProducers()),
+			Lineage: l.EpochEntriesInRange(-1, plan.Proposed)}
 	}
 	return res, nil
 }

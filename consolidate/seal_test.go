@@ -131,10 +131,10 @@ func TestLeaderSwitch(t *testing.T) {
 	require.False(t, st.Seal.Rolled, "the active segment is empty")
 	require.Equal(t, []tierstate.ProducerStateEntry{{ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0, LastSequence: 4,
 		AssignedOffset: 90, BatchMaxTimestamp: 1004}}, st.Seal.Proposal.Producers)
-	require.Equal(t, tierstate.Some(int32(2)), st.Seal.Proposal.SealEpoch, "the epoch of the marker at 99")
+	require.Equal(t, "0@0 2@80", epochcache.FormatEntries(st.Seal.Proposal.Lineage), "the lineage below the seal")
 	require.Equal(t, tierstate.PhaseOne, ctrl.state.Phase())
 	require.Equal(t, int64(100), ctrl.state.Seal())
-	require.Equal(t, int32(2), ctrl.state.SealEpoch())
+	require.Equal(t, int32(2), ctrl.state.SealEpoch(), "the epoch of the marker at 99")
 
 	// Phase 1: every classic append is refused, the broker's own too;
 	// the WAL row is created once.

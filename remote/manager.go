@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tierlog/tierlog/epochcache"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/truncation"
 	"go.uber.org/zap"
@@ -289,9 +290,16 @@ func (m *Manager) register(p Partition, leader bool) error {
 // segments a leader of another lineage has deleted since (its epoch
 // cleanup after an unclean election): when an unclean election makes
 // this lineage the partition's again, local retention must not take
-// them for copies and delete the only ones left. A failed lookup is
-// logged and left to the tasks, which run the same check.
+// them for copies and delete the only ones left. Only the local records
+// need it: the cap stays at or above the local log start - 1, so a log
+// whose local records begin past remote storage's (a consolidating log
+// reset at the seal, whose cache has no classic epoch) keeps the
+// progress the WAL pruner reads until its copy task derives it. A failed
+// lookup is logged and left to the tasks, which run the same check.
 func (m *Manager) capUnheld(p Partition) {
+	if mutation.Disabled(mutation.RemoteRegistrationCap) {
+		return
+	}
 	l := p.Log
 	count := l.TruncationCount()
 	off, _, err := m.findHighestRemoteOffset(p.TopicIDPartition, l)
@@ -300,7 +308,7 @@ func (m *Manager) capUnheld(p Partition) {
 			zap.Stringer("partition", p.TopicIDPartition), zap.Error(err))
 		return
 	}
-	capUnheldRemoteOffset(l, off, count)
+	capUnheldRemoteOffset(l, max(off, l.LocalLogStartOffset()-1), count)
 }
 
 // stop cancels the partition's tasks and waits until none runs.

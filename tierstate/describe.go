@@ -238,8 +238,13 @@ type ReplicaDescription struct {
 	RemoteEndOffset int64
 	// SealEpoch is the committed seal epoch (State.SealEpoch) the
 	// description was made under, absent when unknown. CheckElectReplica
-	// and PlanStartPhaseTwo take it from the State they are given.
+	// and PlanStartPhaseTwo take it from the State they are given, as
+	// they take SealedEpochAtRemoteEnd.
 	SealEpoch Optional[int32]
+	// SealedEpochAtRemoteEnd is the sealed lineage's epoch at
+	// RemoteEndOffset - 1 (State.SealLineageEpochAt), absent when the
+	// seal lineage does not cover that offset or the run is empty.
+	SealedEpochAtRemoteEnd Optional[int32]
 	// EpochBeforeSeal is the leader epoch of the replica's record at S-1
 	// by its epoch cache, absent when its log ends below the seal or no
 	// entry covers S-1.
@@ -272,21 +277,43 @@ func (d ReplicaDescription) RemoteRange() OffsetRange {
 }
 
 // RemoteOfSealedLineage reports whether the remote run may be the sealed
-// lineage, with a known seal epoch E: its record at S-1 is of epoch E, or,
+// lineage: its last record's epoch is the sealed lineage's epoch at that
+// offset (SealedEpochAtRemoteEnd); where the seal lineage does not cover
+// it, with a known seal epoch E, its record at S-1 is of epoch E, or,
 // when it ends below the seal, its last record's epoch is at most E (a
 // lineage's epochs never fall). A run an unclean election discarded,
 // copied before it, fails: its records would be served in place of the
-// committed ones. Without a seal epoch or a remote end epoch nothing is
-// known, and the run counts.
+// committed ones. Without a remote end epoch or anything of the sealed
+// lineage nothing is known, and the run counts.
 func (d ReplicaDescription) RemoteOfSealedLineage() bool {
 	e, r := optionalEpoch(d.SealEpoch), d.RemoteEndEpoch
-	if e < 0 || r < 0 || mutation.Disabled(mutation.SealEpochLineage) {
+	if r < 0 || mutation.Disabled(mutation.SealEpochLineage) {
 		return true
 	}
-	if d.RemoteEndOffset == d.Seal {
+	switch {
+	case d.SealedEpochAtRemoteEnd.Present:
+		return r == d.SealedEpochAtRemoteEnd.Value
+	case e < 0:
+		return true
+	case d.RemoteEndOffset == d.Seal:
 		return r == e
 	}
 	return r <= e
+}
+
+// withSealLineage is d with what the committed State knows of the sealed
+// lineage (SealEpoch, SealedEpochAtRemoteEnd), not the broker's view.
+func (d ReplicaDescription) withSealLineage(s State) ReplicaDescription {
+	d.SealEpoch, d.SealedEpochAtRemoteEnd = Optional[int32]{}, Optional[int32]{}
+	if e := s.SealEpoch(); e != base.UndefinedEpoch {
+		d.SealEpoch = Some(e)
+	}
+	if d.RemoteEndOffset > d.ClassicPrefix().Start {
+		if e, ok := s.SealLineageEpochAt(d.RemoteEndOffset - 1); ok {
+			d.SealedEpochAtRemoteEnd = Some(e)
+		}
+	}
+	return d
 }
 
 // LogOfSealedLineage reports whether the replica's log may be the sealed
@@ -407,7 +434,7 @@ func (d ReplicaDescription) validate() error {
 	case d.RemoteEndOffset < prefix.Start || d.RemoteEndOffset > prefix.End:
 		return fmt.Errorf("remote end %d outside [%d, %d]", d.RemoteEndOffset, prefix.Start, prefix.End)
 	case d.RemoteEndEpoch < base.UndefinedEpoch || optionalEpoch(d.SealEpoch) < base.UndefinedEpoch ||
-		optionalEpoch(d.EpochBeforeSeal) < base.UndefinedEpoch:
+		optionalEpoch(d.EpochBeforeSeal) < base.UndefinedEpoch || optionalEpoch(d.SealedEpochAtRemoteEnd) < base.UndefinedEpoch:
 		return fmt.Errorf("epochs: remote end %d, seal %d, before the seal %d", d.RemoteEndEpoch,
 			optionalEpoch(d.SealEpoch), optionalEpoch(d.EpochBeforeSeal))
 	}
@@ -471,7 +498,6 @@ func Describe(req DescribeRequest) (ReplicaDescription, error) {
 		CrossTierLogStartOffset: x,
 		RemoteEndOffset:         gapFreeRemoteEnd(segs, x, seal),
 		RemoteEndEpoch:          base.UndefinedEpoch,
-		SealEpoch:               sealEpochOf(s),
 	}
 	if seal > 0 && leo >= seal {
 		if e, ok := l.EpochForOffset(seal - 1); ok {
@@ -481,15 +507,7 @@ func Describe(req DescribeRequest) (ReplicaDescription, error) {
 	if d.RemoteEndOffset > d.ClassicPrefix().Start {
 		d.RemoteEndEpoch = remoteEpochAt(segs, d.RemoteEndOffset-1)
 	}
-	return d, nil
-}
-
-// sealEpochOf is s's seal epoch, absent when unknown.
-func sealEpochOf(s State) Optional[int32] {
-	if e := s.SealEpoch(); e != base.UndefinedEpoch {
-		return Some(e)
-	}
-	return Optional[int32]{}
+	return d.withSealLineage(s), nil
 }
 
 // gapFreeRemoteEnd is the exclusive end of the run of
@@ -572,7 +590,7 @@ func CheckElectReplica(s State, d ReplicaDescription) error {
 	if err := d.validate(); err != nil {
 		return refuseRecovery(op, d.BrokerID, ErrInvalidArgument, "description: %v", err)
 	}
-	d.SealEpoch = sealEpochOf(s)
+	d = d.withSealLineage(s)
 	if d.HighWatermark != d.Seal {
 		why := "past"
 		if d.HighWatermark < d.Seal {
@@ -710,7 +728,7 @@ func PlanStartPhaseTwo(s State, req StartPhaseTwoRequest) (StartPhaseTwoPlan, er
 	}
 	descs := slices.Clone(req.Descriptions)
 	for i := range descs {
-		descs[i].SealEpoch = sealEpochOf(s) // the committed State's, not the broker's view
+		descs[i] = descs[i].withSealLineage(s)
 	}
 	best := descs[0]
 	for _, d := range descs {

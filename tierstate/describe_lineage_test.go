@@ -26,7 +26,7 @@ func sealedAt(t *testing.T, seal int64, sealEpoch int32) State {
 	require.NoError(t, err)
 	p := SealProposal{Seal: seal}
 	if sealEpoch >= 0 {
-		p.SealEpoch = Some(sealEpoch)
+		p.Lineage = []epochcache.Entry{{Epoch: sealEpoch, StartOffset: seal - 1}}
 	}
 	s, err = s.CommitSealProposal(p)
 	require.NoError(t, err)
@@ -123,4 +123,55 @@ func TestPlanStartPhaseTwoRemoteOfDiscardedLineage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), p.Seal)
 	require.Equal(t, int32(0), p.RecordedEpoch)
+}
+
+// TestPlanStartPhaseTwoRemoteBelowTheSealEpoch: broker 1 committed and
+// tiered [0, 1) in epoch 0; an unclean election made an empty broker the
+// leader, which committed [0, 2) in epoch 3 and sealed at 2 (lineage
+// 3@0). Remote storage's [0, 1) ends below the seal in epoch 0, below the
+// seal epoch: the seal epoch alone cannot tell it from the sealed
+// lineage, whose epoch at 0 is 3. The seal lineage can.
+func TestPlanStartPhaseTwoRemoteBelowTheSealEpoch(t *testing.T) {
+	sealed := func(lineage ...epochcache.Entry) State {
+		t.Helper()
+		s, err := State{}.WithConsolidating(true).ArmSwitch()
+		require.NoError(t, err)
+		s, err = s.CommitSealProposal(SealProposal{Seal: 2, Lineage: lineage})
+		require.NoError(t, err)
+		return s
+	}
+	plan := func(s State) (ReplicaDescription, StartPhaseTwoPlan) {
+		t.Helper()
+		d, err := Describe(DescribeRequest{Partition: testTP, BrokerID: 1, State: s, Log: describeFakeLog{},
+			Remote: describeFakeLister{segs: []remote.SegmentMetadata{epochSeg(0, 0, 0)}}})
+		require.NoError(t, err)
+		p, err := PlanStartPhaseTwo(s, StartPhaseTwoRequest{Replicas: []int32{1, 2, 3},
+			Descriptions: []ReplicaDescription{d}, CurrentLeaderEpoch: 4, AcceptDataLoss: true})
+		require.NoError(t, err)
+		return d, p
+	}
+	s := sealed(epochcache.Entry{Epoch: 3, StartOffset: 0})
+	d, p := plan(s)
+	require.Equal(t, Some(int32(3)), d.SealedEpochAtRemoteEnd)
+	require.False(t, d.RemoteOfSealedLineage())
+	require.Equal(t, int64(0), p.Seal, "nothing of the prefix is held")
+	require.Equal(t, OffsetRange{Start: 0, End: 2}, p.Lost)
+	require.Equal(t, int32(-1), p.RecordedEpoch)
+	// The State refuses the remote record's epoch at the lowered seal too.
+	_, err := s.StartPhaseTwo(1, 0, 4)
+	require.ErrorIs(t, err, ErrInvalidRecordedEpoch)
+
+	// A lineage whose epoch 0 reaches offset 0 takes the copy: [0, 1) is
+	// kept, [1, 2) lost.
+	d, p = plan(sealed(epochcache.Entry{Epoch: 0, StartOffset: 0}, epochcache.Entry{Epoch: 3, StartOffset: 1}))
+	require.True(t, d.RemoteOfSealedLineage())
+	require.Equal(t, int64(1), p.Seal)
+	require.Equal(t, int32(0), p.RecordedEpoch)
+	require.Equal(t, "phase-2 seal=1 seal-lineage=0@0 recorded-epoch=0 diskless-epoch=5 consolidating", p.Next.String())
+
+	// The seal epoch alone (a lineage known at S - 1 only) cannot tell:
+	// the copy counts, as before the lineage was recorded.
+	d, _ = plan(sealed(epochcache.Entry{Epoch: 3, StartOffset: 1}))
+	require.False(t, d.SealedEpochAtRemoteEnd.Present)
+	require.True(t, d.RemoteOfSealedLineage())
 }

@@ -546,7 +546,7 @@ func ExamplePlanStartPhaseTwo() {
 	// Output:
 	// replica 1: seal=1000 log=none hw=0 fenced x=0 remote=[0, 600) missing=[600, 1000) holds-prefix=false start-phase-2-loses=[600, 1000)
 	// without --accept-data-loss: tierstate: start-phase-2 refused: start-phase-2 loses records and data loss is not accepted: new seal 600 (remote end from replica 1) loses [600, 1000)
-	// phase-2 seal=600 seal-epoch=2 recorded-epoch=2 diskless-epoch=4 consolidating
+	// phase-2 seal=600 seal-lineage=2@599 recorded-epoch=2 diskless-epoch=4 consolidating
 	// run kafka-topic-switch.sh repair: the control plane's diskless_start_offset keeps the old seal 1000 until then
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/internal/mutation"
@@ -92,10 +93,11 @@ type State struct {
 	// lastClassicLeaderEpoch is R, tag 104: the epoch of the record at
 	// S-1 on the leader that asked for phase 2.
 	lastClassicLeaderEpoch epochField
-	// sealEpoch is tag 105 (tierlog's, not Inkless's): the epoch of the
-	// record at S-1 on the leader that sealed, -1 when unknown (no record
-	// there, a proposal without it, an operator's seal without it).
-	sealEpoch epochField
+	// sealLineage is tag 105's payload (tierlog's, not Inkless's): the
+	// sealing leader's epoch entries below the seal (seal_lineage.go),
+	// empty when unknown (no record below the seal, a proposal without
+	// it, an operator's seal without it).
+	sealLineage string
 	// consolidating is not a metadata field: the partition's topic
 	// consolidates diskless records into its local log (Inkless
 	// consolidation enabled and the topic diskless with remote storage).
@@ -129,15 +131,36 @@ func (s State) ClassicPrefixInRemoteStorage() bool { return s.phase == PhaseTwo 
 // record.UndefinedEpoch when none was recorded.
 func (s State) LastClassicLeaderEpoch() int32 { return s.lastClassicLeaderEpoch.get() }
 
-// SealEpoch returns the seal epoch (tag 105): the leader epoch of the
-// sealed record at S-1 as the sealing leader's log held it, or
-// record.UndefinedEpoch when unknown. It names the lineage the seal
-// committed: a replica (or a remote copy) whose record at S-1 has another
-// epoch holds a lineage an unclean election discarded, and the operator's
-// recovery refuses to take its records for the prefix (CheckElectReplica,
-// PlanStartPhaseTwo). It is tierlog's own field: Inkless writes no such
-// tag, so a state it wrote has none and those checks are skipped.
-func (s State) SealEpoch() int32 { return s.sealEpoch.get() }
+// SealEpoch returns the seal epoch: the leader epoch of the sealed record
+// at S-1 as the sealing leader's log held it (the last entry of
+// SealLineage), or record.UndefinedEpoch when unknown. A replica (or a
+// remote copy) whose record at S-1 has another epoch holds a lineage an
+// unclean election discarded, and the operator's recovery refuses to
+// take its records for the prefix (CheckElectReplica, PlanStartPhaseTwo).
+func (s State) SealEpoch() int32 {
+	if es := s.SealLineage(); len(es) > 0 {
+		return es[len(es)-1].Epoch
+	}
+	return base.UndefinedEpoch
+}
+
+// SealLineage returns the seal lineage (tag 105): the sealing leader's
+// leader-epoch entries over its records below the seal, nil when
+// unknown. It names the lineage the seal committed offset by offset
+// from its first entry's start. It is tierlog's own field: Inkless
+// writes no such tag, so a state it wrote has none and the operator's
+// lineage checks are skipped.
+func (s State) SealLineage() []epochcache.Entry { return decodeSealLineage(s.sealLineage) }
+
+// SealLineageEpochAt returns the epoch of the sealed lineage's record at
+// offset, false when the seal lineage does not cover it (unknown, or
+// below its first entry).
+func (s State) SealLineageEpochAt(offset int64) (int32, bool) {
+	if offset >= s.seal || !s.SealCommitted() {
+		return base.UndefinedEpoch, false
+	}
+	return sealLineageEpochAt(s.SealLineage(), offset)
+}
 
 // DisklessLeaderEpoch returns E_d (tag 102), or record.UndefinedEpoch
 // (Inkless: NO_DISKLESS_LEADER_EPOCH).
@@ -206,15 +229,15 @@ func (s State) WithConsolidating(consolidating bool) State {
 }
 
 // String prints the State for logs and tests, for example
-// "phase-2 seal=100 seal-epoch=2 recorded-epoch=2 diskless-epoch=6 producers=1 consolidating".
+// "phase-2 seal=100 seal-lineage=1@0,2@90 recorded-epoch=2 diskless-epoch=6 producers=1 consolidating".
 func (s State) String() string {
 	var b strings.Builder
 	b.WriteString(s.phase.String())
 	if s.phase >= PhaseOne {
 		fmt.Fprintf(&b, " seal=%d", s.seal)
 	}
-	if e := s.SealEpoch(); e != base.UndefinedEpoch {
-		fmt.Fprintf(&b, " seal-epoch=%d", e)
+	if s.sealLineage != "" {
+		fmt.Fprintf(&b, " seal-lineage=%s", formatSealLineage(s.SealLineage()))
 	}
 	if s.phase == PhaseTwo {
 		fmt.Fprintf(&b, " recorded-epoch=%d", s.LastClassicLeaderEpoch())
@@ -242,10 +265,12 @@ func (s State) validate() error {
 		return fmt.Errorf("%s with negative seal %d", s.phase, s.seal)
 	case s.phase < PhaseOne && s.seal != 0:
 		return fmt.Errorf("%s keeps seal %d", s.phase, s.seal)
-	case r < base.UndefinedEpoch || ed < base.UndefinedEpoch || s.SealEpoch() < base.UndefinedEpoch:
-		return fmt.Errorf("epochs below -1: recorded %d, diskless %d, seal %d", r, ed, s.SealEpoch())
-	case s.SealEpoch() != base.UndefinedEpoch && s.phase < PhaseOne:
-		return fmt.Errorf("seal epoch %d in %s", s.SealEpoch(), s.phase)
+	case r < base.UndefinedEpoch || ed < base.UndefinedEpoch:
+		return fmt.Errorf("epochs below -1: recorded %d, diskless %d", r, ed)
+	case s.sealLineage != "" && s.phase < PhaseOne:
+		return fmt.Errorf("seal lineage %s in %s", formatSealLineage(s.SealLineage()), s.phase)
+	case len(s.sealLineage)%sealLineageEntryBytes != 0:
+		return fmt.Errorf("seal lineage of %d bytes", len(s.sealLineage))
 	case r != base.UndefinedEpoch && s.phase != PhaseTwo:
 		return fmt.Errorf("recorded epoch %d in %s", r, s.phase)
 	case r != base.UndefinedEpoch && ed <= r:
@@ -257,6 +282,9 @@ func (s State) validate() error {
 	}
 	if _, err := decodeProducerStates([]byte(s.producerStates)); err != nil {
 		return err
+	}
+	if err := checkSealLineage(s.SealLineage(), s.seal); err != nil {
+		return fmt.Errorf("seal lineage: %w", err)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/tierlog/tierlog/epochcache"
 )
 
 // Tag numbers of the Inkless fields on PartitionRecord and
@@ -15,9 +17,9 @@ const (
 	TagDisklessLeaderEpoch          uint32 = 102
 	TagClassicPrefixInRemoteStorage uint32 = 103
 	TagLastClassicLeaderEpoch       uint32 = 104
-	// TagSealEpoch is tierlog's own (State.SealEpoch); Inkless brokers
-	// and controllers skip it as they skip any unknown tag.
-	TagSealEpoch uint32 = 105
+	// TagSealLineage is tierlog's own (State.SealLineage); Inkless
+	// brokers and controllers skip it as they skip any unknown tag.
+	TagSealLineage uint32 = 105
 )
 
 // producerStateBytes is the size of one tag-101 entry.
@@ -69,16 +71,18 @@ type Tags struct {
 	// LastClassicLeaderEpoch is tag 104, int32 big-endian [INF, like tag
 	// 102]; absent means -1.
 	LastClassicLeaderEpoch Optional[int32]
-	// SealEpoch is tag 105, int32 big-endian: the epoch of the sealed
-	// record at S-1 (State.SealEpoch); absent means -1 (unknown).
-	SealEpoch Optional[int32]
+	// SealLineage is tag 105: the sealing leader's epoch entries below
+	// the seal, 12 bytes each (int32 epoch, int64 start offset, big
+	// endian; State.SealLineage). Absent or empty means unknown; an
+	// empty one in a change record clears it.
+	SealLineage Optional[[]epochcache.Entry]
 }
 
 // Empty reports whether no Inkless field is present.
 func (t Tags) Empty() bool {
 	return !t.ClassicToDisklessStartOffset.Present && !t.ProducerStates.Present &&
 		!t.DisklessLeaderEpoch.Present && !t.ClassicPrefixInRemoteStorage.Present &&
-		!t.LastClassicLeaderEpoch.Present && !t.SealEpoch.Present
+		!t.LastClassicLeaderEpoch.Present && !t.SealLineage.Present
 }
 
 // String prints the present fields in tag order, for example
@@ -101,8 +105,8 @@ func (t Tags) String() string {
 	if f := t.LastClassicLeaderEpoch; f.Present {
 		parts = append(parts, fmt.Sprintf("recorded-epoch=%d", f.Value))
 	}
-	if f := t.SealEpoch; f.Present {
-		parts = append(parts, fmt.Sprintf("seal-epoch=%d", f.Value))
+	if f := t.SealLineage; f.Present {
+		parts = append(parts, fmt.Sprintf("seal-lineage=%s", formatSealLineage(f.Value)))
 	}
 	if len(parts) == 0 {
 		return "(none)"
@@ -135,8 +139,8 @@ func (t Tags) Encode() []RawTaggedField {
 	if f := t.LastClassicLeaderEpoch; f.Present {
 		out = append(out, RawTaggedField{TagLastClassicLeaderEpoch, binary.BigEndian.AppendUint32(nil, uint32(f.Value))})
 	}
-	if f := t.SealEpoch; f.Present {
-		out = append(out, RawTaggedField{TagSealEpoch, binary.BigEndian.AppendUint32(nil, uint32(f.Value))})
+	if f := t.SealLineage; f.Present {
+		out = append(out, RawTaggedField{TagSealLineage, []byte(encodeSealLineage(f.Value))})
 	}
 	return out
 }
@@ -177,18 +181,25 @@ func DecodeTags(fields []RawTaggedField) (Tags, error) {
 				ps = []ProducerStateEntry{}
 			}
 			t.ProducerStates = Some(ps)
-		case TagDisklessLeaderEpoch, TagLastClassicLeaderEpoch, TagSealEpoch:
+		case TagSealLineage:
+			if len(f.Data)%sealLineageEntryBytes != 0 || len(f.Data) > MaxSealLineageEntries*sealLineageEntryBytes {
+				return Tags{}, corruptTag(f.Tag, "%d bytes, want a multiple of %d up to %d entries",
+					len(f.Data), sealLineageEntryBytes, MaxSealLineageEntries)
+			}
+			es := decodeSealLineage(string(f.Data))
+			if es == nil {
+				es = []epochcache.Entry{}
+			}
+			t.SealLineage = Some(es)
+		case TagDisklessLeaderEpoch, TagLastClassicLeaderEpoch:
 			if len(f.Data) != 4 {
 				return Tags{}, corruptTag(f.Tag, "%d bytes, want 4", len(f.Data))
 			}
 			v := Some(int32(binary.BigEndian.Uint32(f.Data)))
-			switch f.Tag {
-			case TagDisklessLeaderEpoch:
+			if f.Tag == TagDisklessLeaderEpoch {
 				t.DisklessLeaderEpoch = v
-			case TagLastClassicLeaderEpoch:
+			} else {
 				t.LastClassicLeaderEpoch = v
-			default:
-				t.SealEpoch = v
 			}
 		case TagClassicPrefixInRemoteStorage:
 			if len(f.Data) != 1 || f.Data[0] > 1 {

@@ -2,6 +2,7 @@ package tierstate
 
 import (
 	"fmt"
+	"github.com/tierlog/tierlog/epochcache"
 	"path/filepath"
 	"testing"
 
@@ -23,10 +24,10 @@ import (
 // Commands:
 //
 //	reset [consolidating]                 classic partition
-//	from-record [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=] [seal-epoch=]
-//	apply       [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=] [seal-epoch=]
+//	from-record [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=] [seal-lineage=(E@S,...)]
+//	apply       [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=] [seal-lineage=(E@S,...)]
 //	arm | abort | rearm
-//	commit-seal seal= [producers=N] [seal-epoch=]
+//	commit-seal seal= [producers=N] [seal-lineage=(E@S,...)]
 //	reseal seal= [seal-epoch=] [clear-producer-states]
 //	start-phase-2 seal= partition-epoch= [recorded-epoch=]
 //	set-flag seal= recorded-epoch= partition-epoch= [epoch=] [broker=] [leader=]
@@ -83,10 +84,8 @@ func runStateCommand(t *testing.T, d *datadriven.TestData, s *State) string {
 		d.ScanArgs(t, "seal", &seal)
 		d.MaybeScanArgs(t, "producers", &n)
 		prop := SealProposal{Seal: seal, Producers: testProducers(n)}
-		if d.HasArg("seal-epoch") {
-			var e int32
-			d.ScanArgs(t, "seal-epoch", &e)
-			prop.SealEpoch = Some(e)
+		if arg, ok := d.Arg("seal-lineage"); ok {
+			prop.Lineage = parseLineage(t, arg.Vals)
 		}
 		next, err = prev.CommitSealProposal(prop)
 	case "reseal":
@@ -188,9 +187,9 @@ func monotonic(prev, next State) error {
 		return fmt.Errorf("diskless epoch fell: %s -> %s", prev, next)
 	case prev.phase == PhaseTwo && next.lastClassicLeaderEpoch != prev.lastClassicLeaderEpoch:
 		return fmt.Errorf("recorded epoch changed after the flag: %s -> %s", prev, next)
-	case next.sealEpoch != prev.sealEpoch && next.seal == prev.seal && prev.SealCommitted() &&
-		prev.SealEpoch() != base.UndefinedEpoch:
-		return fmt.Errorf("a known seal epoch changed with the seal: %s -> %s", prev, next)
+	case next.sealLineage != prev.sealLineage && next.seal == prev.seal && prev.SealCommitted() &&
+		prev.sealLineage != "":
+		return fmt.Errorf("a known seal lineage changed without the seal: %s -> %s", prev, next)
 	case prev.phase == PhaseSealPending && next.phase == PhaseClassic && next.consolidating:
 		return fmt.Errorf("an abort left the partition consolidating (born diskless): %s -> %s", prev, next)
 	case next.consolidating != prev.consolidating && !(prev.phase == PhaseSealPending && next.phase == PhaseClassic):
@@ -230,16 +229,30 @@ func scanTags(t *testing.T, d *datadriven.TestData) Tags {
 			var v int32
 			_, err = fmt.Sscan(arg.Vals[0], &v)
 			tags.LastClassicLeaderEpoch = Some(v)
-		case "seal-epoch":
-			var v int32
-			_, err = fmt.Sscan(arg.Vals[0], &v)
-			tags.SealEpoch = Some(v)
+		case "seal-lineage":
+			tags.SealLineage = Some(parseLineage(t, arg.Vals))
 		default:
 			d.Fatalf(t, "unknown field %s", arg.Key)
 		}
 		require.NoError(t, err, "argument %s", arg.Key)
 	}
 	return tags
+}
+
+// parseLineage reads "seal-lineage=(1@0,2@90)" (an empty value: the
+// empty lineage).
+func parseLineage(t *testing.T, vals []string) []epochcache.Entry {
+	es := []epochcache.Entry{}
+	for _, v := range vals {
+		if v == "" {
+			continue
+		}
+		var e epochcache.Entry
+		_, err := fmt.Sscanf(v, "%d@%d", &e.Epoch, &e.StartOffset)
+		require.NoError(t, err, "seal-lineage entry %q", v)
+		es = append(es, e)
+	}
+	return es
 }
 
 // testProducers returns n distinct producer states.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tierlog/tierlog/epochcache"
 	"math/rand/v2"
 	"testing"
 
@@ -60,7 +61,23 @@ func (p *program) tags() Tags {
 	if mask&16 != 0 {
 		t.LastClassicLeaderEpoch = Some(p.epoch())
 	}
+	if mask&32 != 0 {
+		t.SealLineage = Some(p.lineage(p.seal()))
+	}
 	return t
+}
+
+// lineage draws up to three entries near seal, mostly valid ones
+// (increasing, below the seal), sometimes not.
+func (p *program) lineage(seal int64) []epochcache.Entry {
+	es := []epochcache.Entry{}
+	e, start := p.epoch(), seal-int64(p.byte()%8)
+	for range p.byte() % 4 {
+		es = append(es, epochcache.Entry{Epoch: e, StartOffset: start})
+		e += int32(p.byte() % 3)
+		start += int64(p.byte() % 4)
+	}
+	return es
 }
 
 // step runs one operation. transition is false for steps that are not
@@ -74,9 +91,10 @@ func (p *program) step(s State) (next State, err error, transition bool, name st
 		next, err = s.AbortSwitch()
 		return next, err, true, "abort"
 	case 2:
-		seal, e := p.seal(), p.epoch()
-		next, err = s.CommitSealProposal(SealProposal{Seal: seal, SealEpoch: Some(e), Producers: testProducers(int(p.byte() % 3))})
-		return next, err, true, fmt.Sprintf("commit-seal %d seal-epoch=%d", seal, e)
+		seal := p.seal()
+		lineage := p.lineage(seal)
+		next, err = s.CommitSealProposal(SealProposal{Seal: seal, Lineage: lineage, Producers: testProducers(int(p.byte() % 3))})
+		return next, err, true, fmt.Sprintf("commit-seal %d seal-lineage=%s", seal, formatSealLineage(lineage))
 	case 3:
 		seal, e, clear := p.seal(), p.epoch(), p.byte()%2 == 0
 		next, err = s.Reseal(seal, e, clear)
@@ -236,7 +254,7 @@ func FuzzDecodeTags(f *testing.F) {
 	f.Add(uint8(100), []byte{0, 0, 0, 0, 0, 0, 0, 100}, uint8(103), []byte{1})
 	f.Add(uint8(101), []byte{0, 0, 0, 0}, uint8(104), []byte{0xff, 0xff, 0xff, 0xff})
 	f.Add(uint8(102), []byte{0, 0, 0, 6}, uint8(50), []byte("x"))
-	f.Add(uint8(100), []byte{0, 0, 0, 0, 0, 0, 0, 100}, uint8(105), []byte{0, 0, 0, 2})
+	f.Add(uint8(100), []byte{0, 0, 0, 0, 0, 0, 0, 100}, uint8(105), []byte{0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 99})
 	f.Fuzz(func(t *testing.T, tag1 uint8, data1 []byte, tag2 uint8, data2 []byte) {
 		fields := []RawTaggedField{{uint32(tag1), data1}, {uint32(tag2), data2}}
 		tags, err := DecodeTags(fields)
@@ -246,7 +264,7 @@ func FuzzDecodeTags(f *testing.F) {
 		}
 		var inkless []RawTaggedField
 		for _, f := range fields {
-			if f.Tag >= TagClassicToDisklessStartOffset && f.Tag <= TagSealEpoch {
+			if f.Tag >= TagClassicToDisklessStartOffset && f.Tag <= TagSealLineage {
 				inkless = append(inkless, f)
 			}
 		}

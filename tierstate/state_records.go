@@ -3,6 +3,7 @@ package tierstate
 import (
 	"fmt"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
 )
@@ -10,12 +11,13 @@ import (
 // FromPartitionRecord builds the State of a partition from the Inkless
 // fields of its full PartitionRecord (a new partition or a metadata
 // snapshot): an absent field takes its default (tag 100 -1, tag 101
-// none, tags 102, 104 and 105 -1, tag 103 false). The result is not
-// consolidating; see WithConsolidating.
+// none, tags 102 and 104 -1, tag 103 false, tag 105 unknown). The
+// result is not consolidating; see WithConsolidating.
 //
 // Fields that contradict each other are a *TagError: a tag 100 below -2
-// (ErrInvalidSeal), epochs below -1 (ErrInvalidEpoch), producer states, a
-// diskless epoch, a seal epoch or the phase-2 flag without a committed
+// (ErrInvalidSeal), epochs below -1 or a seal lineage out of order or
+// past the seal (ErrInvalidEpoch), producer states, a
+// diskless epoch, a seal lineage or the phase-2 flag without a committed
 // seal (ErrSealNotCommitted), a recorded epoch >= 0 without the flag
 // (ErrRecordedEpochNotWithFlag) or not below the diskless epoch
 // (ErrInvalidRecordedEpoch). An empty producer-state list is the same as
@@ -67,14 +69,14 @@ func FromPartitionRecord(t Tags) (State, error) {
 		}
 		s.lastClassicLeaderEpoch = epochOf(f.Value)
 	}
-	if f := t.SealEpoch; f.Present {
-		switch {
-		case f.Value < base.UndefinedEpoch:
-			return State{}, &TagError{Tag: TagSealEpoch, Reason: ErrInvalidEpoch, Detail: fmt.Sprint(f.Value)}
-		case f.Value >= 0 && !s.SealCommitted():
-			return State{}, &TagError{Tag: TagSealEpoch, Reason: ErrSealNotCommitted, Detail: s.phase.String()}
+	if f := t.SealLineage; f.Present && len(f.Value) > 0 {
+		if !s.SealCommitted() {
+			return State{}, &TagError{Tag: TagSealLineage, Reason: ErrSealNotCommitted, Detail: s.phase.String()}
 		}
-		s.sealEpoch = epochOf(f.Value)
+		if err := checkSealLineage(f.Value, s.seal); err != nil {
+			return State{}, &TagError{Tag: TagSealLineage, Reason: ErrInvalidEpoch, Detail: err.Error()}
+		}
+		s.sealLineage = encodeSealLineage(f.Value)
 	}
 	invariants.Assertf(s.validate() == nil, "FromPartitionRecord built an invalid state: %v", s.validate())
 	return s, nil
@@ -100,8 +102,8 @@ func (s State) Tags() Tags {
 	if e := s.LastClassicLeaderEpoch(); e != base.UndefinedEpoch {
 		t.LastClassicLeaderEpoch = Some(e)
 	}
-	if e := s.SealEpoch(); e != base.UndefinedEpoch {
-		t.SealEpoch = Some(e)
+	if s.sealLineage != "" {
+		t.SealLineage = Some(s.SealLineage())
 	}
 	return t
 }
@@ -136,11 +138,15 @@ func ChangeTags(from, to State) Tags {
 	if from.lastClassicLeaderEpoch != to.lastClassicLeaderEpoch {
 		t.LastClassicLeaderEpoch = Some(to.LastClassicLeaderEpoch())
 	}
-	if from.sealEpoch != to.sealEpoch {
-		// With tag 100 even when the seal stays (a re-seal to the same
-		// offset that learns its epoch): tag 105 changes only with it.
+	if to.sealLineage != clippedLineage(from, to.seal) {
+		// A record without tag 105 leaves the lineage's entries below
+		// the new seal (ApplyChange); tag 105 goes with tag 100, even
+		// when the seal stays (a re-seal that learns its lineage).
 		t.ClassicToDisklessStartOffset = Some(to.Seal())
-		t.SealEpoch = Some(to.SealEpoch())
+		t.SealLineage = Some(to.SealLineage())
+		if t.SealLineage.Value == nil {
+			t.SealLineage.Value = []epochcache.Entry{}
+		}
 	}
 	return t
 }
@@ -162,6 +168,7 @@ func ChangeTags(from, to State) Tags {
 //	tag 100 = -1 or -2 after the commit         ErrSealCommitted
 //	tag 100 = -1 or -2 with tags 101..105       ErrConflictingTags
 //	tag 105 changed without tag 100             ErrConflictingTags
+//	tag 105 changing a known one, seal kept     ErrConflictingTags
 //	tag 100 >= 0 on a classic partition         ErrNotSwitching (arm first)
 //	tag 100 above the committed seal            ErrSealIncrease
 //	tag 100 changing a phase-2 seal             ErrInPhaseTwo
@@ -169,8 +176,9 @@ func ChangeTags(from, to State) Tags {
 //	without a committed seal                    ErrSealNotCommitted
 //	tag 103 = true before the seal's record     ErrSealNotCommitted
 //	tag 103 = false in phase 2                  ErrPhaseBackwards
-//	tags 102, 104, 105 < -1                     ErrInvalidEpoch
-//	tag 105 >= 0 without a committed seal       ErrSealNotCommitted
+//	tags 102, 104 < -1                          ErrInvalidEpoch
+//	tag 105 out of order or past the seal       ErrInvalidEpoch
+//	tag 105 not empty without a committed seal  ErrSealNotCommitted
 //	tag 102 below the current E_d               ErrDisklessEpochDecrease
 //	tag 104 changed except with the flag        ErrRecordedEpochNotWithFlag
 //	R >= 0 not below the resulting E_d          ErrInvalidRecordedEpoch
@@ -193,13 +201,13 @@ func (s State) ApplyChange(t Tags) (State, error) {
 				return refusef(ErrSealCommitted, "tag 100 = %d with seal %d committed", v, s.seal)
 			}
 			if t.ProducerStates.Present || t.DisklessLeaderEpoch.Present ||
-				t.ClassicPrefixInRemoteStorage.Present || t.LastClassicLeaderEpoch.Present || t.SealEpoch.Present {
+				t.ClassicPrefixInRemoteStorage.Present || t.LastClassicLeaderEpoch.Present || t.SealLineage.Present {
 				return refusef(ErrConflictingTags, "record %s", t)
 			}
 			// 101, 102 and 104 exist only with a committed seal
 			// (validate), so nothing is dropped.
 			invariants.Assertf(s.producerStates == "" && s.DisklessLeaderEpoch() == base.UndefinedEpoch &&
-				s.LastClassicLeaderEpoch() == base.UndefinedEpoch && s.SealEpoch() == base.UndefinedEpoch, "switch fields without a committed seal: %s", s)
+				s.LastClassicLeaderEpoch() == base.UndefinedEpoch && s.sealLineage == "", "switch fields without a committed seal: %s", s)
 			switch {
 			case v == SealPending:
 				n = State{phase: PhaseSealPending, consolidating: s.consolidating}
@@ -263,19 +271,31 @@ func (s State) ApplyChange(t Tags) (State, error) {
 		}
 		n.lastClassicLeaderEpoch = epochOf(f.Value)
 	}
-	if f := t.SealEpoch; f.Present {
-		// The seal epoch belongs to the seal: only a record that writes
-		// the seal (its commit, a re-seal, a start-phase-2) sets it.
+	if f := t.SealLineage; f.Present {
+		// The seal lineage belongs to the seal: only a record that
+		// writes the seal (its commit, a re-seal, a start-phase-2) sets
+		// it.
+		enc := encodeSealLineage(f.Value)
 		switch {
-		case f.Value < base.UndefinedEpoch:
-			return refusef(ErrInvalidEpoch, "tag 105 = %d", f.Value)
-		case f.Value == s.SealEpoch():
+		case enc == s.sealLineage:
 		case !t.ClassicToDisklessStartOffset.Present:
-			return refusef(ErrConflictingTags, "tag 105 = %d (was %d) without tag 100", f.Value, s.SealEpoch())
-		case f.Value >= 0 && !n.SealCommitted():
-			return refusef(ErrSealNotCommitted, "tag 105 = %d in %s", f.Value, n.phase)
+			return refusef(ErrConflictingTags, "tag 105 = %s (was %s) without tag 100",
+				formatSealLineage(f.Value), formatSealLineage(s.SealLineage()))
+		case enc != "" && !n.SealCommitted():
+			return refusef(ErrSealNotCommitted, "tag 105 = %s in %s", formatSealLineage(f.Value), n.phase)
+		case s.sealLineage != "" && s.SealCommitted() && n.seal == s.seal:
+			// The records below a seal do not change while it stays.
+			return refusef(ErrConflictingTags, "tag 105 = %s changes the lineage %s of seal %d",
+				formatSealLineage(f.Value), formatSealLineage(s.SealLineage()), s.seal)
 		}
-		n.sealEpoch = epochOf(f.Value)
+		if err := checkSealLineage(f.Value, n.seal); err != nil {
+			return refusef(ErrInvalidEpoch, "tag 105 = %s: %v", formatSealLineage(f.Value), err)
+		}
+		n.sealLineage = enc
+	} else {
+		// A lowered seal without its lineage (a record Inkless's
+		// controller wrote) keeps the sealed lineage's entries below it.
+		n.sealLineage = clippedLineage(s, n.seal)
 	}
 	if r, ed := n.LastClassicLeaderEpoch(), n.DisklessLeaderEpoch(); r >= 0 && ed <= r {
 		// The flag commit writes E_d = leader epoch + 1 and R <= leader epoch.
@@ -306,4 +326,13 @@ func (t Tags) phaseAfter(s State) Phase {
 		}
 	}
 	return p
+}
+
+// clippedLineage is s's seal lineage below seal, encoded: what a record
+// lowering the seal without tag 105 leaves.
+func clippedLineage(s State, seal int64) string {
+	if s.sealLineage == "" {
+		return ""
+	}
+	return encodeSealLineage(clipSealLineage(s.SealLineage(), seal))
 }

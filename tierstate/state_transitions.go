@@ -3,6 +3,7 @@ package tierstate
 import (
 	"math"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 	"github.com/tierlog/tierlog/internal/invariants"
 	"github.com/tierlog/tierlog/internal/mutation"
@@ -138,15 +139,17 @@ func (s State) RearmSwitch() (State, error) {
 type SealProposal struct {
 	// Seal is S, the leader's log end.
 	Seal int64
-	// SealEpoch is the leader epoch of the leader's record at S-1,
-	// absent when its log holds no record there (State.SealEpoch). A
-	// leader that does not send it (Inkless's) leaves it absent.
-	SealEpoch Optional[int32]
+	// Lineage is the leader's leader-epoch entries over its records
+	// below S (its epoch cache: UnifiedLog.EpochEntriesInRange(-1, S)),
+	// nil when unknown (State.SealLineage). The commit keeps the latest
+	// MaxSealLineageEntries. A leader that does not send it (Inkless's)
+	// leaves it nil.
+	Lineage []epochcache.Entry
 	// Producers are the leader's producer states at S (tag 101).
 	Producers []ProducerStateEntry
 }
 
-// CommitSeal commits a proposal without a seal epoch: CommitSealProposal
+// CommitSeal commits a proposal without a seal lineage: CommitSealProposal
 // of SealProposal{Seal: seal, Producers: producers}.
 func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, error) {
 	return s.CommitSealProposal(SealProposal{Seal: seal, Producers: producers})
@@ -159,11 +162,15 @@ func (s State) CommitSeal(seal int64, producers []ProducerStateEntry) (State, er
 // writes it (https://github.com/aiven/inkless/pull/827; older Inkless
 // controllers wrote it with the seal). The leader-epoch and leader checks
 // of the request are the controller's, on its partition registration.
-// Refused: a negative seal (ErrInvalidSeal), a seal epoch below -1
-// (ErrInvalidEpoch), classic (ErrNotSwitching), an already committed
-// seal (ErrSealCommitted).
+// Refused: a negative seal (ErrInvalidSeal), a lineage out of order or
+// past the seal (ErrInvalidEpoch), classic (ErrNotSwitching), an already
+// committed seal (ErrSealCommitted).
 func (s State) CommitSealProposal(p SealProposal) (State, error) {
-	seal, epoch := p.Seal, optionalEpoch(p.SealEpoch)
+	seal := p.Seal
+	lineage := p.Lineage
+	if n := len(lineage); n > MaxSealLineageEntries {
+		lineage = lineage[n-MaxSealLineageEntries:]
+	}
 	switch {
 	case s.phase == PhaseClassic:
 		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrNotSwitching, "seal %d", seal)
@@ -171,13 +178,15 @@ func (s State) CommitSealProposal(p SealProposal) (State, error) {
 		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrSealCommitted, "seal %d, request %d", s.seal, seal)
 	case seal < 0:
 		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrInvalidSeal, "seal %d", seal)
-	case epoch < base.UndefinedEpoch:
-		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrInvalidEpoch, "seal epoch %d", epoch)
+	}
+	if err := checkSealLineage(lineage, seal); err != nil {
+		return s, refuse(OpCommitSeal, s.phase, PhaseOne, ErrInvalidEpoch, "seal lineage %s: %v",
+			formatSealLineage(lineage), err)
 	}
 	return s.checked(State{
 		phase:          PhaseOne,
 		seal:           seal,
-		sealEpoch:      epochOf(epoch),
+		sealLineage:    encodeSealLineage(lineage),
 		producerStates: encodeProducerStates(p.Producers),
 		consolidating:  s.consolidating,
 	}), nil
@@ -197,9 +206,13 @@ func optionalEpoch(e Optional[int32]) int32 {
 // to the log end offset of a last-known leader that lost records
 // (https://github.com/aiven/inkless/pull/871). Producer states are kept
 // unless clearProducerStates (--clear-producer-states). sealEpoch is the
-// leader's epoch at seal-1, -1 when unknown; a re-seal to the committed
-// seal keeps a seal epoch already known (the record at seal-1 is the one
-// sealed) and only learns an unknown one. Refused: a negative
+// leader's epoch at seal-1, -1 when unknown. A re-seal to the committed
+// seal keeps a seal lineage already known (the record at seal-1 is the
+// one sealed) and only learns an unknown one; a lowered seal keeps the
+// lineage's entries below it when its epoch at seal-1 is sealEpoch (or
+// sealEpoch is unknown), and otherwise knows the leader's epoch at
+// seal-1 only (the leader's records there are another lineage's, which
+// the new seal commits). Refused: a negative
 // seal (ErrInvalidSeal), a seal epoch below -1 (ErrInvalidEpoch), classic
 // (ErrNotSwitching), a seal above the committed one (ErrSealIncrease),
 // phase 2 (ErrInPhaseTwo: R and E_d were recorded for the seal at the
@@ -222,8 +235,8 @@ func (s State) Reseal(seal int64, sealEpoch int32, clearProducerStates bool) (St
 		return s, refuse(OpReseal, s.phase, to, ErrInvalidEpoch, "seal epoch %d", sealEpoch)
 	}
 	n := s
-	if !s.SealCommitted() || seal != s.seal || s.SealEpoch() == base.UndefinedEpoch {
-		n.sealEpoch = epochOf(sealEpoch)
+	if !s.SealCommitted() || seal != s.seal || s.sealLineage == "" {
+		n.sealLineage = encodeSealLineage(lineageAtSeal(s.SealLineage(), seal, sealEpoch))
 	}
 	n.phase, n.seal = PhaseOne, seal
 	if clearProducerStates {
@@ -336,11 +349,14 @@ func (s State) SetClassicPrefixInRemoteStorage(req ClassicPrefixRequest, p Leade
 // (ErrNotSwitching), seal pending (ErrSealNotCommitted), phase 2
 // (ErrInPhaseTwo), a negative seal (ErrInvalidSeal), a seal above the
 // committed one (ErrSealIncrease), R outside [-1, currentLeaderEpoch]
-// (ErrInvalidRecordedEpoch), R at the committed seal other than a known
-// seal epoch (ErrInvalidRecordedEpoch: the record remote storage holds at
-// seal-1 is not the one the seal committed), an E_d that would fall
-// (ErrDisklessEpochDecrease). A lowered seal takes R as its seal epoch:
-// the record at the new seal-1 is remote storage's.
+// (ErrInvalidRecordedEpoch), R other than the seal lineage's epoch at
+// seal-1 where it is known (ErrInvalidRecordedEpoch: the record remote
+// storage holds at seal-1 is not the one the seal committed), an E_d
+// that would fall (ErrDisklessEpochDecrease). A lowered seal keeps the
+// lineage's entries below it, or learns R at seal-1 when they do not
+// reach it: the record at the new seal-1 is remote storage's. At the
+// committed seal the lineage stays, so the record is Inkless's flag
+// commit.
 //
 // The tool's checks (no replica holds the whole prefix, the data-loss
 // confirmation) need the replicas' descriptions and are not made here.
@@ -362,17 +378,17 @@ func (s State) StartPhaseTwo(seal int64, recordedEpoch, currentLeaderEpoch int32
 		return s, refuse(op, s.phase, to, ErrSealIncrease, "seal %d, request %d", s.seal, seal)
 	case recordedEpoch < base.UndefinedEpoch || recordedEpoch > currentLeaderEpoch:
 		return s, refuse(op, s.phase, to, ErrInvalidRecordedEpoch, "%d outside [-1, %d]", recordedEpoch, currentLeaderEpoch)
-	case seal == s.seal && recordedEpoch != base.UndefinedEpoch && s.SealEpoch() != base.UndefinedEpoch &&
-		recordedEpoch != s.SealEpoch() && !mutation.Disabled(mutation.SealEpochLineage):
-		return s, refuse(op, s.phase, to, ErrInvalidRecordedEpoch, "%d at the seal %d, sealed in epoch %d",
-			recordedEpoch, seal, s.SealEpoch())
+	case recordedEpoch != base.UndefinedEpoch && !s.ofSealedLineage(seal-1, recordedEpoch):
+		e, _ := s.SealLineageEpochAt(seal - 1)
+		return s, refuse(op, s.phase, to, ErrInvalidRecordedEpoch, "%d at %d, sealed in epoch %d there",
+			recordedEpoch, seal-1, e)
 	case currentLeaderEpoch+1 < s.DisklessLeaderEpoch():
 		return s, refuse(op, s.phase, to, ErrDisklessEpochDecrease, "diskless epoch %d, partition leader epoch %d",
 			s.DisklessLeaderEpoch(), currentLeaderEpoch)
 	}
 	n := s
 	if seal != s.seal {
-		n.sealEpoch = epochOf(recordedEpoch)
+		n.sealLineage = encodeSealLineage(lineageAtSeal(s.SealLineage(), seal, recordedEpoch))
 	}
 	n.phase, n.seal = PhaseTwo, seal
 	n.lastClassicLeaderEpoch = epochOf(recordedEpoch)
@@ -417,4 +433,12 @@ func (s State) checked(n State) State {
 			"diskless epoch fell: %s -> %s", s, n)
 	}
 	return n
+}
+
+// ofSealedLineage reports whether a record of epoch at offset may be the
+// sealed lineage's: the seal lineage does not cover offset, or has epoch
+// there.
+func (s State) ofSealedLineage(offset int64, epoch int32) bool {
+	e, ok := s.SealLineageEpochAt(offset)
+	return !ok || e == epoch || mutation.Disabled(mutation.SealEpochLineage)
 }

@@ -13,7 +13,7 @@
 //	tierlog describe <partition dir>
 //	tierlog remote-segments [--topic-id ID] [--partition N] <metadata dir>
 //	tierlog describe-replica --metadata DIR --topic-id ID --partition N
-//	        --seal S --cross-tier-start X [--high-watermark H] [--seal-epoch E]
+//	        --seal S --cross-tier-start X [--high-watermark H] [--seal-lineage E@S,...]
 //	        <partition dir>
 //	tierlog wal-partition --topic-id ID --partition N <control-plane dir>
 //

@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"strings"
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/remote"
@@ -35,6 +37,7 @@ type replicaJSON struct {
 	RemoteEndOffset         int64  `json:"remoteEndOffset"`
 	RemoteEndEpoch          int32  `json:"remoteEndEpoch"`
 	SealEpoch               *int32 `json:"sealEpoch,omitempty"`
+	SealedEpochAtRemoteEnd  *int32 `json:"sealedEpochAtRemoteEnd,omitempty"`
 	EpochBeforeSeal         *int32 `json:"epochBeforeSeal,omitempty"`
 	HoldsClassicPrefix      bool   `json:"holdsClassicPrefix"`
 	CoversClassicPrefix     bool   `json:"coversClassicPrefix"`
@@ -46,7 +49,7 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 	f.declare(fl, true)
 	metadata := fl.String("metadata", "", "the remote metadata directory (opened read-only)")
 	seal := fl.Int64("seal", -1, "the committed seal S (the partition record's tag 100)")
-	sealEpoch := fl.Int("seal-epoch", -1, "the committed seal epoch (the partition record's tag 105), -1 when unknown")
+	sealLineage := fl.String("seal-lineage", "", "the committed seal lineage (the partition record's tag 105) as E@S,E@S,..., empty when unknown")
 	x := fl.Int64("cross-tier-start", -1, "X, the control plane's cross-tier log start offset")
 	hw := fl.Int64("high-watermark", -1, "the replica's high watermark (not kept in the partition directory); default: the log end offset")
 	broker := fl.Int("broker-id", 0, "the broker id to report")
@@ -86,10 +89,11 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 				tp = p // the stored topic name is part of the identity
 			}
 		}
-		prop := tierstate.SealProposal{Seal: *seal}
-		if *sealEpoch >= 0 {
-			prop.SealEpoch = tierstate.Some(int32(*sealEpoch))
+		lineage, err := parseSealLineage(*sealLineage)
+		if err != nil {
+			return usagef("--seal-lineage: %v", err)
 		}
+		prop := tierstate.SealProposal{Seal: *seal, Lineage: lineage}
 		state, err := tierstate.State{}.ArmSwitch()
 		if err == nil {
 			state, err = state.CommitSealProposal(prop)
@@ -119,6 +123,9 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 		if f := desc.SealEpoch; f.Present {
 			doc.SealEpoch = &f.Value
 		}
+		if f := desc.SealedEpochAtRemoteEnd; f.Present {
+			doc.SealedEpochAtRemoteEnd = &f.Value
+		}
 		if f := desc.EpochBeforeSeal; f.Present {
 			doc.EpochBeforeSeal = &f.Value
 		}
@@ -129,4 +136,21 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 		out.setJSON(doc)
 		return nil
 	}
+}
+
+// parseSealLineage reads "1@0,2@90" (State.String's seal-lineage=), nil
+// for "".
+func parseSealLineage(v string) ([]epochcache.Entry, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var es []epochcache.Entry
+	for _, part := range strings.Split(v, ",") {
+		var e epochcache.Entry
+		if _, err := fmt.Sscanf(part, "%d@%d", &e.Epoch, &e.StartOffset); err != nil {
+			return nil, fmt.Errorf("entry %q: want EPOCH@START", part)
+		}
+		es = append(es, e)
+	}
+	return es, nil
 }

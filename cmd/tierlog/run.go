@@ -60,7 +60,7 @@ func init() {
 			"offsets, segments, epochs and markers of a partition directory (the log is not opened)", 1, setupDescribe},
 		{"remote-segments", "[--topic-id ID] [--partition N] <metadata dir>",
 			"remote segment metadata from the Pebble store (opened read-only)", 1, setupRemoteSegments},
-		{"describe-replica", "--metadata DIR --topic-id ID --partition N --seal S --cross-tier-start X [--high-watermark H] [--seal-epoch E] <partition dir>",
+		{"describe-replica", "--metadata DIR --topic-id ID --partition N --seal S --cross-tier-start X [--high-watermark H] [--seal-lineage E@S,...] <partition dir>",
 			"what DescribeDisklessSwitchReplica would answer for this replica", 1, setupDescribeReplica},
 		{"wal-partition", "--topic-id ID --partition N <control-plane dir>",
 			"a partition's row and producer states in the WAL control plane (opened read-only)", 1, setupWALPartition},

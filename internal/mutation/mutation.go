@@ -376,6 +376,15 @@ const (
 	// lineage covers nothing of the prefix (tierstate.CheckElectReplica,
 	// ReplicaDescription.RemoteRange, State.StartPhaseTwo).
 	SealEpochLineage
+	// RemoteRegistrationCap: registering a partition with the remote log
+	// manager (a new leader or follower role) caps what local retention
+	// counts as copied to what remote storage still holds of the log's
+	// lineage before the role's first task runs: a leader of another
+	// lineage may have deleted the segments a task installed earlier (its
+	// epoch cleanup after an unclean election), and an unclean election
+	// can make this lineage the partition's again
+	// (remote.Manager.capUnheld).
+	RemoteRegistrationCap
 
 	numGuards = iota + 1
 )
@@ -435,6 +444,7 @@ var names = [numGuards]string{
 	InitRowFromMetadata:             "init-row-from-metadata",
 	SealTruncation:                  "seal-truncation",
 	SealEpochLineage:                "seal-epoch-lineage",
+	RemoteRegistrationCap:           "remote-registration-cap",
 }
 
 // backups are, per guard, the guards of another layer that stop the
@@ -449,7 +459,13 @@ var backups = map[Guard][]Guard{
 	// whose tail was tiered does not delete the records consolidated
 	// past the seal as copied, and its copy task derives its progress
 	// again after the truncation.
-	ReplicaRemoteProgress: {TruncationLowersRemoteHighest},
+	ReplicaRemoteProgress: {TruncationLowersRemoteHighest, RemoteRegistrationCap},
+	// Registering a partition in a new role (every leader change)
+	// derives again from remote storage what local retention counts as
+	// copied, so a highest offset left stale by a truncation lasts only
+	// until the next leadership change.
+	TruncationFence:               {RemoteRegistrationCap},
+	TruncationLowersRemoteHighest: {RemoteRegistrationCap},
 	// The tasks count an epoch's highest offset in remote storage only
 	// while a finished segment holds it, and stop at a hole from the
 	// local log start on, so the log's h never names offsets another

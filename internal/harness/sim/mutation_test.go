@@ -227,10 +227,8 @@ var simCatches = []simCatch{
 	// 600 seeds of the unclean menu alone).
 	{guard: mutation.EpochCleanupGuard, weights: uncleanAllClearMenu, limit: 300},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
-	// the operator's start-phase-2 left out: with it, start-phase-2 with
-	// replicas not described can trust a remote segment of a lineage an
-	// unclean election discarded that ends below the seal, in an epoch
-	// below the seal's (testdata/findings). Seeds 273 (198 steps; with
+	// the operator's start-phase-2 left out (it had open findings with
+	// unclean elections when the rows were searched). Seeds 273 (198 steps; with
 	// its backup remote-read-lineage, since the lineage check also reads
 	// a batch's last offset: 741 before) and, for remote-read-lineage,
 	// 186 (113 steps). truncation-lowers-remote-highest and
@@ -432,12 +430,21 @@ var simCatches = []simCatch{
 	// seed 859 after 195 steps, which passes with either guard alone
 	// disabled (script replica_future_log_past_lowered_seal).
 	{guard: mutation.ReplicaFutureLog, weights: loneLeaderMoveMenu, limit: 950},
+	// An unclean leader's local retention deletes the only copy of
+	// records whose segments another lineage's leader deleted (its epoch
+	// cleanup) after a follower task installed them as tiered (LostRecord).
+	// On the move-across-the-seal menu: seed 1493 after 70 steps (script
+	// unclean_stale_remote_offset_after_deletion); no seed of 1 to 1500
+	// of the lone-leader, reseal, switch, unclean task and unclean
+	// tiering menus. About 50 s: the costliest row, on the second shard.
+	{guard: mutation.RemoteRegistrationCap, weights: loneLeaderMoveMenu, limit: 1600},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away
 // from the lone-leader incident and the switch (store, WAL read and
 // control-plane faults, partitions, clock jumps, the undo) and the
-// operator's start-phase-2 (open findings with unclean elections).
+// operator's start-phase-2 (open findings with unclean elections when
+// the rows were searched).
 var loneLeaderQuiet = map[string]int{"faults": 0, "wal-read-faults": 0, "plane-faults": 0, "cp-outage": 0,
 	"cp-ambiguous": 0, "clock-jump": 0, "partition": 0, "undo-switch": 0, "rearm-switch": 0, "start-phase-2": 0}
 
@@ -533,7 +540,7 @@ var moveMenu = map[string]int{"produce": 10, "replicate": 15, "elect": 6, "elect
 
 // uncleanQuiet is the unclean menu without the actions that break it
 // first with every guard on (idempotent producers, elect-replica,
-// start-phase-2, reseal: open findings) or draw its steps away (the
+// start-phase-2, reseal: open findings when the rows were searched) or draw its steps away (the
 // faults, moves, the undo, DeleteRecords).
 var uncleanQuiet = map[string]int{"elect-unclean": 3, "produce-idempotent": 0, "retry-produce": 0, "start-move": 0,
 	"move-copy": 0, "promote-future": 0, "faults": 0, "wal-read-faults": 0, "plane-faults": 0, "cp-outage": 0,

@@ -127,7 +127,8 @@ func TestShrunkScripts(t *testing.T) {
 		{"unclean_remote_lookup_epoch_mapping_replaced", []mutation.Guard{mutation.RemoteLookupEpochMembers}, LostRecord},
 		{"truncation_crash_at_segment_removal", []mutation.Guard{mutation.TruncationRemovalOrder}, LostRecord},
 		{"replica_remote_progress_tail_truncated_to_seal", []mutation.Guard{mutation.ReplicaRemoteProgress,
-			mutation.TruncationLowersRemoteHighest}, LostRecord},
+			mutation.TruncationLowersRemoteHighest, mutation.RemoteRegistrationCap}, LostRecord},
+		{"unclean_stale_remote_offset_after_deletion", []mutation.Guard{mutation.RemoteRegistrationCap}, LostRecord},
 		{"prune_remote_holds_lineage_cleaned_up", []mutation.Guard{mutation.PruneRemoteHolds,
 			mutation.RemoteHighestHeld, mutation.RemoteLineageHole}, PrunedPastRemote},
 		{"unclean_remote_hole_below_highest", []mutation.Guard{mutation.RemoteLineageHole}, LostRecord},
@@ -145,6 +146,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"seal_truncation_lowered_seal", []mutation.Guard{mutation.SealTruncation}, Conflict},
 		{"elect_replica_discarded_lineage", []mutation.Guard{mutation.SealEpochLineage}, Conflict},
 		{"start_phase_2_remote_of_discarded_lineage", []mutation.Guard{mutation.SealEpochLineage}, LostRecord},
+		{"start_phase_2_remote_below_seal_epoch", []mutation.Guard{mutation.SealEpochLineage}, LostRecord},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
