@@ -2,11 +2,13 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 
 	"github.com/tierlog/tierlog/log"
+	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/replica"
 )
@@ -106,8 +108,13 @@ func (c *Cluster) MoveCopy(id int32) error {
 			if len(fd.Records) == 0 {
 				break
 			}
-			if _, err := f.AppendAsFollower(fd.Records, c.ctrl.rec.LeaderEpoch); err != nil {
-				return "", err
+			restart, at, err := b.appendToFuture(l, f, fd.Records, c.ctrl.rec.LeaderEpoch)
+			note += restart
+			if err != nil {
+				return note, err
+			}
+			if at >= 0 {
+				from = min(from, at)
 			}
 		}
 		// Kafka's processPartitionData: the high watermark, then the log
@@ -148,15 +155,43 @@ func copyEpochs(l, f *log.UnifiedLog, from int64) error {
 	return nil
 }
 
-// startFutureAt empties the future log f and starts it at the current
-// log l's local log start s, with l's log start and every epoch l holds
-// below s (the local log of a tiered partition starts above its log
+// appendToFuture appends records read from the current log to the
+// future log f. The current log's local log start can lie inside a
+// batch (DeleteRecords), and a future log started there is sent the
+// whole batch: Kafka's Partition.appendRecordsToFollowerOrFutureReplica
+// handles the future replica as the follower (appendAsFollower), starting
+// it afresh at the batch's base offset (startFutureAt); followLogStart
+// then moves its log start back up. at is where it restarted f, -1 if
+// it did not.
+func (b *Broker) appendToFuture(l, f *log.UnifiedLog, records []byte, epoch int32) (note string, at int64, err error) {
+	_, err = f.AppendAsFollower(records, epoch)
+	if !errors.Is(err, log.ErrUnexpectedAppendOffset) {
+		return "", -1, err
+	}
+	bt, berr := record.ReadBatch(records)
+	leo := f.LogEndOffset()
+	if berr != nil || leo != f.LogStartOffset() || bt.BaseOffset() >= leo || bt.LastOffset() < leo {
+		return "", -1, err
+	}
+	at = bt.BaseOffset()
+	note = fmt.Sprintf("(future log start %d inside the batch [%d, %d]: restarted at %d) ", leo, at, bt.LastOffset(), at)
+	if err := b.startFutureAt(l, f, at); err != nil {
+		return note, at, err
+	}
+	_, err = f.AppendAsFollower(records, epoch)
+	return note, at, err
+}
+
+// startFutureAt empties the future log f and starts it at s (the current
+// log l's local log start, or the base of the batch holding it), with
+// l's log start (at most s) and every epoch l holds below s (the local
+// log of a tiered partition starts above its log
 // start; the prefix stays in remote storage, and the epoch cache
 // carries its whole lineage, as a rebuild from remote storage restores
 // it).
 func (b *Broker) startFutureAt(l, f *log.UnifiedLog, s int64) error {
 	b.futureStateFrom = s
-	if err := f.TruncateFullyAndStartAt(s, l.LogStartOffset()); err != nil {
+	if err := f.TruncateFullyAndStartAt(s, min(s, l.LogStartOffset())); err != nil {
 		return err
 	}
 	return copyEpochs(l, f, -1)
@@ -185,7 +220,14 @@ func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 	note := ""
 	if b.moveResumed {
 		b.moveResumed = false
-		if t := epochTruncation(l, f); t < f.LogEndOffset() {
+		// Each round that is not done truncates below f's latest
+		// epoch, so there are at most as many rounds as f has epochs.
+		for done := false; !done; {
+			var t int64
+			t, done = epochTruncation(l, f)
+			if t >= f.LogEndOffset() {
+				break
+			}
 			if _, err := f.TruncateTo(t); err != nil {
 				return note, err
 			}
@@ -223,25 +265,36 @@ func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 // OffsetsForLeaderEpoch for f's latest epoch, capped at f's own end of
 // the epoch l answers with (a restart forgets the marks of the classic
 // fetcher's truncations, and the current log may have been truncated
-// and regrown to the same end since the last round).
-func epochTruncation(l, f *log.UnifiedLog) int64 {
+// and regrown to the same end since the last round). When f does not
+// hold the epoch l answers with, it truncates to the end of its largest
+// epoch below it and asks again (done false); when l cannot answer, it
+// truncates to f's high watermark; as Kafka does.
+func epochTruncation(l, f *log.UnifiedLog) (offset int64, done bool) {
 	fe := f.LogEndOffset()
 	latest, ok := f.LatestEpoch()
 	if !ok {
-		return fe
+		return fe, true
 	}
 	ans := l.EndOffsetForEpoch(latest)
 	switch {
 	case ans.Undefined():
-		return fe
+		// The current log cannot answer for f's latest epoch (it holds
+		// no epoch from there on): Kafka truncates to the partition's
+		// fetch offset, which for a move resumed after a restart is the
+		// future log's high watermark (ReplicaManager's
+		// maybeAddLogDirFetchers).
+		return min(f.HighWatermark(), fe), true
 	case ans.Epoch == latest || ans.Epoch < 0:
-		return min(ans.EndOffset, fe)
+		return min(ans.EndOffset, fe), true
 	}
 	own := f.EndOffsetForEpoch(ans.Epoch)
-	if own.Undefined() {
-		return min(ans.EndOffset, fe)
+	switch {
+	case own.Undefined():
+		return min(ans.EndOffset, fe), true
+	case own.Epoch != ans.Epoch:
+		return min(own.EndOffset, fe), false
 	}
-	return min(ans.EndOffset, own.EndOffset, fe)
+	return min(ans.EndOffset, own.EndOffset, fe), true
 }
 
 // PromoteFuture runs the move fetcher's promotion hook on broker id
