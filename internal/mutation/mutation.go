@@ -488,6 +488,13 @@ var backups = map[Guard][]Guard{
 	// its last offset is in the current log's epoch there, which a
 	// current log regrown from the WAL (in the diskless epoch) is not.
 	ReplicaFutureLog: {PromoteLineage},
+	// And the other way round: the phase-2 check deletes a future log
+	// running past the current log, or holding another epoch at its
+	// end, before the promotion's lineage check meets it. Outside the
+	// check the move fetcher's truncations (the classic fetcher's marks,
+	// a resumed move's epoch truncation before any promotion) keep the
+	// future log in the current log's lineage.
+	PromoteLineage: {ReplicaFutureLog},
 	// A replica the check keeps with a classic tail past the seal is
 	// truncated to the seal by the transition that follows the check.
 	ReplicaSuffixPastSeal: {SealTruncation},

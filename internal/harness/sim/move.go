@@ -343,7 +343,9 @@ func (f moveFetcher) RemovePartition(context.Context, remote.TopicIDPartition) e
 // it holds the partition, and it promotes the future log only in a round
 // with no truncation pending, once the future log caught up (Kafka's
 // ReplicaAlterLogDirsThread calls maybePromoteFutureReplica after an
-// append, in its fetching state).
+// append, in its fetching state): a move resumed after a restart starts
+// in the truncating state, so its first round (MoveCopy's epoch
+// truncation) comes before any promotion.
 var moveChoices = [...]choice{
 	{"start-move", 1, func(c *Cluster, rng *rand.Rand) error {
 		b := c.Broker(anyBroker(c, rng))
@@ -355,7 +357,7 @@ var moveChoices = [...]choice{
 	{"move-copy", 2, func(c *Cluster, rng *rand.Rand) error { return c.MoveCopy(anyBroker(c, rng)) }},
 	{"promote-future", 1, func(c *Cluster, rng *rand.Rand) error {
 		b := c.Broker(anyBroker(c, rng))
-		if !b.up || !b.moving || b.moveTruncateTo >= 0 || b.Prior().Offline {
+		if !b.up || !b.moving || b.moveTruncateTo >= 0 || b.moveResumed || b.Prior().Offline {
 			return ErrNotApplicable
 		}
 		l, f := b.Log(), b.futureLog()
