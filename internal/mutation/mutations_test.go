@@ -267,6 +267,10 @@ var catchWith = map[catch][]mutation.Guard{
 	// election discarded: the seal cap and the lineage check each refuse
 	// them.
 	{mutation.SealCapRemoteRead, "internal/harness/sim", "TestScripts/pull857_crossing"}: {mutation.RemoteReadLineage},
+	// A highest remote offset left above an unclean truncation: the
+	// leadership change that follows caps it again when it registers
+	// the partition.
+	{mutation.TruncationLowersRemoteHighest, "internal/harness/sim", "TestScripts/unclean_truncation_remote_highest"}: {mutation.RemoteRegistrationCap},
 	// A restart that lost a producer below the log start: the snapshot
 	// the reload keeps for the recovery point's segment holds it too.
 	{mutation.RecoveryFirstSnapshot, "internal/harness/sim", "TestScripts/recovery_snapshots_first_segment_base"}:     {mutation.RecoveryPointSnapshotKept},
