@@ -133,7 +133,7 @@ func (e *describeEnv) handle(t *testing.T, d *datadriven.TestData) string {
 	case "reseal":
 		var seal int64
 		d.ScanArgs(t, "seal", &seal)
-		s, err := e.state.Reseal(seal, -1, false)
+		s, err := e.state.Reseal(seal, nil, false)
 		if err != nil {
 			return "error: " + err.Error()
 		}

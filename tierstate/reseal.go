@@ -3,6 +3,7 @@ package tierstate
 import (
 	"errors"
 	"fmt"
+	"github.com/tierlog/tierlog/epochcache"
 
 	"github.com/tierlog/tierlog/internal/mutation"
 )
@@ -156,12 +157,13 @@ type ResealRequest struct {
 	Seal int64
 	// ClearProducerStates is --clear-producer-states.
 	ClearProducerStates bool
-	// SealEpoch is the leader epoch of the leader's record at Seal-1
-	// (its log's epoch cache), absent when unknown: the committed
-	// State's seal epoch (State.SealEpoch), which the operator's later
-	// recovery checks replicas and remote storage against. A re-seal to
-	// the committed seal without it keeps the epoch committed with it.
-	SealEpoch Optional[int32]
+	// LeaderLineage is the leader's leader-epoch entries over its
+	// records below Seal (its log's epoch cache: UnifiedLog's
+	// EpochEntriesInRange(-1, Seal)), nil when unknown: the committed
+	// State's seal lineage (State.SealLineage), which the operator's
+	// later recovery checks replicas and remote storage against. A
+	// re-seal to the committed seal keeps the lineage committed with it.
+	LeaderLineage []epochcache.Entry
 	// Leader is the partition's leader (the last-known leader after
 	// KIP-966's election, fenced or not), -1 when it has none.
 	Leader int32
@@ -210,7 +212,7 @@ type ResealRequest struct {
 // reached it, as the leader's own seal waits for: a seal above the high
 // watermark is refused with an *UnreplicatedSealError.
 func PlanReseal(s State, req ResealRequest) (State, error) {
-	next, err := s.Reseal(req.Seal, optionalEpoch(req.SealEpoch), req.ClearProducerStates)
+	next, err := s.Reseal(req.Seal, req.LeaderLineage, req.ClearProducerStates)
 	if err != nil {
 		return s, err
 	}

@@ -28,7 +28,7 @@ func TestPlanResealLastKnownLeader(t *testing.T) {
 	req.Seal = 15
 	got, err = PlanReseal(s, req)
 	require.NoError(t, err)
-	want, err := s.Reseal(15, -1, false)
+	want, err := s.Reseal(15, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	require.Equal(t, int64(15), got.Seal())

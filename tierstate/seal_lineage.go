@@ -100,19 +100,32 @@ func sealLineageEpochAt(es []epochcache.Entry, offset int64) (int32, bool) {
 	return base.UndefinedEpoch, false
 }
 
-// lineageAtSeal is the lineage a lowered (or newly committed) seal takes
-// when the leader's record at seal-1 is known to be of epoch (-1:
-// unknown): the entries of es below the seal when they agree with it
-// there, else the one fact known, epoch at seal-1.
+// lineageAtSeal is the lineage a new seal takes when the leader's record
+// at seal-1 is known to be of epoch (-1: unknown): lineageForSeal with
+// that one fact.
 func lineageAtSeal(es []epochcache.Entry, seal int64, epoch int32) []epochcache.Entry {
-	c := clipSealLineage(es, seal)
 	if epoch < 0 || seal <= 0 {
+		return clipSealLineage(es, seal)
+	}
+	return lineageForSeal(es, []epochcache.Entry{{Epoch: epoch, StartOffset: seal - 1}}, seal)
+}
+
+// lineageForSeal is the lineage a new (or lowered) seal takes, from the
+// committed lineage es and the leader's entries leader (nil: unknown):
+// the leader's records below the seal are the ones it commits, so its
+// entries below the seal, unless es agrees with them at seal-1 and
+// reaches lower (log matching: the two hold the same records up to
+// there); es below the seal when the leader's are unknown.
+func lineageForSeal(es, leader []epochcache.Entry, seal int64) []epochcache.Entry {
+	c, g := clipSealLineage(es, seal), clipSealLineage(leader, seal)
+	if len(g) == 0 {
 		return c
 	}
-	if e, ok := sealLineageEpochAt(c, seal-1); ok && e == epoch {
+	ge, _ := sealLineageEpochAt(g, seal-1)
+	if ce, ok := sealLineageEpochAt(c, seal-1); ok && ce == ge && c[0].StartOffset < g[0].StartOffset {
 		return c
 	}
-	return []epochcache.Entry{{Epoch: epoch, StartOffset: seal - 1}}
+	return g
 }
 
 // formatSealLineage prints "0@0,3@5", or "none".

@@ -28,7 +28,7 @@ import (
 //	apply       [seal=] [producers=N] [diskless-epoch=] [flag=] [recorded-epoch=] [seal-lineage=(E@S,...)]
 //	arm | abort | rearm
 //	commit-seal seal= [producers=N] [seal-lineage=(E@S,...)]
-//	reseal seal= [seal-epoch=] [clear-producer-states]
+//	reseal seal= [seal-epoch=E | leader-lineage=(E@S,...)] [clear-producer-states]
 //	start-phase-2 seal= partition-epoch= [recorded-epoch=]
 //	set-flag seal= recorded-epoch= partition-epoch= [epoch=] [broker=] [leader=]
 //	elect seal=
@@ -90,10 +90,18 @@ func runStateCommand(t *testing.T, d *datadriven.TestData, s *State) string {
 		next, err = prev.CommitSealProposal(prop)
 	case "reseal":
 		var seal int64
-		e := int32(-1)
 		d.ScanArgs(t, "seal", &seal)
-		d.MaybeScanArgs(t, "seal-epoch", &e)
-		next, err = prev.Reseal(seal, e, d.HasArg("clear-producer-states"))
+		// seal-epoch=E is the leader's lineage known at seal-1 only.
+		var leader []epochcache.Entry
+		if d.HasArg("seal-epoch") {
+			var e int32
+			d.ScanArgs(t, "seal-epoch", &e)
+			leader = []epochcache.Entry{{Epoch: e, StartOffset: seal - 1}}
+		}
+		if arg, ok := d.Arg("leader-lineage"); ok {
+			leader = parseLineage(t, arg.Vals)
+		}
+		next, err = prev.Reseal(seal, leader, d.HasArg("clear-producer-states"))
 	case "set-flag":
 		var req ClassicPrefixRequest
 		var p Leadership

@@ -96,9 +96,10 @@ func (p *program) step(s State) (next State, err error, transition bool, name st
 		next, err = s.CommitSealProposal(SealProposal{Seal: seal, Lineage: lineage, Producers: testProducers(int(p.byte() % 3))})
 		return next, err, true, fmt.Sprintf("commit-seal %d seal-lineage=%s", seal, formatSealLineage(lineage))
 	case 3:
-		seal, e, clear := p.seal(), p.epoch(), p.byte()%2 == 0
-		next, err = s.Reseal(seal, e, clear)
-		return next, err, true, fmt.Sprintf("reseal %d seal-epoch=%d clear=%t", seal, e, clear)
+		seal, clear := p.seal(), p.byte()%2 == 0
+		leader := p.lineage(seal)
+		next, err = s.Reseal(seal, leader, clear)
+		return next, err, true, fmt.Sprintf("reseal %d leader-lineage=%s clear=%t", seal, formatSealLineage(leader), clear)
 	case 4:
 		l := Leadership{Leader: int32(p.byte() % 2), LeaderEpoch: p.epoch()}
 		req := ClassicPrefixRequest{BrokerID: int32(p.byte() % 2), LeaderEpoch: l.LeaderEpoch, Seal: s.Seal(),

@@ -56,10 +56,10 @@ func TestRefusalReasons(t *testing.T) {
 		{"commit on classic", classic, func(s State) (State, error) { return s.CommitSeal(100, nil) }, ErrNotSwitching, OpCommitSeal},
 		{"commit twice", phase1, func(s State) (State, error) { return s.CommitSeal(100, nil) }, ErrSealCommitted, OpCommitSeal},
 		{"commit negative", pending, func(s State) (State, error) { return s.CommitSeal(-1, nil) }, ErrInvalidSeal, OpCommitSeal},
-		{"reseal classic", classic, func(s State) (State, error) { return s.Reseal(10, -1, false) }, ErrNotSwitching, OpReseal},
-		{"reseal up", phase1, func(s State) (State, error) { return s.Reseal(101, -1, false) }, ErrSealIncrease, OpReseal},
-		{"reseal negative", phase1, func(s State) (State, error) { return s.Reseal(-1, -1, false) }, ErrInvalidSeal, OpReseal},
-		{"reseal phase 2", phase2, func(s State) (State, error) { return s.Reseal(90, -1, false) }, ErrInPhaseTwo, OpReseal},
+		{"reseal classic", classic, func(s State) (State, error) { return s.Reseal(10, nil, false) }, ErrNotSwitching, OpReseal},
+		{"reseal up", phase1, func(s State) (State, error) { return s.Reseal(101, nil, false) }, ErrSealIncrease, OpReseal},
+		{"reseal negative", phase1, func(s State) (State, error) { return s.Reseal(-1, nil, false) }, ErrInvalidSeal, OpReseal},
+		{"reseal phase 2", phase2, func(s State) (State, error) { return s.Reseal(90, nil, false) }, ErrInPhaseTwo, OpReseal},
 		{"flag other seal after flag", phase2, func(s State) (State, error) {
 			return s.SetClassicPrefixInRemoteStorage(with(func(r *ClassicPrefixRequest) { r.Seal = 90 }), leader)
 		}, ErrSealMismatch, OpSetClassicPrefix},

@@ -205,22 +205,22 @@ func optionalEpoch(e Optional[int32]) int32 {
 // in phase 1 it moves the committed seal down (or rewrites it), for example
 // to the log end offset of a last-known leader that lost records
 // (https://github.com/aiven/inkless/pull/871). Producer states are kept
-// unless clearProducerStates (--clear-producer-states). sealEpoch is the
-// leader's epoch at seal-1, -1 when unknown. A re-seal to the committed
-// seal keeps a seal lineage already known (the record at seal-1 is the
-// one sealed) and only learns an unknown one; a lowered seal keeps the
-// lineage's entries below it when its epoch at seal-1 is sealEpoch (or
-// sealEpoch is unknown), and otherwise knows the leader's epoch at
-// seal-1 only (the leader's records there are another lineage's, which
-// the new seal commits). Refused: a negative
-// seal (ErrInvalidSeal), a seal epoch below -1 (ErrInvalidEpoch), classic
-// (ErrNotSwitching), a seal above the committed one (ErrSealIncrease),
-// phase 2 (ErrInPhaseTwo: R and E_d were recorded for the seal at the
-// flag commit [INF]).
+// unless clearProducerStates (--clear-producer-states). leader is the
+// leader's leader-epoch entries over its records below seal (its epoch
+// cache), nil when unknown. A re-seal to the committed seal keeps a seal
+// lineage already known (the records below it are the ones sealed) and
+// only learns an unknown one; a new or lowered seal takes the leader's
+// entries below it (the leader's records are the ones it commits), or
+// keeps the committed lineage's below it when the leader's are unknown
+// or agree with them at seal-1 and reach less far down. Refused: a
+// negative seal (ErrInvalidSeal), leader entries out of order
+// (ErrInvalidEpoch), classic (ErrNotSwitching), a seal above the
+// committed one (ErrSealIncrease), phase 2 (ErrInPhaseTwo: R and E_d were
+// recorded for the seal at the flag commit [INF]).
 //
 // The tool's own check (log start <= seal <= the leader's LEO) needs the
 // leader's log: PlanReseal makes it after these rules.
-func (s State) Reseal(seal int64, sealEpoch int32, clearProducerStates bool) (State, error) {
+func (s State) Reseal(seal int64, leader []epochcache.Entry, clearProducerStates bool) (State, error) {
 	to := PhaseOne
 	switch {
 	case s.phase == PhaseClassic:
@@ -231,12 +231,13 @@ func (s State) Reseal(seal int64, sealEpoch int32, clearProducerStates bool) (St
 		return s, refuse(OpReseal, s.phase, to, ErrInvalidSeal, "seal %d", seal)
 	case s.phase == PhaseOne && seal > s.seal:
 		return s, refuse(OpReseal, s.phase, to, ErrSealIncrease, "seal %d, request %d", s.seal, seal)
-	case sealEpoch < base.UndefinedEpoch:
-		return s, refuse(OpReseal, s.phase, to, ErrInvalidEpoch, "seal epoch %d", sealEpoch)
+	}
+	if err := checkSealLineage(clipSealLineage(leader, seal), seal); err != nil {
+		return s, refuse(OpReseal, s.phase, to, ErrInvalidEpoch, "leader lineage %s: %v", formatSealLineage(leader), err)
 	}
 	n := s
 	if !s.SealCommitted() || seal != s.seal || s.sealLineage == "" {
-		n.sealLineage = encodeSealLineage(lineageAtSeal(s.SealLineage(), seal, sealEpoch))
+		n.sealLineage = encodeSealLineage(lineageForSeal(s.SealLineage(), leader, seal))
 	}
 	n.phase, n.seal = PhaseOne, seal
 	if clearProducerStates {

@@ -77,6 +77,7 @@ var catches = []catch{
 	{mutation.SealEpochLineage, "internal/harness/sim", "TestScripts/elect_replica_discarded_lineage"},
 	{mutation.SealEpochLineage, "internal/harness/sim", "TestScripts/start_phase_2_remote_of_discarded_lineage"},
 	{mutation.SealEpochLineage, "internal/harness/sim", "TestScripts/start_phase_2_remote_below_seal_epoch"},
+	{mutation.SealEpochLineage, "internal/harness/sim", "TestScripts/reseal_lineage_remote_below_seal_epoch"},
 	{mutation.TruncationRemovalOrder, "internal/harness/sim", "TestScripts/truncation_crash_at_segment_removal"},
 
 	{mutation.RemoteHighestHeld, "remote", "TestHighestRemoteOffset"},

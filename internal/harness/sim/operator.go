@@ -193,9 +193,7 @@ func (c *Cluster) Reseal(seal int64) error {
 					return "refused", fmt.Errorf("sim: reseal: the leader's batch at the seal %d: %w", seal, err)
 				}
 				req.SealBatch = span
-				if e, ok := l.EpochForOffset(seal - 1); ok && seal > 0 {
-					req.SealEpoch = tierstate.Some(e)
-				}
+				req.LeaderLineage = l.EpochEntriesInRange(-1, seal)
 			}
 		} else {
 			req.Leader = -1

@@ -147,6 +147,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"elect_replica_discarded_lineage", []mutation.Guard{mutation.SealEpochLineage}, Conflict},
 		{"start_phase_2_remote_of_discarded_lineage", []mutation.Guard{mutation.SealEpochLineage}, LostRecord},
 		{"start_phase_2_remote_below_seal_epoch", []mutation.Guard{mutation.SealEpochLineage}, LostRecord},
+		{"reseal_lineage_remote_below_seal_epoch", []mutation.Guard{mutation.SealEpochLineage}, LostRecord},
 	} {
 		t.Run(r.file, func(t *testing.T) {
 			for _, g := range r.guards {
