@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/tierlog/tierlog/log"
-	"github.com/tierlog/tierlog/log/record"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/replica"
 )
@@ -165,22 +164,12 @@ func copyEpochs(l, f *log.UnifiedLog, from int64) error {
 // then moves its log start back up. at is where it restarted f, -1 if
 // it did not.
 func (b *Broker) appendToFuture(l, f *log.UnifiedLog, records []byte, epoch int32) (note string, at int64, err error) {
-	_, err = f.AppendAsFollower(records, epoch)
-	if !errors.Is(err, log.ErrUnexpectedAppendOffset) {
-		return "", -1, err
+	from := f.LogEndOffset()
+	at, last, err := appendRestarting(f, records, epoch, func(base int64) error { return b.startFutureAt(l, f, base) })
+	if at < 0 {
+		return "", at, err
 	}
-	bt, berr := record.ReadBatch(records)
-	leo := f.LogEndOffset()
-	if berr != nil || leo != f.LogStartOffset() || bt.BaseOffset() >= leo || bt.LastOffset() < leo {
-		return "", -1, err
-	}
-	at = bt.BaseOffset()
-	note = fmt.Sprintf("(future log start %d inside the batch [%d, %d]: restarted at %d) ", leo, at, bt.LastOffset(), at)
-	if err := b.startFutureAt(l, f, at); err != nil {
-		return note, at, err
-	}
-	_, err = f.AppendAsFollower(records, epoch)
-	return note, at, err
+	return fmt.Sprintf("(future log start %d inside the batch [%d, %d]: restarted at %d) ", from, at, last, at), at, err
 }
 
 // startFutureAt empties the future log f and starts it at s (the current

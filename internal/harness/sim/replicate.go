@@ -135,22 +135,36 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 // log start raise (followLogStart) then moves the log start back up.
 // Without it the follower refuses the batch at every fetch.
 func (f *Broker) appendAsFollower(fl *log.UnifiedLog, records []byte, epoch int32) (string, error) {
-	_, err := fl.AppendAsFollower(records, epoch)
-	if !errors.Is(err, log.ErrUnexpectedAppendOffset) {
+	from := fl.LogEndOffset()
+	at, last, err := appendRestarting(fl, records, epoch, func(base int64) error { return f.startLogAt(fl, base) })
+	if at < 0 {
 		return "", err
+	}
+	return fmt.Sprintf(" (log start %d inside the batch [%d, %d]: restarted at %d)", from, at, last, at), err
+}
+
+// appendRestarting appends records to fl as a follower (or future)
+// replica does in Kafka's Partition.appendRecordsToFollowerOrFutureReplica:
+// an UnexpectedAppendOffsetException on a log empty at its log start,
+// whose first batch holds that offset, restarts the log at the batch's
+// base (restart) and appends again. at is that base and last the
+// batch's last offset, at -1 when the log was not restarted.
+func appendRestarting(fl *log.UnifiedLog, records []byte, epoch int32, restart func(base int64) error) (at, last int64, err error) {
+	_, err = fl.AppendAsFollower(records, epoch)
+	if !errors.Is(err, log.ErrUnexpectedAppendOffset) {
+		return -1, -1, err
 	}
 	b, berr := record.ReadBatch(records)
 	leo := fl.LogEndOffset()
 	if berr != nil || leo != fl.LogStartOffset() || b.BaseOffset() >= leo || b.LastOffset() < leo {
-		return "", err
+		return -1, -1, err
 	}
-	note := fmt.Sprintf(" (log start %d inside the batch [%d, %d]: restarted at %d)", leo, b.BaseOffset(),
-		b.LastOffset(), b.BaseOffset())
-	if err := f.startLogAt(fl, b.BaseOffset()); err != nil {
-		return note, err
+	at, last = b.BaseOffset(), b.LastOffset()
+	if err := restart(at); err != nil {
+		return at, last, err
 	}
 	_, err = fl.AppendAsFollower(records, epoch)
-	return note, err
+	return at, last, err
 }
 
 // maybeExpandISR adds a caught-up follower to the ISR (Kafka's
