@@ -364,10 +364,11 @@ func TestContextCancelled(t *testing.T) {
 
 // A connection lost after COMMIT was sent is not retried inside the
 // call: the server commits, the client cannot know, and the call fails
-// with ErrOutcomeUnknown. IsSafeToDeleteObject waits for the commit still
-// in flight on the server and says the object is registered, and the
-// writer's retry of the same request gets the first commit's answer
-// without assigning offsets twice.
+// with ErrOutcomeUnknown. IsSafeToDeleteObject says the object is
+// registered, and the writer's retry of the same request gets the first
+// commit's answer without assigning offsets twice. (The proxy cuts once
+// the server has finished the COMMIT: pgx's CancelRequest after the cut
+// then finds nothing to cancel.)
 func TestLostCommitAnswer(t *testing.T) {
 	srv := pgtest.Start(t)
 	proxy := pgtest.NewCutProxy(t, net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), 1, 0, 0)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,11 +70,17 @@ func (p *CutProxy) Cuts() int64 { return p.cuts.Load() }
 
 // LoseNextAnswer arms every connection open now: the client's next
 // request (its protocol messages up to one that ends a request: Sync or
-// a simple Query, however many reads they arrive in) is forwarded, then
-// the connection is cut before any answer reaches the client (answers
-// already on their way are dropped).
-// The server has the request and acts on it; the client cannot know: a
-// COMMIT lost this way is the ambiguous outcome.
+// a simple Query, however many reads they arrive in) is forwarded, the
+// server's answer is dropped, and the connection is cut once the server
+// has finished the request (its ReadyForQuery). The server acted on the
+// whole request; the client cannot know: a COMMIT lost this way is the
+// ambiguous outcome, and it did commit.
+//
+// The cut waits for the server because a client that loses its
+// connection may cancel what it sent (pgx's pgconn sends a CancelRequest
+// on a new connection when a connection fails): cutting at once would
+// race that cancel against the COMMIT, and the test would not know which
+// outcome it set up.
 func (p *CutProxy) LoseNextAnswer() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -138,25 +145,28 @@ type cutConn struct {
 	mu             sync.Mutex
 	left           int64 // bytes still allowed; < 0: unlimited
 	cut            bool
-	loseAnswer     atomic.Bool // LoseNextAnswer armed it
-	request        requestScanner
+	loseAnswer     atomic.Bool    // LoseNextAnswer armed it
+	requestSent    atomic.Bool    // the armed request went to the server whole
+	request        messageScanner // the client's messages, once armed
+	answer         messageScanner // the server's messages, once armed
 }
 
-// requestScanner follows the client's protocol messages (a type byte, a
-// big-endian length counting itself, the payload) after LoseNextAnswer
-// armed the connection, so that the cut comes after a whole request:
-// under load a pipelined request can arrive in several reads, and
-// cutting after the first would keep its COMMIT from the server.
-type requestScanner struct {
+// messageScanner follows one direction's protocol messages (a type
+// byte, a big-endian length counting itself, the payload) after
+// LoseNextAnswer armed the connection: the client's, so that the cut
+// comes after a whole request (under load a pipelined request can arrive
+// in several reads, and cutting after the first would keep its COMMIT
+// from the server), and the server's, to see it finish.
+type messageScanner struct {
 	hdr  [5]byte
 	nhdr int
 	left int64 // payload bytes of the current message still to come
 	last byte  // type of the last message whose header was read
 }
 
-// feed scans b and reports whether the bytes so far end a request: right
-// after a whole Sync ('S') or Query ('Q') message.
-func (r *requestScanner) feed(b []byte) bool {
+// feed scans b and reports whether the bytes so far end right after a
+// whole message of one of the types in ends.
+func (r *messageScanner) feed(b []byte, ends string) bool {
 	for len(b) > 0 {
 		if r.left > 0 {
 			n := min(int64(len(b)), r.left)
@@ -170,8 +180,15 @@ func (r *requestScanner) feed(b []byte) bool {
 			r.left = max(int64(binary.BigEndian.Uint32(r.hdr[1:]))-4, 0)
 		}
 	}
-	return r.nhdr == 0 && r.left == 0 && (r.last == 'S' || r.last == 'Q')
+	return r.nhdr == 0 && r.left == 0 && r.last != 0 && strings.IndexByte(ends, r.last) >= 0
 }
+
+// Message types that end a client's request (Sync, a simple Query) and a
+// server's answer to it (ReadyForQuery).
+const (
+	endsRequest = "SQ"
+	endsAnswer  = "Z"
+)
 
 func (c *cutConn) pipe(dst, src net.Conn, toServer bool) {
 	defer c.p.wg.Done()
@@ -180,14 +197,28 @@ func (c *cutConn) pipe(dst, src net.Conn, toServer bool) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 && !toServer && c.loseAnswer.Load() {
-			continue // an answer the client must not see
-		}
-		if n > 0 && toServer && c.loseAnswer.Load() {
-			if _, werr := dst.Write(buf[:n]); werr != nil || c.request.feed(buf[:n]) {
+			// An answer the client must not see; the server's
+			// ReadyForQuery after the whole request ends the
+			// connection.
+			if c.answer.feed(buf[:n], endsAnswer) && c.requestSent.Load() {
 				c.p.cuts.Add(1)
 				return
 			}
-			continue // the rest of the request is still to come
+			continue
+		}
+		if n > 0 && toServer && c.loseAnswer.Load() {
+			if c.requestSent.Load() {
+				continue // nothing after the request reaches the server
+			}
+			// Marked before the write: the server cannot answer
+			// before it has the bytes.
+			if c.request.feed(buf[:n], endsRequest) {
+				c.requestSent.Store(true)
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+			continue
 		}
 		if n > 0 {
 			allowed, cutNow := c.take(int64(n))

@@ -22,16 +22,34 @@ func TestRequestScannerWaitsForTheWholeRequest(t *testing.T) {
 		req = append(req, m...)
 	}
 	for split := 1; split < len(req); split++ {
-		var r requestScanner
-		if r.feed(req[:split]) {
+		var r messageScanner
+		if r.feed(req[:split], endsRequest) {
 			t.Fatalf("split at %d of %d: the request ended early", split, len(req))
 		}
-		if !r.feed(req[split:]) {
+		if !r.feed(req[split:], endsRequest) {
 			t.Fatalf("split at %d of %d: the request did not end at its Sync", split, len(req))
 		}
 	}
-	var r requestScanner
-	if !r.feed(msg('Q', "COMMIT\x00")) {
+	var r messageScanner
+	if !r.feed(msg('Q', "COMMIT\x00"), endsRequest) {
 		t.Fatal("a simple Query is a whole request")
+	}
+}
+
+// The server's answer ends at its ReadyForQuery, wherever the reads split
+// it (the cut of LoseNextAnswer comes after the server finished).
+func TestAnswerScannerEndsAtReadyForQuery(t *testing.T) {
+	var ans []byte
+	for _, m := range [][]byte{msg('2', ""), msg('C', "COMMIT\x00"), msg('Z', "I")} {
+		ans = append(ans, m...)
+	}
+	for split := 1; split < len(ans); split++ {
+		var r messageScanner
+		if r.feed(ans[:split], endsAnswer) {
+			t.Fatalf("split at %d of %d: the answer ended early", split, len(ans))
+		}
+		if !r.feed(ans[split:], endsAnswer) {
+			t.Fatalf("split at %d of %d: the answer did not end at its ReadyForQuery", split, len(ans))
+		}
 	}
 }
