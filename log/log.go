@@ -114,8 +114,11 @@ type UnifiedLog struct {
 		// segments is sorted by base offset; the last one is active. It is
 		// the list of the current view.
 		segments []*segmentRef
-		// truncationCount counts truncations that changed the log.
+		// truncationCount counts truncations that changed the log and
+		// remote-progress fences (FenceRemoteProgress).
 		truncationCount truncation.Count
+		// remoteFences counts the FenceRemoteProgress calls among them.
+		remoteFences truncation.Count
 		// closeErr is the failed Close's error, returned by later Closes
 		// with Options.ManagedCleanShutdown.
 		closeErr error
@@ -270,7 +273,7 @@ func (l *UnifiedLog) Metrics() Metrics {
 	v, o := st.view, st.offsets
 	defer v.unref()
 	l.mu.Lock()
-	rp, truncations := l.mu.recoveryPoint, l.mu.truncationCount
+	rp, truncations := l.mu.recoveryPoint, l.mu.truncationCount-l.mu.remoteFences
 	l.mu.Unlock()
 	return Metrics{
 		Segments:             len(v.segments),

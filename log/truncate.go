@@ -25,7 +25,7 @@ import (
 // deletions and loads are file I/O under the mutex for the same reason).
 
 // TruncationCount returns the number of truncations that changed this log
-// instance. It takes the log mutex, so it waits for a running truncation:
+// instance, and of FenceRemoteProgress calls. It takes the log mutex, so it waits for a running truncation:
 // a remote task that reads it before it reads the epoch cache or the
 // segments never pairs the new count with state from before the
 // truncation.
@@ -95,6 +95,26 @@ func (l *UnifiedLog) CapHighestOffsetInRemoteStorage(offset int64, count truncat
 		zap.Int64("highest", l.highestOffsetInRemoteStorage.Load()))
 	l.remoteRetentionCap.Store(offset)
 	return true
+}
+
+// FenceRemoteProgress drops the remote tasks' progress computed before
+// it, as a truncation does (UpdateHighestOffsetInRemoteStorage and
+// CapHighestOffsetInRemoteStorage refuse a count read earlier), without
+// changing the log. remote.Manager calls it when the partition's role
+// changes, before it checks what remote storage still holds: a task of
+// the old role may have looked up an offset before a leader of another
+// lineage deleted its segments (the epoch cleanup after an unclean
+// election), and installing it after the check would let local
+// retention delete the only copy. The Manager stops and waits for its
+// own tasks first; the fence also covers a task run the way Kafka's
+// RemoteLogManager cancels one, without waiting for it. A flush running
+// across the fence does not advance the recovery point (the next one
+// does), as across a truncation.
+func (l *UnifiedLog) FenceRemoteProgress() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.truncationCount++
+	l.mu.remoteFences++
 }
 
 // TruncateTo removes every record at or above offset t

@@ -39,6 +39,9 @@ type PartitionLog interface {
 	// lineage that local retention counts as copied, only if no
 	// truncation happened since count was read.
 	CapHighestOffsetInRemoteStorage(offset int64, count truncation.Count) bool
+	// FenceRemoteProgress makes every count read before it stale, as a
+	// truncation does, without changing the log.
+	FenceRemoteProgress()
 	HighestOffsetInRemoteStorageInLineage() int64
 	UpdateLogStartOffsetFromRemoteTier(n int64) (bool, error)
 	Segments(from int64) ([]log.SegmentInfo, error)
@@ -296,11 +299,18 @@ func (m *Manager) register(p Partition, leader bool) error {
 // reset at the seal, whose cache has no classic epoch) keeps the
 // progress the WAL pruner reads until its copy task derives it. A failed
 // lookup is logged and left to the tasks, which run the same check.
+//
+// The log's remote progress is fenced first (FenceRemoteProgress): an
+// offset a task looked up before the check, before another lineage's
+// leader deleted what it names, is then dropped at its install instead
+// of undoing the cap. The old role's tasks are stopped already; this
+// covers a task run by the broker outside the Manager's lifecycle.
 func (m *Manager) capUnheld(p Partition) {
 	if mutation.Disabled(mutation.RemoteRegistrationCap) {
 		return
 	}
 	l := p.Log
+	l.FenceRemoteProgress()
 	count := l.TruncationCount()
 	off, _, err := m.findHighestRemoteOffset(p.TopicIDPartition, l)
 	if err != nil {

@@ -462,3 +462,27 @@ func TestRegistrationCapsUnheldRemoteOffset(t *testing.T) {
 	require.Zero(t, n, "the only copy of [0, 100) stays")
 	require.EqualValues(t, 0, l.LocalLogStartOffset())
 }
+
+// A task that looked up an offset before the partition's role changed
+// (its segments still listed then) and installs it after the
+// registration's check is dropped: the registration fences the log's
+// remote progress, so a task run outside the Manager's lifecycle (Kafka's
+// RemoteLogManager cancels a task without waiting for it) cannot undo the
+// check and let local retention delete the only copy.
+func TestRegistrationFencesTaskLookedUpBefore(t *testing.T) {
+	e := newMgrEnv(t, nil)
+	tp := testPartition(0)
+	l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite, LocalRetentionMs: 1})
+	appendSegments(t, l, 1, 1, 100)
+	require.NoError(t, l.Roll())
+	count := l.TruncationCount() // the task's lookup: 99 was tiered then
+
+	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
+	require.False(t, l.UpdateHighestOffsetInRemoteStorage(99, count), "computed before the registration")
+	require.EqualValues(t, -1, l.HighestOffsetInRemoteStorageInLineage())
+	e.nowMs.Add(1000)
+	n, err := l.DeleteOldSegments()
+	require.NoError(t, err)
+	require.Zero(t, n, "the only copy of [0, 100) stays")
+	require.Zero(t, l.Metrics().Truncations, "a fence is not a truncation")
+}

@@ -6,8 +6,10 @@ import (
 	"github.com/tierlog/tierlog/internal/mutation"
 )
 
-// Count is the number of truncations that changed one log instance. It
-// starts at 0 when the log is opened or created and only grows. It is not
+// Count is the number of truncations that changed one log instance (and
+// of remote-progress fences, which a role change sets: progress computed
+// before one is stale as if the log had been truncated). It starts at 0
+// when the log is opened or created and only grows. It is not
 // persisted: a reopened or recreated log is a new instance, and progress
 // computed against the old instance must be recomputed anyway.
 type Count uint64

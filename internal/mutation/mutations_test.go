@@ -84,6 +84,8 @@ var catches = []catch{
 	{mutation.RemoteHighestHeld, "internal/harness/sim", "TestScripts/unclean_prune_past_deleted_lineage"},
 	{mutation.RemoteRegistrationCap, "remote", "TestRegistrationCapsUnheldRemoteOffset"},
 	{mutation.RemoteRegistrationCap, "internal/harness/sim", "TestScripts/unclean_stale_remote_offset_after_deletion"},
+	{mutation.RemoteRegistrationCap, "remote", "TestRegistrationFencesTaskLookedUpBefore"},
+	{mutation.RemoteRegistrationCap, "internal/harness/sim", "TestScripts/unclean_task_install_after_registration"},
 
 	{mutation.FirstPruneBound, "consolidate", "TestDecideDataDriven/decide_first_prune_bound"},
 	{mutation.FirstPruneBound, "consolidate", "TestEndpointRecreatedLeaderBeforeFirstPrune"},

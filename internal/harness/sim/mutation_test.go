@@ -434,12 +434,14 @@ var simCatches = []simCatch{
 	{guard: mutation.ReplicaFutureLog, weights: loneLeaderMoveMenu, limit: 950},
 	// An unclean leader's local retention deletes the only copy of
 	// records whose segments another lineage's leader deleted (its epoch
-	// cleanup) after a follower task installed them as tiered (LostRecord).
-	// On the move-across-the-seal menu: seed 1493 after 70 steps (script
-	// unclean_stale_remote_offset_after_deletion); no seed of 1 to 1500
-	// of the lone-leader, reseal, switch, unclean task and unclean
-	// tiering menus. About 50 s: the costliest row, on the second shard.
-	{guard: mutation.RemoteRegistrationCap, weights: loneLeaderMoveMenu, limit: 1600},
+	// cleanup) after a follower task installed them as tiered, or looked
+	// them up before the registration and installs them after it. On the
+	// lone-leader menu with unclean elections: seed 52 after 483 steps,
+	// the install after the registration (Stuck; script
+	// unclean_task_install_after_registration). The move-across-the-seal
+	// menu reaches the first shape at seed 1493 (script
+	// unclean_stale_remote_offset_after_deletion), about 50 s.
+	{guard: mutation.RemoteRegistrationCap, weights: withWeights(loneLeaderMenu, map[string]int{"elect-unclean": 1}), limit: 160},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away

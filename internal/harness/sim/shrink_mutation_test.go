@@ -129,6 +129,7 @@ func TestShrunkScripts(t *testing.T) {
 		{"replica_remote_progress_tail_truncated_to_seal", []mutation.Guard{mutation.ReplicaRemoteProgress,
 			mutation.TruncationLowersRemoteHighest, mutation.RemoteRegistrationCap}, LostRecord},
 		{"unclean_stale_remote_offset_after_deletion", []mutation.Guard{mutation.RemoteRegistrationCap}, LostRecord},
+		{"unclean_task_install_after_registration", []mutation.Guard{mutation.RemoteRegistrationCap}, Stuck},
 		{"prune_remote_holds_lineage_cleaned_up", []mutation.Guard{mutation.PruneRemoteHolds,
 			mutation.RemoteHighestHeld, mutation.RemoteLineageHole}, PrunedPastRemote},
 		{"unclean_remote_hole_below_highest", []mutation.Guard{mutation.RemoteLineageHole}, LostRecord},
