@@ -232,7 +232,7 @@ func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 			if t >= f.LogEndOffset() {
 				break
 			}
-			if _, err := f.TruncateTo(t); err != nil {
+			if _, err := truncateLog(f, t, &b.futureStateFrom); err != nil {
 				return note, err
 			}
 			note += fmt.Sprintf("resumed: truncated to %d at the epochs' divergence; ", t)
@@ -241,7 +241,7 @@ func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 	if t := b.moveTruncateTo; t >= 0 {
 		b.moveTruncateTo = -1
 		if f.LogEndOffset() > t {
-			if _, err := f.TruncateTo(t); err != nil {
+			if _, err := truncateLog(f, t, &b.futureStateFrom); err != nil {
 				return note, err
 			}
 			note += fmt.Sprintf("marked truncation to %d; ", t)
@@ -249,7 +249,7 @@ func (b *Broker) truncateFuture(l, f *log.UnifiedLog) (string, error) {
 	}
 	switch fe, leo, start := f.LogEndOffset(), l.LogEndOffset(), l.LocalLogStartOffset(); {
 	case fe > leo:
-		if _, err := f.TruncateTo(leo); err != nil {
+		if _, err := truncateLog(f, leo, &b.futureStateFrom); err != nil {
 			return note, err
 		}
 		note += fmt.Sprintf("out of range at %d: truncated to the log end %d; ", fe, leo)

@@ -88,7 +88,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 	case tierstate.FetchDiverging:
 		plan := truncation.PlanDivergence(truncation.EpochEndOffset{Epoch: v.DivergingEpoch, EndOffset: v.DivergingEndOffset},
 			fl.EndOffsetForEpoch, fl.LogEndOffset(), fl.HighWatermark())
-		if _, err := fl.TruncateTo(plan.TruncateTo); err != nil {
+		if _, err := truncateLog(fl, plan.TruncateTo, &f.stateFrom); err != nil {
 			return "", err
 		}
 		f.markMoveTruncation(fl.LogEndOffset())
@@ -99,7 +99,7 @@ func (c *Cluster) fetchClassic(lb, f *Broker) (string, error) {
 		var err error
 		switch plan.Action {
 		case truncation.TruncateToLeaderEnd:
-			_, err = fl.TruncateTo(plan.Offset)
+			_, err = truncateLog(fl, plan.Offset, &f.stateFrom)
 		case truncation.StartAtLeaderStart:
 			err = f.startLogAt(fl, plan.Offset)
 		}
@@ -223,7 +223,7 @@ func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 	case d.Diverging():
 		plan := truncation.PlanDivergence(truncation.EpochEndOffset{Epoch: d.DivergingEpoch, EndOffset: d.DivergingEndOffset},
 			fl.EndOffsetForEpoch, leo, fl.HighWatermark())
-		if _, err := fl.TruncateTo(plan.TruncateTo); err != nil {
+		if _, err := truncateLog(fl, plan.TruncateTo, &f.stateFrom); err != nil {
 			return "", err
 		}
 		f.markMoveTruncation(fl.LogEndOffset())
@@ -233,7 +233,7 @@ func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 		plan := truncation.PlanOutOfRangeReset(ll.LogEndOffset(), ll.LogStartOffset(), leo)
 		switch plan.Action {
 		case truncation.TruncateToLeaderEnd:
-			_, err = fl.TruncateTo(plan.Offset)
+			_, err = truncateLog(fl, plan.Offset, &f.stateFrom)
 		case truncation.StartAtLeaderStart:
 			err = f.startLogAt(fl, plan.Offset)
 		}
@@ -280,6 +280,23 @@ func (c *Cluster) fetchAtSeal(lb, f *Broker) (string, error) {
 type isrExpander struct{}
 
 func (isrExpander) ExpandIsr(context.Context, int32) error { return nil }
+
+// truncateLog truncates l to t (log.UnifiedLog.TruncateTo). A t below
+// its first local segment starts the log afresh at t (Kafka's truncateTo
+// calls truncateFullyAndStartAt), and its producer state with it: then
+// *stateFrom (the broker's Broker.stateFrom for l) becomes t.
+func truncateLog(l *log.UnifiedLog, t int64, stateFrom *int64) (bool, error) {
+	segs, err := l.Segments(0)
+	if err != nil {
+		return false, err
+	}
+	full := len(segs) > 0 && segs[0].BaseOffset > t
+	changed, err := l.TruncateTo(t)
+	if err == nil && full {
+		*stateFrom = t
+	}
+	return changed, err
+}
 
 // startLogAt empties f's current log fl and starts it at offset (a
 // follower reset at the leader's log start): its producer state is
