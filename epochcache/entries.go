@@ -1,6 +1,7 @@
 package epochcache
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,28 @@ func FormatEntries(entries []Entry) string {
 		sb.Write(e.appendTo(buf[:0]))
 	}
 	return sb.String()
+}
+
+// ParseEntries reads entries as FormatEntries and the tools print them:
+// epoch@startOffset, separated by commas or spaces ("2@6,3@8", "2@6 3@8").
+// "" and "(empty)" are no entries. Each epoch must fit an int32 and each
+// start offset an int64; the order is not checked.
+func ParseEntries(s string) ([]Entry, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "(empty)" {
+		return nil, nil
+	}
+	var out []Entry
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		ep, off, ok := strings.Cut(f, "@")
+		epoch, err1 := strconv.ParseInt(ep, 10, 32)
+		start, err2 := strconv.ParseInt(off, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("epochcache: entry %q: want EPOCH@START", f)
+		}
+		out = append(out, Entry{Epoch: int32(epoch), StartOffset: start})
+	}
+	return out, nil
 }
 
 // The functions below are the model of the cache: pure operations on a

@@ -102,23 +102,6 @@ func (e *metaEnv) printable(s string) string {
 	return strings.ReplaceAll(s, testTopicID.String()+":", "")
 }
 
-func parseEpochs(s string) ([]epochcache.Entry, error) {
-	var out []epochcache.Entry
-	for _, f := range strings.Split(s, ",") {
-		ep, off, ok := strings.Cut(f, "@")
-		if !ok {
-			return nil, fmt.Errorf("bad epoch entry %q", f)
-		}
-		epoch, err1 := strconv.ParseInt(ep, 10, 32)
-		start, err2 := strconv.ParseInt(off, 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("bad epoch entry %q", f)
-		}
-		out = append(out, epochcache.Entry{Epoch: int32(epoch), StartOffset: start})
-	}
-	return out, nil
-}
-
 func parseSegmentState(s string) SegmentState {
 	for st := CopySegmentStarted; st <= DeleteSegmentFinished; st++ {
 		if st.String() == s {
@@ -211,7 +194,7 @@ func (e *metaEnv) handle(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "add":
 		epochsArg, _ := arg("epochs")
-		epochs, err := parseEpochs(epochsArg)
+		epochs, err := epochcache.ParseEntries(epochsArg)
 		if err != nil {
 			d.Fatalf(t, "%v", err)
 		}

@@ -56,7 +56,7 @@ func TestTaskDecisionsDataDriven(t *testing.T) {
 				if v == "" {
 					return nil
 				}
-				es, err := parseEpochs(v)
+				es, err := epochcache.ParseEntries(v)
 				if err != nil {
 					d.Fatalf(t, "%v", err)
 				}

@@ -138,8 +138,9 @@ func (s State) LastClassicLeaderEpoch() int32 { return s.lastClassicLeaderEpoch.
 // unclean election discarded, and the operator's recovery refuses to
 // take its records for the prefix (CheckElectReplica, PlanStartPhaseTwo).
 func (s State) SealEpoch() int32 {
-	if es := s.SealLineage(); len(es) > 0 {
-		return es[len(es)-1].Epoch
+	// The last entry only: the lineage may hold 64.
+	if n := len(s.sealLineage) / sealLineageEntryBytes; n > 0 {
+		return decodeSealLineage(s.sealLineage[(n-1)*sealLineageEntryBytes:])[0].Epoch
 	}
 	return base.UndefinedEpoch
 }

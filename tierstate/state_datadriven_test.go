@@ -2,13 +2,14 @@ package tierstate
 
 import (
 	"fmt"
-	"github.com/tierlog/tierlog/epochcache"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/internal/base"
 )
 
@@ -250,15 +251,10 @@ func scanTags(t *testing.T, d *datadriven.TestData) Tags {
 // parseLineage reads "seal-lineage=(1@0,2@90)" (an empty value: the
 // empty lineage).
 func parseLineage(t *testing.T, vals []string) []epochcache.Entry {
-	es := []epochcache.Entry{}
-	for _, v := range vals {
-		if v == "" {
-			continue
-		}
-		var e epochcache.Entry
-		_, err := fmt.Sscanf(v, "%d@%d", &e.Epoch, &e.StartOffset)
-		require.NoError(t, err, "seal-lineage entry %q", v)
-		es = append(es, e)
+	es, err := epochcache.ParseEntries(strings.Join(vals, ","))
+	require.NoError(t, err, "seal-lineage %v", vals)
+	if es == nil {
+		es = []epochcache.Entry{}
 	}
 	return es
 }

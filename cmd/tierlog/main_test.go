@@ -296,12 +296,9 @@ func (e *env) remoteAdd(d *datadriven.TestData) error {
 	tp := remote.TopicIDPartition{TopicID: testTopicID, Topic: strArg(d, "topic", "orders"), Partition: int32(intArg(d, "partition", 0))}
 	id := remote.SegmentID{TopicIDPartition: tp, ID: remote.UUID{0xee, byte(intArg(d, "id", 0))}}
 	start, end := int64(intArg(d, "start", 0)), int64(intArg(d, "end", 0))
-	var epochs []epochcache.Entry
-	for _, s := range strings.Split(strArg(d, "epochs", "0@"+strconv.FormatInt(start, 10)), ",") {
-		ep, off, _ := strings.Cut(s, "@")
-		a, _ := strconv.Atoi(ep)
-		b, _ := strconv.Atoi(off)
-		epochs = append(epochs, epochcache.Entry{Epoch: int32(a), StartOffset: int64(b)})
+	epochs, err := epochcache.ParseEntries(strArg(d, "epochs", "0@"+strconv.FormatInt(start, 10)))
+	if err != nil {
+		return err
 	}
 	ctx := context.Background()
 	seg := remote.SegmentMetadata{SegmentID: id, StartOffset: start, EndOffset: end, SegmentLeaderEpochs: epochs,

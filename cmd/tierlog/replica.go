@@ -2,8 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"strings"
 
 	"github.com/tierlog/tierlog/epochcache"
 	"github.com/tierlog/tierlog/remote"
@@ -89,7 +87,7 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 				tp = p // the stored topic name is part of the identity
 			}
 		}
-		lineage, err := parseSealLineage(*sealLineage)
+		lineage, err := epochcache.ParseEntries(*sealLineage)
 		if err != nil {
 			return usagef("--seal-lineage: %v", err)
 		}
@@ -136,21 +134,4 @@ func setupDescribeReplica(fl *flag.FlagSet) func(*tool, []string, *output) error
 		out.setJSON(doc)
 		return nil
 	}
-}
-
-// parseSealLineage reads "1@0,2@90" (State.String's seal-lineage=), nil
-// for "".
-func parseSealLineage(v string) ([]epochcache.Entry, error) {
-	if v == "" {
-		return nil, nil
-	}
-	var es []epochcache.Entry
-	for _, part := range strings.Split(v, ",") {
-		var e epochcache.Entry
-		if _, err := fmt.Sscanf(part, "%d@%d", &e.Epoch, &e.StartOffset); err != nil {
-			return nil, fmt.Errorf("entry %q: want EPOCH@START", part)
-		}
-		es = append(es, e)
-	}
-	return es, nil
 }
