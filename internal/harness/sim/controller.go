@@ -606,12 +606,21 @@ func (c *Cluster) acceptLossAtElection(kind election) {
 	case !st.SealCommitted():
 		if end < c.model.end {
 			c.model.discardFrom(end, c.finishedSegments())
+			// The replicas outside the ISR are stale from end, or from
+			// lower down where the new leader's records become committed
+			// in place of records an earlier election gave up (no
+			// committed value known there: the comparison above agrees
+			// without one, and the other replicas hold none of them).
+			stale := end
+			if b := c.leaderBroker(); b != nil && b.Log() != nil {
+				stale = c.model.firstUnknown(max(b.Log().LogStartOffset(), 0), end)
+			}
 			if c.model.staleFrom == nil {
 				c.model.staleFrom = map[int32]int64{}
 			}
 			for _, id := range c.ctrl.replicas {
-				if old, ok := c.model.staleFrom[id]; id != c.ctrl.rec.Leader && (!ok || end < old) {
-					c.model.staleFrom[id] = end
+				if old, ok := c.model.staleFrom[id]; id != c.ctrl.rec.Leader && (!ok || stale < old) {
+					c.model.staleFrom[id] = stale
 				}
 			}
 		}

@@ -90,6 +90,17 @@ func (m *model) init() {
 
 func (m *model) advance(end int64) { m.end = max(m.end, end) }
 
+// firstUnknown is the first offset of [from, to) with no committed value
+// known and not given up, or to.
+func (m *model) firstUnknown(from, to int64) int64 {
+	for o := from; o < to; o++ {
+		if _, ok := m.values[o]; !ok && !m.given(o, o+1) {
+			return o
+		}
+	}
+	return to
+}
+
 // commit records the committed value at offset (a WAL answer, or the
 // classic leader's record as its high watermark passes it).
 func (m *model) commit(offset int64, value string) { m.values[offset] = value }

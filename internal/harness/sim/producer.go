@@ -275,14 +275,9 @@ func (c *Cluster) sendIdempotent(b *Broker, p *simProducer, sb *sentBatch, lostA
 		// The batch is committed: the leader's producer state lost it
 		// (the retry is within the window of five batches).
 		// A leader whose log started above the batch never held its
-		// state (Broker.stateFrom): Kafka answers the same. Nor does one
-		// whose log starts past the batch: an unclean election made a
-		// log the partition's that holds none of it (its offsets are
-		// below that log's start), and Kafka's leader evicts the state
-		// of producers whose batches end below its log start
-		// (ProducerStateManager.truncateHead).
+		// state (Broker.stateFrom): Kafka answers the same.
 		at, ok := c.prod.seenAt[producerValue(p.index, sb.seq)]
-		if ok && !c.model.given(at, at+1) && at+int64(sb.n) > max(b.stateFrom, b.Log().LogStartOffset()) {
+		if ok && !c.model.given(at, at+1) && at+int64(sb.n) > b.stateFrom {
 			return note, c.violation(Duplicate, b.ID, at, "retry of seq %d, committed at %d, refused as out of order: %v",
 				sb.seq, at, err)
 		}
