@@ -193,9 +193,12 @@ type SegmentMetadata struct {
 	EndOffset int64
 	// SegmentLeaderEpochs maps each leader epoch with records in the
 	// segment to its first offset inside the segment, sorted by epoch and
-	// offset. The first entry starts at StartOffset; every entry lies in
-	// [StartOffset, EndOffset]. The copy task builds it with
-	// epochcache EntriesInRange(segment base, next segment base).
+	// offset. Every entry lies in [StartOffset, EndOffset]; the first
+	// starts at StartOffset, or above it when DeleteRecords moved the log
+	// start inside the segment before it was copied (the records below
+	// have no epoch in the cache any more, and no reader asks for them).
+	// The copy task builds it with epochcache EntriesInRange(segment base,
+	// next segment base).
 	SegmentLeaderEpochs []epochcache.Entry
 	// SizeBytes is the size of the segment's data in bytes.
 	SizeBytes int64
@@ -239,8 +242,12 @@ func (m *SegmentMetadata) Validate() error {
 		return bad("custom metadata of %d bytes > %d", len(m.CustomMetadata), MaxCustomMetadataBytes)
 	case len(m.SegmentLeaderEpochs) == 0:
 		return bad("no segment leader epochs")
-	case m.SegmentLeaderEpochs[0].StartOffset != m.StartOffset:
-		return bad("first leader epoch %s does not start at the segment start %d",
+	case m.SegmentLeaderEpochs[0].StartOffset < m.StartOffset:
+		// Above it is allowed, as in Kafka: DeleteRecords inside a
+		// segment truncates the epoch cache from the start at the new
+		// log start, and the segment's records below it have no epoch
+		// any more (and are never read).
+		return bad("first leader epoch %s starts below the segment start %d",
 			m.SegmentLeaderEpochs[0], m.StartOffset)
 	}
 	for i, e := range m.SegmentLeaderEpochs {

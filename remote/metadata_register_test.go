@@ -130,8 +130,8 @@ func TestRegisterCopiedSegment(t *testing.T) {
 	}{
 		{"end before start", func(s *SegmentMetadata) { s.EndOffset = 50 }, new(*SegmentMetadataError)},
 		{"no epochs", func(s *SegmentMetadata) { s.SegmentLeaderEpochs = nil }, new(*SegmentMetadataError)},
-		{"first epoch not at start", func(s *SegmentMetadata) {
-			s.SegmentLeaderEpochs = []epochcache.Entry{{Epoch: 3, StartOffset: 101}}
+		{"first epoch below start", func(s *SegmentMetadata) {
+			s.SegmentLeaderEpochs = []epochcache.Entry{{Epoch: 3, StartOffset: 99}}
 		}, new(*SegmentMetadataError)},
 		{"negative size", func(s *SegmentMetadata) { s.SizeBytes = -1 }, new(*SegmentMetadataError)},
 		{"zero segment id", func(s *SegmentMetadata) { s.SegmentID.ID = UUID{} }, new(*SegmentMetadataError)},

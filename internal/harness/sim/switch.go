@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/tierlog/tierlog/consolidate"
+	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
 )
 
@@ -97,6 +99,12 @@ func (c *Cluster) Copy(id int32) error {
 			note := fmt.Sprintf("copied %s h=%d", strings.Join(segs, " "), l.HighestOffsetInRemoteStorage())
 			if err != nil {
 				note += " failed: " + err.Error()
+			}
+			// Metadata the copy task built from its own log and refused
+			// fails every later run the same way: the partition is never
+			// tiered again (DeleteRecords inside a segment did once).
+			if sme := (*remote.SegmentMetadataError)(nil); errors.As(err, &sme) {
+				return note, c.violation(Stuck, id, l.LocalLogStartOffset(), "the copy task refuses the metadata it built: %v", err)
 			}
 			return note, nil
 		}
