@@ -62,7 +62,9 @@ const (
 	// leader of a phase-2 partition reached the WAL's high watermark. The
 	// other invariants check safety only: a replica that refuses every
 	// answer (a misplaced batch, a fetch that never validates) breaks none
-	// of them, and a partition stuck that way serves nothing new.
+	// of them, and a partition stuck that way serves nothing new. So is a
+	// copy task that refuses the segment metadata it built (Cluster.Copy):
+	// it refuses it on every run, and the partition is never tiered again.
 	Stuck
 	// OrphanObject: at the end of a step, the object store holds a remote
 	// segment object of no segment the remote metadata knows: it was
