@@ -59,22 +59,21 @@ type simCatch struct {
 var simCatches = []simCatch{
 	// The object store answers a WAL object's GET with another object's
 	// bytes of the same size (wal-read-faults): without the binding
-	// check they are served (UncommittedRead). Seed 1 after 366 steps.
+	// check they are served (UncommittedRead). Seed 5 after 283 steps.
 	{guard: mutation.WALReadBinding, limit: 35},
 	// The control plane's FindBatches answer misses a row in the middle
 	// (plane-faults): without the gap check the batches after the hole
 	// are served (LostRecord: a record that does not follow the one
-	// before). Seed 6 after 413 steps.
+	// before). Seed 5 after 384 steps.
 	{guard: mutation.WALReadGap, limit: 40},
 	// Two rows swapped at the start of a FindBatches answer
 	// (plane-faults): without the check the later batch is served as the
-	// answer's start (LostRecord: served past the fetch offset). Seed 164
-	// after 428 steps (45 before the roll stopped syncing the directory
-	// and the seal refusals shifted the draws).
+	// answer's start (LostRecord: served past the fetch offset). Seed 30
+	// after 336 steps.
 	{guard: mutation.WALReadSkippedStart, limit: 350},
 	// Diskless records produced or consolidated in phase 1 carry an epoch
 	// from before the flag: a follower's epochs disagree with the
-	// leader's (LineageDiverged). Seed 47 after 453 steps.
+	// leader's (LineageDiverged). Seed 62 after 323 steps.
 	{guard: mutation.Phase2Gate, limit: 190},
 	// An undone switch that stays consolidating reads as born diskless:
 	// the leader starts consolidating and followers leave the classic
@@ -95,12 +94,12 @@ var simCatches = []simCatch{
 	{guard: mutation.LogDirParentSync, limit: 60},
 	// The random reseal names an offset inside one of the leader's
 	// batches: the truncation to it loses the batch's records below the
-	// seal. Seed 12 after 333 steps.
-	{guard: mutation.ResealBatchBoundary, limit: 40},
+	// seal. Seed 55 after 181 steps.
+	{guard: mutation.ResealBatchBoundary, limit: 80},
 	// The operator forces the seal while it is pending (the random
 	// reseal acts in the seal-pending phase too) at an offset below the
 	// leader's log end: the leader truncates committed records to it with
-	// no loss accepted (LostRecord). Seed 55 after 102 steps.
+	// no loss accepted (LostRecord). Seed 5 after 138 steps.
 	{guard: mutation.ResealPendingLogEnd, limit: 220},
 	// The operator forces the seal while it is pending at the leader's
 	// log end above its high watermark: an in-sync follower holding
@@ -112,8 +111,8 @@ var simCatches = []simCatch{
 	// leaves the log's records unsynced behind its clean-shutdown
 	// marker: a crash after the restart drops them while the recovered
 	// log keeps its end (LostRecord: a fetch served past a hole; or
-	// Duplicate, a restart that forgot a producer). Seed 29 after 412
-	// steps (Duplicate), with flush on.
+	// Duplicate, a restart that forgot a producer). Seed 54 after 309
+	// steps (LostRecord), with flush on.
 	{guard: mutation.ManagedCloseDurable, weights: flushMenu, limit: 55},
 	// With flush.messages unlimited a roll's snapshot or checkpoint
 	// write fsyncs the directory before the rolled segment's data is
@@ -124,28 +123,27 @@ var simCatches = []simCatch{
 	// With flush.messages unlimited a DeleteRecords to the log end is
 	// checkpointed before the records below it are durable: a crash
 	// reopens an empty log at the new log start that forgot the
-	// producers the raise keeps (Duplicate). Seed 95 after 415 steps,
+	// producers the raise keeps (Duplicate). Seed 58 after 497 steps,
 	// with flush on (seed 53 is recovery-point-snapshot-kept's).
 	{guard: mutation.LogStartDataFirst, weights: flushMenu, limit: 285},
 	// With flush.messages unlimited the recovery point stays below a
 	// log start raised to the log end; a crash recovery starts at the
 	// segment holding it, whose snapshot the open's reload deleted, and
 	// forgets a producer whose batches retention removed (Duplicate).
-	// Seed 53 after 394 steps.
+	// Seed 53 after 396 steps.
 	{guard: mutation.RecoveryPointSnapshotKept, weights: flushMenu, limit: 60},
 	// A crash during a roll loses its producer snapshot; the restart's
 	// recovery starts at the new segment and writes none there, and once
 	// DeleteRecords moves the log start to the log end the reload deletes
 	// the older ones: a crash forgets the producers of the segments below
 	// (Duplicate). With recovery-point-snapshot-kept off too (its kept
-	// snapshot holds them as well): seed 609 after 426 steps.
-	{guard: mutation.RecoveryFirstSnapshot,
-		weights: allClearMenu, limit: 650},
+	// snapshot holds them as well): seed 943 after 271 steps.
+	{guard: mutation.RecoveryFirstSnapshot, limit: 1000},
 	// A clean open after DeleteRecords to the log end took the epoch
 	// cache for damage and recovered every segment, deleting the
 	// producer snapshots above the first; a crash inside that recovery
 	// left a log whose next open forgot producers (Duplicate). With
-	// recovery-point-snapshot-kept off too: seed 23 after 278 steps.
+	// recovery-point-snapshot-kept off too: seed 23 after 279 steps.
 	{guard: mutation.EpochCheckAtLogStart,
 		weights: producerLogStartMenu, limit: 70},
 	// A truncation below the checkpointed high watermark, then a crash:
@@ -162,24 +160,22 @@ var simCatches = []simCatch{
 	// stops the same bug (without a recorded epoch the check recreates
 	// any replica holding a record below the seal, safe but a rebuild
 	// each): it is the guard's backup (mutation.Backups), disabled with
-	// it. On the start-phase-2 menu seed 115 after 313 steps (68 breaks
-	// with empty-prefix-check alone disabled too: its own bug); on the
-	// default menu seed 586.
+	// it. On the start-phase-2 menu seed 57 after 252 steps.
 	{guard: mutation.StartPhaseTwoRecordedEpoch, weights: startPhaseTwoMenu, limit: 200},
 	// DeleteRecords (or a follower taking the leader's log start) writes
 	// the epoch checkpoint truncated from the start before the offsets
 	// checkpoint: a crash brings the records below the new log start
 	// back without epochs, and a follower copying them disagrees with
 	// the leader (LineageDiverged). With delete-records on (weight 0 in
-	// the default menu for an open finding, see random.go): seed 5 after
-	// 316 steps.
+	// the default menu for an open finding, see random.go): seed 20 after
+	// 215 steps.
 	{guard: mutation.LogStartCheckpointFirst, weights: deleteRecordsMenu, limit: 55},
 	// A DeleteRecords inside a batch the leader tiered truncates the
 	// epoch cache to the new log start; a remote read checks the batch's
 	// lineage at its base offset, which the cache no longer covers, and
 	// refuses the committed records from the log start on forever
 	// (LostRecord: a new leader's remote storage holds them in its
-	// lineage and does not serve them). Seed 34 after 386 steps, with
+	// lineage and does not serve them). Seed 17 after 304 steps, with
 	// delete-records on (443 before the checker took an unserved offset
 	// of a valid segment for a lost record rather than an accepted loss).
 	{guard: mutation.RemoteReadLogStartBatch, weights: deleteRecordsMenu, limit: 110},
@@ -206,18 +202,18 @@ var simCatches = []simCatch{
 	{guard: mutation.RecoverySnapshots, limit: 55},
 	// first-prune-bound alone: a leader whose log ends below the seal in
 	// phase 2 before the first prune (its disk lost, then a forced
-	// election: at W = 22, seal 29) is offered the first diskless batch
+	// election) is offered the first diskless batch
 	// and refuses it, as it does not start at its log end; the
 	// incident's end (all-clear, weight 0 in the default menu, see
-	// random.go) runs Settle, which finds it Stuck. Seed 16
-	// after 289 steps.
+	// random.go) runs Settle, which finds it Stuck. Seed 3
+	// after 252 steps.
 	{guard: mutation.FirstPruneBound, weights: allClearMenu, limit: 50},
 	// empty-prefix-coverage: DeleteRecords moved the log start to the
 	// seal before the switch; in phase 2 the leader loses its disk after
 	// a copy and a prune and comes back empty as the last-known leader:
 	// the endpoint waits for remote storage to hold S - 1, deleted, and
-	// all-clear's Settle finds it Stuck. Seed 372 after 429 steps.
-	{guard: mutation.EmptyPrefixCoverage, weights: allClearMenu, limit: 400},
+	// all-clear's Settle finds it Stuck. Seed 516 after 498 steps.
+	{guard: mutation.EmptyPrefixCoverage, weights: allClearMenu, limit: 600},
 	// epoch-cleanup-guard: after an unclean election a leader forced in
 	// phase 2 caches only epochs above the classic prefix's, and its
 	// expiration's epoch cleanup deletes the remote segments of the
@@ -228,29 +224,26 @@ var simCatches = []simCatch{
 	{guard: mutation.EpochCleanupGuard, weights: uncleanAllClearMenu, limit: 300},
 	// Unclean ElectLeaders requests (weight 0 in the default menu) with
 	// the operator's start-phase-2 left out (it had open findings with
-	// unclean elections when the rows were searched). Seeds 273 (198 steps; with
+	// unclean elections when the rows were searched). Seeds 202 (396 steps; with
 	// its backup remote-read-lineage, since the lineage check also reads
-	// a batch's last offset: 741 before) and, for remote-read-lineage,
-	// 186 (113 steps). truncation-lowers-remote-highest and
+	// a batch's last offset) and, for remote-read-lineage, 17 (93 steps). truncation-lowers-remote-highest and
 	// remote-highest-in-lineage have rows on the unclean task menu below.
 	{guard: mutation.SealCapRemoteRead, weights: uncleanMenu, limit: 300},
 	{guard: mutation.RemoteReadLineage, weights: uncleanMenu, limit: 265},
 	// A follower that an unclean election truncates below its local log
 	// start loses its log start and the epochs below the truncation; when
-	// it leads later, its consolidation stops past the seal (Stuck). On
-	// the unclean expire menu: seed 711 after 516 steps. (It was seed 770
-	// of the unclean menu with all-clear until the liveness check's
-	// rounds ran the switch step: now 1789 there; none in 800 seeds with
-	// unclean elections at 3.)
+	// it leads later, its consolidation stops past the seal (Stuck), or
+	// a committed offset is on no tier. On the unclean expire menu: seed
+	// 383 after 352 steps (LostRecord).
 	{guard: mutation.TruncationKeepsRemotePrefix, weights: uncleanExpireMenu, limit: 780},
 	// empty-prefix-check: DeleteRecords reaches the seal, so the classic
 	// prefix [X, S) is empty and start-phase-2 records no epoch; without
 	// the check a replica holding records below the seal that the
 	// partition no longer commits leads with them (Conflict). On the
 	// phase-2 menu (DeleteRecords and the switch's and start-phase-2's
-	// rows weighed up): seed 26 after 131 steps (on the default menu, 12
+	// rows weighed up): seed 102 after 202 steps (on the default menu, 12
 	// of seeds 1 to 1227 with delete-records at 2, before the fix).
-	{guard: mutation.EmptyPrefixCheck, weights: emptyPrefixMenu, limit: 70},
+	{guard: mutation.EmptyPrefixCheck, weights: emptyPrefixMenu, limit: 140},
 	// remote-producer-window: a follower out of the ISR is rebuilt from
 	// remote storage past an idempotent producer's batches, then leads;
 	// the producer retries a batch of its window whose answer it lost,
@@ -296,7 +289,7 @@ var simCatches = []simCatch{
 	// the copy cancels its indexes PUT instead of waiting for it; the
 	// failed copy's cleanup lists the segment without the indexes, which
 	// land afterwards: an object of no segment (OrphanObject). On the
-	// late-puts menu: seed 27 after 44 steps.
+	// late-puts menu: seed 15 after 258 steps.
 	{guard: mutation.CopySettlesUploads, weights: latePutsMenu, limit: 80},
 	// group-commit-step-undo: a commit fails inside its step of the
 	// control plane's group commit after its batches were accepted
@@ -330,9 +323,9 @@ var simCatches = []simCatch{
 	// the restart opens a log ending at the old segment's base with no
 	// record below it; the next reset truncates inside that range and
 	// the follower joins the ISR claiming offsets it does not hold
-	// (LineageDiverged; script truncate_fully_lower_log_start_crash). On
-	// the truncate-fully menu: seed 80 after 482 steps (233 and 69 in
-	// earlier versions).
+	// (LineageDiverged; script truncate_fully_lower_log_start_crash), or
+	// loses a committed record. On the truncate-fully menu: seed 233
+	// after 353 steps (LostRecord).
 	{guard: mutation.TruncateFullyOrder, weights: truncateFullyMenu, limit: 260},
 	// truncation-fence: a lone leader tiers [0, 64] and is lost to an
 	// unclean election; back as a follower, its remote task looks up 64
@@ -395,7 +388,7 @@ var simCatches = []simCatch{
 	// answered "unknown partition", never redirected to remote storage,
 	// so it never rebuilds, and Settle finds a committed offset no fetch
 	// serves (Stuck; script init_row_from_metadata_after_start_phase_2).
-	// On the all-clear menu: seed 210 after 218 steps.
+	// On the all-clear menu: seed 7 after 222 steps.
 	{guard: mutation.InitRowFromMetadata, weights: allClearMenu, limit: 420},
 	// seal-truncation: a replica applying a lowered seal keeps its
 	// classic tail past it, joins the ISR at the seal and leads with a
@@ -418,9 +411,9 @@ var simCatches = []simCatch{
 	// elect --replica takes a replica truncated to the seal whose
 	// records below it are of that lineage (Conflict; script
 	// elect_replica_discarded_lineage). On the unclean operator menu:
-	// seed 275 after 276 steps (none in 600 seeds of the unclean menu,
+	// seed 632 after 123 steps (none in 600 seeds of the unclean menu,
 	// which leaves start-phase-2 out).
-	{guard: mutation.SealEpochLineage, weights: uncleanOperatorMenu, limit: 300},
+	{guard: mutation.SealEpochLineage, weights: uncleanOperatorMenu, limit: 700},
 	// The phase-2 check keeps a replica whose future log (a log directory
 	// move) ends past the log end: the leader's move fetcher copied its
 	// record past a seal the operator then lowered, and applying the
@@ -429,7 +422,7 @@ var simCatches = []simCatch{
 	// and the promotion on equal log ends replaces the diskless record
 	// with the given-up one (Conflict). The promotion's lineage check
 	// (the backup) stops the same bug. On the move-across-the-seal menu:
-	// seed 859 after 195 steps, which passes with either guard alone
+	// seed 859 after 196 steps, which passes with either guard alone
 	// disabled (script replica_future_log_past_lowered_seal).
 	{guard: mutation.ReplicaFutureLog, weights: loneLeaderMoveMenu, limit: 950},
 	// An unclean leader's local retention deletes the only copy of
