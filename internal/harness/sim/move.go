@@ -173,32 +173,20 @@ func (b *Broker) appendToFuture(l, f *log.UnifiedLog, records []byte, epoch int3
 }
 
 // startFutureAt empties the future log f and starts it at s (the current
-// log l's local log start, or the base of the batch holding it), with
-// l's log start (at most s), every epoch l holds below s and l's
-// producer state at s (the local log of a tiered partition starts above
-// its log start; the prefix stays in remote storage, and the future log
-// takes its lineage and producers as a rebuild from remote storage
-// restores a follower's: TruncateFullyAndRestore with the snapshot and
-// batches file l keeps at s). Without the producers a promoted future
-// log forgets those whose batches lie below s, and appends their
-// retries again.
+// log l's local log start, or the base of the batch holding it) with
+// l's log start, lineage and producers there
+// (log.UnifiedLog.StartAsFutureOf, which a broker's move fetcher calls
+// too).
 func (b *Broker) startFutureAt(l, f *log.UnifiedLog, s int64) error {
 	b.futureStateFrom = s
-	start := min(s, l.LogStartOffset())
-	if s == 0 || !f.RemoteStorageEnabled() {
-		if err := f.TruncateFullyAndStartAt(s, start); err != nil {
-			return err
-		}
-		return copyEpochs(l, f, -1)
-	}
-	snap, batches, err := l.ProducerSnapshotWithBatches(s)
+	err := f.StartAsFutureOf(l, s)
 	if errors.Is(err, fs.ErrNotExist) {
-		snap, batches = nil, nil // no snapshot at a batch's base: no producers carried
-	} else if err != nil {
-		return err
+		// No snapshot at the base of a batch inside a segment: the
+		// future log takes the lineage without the producers there.
+		return f.TruncateFullyAndRestore(log.RemoteRestore{NextOffset: s, LogStartOffset: min(s, l.LogStartOffset()),
+			Epochs: l.EpochEntriesInRange(-1, s)})
 	}
-	return f.TruncateFullyAndRestore(log.RemoteRestore{NextOffset: s, LogStartOffset: start,
-		Epochs: l.EpochEntriesInRange(-1, s), ProducerSnapshot: snap, ProducerBatches: batches})
+	return err
 }
 
 // markMoveTruncation records that the classic fetcher truncated the
