@@ -25,10 +25,10 @@ import (
 // deletions and loads are file I/O under the mutex for the same reason).
 
 // TruncationCount returns the number of truncations that changed this log
-// instance, and of FenceRemoteProgress calls. It takes the log mutex, so it waits for a running truncation:
-// a remote task that reads it before it reads the epoch cache or the
-// segments never pairs the new count with state from before the
-// truncation.
+// instance, and of FenceRemoteProgress calls. It takes the log mutex, so
+// it waits for a running truncation: a remote task that reads it before
+// it reads the epoch cache or the segments never pairs the new count with
+// state from before the truncation.
 func (l *UnifiedLog) TruncationCount() truncation.Count {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -42,7 +42,9 @@ type model struct {
 	lost [][2]int64
 	// staleFrom maps a follower to the offset an unclean or
 	// last-known-leader election discarded from while it was outside the
-	// ISR: its high watermark may still cover the discarded records,
+	// ISR (or the lower one from which that election's leader's records
+	// became committed where no committed value was left): its high
+	// watermark may still cover the discarded records,
 	// which it holds until it fetches from the new leader and truncates.
 	// Below that offset it is checked as before; the entry goes when it
 	// rejoins the ISR.
