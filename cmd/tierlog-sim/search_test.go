@@ -18,16 +18,15 @@ import (
 // guard disabled, and wal-read-gap with it (the fetcher's refusal to
 // append a batch that does not start at its log end stops the same bug
 // one step later, as a leader that makes no progress, which no invariant
-// checks). Seed 6 (its swarm configuration drawn) is the first that breaks an invariant
-// (internal/harness/sim's TestSimCatchesEachGuard runs it too); the guards are
-// on again afterwards.
+// checks). Seed 1 (its swarm configuration drawn) is the first that
+// breaks an invariant; the guards are on again afterwards.
 func TestSearchCatchesFirstPruneBound(t *testing.T) {
 	var out, errs bytes.Buffer
 	code := run([]string{"-mutation", "first-prune-bound,wal-read-gap", "-seeds", "10"}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
 	}
-	if got, want := out.String(), "first-prune-bound,wal-read-gap: caught at seed 6 after 413 steps\n"; got != want {
+	if got, want := out.String(), "first-prune-bound,wal-read-gap: caught at seed 1 after 342 steps\n"; got != want {
 		t.Fatalf("output %q, want %q", got, want)
 	}
 	for _, g := range []mutation.Guard{mutation.FirstPruneBound, mutation.WALReadGap} {
@@ -91,41 +90,41 @@ func TestSearchNotCaught(t *testing.T) {
 }
 
 // With -shrink the search also writes the caught seed's shrunk script
-// (phase2-gate: seed 47, 453 steps, the first of the default menu) and
+// (phase2-gate: seed 62, 323 steps, the first of the default menu) and
 // prints its line after the result.
 func TestSearchShrinks(t *testing.T) {
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
-	if code := run([]string{"-mutation", "phase2-gate", "-seed", "47", "-seeds", "1", "-shrink", dir}, &out, &errs); code != 0 {
+	if code := run([]string{"-mutation", "phase2-gate", "-seed", "62", "-seeds", "1", "-shrink", dir}, &out, &errs); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errs.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	path := filepath.Join(dir, "shrunk_phase2_gate_seed_47")
-	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 47 after 453 steps" ||
-		!strings.HasPrefix(lines[1], "phase2-gate: seed 47 shrunk from 453 to ") || !strings.HasSuffix(lines[1], path) {
+	path := filepath.Join(dir, "shrunk_phase2_gate_seed_62")
+	if len(lines) != 2 || lines[0] != "phase2-gate: caught at seed 62 after 323 steps" ||
+		!strings.HasPrefix(lines[1], "phase2-gate: seed 62 shrunk from 323 to ") || !strings.HasSuffix(lines[1], path) {
 		t.Fatalf("output:\n%s%s", out.String(), errs.String())
 	}
-	requireScript(t, path, 47)
+	requireScript(t, path, 62)
 }
 
 // A soak stops at the first seed that breaks an invariant (here with
-// phase2-gate disabled, from seed 45: seed 47), prints it, its swarm
+// phase2-gate disabled, from seed 60: seed 62), prints it, its swarm
 // configuration and writes its shrunk script.
 func TestSoakStopsAndShrinks(t *testing.T) {
 	mutation.Disable(t, mutation.Phase2Gate)
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
-	if code := run([]string{"-duration", "10m", "-seed", "45", "-shrink", dir}, &out, &errs); code != 1 {
+	if code := run([]string{"-duration", "10m", "-seed", "60", "-shrink", dir}, &out, &errs); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errs.String())
 	}
-	for _, want := range []string{"seed 47 FAILED after 453 steps: step 453: lineage-diverged",
-		"\n" + sim.DrawSwarm(47).String() + "\n",
-		"rerun: go test ./internal/harness/sim -run TestRandom -seed 47\n", "seed 47 shrunk from 453 to "} {
+	for _, want := range []string{"seed 62 FAILED after 323 steps: step 323: lineage-diverged",
+		"\n" + sim.DrawSwarm(62).String() + "\n",
+		"rerun: go test ./internal/harness/sim -run TestRandom -seed 62\n", "seed 62 shrunk from 323 to "} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s%s", want, out.String(), errs.String())
 		}
 	}
-	requireScript(t, filepath.Join(dir, "shrunk_seed_47"), 47)
+	requireScript(t, filepath.Join(dir, "shrunk_seed_62"), 62)
 }
 
 // requireScript: path is a script of a new cluster of seed ending in a
