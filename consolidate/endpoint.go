@@ -315,7 +315,7 @@ func (e *Endpoint) coverage(tp remote.TopicIDPartition, state tierstate.State) (
 		return CoverageUnknown, err
 	}
 	for _, s := range segs {
-		if s.State == remote.CopySegmentFinished && s.StartOffset <= target && target <= s.EndOffset {
+		if s.State == remote.CopySegmentFinished && s.HeldStartOffset() <= target && target <= s.EndOffset {
 			return CoverageHeld, nil
 		}
 	}
@@ -461,7 +461,7 @@ func (e *Endpoint) remoteEpochBelowSeal(tp remote.TopicIDPartition, seal int64, 
 	}
 	found, ok := int32(0), false
 	for _, m := range segs {
-		if m.State != remote.CopySegmentFinished || m.StartOffset > seal-1 || m.EndOffset < seal-1 {
+		if m.State != remote.CopySegmentFinished || m.HeldStartOffset() > seal-1 || m.EndOffset < seal-1 {
 			continue
 		}
 		at := base.UndefinedEpoch

@@ -1,6 +1,10 @@
 package log
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tierlog/tierlog/internal/atomicfile"
+)
 
 // deletePredicate decides whether segment s (with successor next, nil for
 // the active segment) breaches a retention rule. Predicates may keep
@@ -45,6 +49,12 @@ func (l *UnifiedLog) DeleteOldSegments() (int, error) {
 		l.mu.Unlock()
 		if werr := l.writeSnapshotsFlushMuHeld(snaps); err == nil {
 			err = werr
+		}
+		// A roll's snapshot was written before the removal
+		// (writeSnapshotsBeforeRemovalLocked): the removal is made
+		// durable here, as the snapshot's write after it used to.
+		if err == nil && deleted > 0 && len(snaps) == 0 {
+			err = l.syncDirFlushMuHeld()
 		}
 	}
 	if err != nil {
@@ -152,6 +162,11 @@ func (l *UnifiedLog) deleteSegmentsLocked(pred deletePredicate, reason string, e
 			return 0, err
 		}
 	}
+	if len(ev.rolled) > 0 {
+		if err := l.writeSnapshotsBeforeRemovalLocked(); err != nil {
+			return 0, err
+		}
+	}
 	victims := l.mu.segments[:deletable]
 	newStart := l.mu.segments[deletable].BaseOffset()
 	// Move the start offset before the segments disappear, so a reader
@@ -173,6 +188,45 @@ func (l *UnifiedLog) deleteSegmentsLocked(pred deletePredicate, reason string, e
 	l.publishLocked()
 	l.checkOffsetsLocked()
 	return deletable, nil
+}
+
+// syncDirFlushMuHeld fsyncs the log directory, the rolled segments' data
+// first (rollsync.go).
+//
+// REQUIRES: l.flushMu held.
+func (l *UnifiedLog) syncDirFlushMuHeld() error {
+	if err := l.syncRolledFlushMuHeld(); err != nil {
+		return err
+	}
+	if err := l.timedSync(func() error { return atomicfile.SyncDir(l.fs, l.dir) }); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// writeSnapshotsBeforeRemovalLocked writes the producer snapshots queued
+// by a roll of this deletion (the rolled-to segment's), durable, before
+// any segment is removed: written after the removal, a crash between the
+// two reopened a log with neither the removed segments nor a snapshot
+// above them, its producers forgotten (an idempotent retry appended
+// twice). The fsyncs run under mu, as a truncation's do: retention rolls
+// rarely.
+//
+// REQUIRES: l.mu held, l.flushMu held.
+func (l *UnifiedLog) writeSnapshotsBeforeRemovalLocked() error {
+	if len(l.mu.pendingSnapshots) == 0 {
+		return nil
+	}
+	if err := l.syncRolledLocked(); err != nil {
+		return err
+	}
+	for _, p := range l.mu.pendingSnapshots {
+		if err := p.write(l); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	l.mu.pendingSnapshots = l.mu.pendingSnapshots[:0]
+	return nil
 }
 
 // deletableLocked returns how many of the oldest segments may be deleted

@@ -270,8 +270,8 @@ func (m *Manager) gapFreeRemoteEnd(tp TopicIDPartition, entries []epochcache.Ent
 		if segs[i].State != CopySegmentFinished {
 			continue
 		}
-		if end := lineageAgreedEnd(&segs[i], lineage, from); end >= max(segs[i].StartOffset, from) {
-			held = append(held, span{segs[i].StartOffset, end})
+		if end := lineageAgreedEnd(&segs[i], lineage, from); end >= max(segs[i].HeldStartOffset(), from) {
+			held = append(held, span{segs[i].HeldStartOffset(), end})
 		}
 	}
 	slices.SortFunc(held, func(a, b span) int { return cmp.Compare(a.start, b.start) })
@@ -287,14 +287,14 @@ func (m *Manager) gapFreeRemoteEnd(tp TopicIDPartition, entries []epochcache.Ent
 
 // lineageAgreedEnd is the last offset of m, from from on, up to which
 // its leader epoch at each offset is the one lineage gives it (below
-// max(m.StartOffset, from) when the first is not): each epoch has one
+// max(m.HeldStartOffset(), from) when the first is not): each epoch has one
 // leader, so there the segment holds the lineage's own records. An offset
 // below the lineage's first entry has no epoch in it and ends the run;
 // the offsets below from are not looked at (below the log start, the
 // cache may have been truncated from the start).
 func lineageAgreedEnd(m *SegmentMetadata, lineage []epochcache.Entry, from int64) int64 {
 	seg := m.SegmentLeaderEpochs
-	start := max(m.StartOffset, from)
+	start := max(m.HeldStartOffset(), from)
 	// The offsets where either side's epoch may change, from start: at
 	// each, the two epochs must still be equal.
 	points := []int64{start}
@@ -385,8 +385,8 @@ func (m *Manager) reportLogStart(tp TopicIDPartition, l PartitionLog) (int64, er
 			return -1, err
 		}
 		for _, s := range segs {
-			if s.State == CopySegmentFinished && s.StartOffset < start {
-				start = s.StartOffset
+			if s.State == CopySegmentFinished && s.HeldStartOffset() < start {
+				start = s.HeldStartOffset()
 			}
 		}
 	}
@@ -412,7 +412,7 @@ func (m *Manager) findLogStartOffset(tp TopicIDPartition, l PartitionLog) (int64
 			return base.UndefinedOffset, err
 		}
 		if len(segs) > 0 {
-			return segs[0].StartOffset, nil
+			return segs[0].HeldStartOffset(), nil
 		}
 	}
 	return l.LocalLogStartOffset(), nil

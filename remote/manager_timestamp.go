@@ -140,7 +140,7 @@ func (m *Manager) timeIndexStart(ctx context.Context, seg *SegmentMetadata, ts i
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrCorruption, err)
 	}
-	from := seg.StartOffset
+	from := seg.HeldStartOffset()
 	for _, e := range entries {
 		if e.Timestamp >= ts {
 			break

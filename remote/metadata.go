@@ -267,6 +267,18 @@ func (m *SegmentMetadata) Validate() error {
 	return nil
 }
 
+// HeldStartOffset is the first offset the segment holds a record of its
+// leader epochs at: its first epoch entry's start, above StartOffset when
+// DeleteRecords moved the log start inside the segment before it was
+// copied (the records below have no epoch and are never served; the
+// segment's files and offset index still begin at StartOffset).
+func (m *SegmentMetadata) HeldStartOffset() int64 {
+	if len(m.SegmentLeaderEpochs) > 0 {
+		return max(m.StartOffset, m.SegmentLeaderEpochs[0].StartOffset)
+	}
+	return m.StartOffset
+}
+
 // epochRange returns the offsets [start, end] (both inclusive) epoch covers
 // inside the segment: from its entry to the next entry's start minus one,
 // or to EndOffset for the last entry. ok is false if the segment has no

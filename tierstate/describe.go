@@ -520,11 +520,11 @@ func gapFreeRemoteEnd(segs []remote.SegmentMetadata, x, seal int64) int64 {
 	}
 	finished := make([]OffsetRange, 0, len(segs))
 	for _, seg := range segs {
-		if seg.State != remote.CopySegmentFinished || seg.EndOffset < seg.StartOffset {
+		if seg.State != remote.CopySegmentFinished || seg.EndOffset < seg.HeldStartOffset() {
 			continue
 		}
 		// seal - 1 >= end >= 0 here, so neither side overflows.
-		finished = append(finished, OffsetRange{Start: seg.StartOffset, End: min(seg.EndOffset, seal-1) + 1})
+		finished = append(finished, OffsetRange{Start: seg.HeldStartOffset(), End: min(seg.EndOffset, seal-1) + 1})
 	}
 	// ListSegments sorts by start offset already; a lister need not.
 	sort.Slice(finished, func(i, j int) bool { return finished[i].Start < finished[j].Start })
@@ -546,7 +546,7 @@ func gapFreeRemoteEnd(segs []remote.SegmentMetadata, x, seal int64) int64 {
 func remoteEpochAt(segs []remote.SegmentMetadata, offset int64) int32 {
 	best := base.UndefinedEpoch
 	for _, seg := range segs {
-		if seg.State != remote.CopySegmentFinished || offset < seg.StartOffset || offset > seg.EndOffset {
+		if seg.State != remote.CopySegmentFinished || offset < seg.HeldStartOffset() || offset > seg.EndOffset {
 			continue
 		}
 		if e, ok := epochcache.EpochForOffsetIn(seg.SegmentLeaderEpochs, offset); ok && e > best {

@@ -92,12 +92,22 @@ func TestGapFreeRemoteEnd(t *testing.T) {
 		{"seal 0", []remote.SegmentMetadata{describeFinished(0, 9)}, 0, 0, 0},
 		{"max end offset", []remote.SegmentMetadata{describeFinished(0, 1<<63-1)}, 0, 1000, 1000},
 		{"malformed segment skipped", []remote.SegmentMetadata{describeFinished(0, 99), describeFinished(100, 50)}, 0, 1000, 100},
+		// DeleteRecords to 42 inside the segment before its copy: its
+		// records below 42 have no epoch and are never served.
+		{"first epoch above the segment start", []remote.SegmentMetadata{firstEpochAt(describeFinished(0, 99), 42)}, 0, 1000, 0},
+		{"first epoch above the start, X there", []remote.SegmentMetadata{firstEpochAt(describeFinished(0, 99), 42)}, 42, 1000, 100},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.want, gapFreeRemoteEnd(c.segs, c.x, c.seal))
 		})
 	}
+}
+
+// firstEpochAt gives s one leader epoch, starting at start.
+func firstEpochAt(s remote.SegmentMetadata, start int64) remote.SegmentMetadata {
+	s.SegmentLeaderEpochs = []epochcache.Entry{{Epoch: 2, StartOffset: start}}
+	return s
 }
 
 // TestGapFreeRemoteEndOracle compares gapFreeRemoteEnd with an

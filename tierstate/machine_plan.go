@@ -165,7 +165,7 @@ func PlanRestore(mode RebuildMode, seal int64, target OffsetAndEpoch, seg remote
 		p.NextOffset = seg.EndOffset + 1
 		p.RestoreSnapshot = true
 	}
-	if target.Offset < seg.StartOffset || target.Offset > seg.EndOffset || p.NextOffset <= target.Offset {
+	if target.Offset < seg.HeldStartOffset() || target.Offset > seg.EndOffset || p.NextOffset <= target.Offset {
 		return RestorePlan{}, fmt.Errorf("%w: segment [%d, %d] does not hold the target %s below the next offset %d",
 			ErrRemoteEpochsInconsistent, seg.StartOffset, seg.EndOffset, target, p.NextOffset)
 	}

@@ -175,7 +175,7 @@ var simCatches = []simCatch{
 	// lineage at its base offset, which the cache no longer covers, and
 	// refuses the committed records from the log start on forever
 	// (LostRecord: a new leader's remote storage holds them in its
-	// lineage and does not serve them). Seed 17 after 304 steps, with
+	// lineage and does not serve them). Seed 17 after 303 steps, with
 	// delete-records on (443 before the checker took an unserved offset
 	// of a valid segment for a lost record rather than an accepted loss).
 	{guard: mutation.RemoteReadLogStartBatch, weights: deleteRecordsMenu, limit: 110},

@@ -99,12 +99,25 @@ func (m *model) restoreLineage(segs []remote.SegmentMetadata, logStart, logEnd i
 			}
 			agree = epochs[0].StartOffset
 		}
-		for ; agree <= s.EndOffset && agree < logEnd; agree++ {
-			se, sok := epochcache.EpochForOffsetIn(s.SegmentLeaderEpochs, agree)
-			le, lok := epochcache.EpochForOffsetIn(epochs, agree)
+		// Nor does the segment below its own first epoch entry: a
+		// DeleteRecords inside the segment before its copy left those
+		// records without an epoch (below the log start, never served).
+		// Compared from there, the segment counts up to where it agrees,
+		// if it agrees anywhere.
+		from := agree
+		if len(s.SegmentLeaderEpochs) > 0 {
+			from = max(from, s.SegmentLeaderEpochs[0].StartOffset)
+		}
+		end := from
+		for ; end <= s.EndOffset && end < logEnd; end++ {
+			se, sok := epochcache.EpochForOffsetIn(s.SegmentLeaderEpochs, end)
+			le, lok := epochcache.EpochForOffsetIn(epochs, end)
 			if !sok || !lok || se != le {
 				break
 			}
+		}
+		if end > from {
+			agree = end
 		}
 		if agree > cut {
 			m.discarded[s.SegmentID] = agree
@@ -120,6 +133,10 @@ func (c *Cluster) validSegments() []remote.SegmentMetadata {
 	segs := c.finishedSegments()
 	out := segs[:0]
 	for _, s := range segs {
+		// Its records below its first epoch entry (DeleteRecords inside
+		// the segment before its copy) have no epoch and are never
+		// served: it holds records from that entry on.
+		s.StartOffset = s.HeldStartOffset()
 		if cut, ok := c.model.discarded[s.SegmentID]; ok {
 			if s.StartOffset >= cut {
 				continue
