@@ -439,6 +439,26 @@ func TestRemoteHoleBelowLogStart(t *testing.T) {
 	require.EqualValues(t, 120, l.LogStartOffset())
 }
 
+// rolledSegmentLog opens a log with local retention on and one rolled
+// segment [0, 100) in epoch 1, none of it in remote storage.
+func rolledSegmentLog(t *testing.T, e *mgrEnv) *log.UnifiedLog {
+	t.Helper()
+	l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite, LocalRetentionMs: 1})
+	appendSegments(t, l, 1, 1, 100)
+	require.NoError(t, l.Roll())
+	return l
+}
+
+// requireLocalCopyKept runs local retention past its limit and requires
+// it to keep [0, 100), the only copy.
+func requireLocalCopyKept(t *testing.T, e *mgrEnv, l *log.UnifiedLog) {
+	t.Helper()
+	e.nowMs.Add(1000)
+	n, err := l.DeleteOldSegments()
+	require.NoError(t, err)
+	require.Zero(t, n, "the only copy of [0, 100) stays")
+}
+
 // TestRegistrationCapsUnheldRemoteOffset: as a follower the log installed
 // 99 as tiered ([0, 99] of its epoch 1 was copied); then the leader of
 // another lineage deleted that segment (its epoch cleanup after an
@@ -446,20 +466,14 @@ func TestRemoteHoleBelowLogStart(t *testing.T) {
 // Registering it caps what local retention counts as copied before any
 // task runs, so retention keeps [0, 100), now the only copy.
 func TestRegistrationCapsUnheldRemoteOffset(t *testing.T) {
-	e := newMgrEnv(t, nil)
-	tp := testPartition(0)
-	l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite, LocalRetentionMs: 1})
-	appendSegments(t, l, 1, 1, 100)
-	require.NoError(t, l.Roll())
+	e, tp := newMgrEnv(t, nil), testPartition(0)
+	l := rolledSegmentLog(t, e)
 	require.True(t, l.UpdateHighestOffsetInRemoteStorage(99, l.TruncationCount()))
 	require.EqualValues(t, 99, l.HighestOffsetInRemoteStorageInLineage())
 
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	require.EqualValues(t, -1, l.HighestOffsetInRemoteStorageInLineage(), "no segment holds 99 any more")
-	e.nowMs.Add(1000)
-	n, err := l.DeleteOldSegments()
-	require.NoError(t, err)
-	require.Zero(t, n, "the only copy of [0, 100) stays")
+	requireLocalCopyKept(t, e, l)
 	require.EqualValues(t, 0, l.LocalLogStartOffset())
 }
 
@@ -470,19 +484,13 @@ func TestRegistrationCapsUnheldRemoteOffset(t *testing.T) {
 // RemoteLogManager cancels a task without waiting for it) cannot undo the
 // check and let local retention delete the only copy.
 func TestRegistrationFencesTaskLookedUpBefore(t *testing.T) {
-	e := newMgrEnv(t, nil)
-	tp := testPartition(0)
-	l := e.openLog("p0", log.Options{RetentionMs: log.RetentionInfinite, LocalRetentionMs: 1})
-	appendSegments(t, l, 1, 1, 100)
-	require.NoError(t, l.Roll())
+	e, tp := newMgrEnv(t, nil), testPartition(0)
+	l := rolledSegmentLog(t, e)
 	count := l.TruncationCount() // the task's lookup: 99 was tiered then
 
 	require.NoError(t, e.mgr.OnLeadershipChange([]Partition{{TopicIDPartition: tp, Log: l}}, nil))
 	require.False(t, l.UpdateHighestOffsetInRemoteStorage(99, count), "computed before the registration")
 	require.EqualValues(t, -1, l.HighestOffsetInRemoteStorageInLineage())
-	e.nowMs.Add(1000)
-	n, err := l.DeleteOldSegments()
-	require.NoError(t, err)
-	require.Zero(t, n, "the only copy of [0, 100) stays")
+	requireLocalCopyKept(t, e, l)
 	require.Zero(t, l.Metrics().Truncations, "a fence is not a truncation")
 }

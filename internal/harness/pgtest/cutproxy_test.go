@@ -12,24 +12,32 @@ func msg(typ byte, payload string) []byte {
 	return append(b, payload...)
 }
 
+// requireEndsOnlyAtEnd feeds the messages split in two at every byte and
+// requires the scanner to see them end (a message of a type in ends)
+// after the second piece only.
+func requireEndsOnlyAtEnd(t *testing.T, ends string, msgs ...[]byte) {
+	t.Helper()
+	var b []byte
+	for _, m := range msgs {
+		b = append(b, m...)
+	}
+	for split := 1; split < len(b); split++ {
+		var r messageScanner
+		if r.feed(b[:split], ends) {
+			t.Fatalf("split at %d of %d: ended early", split, len(b))
+		}
+		if !r.feed(b[split:], ends) {
+			t.Fatalf("split at %d of %d: did not end at its last message", split, len(b))
+		}
+	}
+}
+
 // A request split over reads at any byte ends only after its Sync: the
 // cut of LoseNextAnswer waits for the rest (a pipeline ending in COMMIT
 // that arrives in two reads must reach the server whole).
 func TestRequestScannerWaitsForTheWholeRequest(t *testing.T) {
-	var req []byte
-	for _, m := range [][]byte{msg('P', "\x00COMMIT\x00\x00\x00"), msg('B', "\x00\x00\x00\x00\x00\x00\x00"),
-		msg('E', "\x00\x00\x00\x00\x00"), msg('S', "")} {
-		req = append(req, m...)
-	}
-	for split := 1; split < len(req); split++ {
-		var r messageScanner
-		if r.feed(req[:split], endsRequest) {
-			t.Fatalf("split at %d of %d: the request ended early", split, len(req))
-		}
-		if !r.feed(req[split:], endsRequest) {
-			t.Fatalf("split at %d of %d: the request did not end at its Sync", split, len(req))
-		}
-	}
+	requireEndsOnlyAtEnd(t, endsRequest, msg('P', "\x00COMMIT\x00\x00\x00"), msg('B', "\x00\x00\x00\x00\x00\x00\x00"),
+		msg('E', "\x00\x00\x00\x00\x00"), msg('S', ""))
 	var r messageScanner
 	if !r.feed(msg('Q', "COMMIT\x00"), endsRequest) {
 		t.Fatal("a simple Query is a whole request")
@@ -39,17 +47,5 @@ func TestRequestScannerWaitsForTheWholeRequest(t *testing.T) {
 // The server's answer ends at its ReadyForQuery, wherever the reads split
 // it (the cut of LoseNextAnswer comes after the server finished).
 func TestAnswerScannerEndsAtReadyForQuery(t *testing.T) {
-	var ans []byte
-	for _, m := range [][]byte{msg('2', ""), msg('C', "COMMIT\x00"), msg('Z', "I")} {
-		ans = append(ans, m...)
-	}
-	for split := 1; split < len(ans); split++ {
-		var r messageScanner
-		if r.feed(ans[:split], endsAnswer) {
-			t.Fatalf("split at %d of %d: the answer ended early", split, len(ans))
-		}
-		if !r.feed(ans[split:], endsAnswer) {
-			t.Fatalf("split at %d of %d: the answer did not end at its ReadyForQuery", split, len(ans))
-		}
-	}
+	requireEndsOnlyAtEnd(t, endsAnswer, msg('2', ""), msg('C', "COMMIT\x00"), msg('Z', "I"))
 }
