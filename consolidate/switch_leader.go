@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tierlog/tierlog/internal/base"
+	"github.com/tierlog/tierlog/internal/mutation"
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
 	"github.com/tierlog/tierlog/tierstate"
@@ -31,6 +32,17 @@ type ClassicPrefixPlan struct {
 	// LastClassicLeaderEpoch is R, the epoch of the leader's record at
 	// S-1, or -1 when its log holds no record below the seal.
 	LastClassicLeaderEpoch int32
+	// EmptyPrefix: R is -1 because the leader's log starts at the seal
+	// (DeleteRecords or retention removed the classic prefix). The WAL
+	// row's cross-tier log start X may still be below it: the sealing
+	// leader wrote its own log start, and an unclean election can have
+	// put a leader whose log started lower (DeleteRecords never reached
+	// it) before this one. SendClassicPrefixRequest raises X to the seal
+	// first, so that the endpoint and ListOffsets agree with the phase-2
+	// replica check that nothing is left below the seal; with X below it
+	// the consolidating leader would wait for ever for remote storage to
+	// hold S-1.
+	EmptyPrefix bool
 }
 
 // PlanClassicPrefixRequest decides, for a phase-1 consolidating partition
@@ -48,13 +60,52 @@ func PlanClassicPrefixRequest(s tierstate.State, l PrefixLog) ClassicPrefixPlan 
 	if l.HighestOffsetInRemoteStorageInLineage() < seal-1 {
 		return none
 	}
-	r := base.UndefinedEpoch
-	if seal > 0 && l.LogStartOffset() <= seal-1 {
+	plan := ClassicPrefixPlan{Send: true, LastClassicLeaderEpoch: base.UndefinedEpoch}
+	switch {
+	case seal > 0 && l.LogStartOffset() <= seal-1:
 		if e, ok := l.EpochForOffset(seal - 1); ok {
-			r = e
+			plan.LastClassicLeaderEpoch = e
+		}
+	case seal > 0:
+		plan.EmptyPrefix = true
+	}
+	return plan
+}
+
+// SendClassicPrefixRequest sends the phase-2 request plan calls for
+// (plan.Send must hold) and returns it. For an empty prefix it first
+// raises the control plane's cross-tier log start X to the seal
+// (ClassicPrefixPlan.EmptyPrefix): X only advances, so a retry after a
+// lost answer changes nothing, and a crash between the two calls leaves
+// X at the seal of a phase-1 partition whose leader has nothing below it.
+func SendClassicPrefixRequest(ctx context.Context, cp wal.ControlPlane, c SwitchController, tp remote.TopicIDPartition,
+	s tierstate.State, plan ClassicPrefixPlan, brokerID, leaderEpoch int32) (tierstate.ClassicPrefixRequest, error) {
+	req := tierstate.ClassicPrefixRequest{BrokerID: brokerID, LeaderEpoch: leaderEpoch, Seal: s.Seal(),
+		LastClassicLeaderEpoch: plan.LastClassicLeaderEpoch}
+	if plan.EmptyPrefix && !mutation.Disabled(mutation.EmptyPrefixCrossTierStart) {
+		if err := raiseCrossTierStart(ctx, cp, tp, s.Seal()); err != nil {
+			return req, err
 		}
 	}
-	return ClassicPrefixPlan{Send: true, LastClassicLeaderEpoch: r}
+	return req, c.SetClassicPrefixInRemoteStorage(ctx, tp, req)
+}
+
+// raiseCrossTierStart makes the control plane's X at least x.
+func raiseCrossTierStart(ctx context.Context, cp wal.ControlPlane, tp remote.TopicIDPartition, x int64) error {
+	res, err := cp.AdvanceCrossTierLogStart(ctx, []wal.AdvanceCrossTierLogStartRequest{{Partition: walTP(tp), CrossTierLogStart: x}})
+	switch {
+	case err != nil:
+	case len(res) != 1:
+		err = fmt.Errorf("%d answers for one partition: %w", len(res), wal.ErrInconsistentAnswer)
+	case res[0].Err != nil:
+		err = res[0].Err
+	case res[0].CrossTierLogStart < x:
+		err = fmt.Errorf("stored %d: %w", res[0].CrossTierLogStart, wal.ErrInconsistentAnswer)
+	}
+	if err != nil {
+		return fmt.Errorf("consolidate: raise the cross-tier log start of %s to the seal %d: %w", tp, x, err)
+	}
+	return nil
 }
 
 // SwitchController is the controller as the leader's switch steps talk to
@@ -158,9 +209,8 @@ func (d *LeaderSwitch) Step(ctx context.Context, s tierstate.State) (SwitchStep,
 			d.rolled, st.Rolled = sealMemory{true, s.Seal()}, rolled
 		}
 		if plan := PlanClassicPrefixRequest(s, d.Log); plan.Send && !d.asked.is(s.Seal()) {
-			req := tierstate.ClassicPrefixRequest{BrokerID: d.BrokerID, LeaderEpoch: d.LeaderEpoch,
-				Seal: s.Seal(), LastClassicLeaderEpoch: plan.LastClassicLeaderEpoch}
-			if err := d.Controller.SetClassicPrefixInRemoteStorage(ctx, d.TP, req); err != nil {
+			req, err := SendClassicPrefixRequest(ctx, d.ControlPlane, d.Controller, d.TP, s, plan, d.BrokerID, d.LeaderEpoch)
+			if err != nil {
 				return st, err
 			}
 			d.asked, st.PrefixSent = sealMemory{true, s.Seal()}, &req

@@ -259,9 +259,8 @@ func (r *Replica) switchEffectLocked(ctx context.Context, d Delta, a Action) (Pl
 		return Plan{a}, nil
 	case RequestPhaseTwo:
 		plan := consolidate.PlanClassicPrefixRequest(s, r.mu.log)
-		req := tierstate.ClassicPrefixRequest{BrokerID: r.opts.BrokerID, LeaderEpoch: d.LeaderEpoch, Seal: s.Seal(),
-			LastClassicLeaderEpoch: plan.LastClassicLeaderEpoch}
-		if err := r.opts.Controller.SetClassicPrefixInRemoteStorage(ctx, tp, req); err != nil {
+		if _, err := consolidate.SendClassicPrefixRequest(ctx, r.opts.ControlPlane, r.opts.Controller, tp, s, plan,
+			r.opts.BrokerID, d.LeaderEpoch); err != nil {
 			return Plan{a}, err
 		}
 		r.mu.switchp.Asked = s.Seal()

@@ -385,6 +385,13 @@ const (
 	// can make this lineage the partition's again
 	// (remote.Manager.capUnheld).
 	RemoteRegistrationCap
+	// EmptyPrefixCrossTierStart: a phase-1 leader whose log starts at the
+	// seal raises the cross-tier log start X to the seal before it asks for
+	// phase 2 with no recorded epoch, so a row an earlier leader wrote
+	// with a lower log start (one an unclean election put before it) does
+	// not make the consolidation endpoint wait for a classic prefix no one
+	// holds (consolidate.SendClassicPrefixRequest).
+	EmptyPrefixCrossTierStart
 
 	numGuards = iota + 1
 )
@@ -445,6 +452,7 @@ var names = [numGuards]string{
 	SealTruncation:                  "seal-truncation",
 	SealEpochLineage:                "seal-epoch-lineage",
 	RemoteRegistrationCap:           "remote-registration-cap",
+	EmptyPrefixCrossTierStart:       "empty-prefix-cross-tier-start",
 }
 
 // backups are, per guard, the guards of another layer that stop the

@@ -86,6 +86,8 @@ var catches = []catch{
 	{mutation.RemoteRegistrationCap, "internal/harness/sim", "TestScripts/unclean_stale_remote_offset_after_deletion"},
 	{mutation.RemoteRegistrationCap, "remote", "TestRegistrationFencesTaskLookedUpBefore"},
 	{mutation.RemoteRegistrationCap, "internal/harness/sim", "TestScripts/unclean_task_install_after_registration"},
+	{mutation.EmptyPrefixCrossTierStart, "consolidate", "TestLeaderSwitchEmptyPrefixRaisesCrossTierStart"},
+	{mutation.EmptyPrefixCrossTierStart, "internal/harness/sim", "TestScripts/unclean_empty_prefix_raises_cross_tier_start"},
 
 	{mutation.FirstPruneBound, "consolidate", "TestDecideDataDriven/decide_first_prune_bound"},
 	{mutation.FirstPruneBound, "consolidate", "TestEndpointRecreatedLeaderBeforeFirstPrune"},
