@@ -425,6 +425,15 @@ var simCatches = []simCatch{
 	// seed 859 after 196 steps, which passes with either guard alone
 	// disabled (script replica_future_log_past_lowered_seal).
 	{guard: mutation.ReplicaFutureLog, weights: loneLeaderMoveMenu, limit: 950},
+	// DeleteRecords raises a lone leader's log start past the log end of
+	// a replica an unclean election makes the leader, which seals and
+	// writes the WAL row with its own log start (0); the first leader,
+	// truncated to the seal, leads again and asks for phase 2 with its
+	// prefix empty. Without the raise of X to the seal the consolidating
+	// leader waits for ever for S - 1 in remote storage (Stuck). On the
+	// lone-leader menu with unclean elections: seed 819 after 266 steps
+	// (script unclean_empty_prefix_raises_cross_tier_start).
+	{guard: mutation.EmptyPrefixCrossTierStart, weights: withWeights(loneLeaderMenu, map[string]int{"elect-unclean": 1}), limit: 900},
 	// An unclean leader's local retention deletes the only copy of
 	// records whose segments another lineage's leader deleted (its epoch
 	// cleanup) after a follower task installed them as tiered, or looked
@@ -435,15 +444,6 @@ var simCatches = []simCatch{
 	// menu reaches the first shape at seed 1493 (script
 	// unclean_stale_remote_offset_after_deletion), about 50 s.
 	{guard: mutation.RemoteRegistrationCap, weights: withWeights(loneLeaderMenu, map[string]int{"elect-unclean": 1}), limit: 160},
-	// DeleteRecords raises a lone leader's log start past the log end of
-	// a replica an unclean election makes the leader, which seals and
-	// writes the WAL row with its own log start (0); the first leader,
-	// truncated to the seal, leads again and asks for phase 2 with its
-	// prefix empty. Without the raise of X to the seal the consolidating
-	// leader waits for ever for S - 1 in remote storage (Stuck). On the
-	// lone-leader menu with unclean elections: seed 819 after 266 steps
-	// (script unclean_empty_prefix_raises_cross_tier_start).
-	{guard: mutation.EmptyPrefixCrossTierStart, weights: withWeights(loneLeaderMenu, map[string]int{"elect-unclean": 1}), limit: 900},
 }
 
 // loneLeaderQuiet leaves out the faults that draw a run's steps away
