@@ -40,6 +40,7 @@ var catches = []catch{
 
 	{mutation.RetentionLogStart, "remote", "TestConsolidatingExpirationTakesCrossTierLogStart"},
 	{mutation.RetentionLogStart, "internal/harness/sim", "TestSimScriptedRetentionGuards"},
+	{mutation.RetentionLogStart, "internal/harness/sim", "TestScripts/retention_log_start_promoted_future_log"},
 
 	{mutation.EpochCleanupGuard, "remote", "TestTaskDecisionsDataDriven/cleanup_inkless857"},
 	{mutation.EpochCleanupGuard, "remote", "TestRecreatedLeaderKeepsRemotePrefix"},
@@ -276,6 +277,9 @@ var catchWith = map[catch][]mutation.Guard{
 	// leadership change that follows caps it again when it registers
 	// the partition.
 	{mutation.TruncationLowersRemoteHighest, "internal/harness/sim", "TestScripts/unclean_truncation_remote_highest"}: {mutation.RemoteRegistrationCap},
+	// A promoted future log whose log start a truncation below its local
+	// log start moved up: a truncation keeps the log start.
+	{mutation.RetentionLogStart, "internal/harness/sim", "TestScripts/retention_log_start_promoted_future_log"}: {mutation.TruncationKeepsRemotePrefix},
 	// A restart that lost a producer below the log start: the snapshot
 	// the reload keeps for the recovery point's segment holds it too.
 	{mutation.RecoveryFirstSnapshot, "internal/harness/sim", "TestScripts/recovery_snapshots_first_segment_base"}:     {mutation.RecoveryPointSnapshotKept},

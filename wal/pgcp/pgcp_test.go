@@ -308,6 +308,68 @@ func lockWaiters(t testing.TB, url string) int {
 	return n
 }
 
+// IsSafeToDeleteObject of a key whose commit is in flight waits for that
+// commit (the reservation's row is locked from the commit's first
+// statement to its COMMIT) and then says the object is registered. Asked
+// without the wait it would find no file row yet and call the object
+// safe to delete: the cleaner would delete an object a moment before the
+// control plane starts serving its batches.
+func TestIsSafeToDeleteObjectWaitsForCommit(t *testing.T) {
+	ctx := context.Background()
+	cp := openFresh(t, time.Now)
+	defer cp.Close()
+	topic := wal.TopicID{0x5a, 0xfe}
+	tp := wal.TopicIDPartition{TopicID: topic}
+	require.NoError(t, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: topic, Topic: "safe", NumPartitions: 1}}))
+	req := wal.CommitFileRequest{ObjectKey: "safe/1", ObjectSize: 4, Batches: []wal.CommitBatch{{
+		Partition: tp, Size: 4, LastOffset: 3, RecordCount: 4, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}}
+	require.NoError(t, cp.ReserveObject(ctx, req.ObjectKey))
+
+	paused, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	pgcp.SetTestHookBeforeCommit(func() {
+		if !first.Swap(true) {
+			close(paused)
+			<-release
+		}
+	})
+	defer pgcp.SetTestHookBeforeCommit(nil)
+	committed := make(chan error, 1)
+	go func() {
+		_, err := cp.CommitFile(ctx, req)
+		committed <- err
+	}()
+	<-paused
+	type answer struct {
+		safe bool
+		err  error
+	}
+	asked := make(chan answer, 1)
+	go func() {
+		safe, err := cp.IsSafeToDeleteObject(ctx, req.ObjectKey)
+		asked <- answer{safe, err}
+	}()
+	url := databaseURL(t)
+	var early *answer
+	for waiting := false; !waiting && early == nil; {
+		select {
+		case a := <-asked:
+			early = &a
+		default:
+			waiting = lockWaiters(t, url) > 0
+			if !waiting {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	close(release) // before any assertion: Close waits for the commit
+	require.NoError(t, <-committed)
+	require.Nil(t, early, "IsSafeToDeleteObject answered while the commit was in flight")
+	a := <-asked
+	require.NoError(t, a.err)
+	require.False(t, a.safe, "the commit registered the object")
+}
+
 // A reaped key stays reaped after the cleaner deleted the orphan and
 // DeleteFiles dropped its row: the tombstone refuses a late commit and a
 // new reservation.

@@ -434,6 +434,16 @@ var simCatches = []simCatch{
 	// lone-leader menu with unclean elections: seed 819 after 266 steps
 	// (script unclean_empty_prefix_raises_cross_tier_start).
 	{guard: mutation.EmptyPrefixCrossTierStart, weights: withWeights(loneLeaderMenu, map[string]int{"elect-unclean": 1}), limit: 900},
+	// retention-log-start, with its backup truncation-keeps-remote-prefix
+	// off too: a replica rebuilt from remote storage truncates to the
+	// seal below its local log start, which then moves its log start up
+	// and keeps the classic epoch; its future log copies that and, once
+	// promoted, leads, and its expiration takes that log start for the
+	// partition's, deleting the only copy of the classic prefix
+	// (LostRecord). On the move-across-the-seal menu with unclean
+	// elections at 2: seed 570 after 277 steps, which passes with the
+	// backup alone off (script retention_log_start_promoted_future_log).
+	{guard: mutation.RetentionLogStart, weights: withWeights(loneLeaderMoveMenu, map[string]int{"elect-unclean": 2}), limit: 650},
 	// An unclean leader's local retention deletes the only copy of
 	// records whose segments another lineage's leader deleted (its epoch
 	// cleanup) after a follower task installed them as tiered, or looked
