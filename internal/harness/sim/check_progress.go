@@ -13,11 +13,12 @@ import (
 // one consolidation step of every consolidating broker. Rounds go on
 // while they move some replica (its log end, high watermark or local log
 // start) and the partition is unsettled; stillRounds rounds in a row
-// that move nothing end them, as does maxSettleRounds. A classic fetch
-// moves up to fetchBytes and a consolidation step one WAL answer, so a
-// replica far behind takes many rounds, each of which moves it; a
-// rebuild from remote storage takes a few steps that move nothing
-// before it lands.
+// that move nothing end them, as does the cap: maxSettleRounds plus the
+// furthest replica's lag (settleLimit). A classic fetch moves up to
+// fetchBytes and a consolidation step one WAL answer, so a replica far
+// behind takes many rounds, each of which moves it (a long schedule's
+// backlog, a few offsets a round, is not a stall); a rebuild from remote
+// storage takes a few steps that move nothing before it lands.
 const (
 	stillRounds     = 5
 	maxSettleRounds = 400
@@ -199,9 +200,9 @@ func (c *Cluster) unreadable() *Violation {
 // settleRounds runs Settle's rounds; a violation ends them. Other errors
 // of a step are in its trace line.
 func (c *Cluster) settleRounds() (int, error) {
-	rounds, still := 0, 0
+	rounds, still, limit := 0, 0, c.settleLimit()
 	last := c.replicaPositions()
-	for ; rounds < maxSettleRounds && still < stillRounds && (c.unsettled() != nil || c.unreadable() != nil) && c.quietness() == ""; rounds++ {
+	for ; rounds < limit && still < stillRounds && (c.unsettled() != nil || c.unreadable() != nil) && c.quietness() == ""; rounds++ {
 		for _, b := range c.brokers {
 			if err := c.Replicate(b.ID); errors.Is(err, ErrViolation) {
 				return rounds, err
@@ -226,6 +227,28 @@ func (c *Cluster) settleRounds() (int, error) {
 		}
 	}
 	return rounds, nil
+}
+
+// settleLimit is the most catch-up rounds Settle runs: maxSettleRounds
+// plus the offsets between the lowest log end of a broker and the
+// partition's end (the leader's log end, or the WAL's high watermark once
+// it is past it).
+func (c *Cluster) settleLimit() int {
+	lb := c.leaderBroker()
+	if lb == nil || lb.Log() == nil {
+		return maxSettleRounds
+	}
+	end := lb.Log().LogEndOffset()
+	if _, hw, ok := c.WAL(); ok {
+		end = max(end, hw)
+	}
+	lag := int64(0)
+	for _, b := range c.brokers {
+		if l := b.Log(); l != nil {
+			lag = max(lag, end-l.LogEndOffset())
+		}
+	}
+	return maxSettleRounds + int(lag)
 }
 
 // replicaPositions are every broker's local log start, log end and high
