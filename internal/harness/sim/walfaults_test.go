@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"testing/cryptotest"
 
@@ -63,4 +65,26 @@ func TestSettle(t *testing.T) {
 	require.Equal(t, int32(2), v.Broker)
 	require.Equal(t, int64(8), v.Offset)
 	require.Contains(t, v.Detail, "leader's log end 10")
+}
+
+// A follower far behind takes many catch-up rounds, each of which moves
+// it: Settle's cap grows with the lag (settleLimit), so a backlog longer
+// than maxSettleRounds rounds of fetches is not reported Stuck (a
+// 2,000-step schedule's was).
+func TestSettleLongBacklog(t *testing.T) {
+	c := scriptedPrefix(t) // broker 3 down at log end 0
+	for range 6000 {
+		require.NoError(t, c.Produce(1))
+	}
+	require.NoError(t, c.Restart(3))
+	require.NoError(t, c.Settle())
+	for _, id := range c.ISR() {
+		_, _, leo, hw := c.Broker(id).Offsets()
+		require.Equal(t, [2]int64{6005, 6005}, [2]int64{leo, hw}, "broker %d", id)
+	}
+	trace := c.Trace()
+	var rounds int
+	_, err := fmt.Sscanf(trace[len(trace)-1][strings.Index(trace[len(trace)-1], "settled after "):], "settled after %d round(s)", &rounds)
+	require.NoError(t, err, trace[len(trace)-1])
+	require.Greater(t, rounds, maxSettleRounds, "the backlog took more rounds than the fixed cap")
 }
