@@ -5,9 +5,9 @@
 //
 // Usage:
 //
-//	tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-swarm=false] [-trace] [-shrink DIR]
-//	tierlog-sim -duration D [-seed S] [-steps K] [-weights name=N,...] [-swarm=false] [-progress P] [-shrink DIR]
-//	tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...] [-swarm=false] [-shrink DIR]
+//	tierlog-sim [-seed S] [-seeds N] [-steps K] [-menu M] [-weights name=N,...] [-swarm=false] [-trace] [-shrink DIR]
+//	tierlog-sim -duration D [-seed S] [-steps K] [-menu M] [-weights name=N,...] [-swarm=false] [-progress P] [-shrink DIR]
+//	tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-menu M] [-weights name=N,...] [-swarm=false] [-shrink DIR]
 //
 // -seed S runs seed S alone; -seeds N runs seeds 1 to N (with -seed, N
 // seeds from S on). -steps is the length of each schedule (default 500).
@@ -15,7 +15,10 @@
 // (sim.RunOptions.Weights; 0 removes one), for example
 // lose-disk=4,crash=6; a name action@phase weighs the action only while
 // the switch is in that phase (classic, seal-pending, phase-1, phase-2),
-// for example lone-leader-lost@classic=4,restart@phase-1=1. Each seed also draws its swarm configuration
+// for example lone-leader-lost@classic=4,restart@phase-1=1. -menu M
+// starts from a named menu of the guard search (sim.MenuNames: default,
+// lone-leader, move-across-the-seal, unclean, ...; docs/simulation.md)
+// and -weights is put over it. Each seed also draws its swarm configuration
 // (sim.DrawSwarm: which fault kinds are on, and how much each weighs,
 // scaling the -weights menu), printed as its first trace line and with
 // a failing seed; -swarm=false runs every seed on the menu itself (the
@@ -53,7 +56,10 @@
 // skipped, with a line on stderr), and prints exactly one line: "GUARD: caught at
 // seed S after K steps" or "GUARD: not caught in N seeds" (with -shrink,
 // a caught seed's shrink line follows, the guard still disabled while it
-// shrinks). -mutation all
+// shrinks). A guard searched alone runs on its row's menu
+// (sim.SearchPlan, the menus of docs/simulation.md's table) unless -menu
+// or -weights names one, so -mutation GUARD -seeds 2000 finds the table's
+// first catching seed. -mutation all
 // searches every guard of the table in turn, one line each; a
 // comma-separated list (GUARD,GUARD) disables those guards together, for
 // a bug that two guards each stop (the line names the list). A guard
@@ -104,6 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 0, "soak mode: run seeds (from -seed, or a random one) until this time is up")
 	progress := fs.Duration("progress", 10*time.Second, "soak mode: the interval of the progress lines")
 	shrinkDir := fs.String("shrink", "", "write a failing seed's shrunk schedule as a script into this directory (soak mode: default .)")
+	menu := fs.String("menu", "", "start from this named menu (default, lone-leader, unclean, ...: sim.MenuNames), -weights then put over it; in search mode a guard searched alone runs on its row's menu (sim.SearchPlan) unless -menu or -weights is given")
 	swarm := fs.Bool("swarm", true, "draw each seed's swarm configuration (which fault kinds are on, and their weights); -swarm=false runs the menu as -weights leaves it")
 	if err := fs.Parse(args); err != nil {
 		if *guard != "" {
@@ -112,8 +119,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	w, err := parseWeights(*weights)
+	if err == nil && *menu != "" {
+		m, ok := sim.Menu(*menu)
+		if !ok {
+			err = fmt.Errorf("-menu: unknown menu %q (menus: %s)", *menu, strings.Join(sim.MenuNames(), ", "))
+		}
+		w = sim.WithWeights(m, w)
+	} else if err != nil {
+		err = fmt.Errorf("-weights: %w", err)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tierlog-sim: -weights: %v\n", err)
+		fmt.Fprintf(stderr, "tierlog-sim: %v\n", err)
 		if *guard != "" {
 			return 1
 		}
@@ -121,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *guard != "" {
 		return search(*guard, searchOptions{first: *seed, n: *seeds, steps: *steps, weights: w, noSwarm: !*swarm,
-			dir: *shrinkDir},
+			dir: *shrinkDir, menuGiven: *menu != "" || *weights != ""},
 			fs.NArg() > 0 || *trace || *duration != 0, stdout, stderr)
 	}
 	if *duration != 0 {
@@ -136,7 +152,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			noSwarm: !*swarm, dir: *shrinkDir}, stdout, stderr)
 	}
 	if fs.NArg() > 0 || *steps <= 0 || *seeds < 0 || (*seed == 0 && *seeds == 0) {
-		fmt.Fprintln(stderr, "usage: tierlog-sim [-seed S] [-seeds N] [-steps K] [-weights name=N,...] [-trace]")
+		fmt.Fprintln(stderr, "usage: tierlog-sim [-seed S] [-seeds N] [-steps K] [-menu M] [-weights name=N,...] [-trace]")
 		return 2
 	}
 	first, n := *seed, uint64(*seeds)
@@ -178,9 +194,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-const soakUsage = "usage: tierlog-sim -duration D [-seed S] [-steps K] [-weights name=N,...] [-progress P] [-shrink DIR]"
+const soakUsage = "usage: tierlog-sim -duration D [-seed S] [-steps K] [-menu M] [-weights name=N,...] [-progress P] [-shrink DIR]"
 
-const searchUsage = "usage: tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-weights name=N,...] [-shrink DIR] " +
+const searchUsage = "usage: tierlog-sim -mutation GUARD[,GUARD...]|all -seeds N [-seed S] [-steps K] [-menu M] [-weights name=N,...] [-shrink DIR] " +
 	"(built with: go run -tags tierlog_mutation ./cmd/tierlog-sim ...)"
 
 // searchOptions are a search's seeds (n from first) and schedules.
@@ -190,6 +206,9 @@ type searchOptions struct {
 	steps   int
 	weights map[string]int
 	noSwarm bool
+	// menuGiven: -menu or -weights named the menu. Otherwise a guard
+	// searched alone runs on its row's menu (sim.SearchPlan).
+	menuGiven bool
 	// dir, if set, receives the shrunk script of a seed caught.
 	dir string
 }
@@ -235,6 +254,10 @@ func search(name string, o searchOptions, extra bool, stdout, stderr io.Writer) 
 		o.first = 1
 	}
 	for _, gs := range searches {
+		gs.weights = o.weights
+		if plan, _, ok := sim.SearchPlan(gs.off[0]); ok && !o.menuGiven && len(gs.off) == 1+len(gs.backups) {
+			gs.weights = plan
+		}
 		seed, at, shrunk, err := searchGuards(gs, o, stderr)
 		switch {
 		case err != nil:
@@ -255,6 +278,7 @@ type guardSearch struct {
 	label   string
 	off     []mutation.Guard
 	backups []mutation.Guard
+	weights map[string]int // the menu searched on
 }
 
 // searchOf is guard g's search: g with its backups.
@@ -281,7 +305,7 @@ func (gs guardSearch) suffix(caught bool) string {
 // breaks it, not the guard's). The guards are on again when it returns
 // (those TIERLOG_MUTATION names stay off).
 func searchGuards(gs guardSearch, o searchOptions, stderr io.Writer) (seed uint64, at int, shrunk string, err error) {
-	opts := sim.RunOptions{Steps: o.steps, Weights: o.weights, NoSwarm: o.noSwarm}
+	opts := sim.RunOptions{Steps: o.steps, Weights: gs.weights, NoSwarm: o.noSwarm}
 	for s := o.first; s < o.first+uint64(o.n); s++ {
 		res, err := runDisabled(s, opts, gs.off)
 		if err != nil {

@@ -58,11 +58,31 @@ func TestSearchTakesBackups(t *testing.T) {
 	}
 }
 
+// A guard searched alone runs on its row's menu (sim.SearchPlan):
+// first-prune-bound's is all-clear, where seed 3 catches it; on the
+// default menu (-menu default) no seed of 1 to 11 does.
+func TestSearchUsesTheRowMenu(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-mutation", "first-prune-bound", "-seeds", "5"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs.String())
+	}
+	if got, want := out.String(), "first-prune-bound: caught at seed 3 after 252 steps\n"; got != want {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+	out.Reset()
+	if code := run([]string{"-mutation", "first-prune-bound", "-seeds", "5", "-menu", "no-such"}, &out, &errs); code != 1 {
+		t.Fatalf("unknown menu: exit %d, want 1", code)
+	}
+	if !strings.Contains(errs.String(), `unknown menu "no-such"`) {
+		t.Fatalf("stderr %q", errs.String())
+	}
+}
+
 // Seeds that pass with the guard disabled: the "not caught" line and
 // exit 0. -mutation all prints one line per guard, in table order.
 func TestSearchNotCaught(t *testing.T) {
 	var out, errs bytes.Buffer
-	if code := run([]string{"-mutation", "first-prune-bound", "-seeds", "11"}, &out, &errs); code != 0 {
+	if code := run([]string{"-mutation", "first-prune-bound", "-seeds", "11", "-menu", "default"}, &out, &errs); code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs.String())
 	}
 	if got, want := out.String(), "first-prune-bound: not caught in 11 seeds\n"; got != want {

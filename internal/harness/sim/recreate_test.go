@@ -67,12 +67,6 @@ func TestRecreateTopicClassicOnly(t *testing.T) {
 	require.Equal(t, Partition, c.Partition())
 }
 
-// recreateMenu takes the topic's deletion and recreation (weight 0 in
-// the default menu: random.go; simCatches takes it), with high-watermark checkpoints, crashes
-// and restarts weighed up and the switch off (recreate-topic applies only
-// in the classic phase).
-var recreateMenu = map[string]int{"recreate-topic": 3, "checkpoint-hw": 4, "crash": 6, "restart": 8, "arm-switch": 0}
-
 // TestRecreateTopicRunsReplay: a random run of the recreate menu gives
 // the same trace twice and replays step for step (the new topic ids, the
 // strays' deletions and the model's reset depend on the seed alone).
