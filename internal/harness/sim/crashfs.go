@@ -144,36 +144,52 @@ func (c *Cluster) ArmCrash(id int32, ops, unsyncedPercent int) error {
 // finishCuts ends the step for every broker whose cut point fired: it is
 // down on the crash image (a running one is abandoned as Crash abandons
 // it, and fenced; one that crashed in its restart never registered).
+// A fencing can make another broker's cut fire (the election it causes
+// makes that broker write its epoch checkpoint), so it goes round until
+// no fired cut is left: a broker never stays up on a log its crash
+// failed.
 // REQUIRES: called by do after the step's action, with up the brokers
 // that ran when the step began.
 func (c *Cluster) finishCuts(up map[int32]bool) error {
 	var errs []error
-	for _, b := range c.brokers {
-		p := b.cut
-		if p == nil || p.fs != b.fs {
-			continue
-		}
-		img, what := p.fired()
-		if img == nil {
-			continue
-		}
-		b.cut = nil
-		if b.up {
-			_ = b.mgr.Close()
-		} else if b.prodMarks != nil && b.prodMarks.fs == b.fs {
-			// A crash during its restart (the recovery): the next
-			// restart must still know the producers.
-			b.prodMarks.fs = img
-		}
-		b.up, b.fs, b.logs, b.moving = false, img, nil, false
-		b.forgetRole()
-		delete(c.ctrl.cleanStop, b.ID)
-		c.trace.detail("b%d crashed before %s (unsynced kept %d%%)", b.ID, what, p.unsyncedPercent)
-		if up[b.ID] {
-			errs = append(errs, c.fenceBroker(b.ID))
+	for again := true; again; {
+		again = false
+		for _, b := range c.brokers {
+			if c.finishCut(b, up, &errs) {
+				again = true
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// finishCut is finishCuts for broker b; it reports whether b's cut had
+// fired.
+func (c *Cluster) finishCut(b *Broker, up map[int32]bool, errs *[]error) bool {
+	p := b.cut
+	if p == nil || p.fs != b.fs {
+		return false
+	}
+	img, what := p.fired()
+	if img == nil {
+		return false
+	}
+	b.cut = nil
+	if b.up {
+		_ = b.mgr.Close()
+	} else if b.prodMarks != nil && b.prodMarks.fs == b.fs {
+		// A crash during its restart (the recovery): the next
+		// restart must still know the producers.
+		b.prodMarks.fs = img
+	}
+	b.up, b.fs, b.logs, b.moving = false, img, nil, false
+	b.forgetRole()
+	delete(c.ctrl.cleanStop, b.ID)
+	c.trace.detail("b%d crashed before %s (unsynced kept %d%%)", b.ID, what, p.unsyncedPercent)
+	if up[b.ID] {
+		*errs = append(*errs, c.fenceBroker(b.ID))
+	}
+	return true
 }
 
 // armedBrokers reports which brokers run and whether any has a cut
