@@ -64,7 +64,7 @@ var simCatches = []simCatch{
 	// A broker that loads a producer snapshot at its restart keeps only
 	// each producer's last batch; an idempotent producer's retry of an
 	// earlier batch of its window, committed, is refused as out of order
-	// (Duplicate). Seed 6 after 102 steps.
+	// (Duplicate). Seed 6 after 101 steps.
 	{guard: mutation.ProducerBatchesWindow, limit: 40},
 	// A crash soon after a log directory was created (a new or lost
 	// disk) loses the directory with the logs' synced files: the replica
