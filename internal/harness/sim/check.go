@@ -3,11 +3,11 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"github.com/tierlog/tierlog/wal"
 	"slices"
 
 	"github.com/tierlog/tierlog/log"
 	"github.com/tierlog/tierlog/remote"
+	"github.com/tierlog/tierlog/wal"
 )
 
 // ErrViolation is what every *Violation unwraps to.
@@ -305,16 +305,37 @@ func (c *Cluster) checkLost() *Violation {
 }
 
 // checkPrune: once a prune moved the WAL's start, it is at most the
-// highest offset in remote storage + 1.
+// highest offset in remote storage + 1, or at most the partition's log
+// start where DeleteRecords deleted everything below it. The offsets
+// under both the deletion (the model's deletedBelow) and the control
+// plane's cross-tier log start X are no hole: the partition's log start
+// says they are gone, so a consumer is sent to X, and remote storage may
+// have expired them (a leader that never learnt of the deletion may
+// tier them and expire them again once a copy task reports X). Both
+// bounds, not either: an X a bug raised is no deletion, and records a
+// deletion dropped on one replica while the log start the control plane
+// reports is still below them are offsets the partition claims to hold.
 func (c *Cluster) checkPrune() *Violation {
-	w, _, ok := c.WAL()
-	if !ok || w <= c.model.walStart0 {
+	info, err := c.cp.LogInfo(c.ctx, c.walTP())
+	w := info.LogStartOffset
+	if err != nil || w <= c.model.walStart0 {
 		return nil
 	}
-	if h := c.HighestRemoteOffset(); w > h+1 {
+	gone := min(c.model.deletedBelow, rowCrossTierStart(info))
+	if h := c.HighestRemoteOffset(); w > max(h+1, gone) {
 		return c.violation(PrunedPastRemote, c.ctrl.rec.Leader, w, "WAL start %d, highest offset in remote storage %d", w, h)
 	}
 	return nil
+}
+
+// rowCrossTierStart is X of a WAL's row: the partition's log start as
+// the control plane reports it, COALESCE(remote_log_start_offset,
+// log_start_offset).
+func rowCrossTierStart(info wal.LogInfo) int64 {
+	if info.CrossTierLogStartOffset >= 0 {
+		return info.CrossTierLogStartOffset
+	}
+	return info.LogStartOffset
 }
 
 // firstRecordFrom is the first offset at or past o, below to, that a or

@@ -21,16 +21,11 @@ import (
 // through tierstate.State's operations and publishes it to every
 // broker's replica driver.
 
-// crossTierLogStart is X as the control plane reports it:
-// COALESCE(remote_log_start_offset, log_start_offset) of the WAL's row;
-// without a row, the broker's log start.
+// crossTierLogStart is X as the control plane reports it; without a
+// row, the broker's log start.
 func (c *Cluster) crossTierLogStart(b *Broker) int64 {
-	info, err := c.cp.LogInfo(c.ctx, c.walTP())
-	switch {
-	case err == nil && info.CrossTierLogStartOffset >= 0:
-		return info.CrossTierLogStartOffset
-	case err == nil:
-		return info.LogStartOffset
+	if info, err := c.cp.LogInfo(c.ctx, c.walTP()); err == nil {
+		return rowCrossTierStart(info)
 	}
 	if l := b.Log(); l != nil {
 		return l.LogStartOffset()
