@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/tierlog/tierlog/wal"
 )
@@ -130,4 +131,49 @@ func BenchmarkFindBatches(b *testing.B) {
 			reportQuantiles(b, lat, "find")
 		})
 	}
+}
+
+// BenchmarkLogInfo reads a partition's row (a broker asks on every
+// fetch of a diskless partition and every tiering pass), beside a raw
+// Pebble Get of one key of the same size range in the same run: the
+// floor a LogInfo cannot go below.
+func BenchmarkLogInfo(b *testing.B) {
+	ctx := context.Background()
+	b.Run("impl=pebblecp", func(b *testing.B) {
+		cp, err := Open(vfs.Default, b.TempDir(), Options{})
+		require.NoError(b, err)
+		defer func() { _ = cp.Close() }()
+		require.NoError(b, cp.CreatePartitions(ctx, []wal.CreatePartitionsRequest{{TopicID: benchTopic, Topic: "bench", NumPartitions: 64}}))
+		for i := range 64 {
+			_, err := cp.CommitFile(ctx, benchRequest(i, 64, 64))
+			require.NoError(b, err)
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			tp := wal.TopicIDPartition{TopicID: benchTopic, Partition: int32(i % 64)}
+			i++
+			if info, err := cp.LogInfo(ctx, tp); err != nil || info.HighWatermark != 64 {
+				b.Fatal(err, info)
+			}
+		}
+	})
+	b.Run("impl=pebble-get", func(b *testing.B) {
+		db, err := pebble.Open(b.TempDir(), &pebble.Options{FS: vfs.Default, Logger: pebbleLogger{zap.NewNop().Sugar()}})
+		require.NoError(b, err)
+		defer func() { _ = db.Close() }()
+		for i := range 64 {
+			require.NoError(b, db.Set(fmt.Appendf(nil, "log/%02d", i), make([]byte, 64), pebble.Sync))
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			v, closer, err := db.Get(fmt.Appendf(nil, "log/%02d", i%64))
+			if err != nil || len(v) != 64 {
+				b.Fatal(err)
+			}
+			_ = closer.Close()
+			i++
+		}
+	})
 }

@@ -92,7 +92,7 @@ func (cp *ControlPlane) ExpireReservations(ctx context.Context, reservedBefore t
 // IsSafeToDeleteObject implements wal.ControlPlane.
 func (cp *ControlPlane) IsSafeToDeleteObject(ctx context.Context, key string) (bool, error) {
 	safe := false
-	err := cp.view(ctx, func(r pebble.Reader) error {
+	err := cp.viewKey(ctx, func(r pebble.Reader) error {
 		row, found, err := readFile(r, key)
 		safe = !found || row.Reason == reasonOrphan
 		return err

@@ -159,7 +159,7 @@ func maxTimestamp(r pebble.Reader, tp wal.TopicIDPartition) (wal.ListOffsetsResu
 // LogInfo implements wal.ControlPlane.
 func (cp *ControlPlane) LogInfo(ctx context.Context, tp wal.TopicIDPartition) (wal.LogInfo, error) {
 	var info wal.LogInfo
-	err := cp.view(ctx, func(r pebble.Reader) error {
+	err := cp.viewKey(ctx, func(r pebble.Reader) error {
 		row, found, err := lookupLog(r, tp)
 		if err != nil {
 			return err

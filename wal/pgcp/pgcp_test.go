@@ -176,14 +176,7 @@ func TestConcurrentEmptyingMarksObject(t *testing.T) {
 	_, err := cp.CommitFile(ctx, wal.CommitFileRequest{ObjectKey: "shared/1", ObjectSize: 10, Batches: []wal.CommitBatch{mk(p0, 0), mk(p1, 5)}})
 	require.NoError(t, err)
 
-	paused, release := make(chan struct{}), make(chan struct{})
-	var first atomic.Bool
-	pgcp.SetTestHookAfterEmptinessCheck(func() {
-		if !first.Swap(true) {
-			close(paused)
-			<-release
-		}
-	})
+	paused, release := pauseOnce(pgcp.SetTestHookAfterEmptinessCheck)
 	defer pgcp.SetTestHookAfterEmptinessCheck(nil)
 
 	firstDone := make(chan error, 1)
@@ -197,22 +190,9 @@ func TestConcurrentEmptyingMarksObject(t *testing.T) {
 		_, err := cp.DeleteRecords(ctx, []wal.DeleteRecordsRequest{{Partition: p1, Offset: -1}})
 		secondDone <- err
 	}()
-	// Wait until the second either finished (the lock is missing) or
-	// waits on a lock (PostgreSQL says so).
-	url := databaseURL(t)
-	for waiting := false; !waiting; {
-		select {
-		case err := <-secondDone:
-			secondDone <- err
-			waiting = true
-		default:
-			waiting = lockWaiters(t, url) > 0
-			if !waiting {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-	}
-	close(release)
+	// The second either finished (the lock is missing) or waits on a lock.
+	waitForLockWait(t, secondDone)
+	release()
 	require.NoError(t, <-firstDone)
 	require.NoError(t, <-secondDone)
 	files, err := cp.FilesToDelete(ctx, time.Now().Add(time.Hour), 0)
@@ -246,14 +226,7 @@ func TestConcurrentIdempotentCommitSeesProducerState(t *testing.T) {
 		return wal.CommitFileRequest{ObjectKey: key, ObjectSize: 5, Batches: []wal.CommitBatch{{
 			Partition: tp, Size: 5, LastOffset: 2, RecordCount: 3, ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0}}}
 	}
-	paused, release := make(chan struct{}), make(chan struct{})
-	var first atomic.Bool
-	pgcp.SetTestHookBeforeCommit(func() {
-		if !first.Swap(true) {
-			close(paused)
-			<-release
-		}
-	})
+	paused, release := pauseOnce(pgcp.SetTestHookBeforeCommit)
 	defer pgcp.SetTestHookBeforeCommit(nil)
 	type answer struct {
 		res wal.CommitFileResult
@@ -269,20 +242,8 @@ func TestConcurrentIdempotentCommitSeesProducerState(t *testing.T) {
 		res, err := cp2.CommitFile(ctx, req("idem/2"))
 		secondDone <- answer{res, err}
 	}()
-	url := databaseURL(t)
-	for waiting := false; !waiting; {
-		select {
-		case a := <-secondDone:
-			secondDone <- a
-			waiting = true
-		default:
-			waiting = lockWaiters(t, url) > 0
-			if !waiting {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-	}
-	close(release)
+	waitForLockWait(t, secondDone)
+	release()
 	a1, a2 := <-firstDone, <-secondDone
 	require.NoError(t, a1.err)
 	require.NoError(t, a2.err)
@@ -292,6 +253,42 @@ func TestConcurrentIdempotentCommitSeesProducerState(t *testing.T) {
 	info, err := cp.LogInfo(ctx, tp)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), info.HighWatermark, "the sequence assigned once")
+}
+
+// pauseOnce installs a test hook through set that stops its first call
+// until release (later calls pass); paused is closed once it stopped.
+// The caller resets the hook.
+func pauseOnce(set func(func())) (paused <-chan struct{}, release func()) {
+	stopped, resume := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	set(func() {
+		if !first.Swap(true) {
+			close(stopped)
+			<-resume
+		}
+	})
+	var once sync.Once
+	return stopped, func() { once.Do(func() { close(resume) }) }
+}
+
+// waitForLockWait returns once a call running behind a paused
+// transaction either answered on done (the answer is put back; answered
+// is true: nothing made it wait) or waits on a lock, as PostgreSQL's
+// pg_stat_activity shows for a tierlog-pgcp session.
+func waitForLockWait[T any](t testing.TB, done chan T) (answered bool) {
+	url := databaseURL(t)
+	for {
+		select {
+		case a := <-done:
+			done <- a
+			return true
+		default:
+		}
+		if lockWaiters(t, url) > 0 {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func lockWaiters(t testing.TB, url string) int {
@@ -325,14 +322,7 @@ func TestIsSafeToDeleteObjectWaitsForCommit(t *testing.T) {
 		Partition: tp, Size: 4, LastOffset: 3, RecordCount: 4, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}}
 	require.NoError(t, cp.ReserveObject(ctx, req.ObjectKey))
 
-	paused, release := make(chan struct{}), make(chan struct{})
-	var first atomic.Bool
-	pgcp.SetTestHookBeforeCommit(func() {
-		if !first.Swap(true) {
-			close(paused)
-			<-release
-		}
-	})
+	paused, release := pauseOnce(pgcp.SetTestHookBeforeCommit)
 	defer pgcp.SetTestHookBeforeCommit(nil)
 	committed := make(chan error, 1)
 	go func() {
@@ -349,22 +339,10 @@ func TestIsSafeToDeleteObjectWaitsForCommit(t *testing.T) {
 		safe, err := cp.IsSafeToDeleteObject(ctx, req.ObjectKey)
 		asked <- answer{safe, err}
 	}()
-	url := databaseURL(t)
-	var early *answer
-	for waiting := false; !waiting && early == nil; {
-		select {
-		case a := <-asked:
-			early = &a
-		default:
-			waiting = lockWaiters(t, url) > 0
-			if !waiting {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-	}
-	close(release) // before any assertion: Close waits for the commit
+	early := waitForLockWait(t, asked)
+	release() // before any assertion: Close waits for the commit
 	require.NoError(t, <-committed)
-	require.Nil(t, early, "IsSafeToDeleteObject answered while the commit was in flight")
+	require.False(t, early, "IsSafeToDeleteObject answered while the commit was in flight")
 	a := <-asked
 	require.NoError(t, a.err)
 	require.False(t, a.safe, "the commit registered the object")

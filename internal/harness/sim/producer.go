@@ -111,15 +111,9 @@ func parseProducerValue(v string) (index int, seq int32, ok bool) {
 func (p *simProducer) build(sb *sentBatch) []byte {
 	opts := record.DefaultBuilderOptions()
 	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = p.id(), 0, sb.seq
-	b := record.NewBuilder(opts)
-	for i := range sb.n {
-		b.Add(sb.timestampMs, nil, []byte(producerValue(p.index, sb.seq+int32(i))))
-	}
-	buf, err := b.Build()
-	if err != nil {
-		panic(err) // a batch of small records always builds
-	}
-	return buf
+	return buildBatch(opts, sb.timestampMs, sb.n, func(i int) []byte {
+		return []byte(producerValue(p.index, sb.seq+int32(i)))
+	})
 }
 
 // producerState is the cluster's producers and what the checker saw of
