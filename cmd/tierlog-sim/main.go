@@ -86,6 +86,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -95,6 +96,12 @@ import (
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// The simulation's heap is tens of MiB and mostly garbage of
+		// short-lived reads: collecting a quarter as often costs
+		// about 12 MiB more and runs 15-25% more steps a second.
+		debug.SetGCPercent(400)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
