@@ -286,17 +286,11 @@ func (cp *ControlPlane) update(ctx context.Context, fn func(tx *txn) error) erro
 
 // view runs fn on a snapshot under mu held for reading.
 func (cp *ControlPlane) view(ctx context.Context, fn func(r pebble.Reader) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	cp.mu.RLock()
-	defer cp.mu.RUnlock()
-	if cp.mu.db == nil {
-		return wal.ErrClosed
-	}
-	snap := cp.mu.db.NewSnapshot()
-	defer snap.Close()
-	return fn(snap)
+	return cp.read(ctx, func(db *pebble.DB) error {
+		snap := db.NewSnapshot()
+		defer snap.Close()
+		return fn(snap)
+	})
 }
 
 // viewKey runs fn, a read of one key, on the database itself: one Get
@@ -304,6 +298,11 @@ func (cp *ControlPlane) view(ctx context.Context, fn func(r pebble.Reader) error
 // under its mutex, unlinked at Close) costs twice the Get
 // (BenchmarkLogInfo). Reads of several keys that must agree use view.
 func (cp *ControlPlane) viewKey(ctx context.Context, fn func(r pebble.Reader) error) error {
+	return cp.read(ctx, func(db *pebble.DB) error { return fn(db) })
+}
+
+// read runs fn on the open database under mu held for reading.
+func (cp *ControlPlane) read(ctx context.Context, fn func(db *pebble.DB) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
