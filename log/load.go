@@ -29,7 +29,8 @@ import (
 //     index entry; a damaged tail there is recovered as after a crash;
 //  4. after an unclean shutdown, recover every segment from the one
 //     holding the checkpointed recovery point: validate each batch,
-//     rebuild its indexes, re-assign its leader epoch; cut the first torn
+//     rebuild its indexes, re-assign its leader epoch (from the batches
+//     that reach the log start); cut the first torn
 //     or corrupt tail (or stop at a segment whose .log lost its end) and
 //     move the damaged bytes and every later segment aside, renamed to
 //     "<name>.damaged" (recover_damage.go);
@@ -263,7 +264,20 @@ func (l *UnifiedLog) recoverSegments(recoveryPoint, segmentPoint, logStart int64
 	}
 	var txn *producer.TxnIndex
 	onBatch := func(b record.Batch) error {
+		// Epochs are assigned from the batches that reach the log start
+		// only. Below it a segment may keep deleted batches of another
+		// lineage: a truncation below the log start (a follower whose
+		// new leader's log ends there) cuts at a batch start and lowers
+		// the log start to it, and the leader's batches from there on
+		// may carry lower epochs than the deleted ones before them.
+		// Recovery assigns only epochs above the latest (as Kafka's
+		// LogSegment.recover), so a deleted batch's epoch would hide
+		// theirs, and TruncateFromStart would then move it up to the
+		// log start: a lineage the leader never wrote.
 		epoch := b.PartitionLeaderEpoch()
+		if b.LastOffset() < logStart {
+			epoch = -1
+		}
 		if latest, ok := l.epochs.Latest(); epoch >= 0 && (!ok || epoch > latest.Epoch) {
 			if _, err := l.epochs.AssignDeferred(epoch, b.BaseOffset()); err != nil {
 				return err

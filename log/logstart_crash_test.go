@@ -221,3 +221,66 @@ func checkTruncateFullyClone(clone *vfs.MemFS, opts Options, n int64, done bool)
 	}
 	return nil
 }
+
+// TestRecoveryAfterTruncationBelowLogStart crashes before every file
+// operation of a follower's append after a truncation below its log
+// start, and reopens each image. DeleteRecords moved the log start to
+// the log end (10) of a log whose one segment holds batches [0, 5) and
+// [5, 10) of epoch 6; a truncation to 7 (an out-of-range fetch: the new
+// leader's log ends there) cuts at the batch start 5 and lowers the log
+// start to 5, so the segment keeps [0, 5) of epoch 6 below the log start.
+// The new leader then sends [5, 6) of epoch 4 and [6, 7) of epoch 8. An
+// image of the append before the next flush (which writes the epoch
+// checkpoint: until then it holds the truncation's empty list) recovers
+// the segment; recovery assigned epoch 6 from the deleted batches below
+// the log start, so the lower epoch 4 at 5 was skipped (recovery assigns
+// only epochs above the latest, as Kafka's LogSegment.recover) and the
+// cache said 6@5 8@6: the follower's lineage diverged from its leader's
+// (the simulation's LineageDiverged, lone-leader seed 3112 with unclean
+// elections).
+func TestRecoveryAfterTruncationBelowLogStart(t *testing.T) {
+	mem := newCrashDisk(t)
+	opts := Options{SegmentBytes: 1 << 20, RetentionBytes: -1}
+	rng := rand.New(rand.NewPCG(1, 2))
+	check := func(point int, what string) error {
+		for _, pct := range []int{0, 100} {
+			clone := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rng})
+			l, s, err := openImage(clone, opts)
+			if l != nil {
+				_ = l.Close()
+			}
+			if err != nil {
+				return fmt.Errorf("crash point %d (before %s), %d%% unsynced kept: %w", point, what, pct, err)
+			}
+			if s.logStart != 5 {
+				return fmt.Errorf("crash point %d (before %s), %d%% unsynced kept: log start %d, want 5\n%s",
+					point, what, pct, s.logStart, s)
+			}
+		}
+		return nil
+	}
+	rec := crashtest.New(1, check)
+	l := openTestLog(t, rec.Wrap(mem), opts)
+	defer func() { require.NoError(t, l.Close()) }()
+	for range 2 {
+		_, err := l.AppendAsLeader(buildBatches(t, 1, 5, 10, 1_000, 0, -1), 6, OriginClient)
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Flush())
+	l.UpdateHighWatermark(10)
+	_, err := l.MaybeIncrementLogStartOffset(10)
+	require.NoError(t, err)
+	_, err = l.TruncateTo(7)
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{5, 5}, [2]int64{l.LogStartOffset(), l.LogEndOffset()})
+
+	rec.Arm(true)
+	batches := append(buildBatches(t, 1, 1, 10, 1_000, 5, 4), buildBatches(t, 1, 1, 10, 1_000, 6, 8)...)
+	_, err = l.AppendAsFollower(batches, 8)
+	require.NoError(t, err)
+	require.NoError(t, rec.Err())
+	require.NoError(t, check(0, "nothing: the append returned"))
+	rec.Arm(false)
+	require.Positive(t, rec.Checked())
+	require.Equal(t, "4@5 8@6", epochcache.FormatEntries(l.EpochEntries()))
+}

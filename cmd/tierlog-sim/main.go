@@ -156,7 +156,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			*shrinkDir = "."
 		}
 		return soak(soakOptions{duration: *duration, progress: *progress, first: *seed, steps: *steps, weights: w,
-			noSwarm: !*swarm, dir: *shrinkDir}, stdout, stderr)
+			noSwarm: !*swarm, dir: *shrinkDir, rerun: func(s uint64) string {
+				return rerunCommand(s, *menu, *weights, *steps, *swarm)
+			}}, stdout, stderr)
 	}
 	if fs.NArg() > 0 || *steps <= 0 || *seeds < 0 || (*seed == 0 && *seeds == 0) {
 		fmt.Fprintln(stderr, "usage: tierlog-sim [-seed S] [-seeds N] [-steps K] [-menu M] [-weights name=N,...] [-trace]")
@@ -186,8 +188,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if !*trace {
 				fmt.Fprintf(stdout, "last steps:\n%s", res.TraceTail(40))
 			}
-			fmt.Fprintf(stdout, "seed %d FAILED: %v\n%srerun: go test ./internal/harness/sim -run TestRandom -seed %d%s\n",
-				s, res.Violation, swarmLine(res), s, rerunFlags(opts))
+			fmt.Fprintf(stdout, "seed %d FAILED: %v\n%srerun: %s\n",
+				s, res.Violation, swarmLine(res), rerunCommand(s, *menu, *weights, *steps, *swarm))
 			if *shrinkDir != "" {
 				fmt.Fprint(stdout, shrinkTo(*shrinkDir, "", res, opts, stderr))
 			}
@@ -428,11 +430,31 @@ func joinGuards(gs []mutation.Guard) string {
 	return strings.Join(names, ",")
 }
 
-// rerunFlags are the test flags a rerun of a run with opts needs beyond
-// the seed: -no-swarm for a run without swarm configurations.
-func rerunFlags(opts sim.RunOptions) string {
-	if opts.NoSwarm {
-		return " -no-swarm"
+// rerunCommand reruns one seed of a run: TestRandom for the default
+// menu (it takes -steps and -no-swarm), else this command with the
+// run's -menu and -weights, which TestRandom does not take.
+func rerunCommand(seed uint64, menu, weights string, steps int, swarm bool) string {
+	var flags string
+	if menu == "" && weights == "" {
+		if steps != 500 {
+			flags += fmt.Sprintf(" -steps %d", steps)
+		}
+		if !swarm {
+			flags += " -no-swarm"
+		}
+		return fmt.Sprintf("go test ./internal/harness/sim -run TestRandom -seed %d%s", seed, flags)
 	}
-	return ""
+	if menu != "" {
+		flags += " -menu " + menu
+	}
+	if weights != "" {
+		flags += " -weights " + weights
+	}
+	if steps != 500 {
+		flags += fmt.Sprintf(" -steps %d", steps)
+	}
+	if !swarm {
+		flags += " -swarm=false"
+	}
+	return fmt.Sprintf("go run ./cmd/tierlog-sim -seed %d -seeds 1%s", seed, flags)
 }

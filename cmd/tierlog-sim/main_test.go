@@ -72,3 +72,25 @@ func TestSearchNeedsTheTag(t *testing.T) {
 		t.Fatalf("the error does not name the tagged command: %s", errs.String())
 	}
 }
+
+// TestRerunCommand: a failing seed's rerun line repeats the run's menu
+// (TestRandom takes no -menu or -weights, so a run with them reruns
+// through this command).
+func TestRerunCommand(t *testing.T) {
+	for _, tc := range []struct {
+		menu, weights string
+		steps         int
+		swarm         bool
+		want          string
+	}{
+		{"", "", 500, true, "go test ./internal/harness/sim -run TestRandom -seed 7"},
+		{"", "", 2000, false, "go test ./internal/harness/sim -run TestRandom -seed 7 -steps 2000 -no-swarm"},
+		{"lone-leader", "elect-unclean=1", 500, true,
+			"go run ./cmd/tierlog-sim -seed 7 -seeds 1 -menu lone-leader -weights elect-unclean=1"},
+		{"", "crash=4", 300, false, "go run ./cmd/tierlog-sim -seed 7 -seeds 1 -weights crash=4 -steps 300 -swarm=false"},
+	} {
+		if got := rerunCommand(7, tc.menu, tc.weights, tc.steps, tc.swarm); got != tc.want {
+			t.Errorf("rerunCommand(%q, %q, %d, %t) = %q, want %q", tc.menu, tc.weights, tc.steps, tc.swarm, got, tc.want)
+		}
+	}
+}

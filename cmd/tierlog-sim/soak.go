@@ -25,6 +25,7 @@ type soakOptions struct {
 	weights  map[string]int
 	noSwarm  bool
 	dir      string
+	rerun    func(seed uint64) string // the command that reruns a seed
 }
 
 // faultActions are the scheduler's actions that inject a fault: the
@@ -113,8 +114,8 @@ func soak(o soakOptions, stdout, stderr io.Writer) int {
 		st.add(res)
 		if res.Failed() {
 			fmt.Fprintln(stdout, st.line(time.Since(start)))
-			fmt.Fprintf(stdout, "last steps:\n%sseed %d FAILED after %d steps: %v\n%srerun: go test ./internal/harness/sim -run TestRandom -seed %d%s\n",
-				res.TraceTail(20), s, res.Steps, res.Violation, swarmLine(res), s, rerunFlags(opts))
+			fmt.Fprintf(stdout, "last steps:\n%sseed %d FAILED after %d steps: %v\n%srerun: %s\n",
+				res.TraceTail(20), s, res.Steps, res.Violation, swarmLine(res), o.rerun(s))
 			fmt.Fprint(stdout, shrinkTo(o.dir, "", res, opts, stderr))
 			return 1
 		}
