@@ -137,11 +137,13 @@ func checkLogStartClone(clone *vfs.MemFS, opts Options, lo, hi int64) error {
 // operation of a full truncation that lowers the log start (a follower
 // whose leader's log ends below its log start: Kafka's
 // truncateFullyAndStartAt(leaderEndOffset)) and of one that keeps it.
-// Each image must hold the old log whole (log start 15, every batch with
-// its epoch) or an empty log starting between the new log start and the
-// old one; once the truncation has returned, the empty log at the new
-// start. A checkpoint naming the lowered log start written while the old
-// segments could still come back reopened them from there, with records
+// Each image must hold the old log or a prefix of it (log start 15,
+// every batch with its epoch: the segments are removed from the highest
+// down, each removal durable before the next) or an empty log starting
+// between the new log start and the old one; once the truncation has
+// returned, the empty log at the new start. A checkpoint naming the
+// lowered log start written while the old segments could still come back
+// reopened them from there, with records
 // below the epoch cache's first entry; and an image keeping the new
 // segment but not the removals before it (100% of the unsynced directory
 // entries) had a hole: the empty segment replacing an old one of its name
@@ -200,10 +202,12 @@ func checkTruncateFullyClone(clone *vfs.MemFS, opts Options, n int64, done bool)
 	switch {
 	case done && (s.logStart != n || s.leo != n):
 		return fmt.Errorf("after the truncation: log [%d, %d), want an empty log at %d\n%s", s.logStart, s.leo, n, s)
-	case s.logStart >= 15 && s.logStart <= max(n, 15) && s.leo == 30:
-		// The old log, its log start raised to n at most (the new
-		// checkpoint over the old segments): every record from its
-		// log start on, each with its epoch (readLogState).
+	case s.logStart >= 15 && s.logStart <= max(n, 15) && s.leo > s.logStart && s.leo <= 30:
+		// The old log or a prefix of it (its segments are removed from
+		// the highest down, each removal durable before the next), its
+		// log start raised to n at most (the new checkpoint over the
+		// old segments): every record from its log start to its end,
+		// each with its epoch (readLogState).
 		next := s.logStart
 		for _, b := range s.batches {
 			if b.base > next {
@@ -211,12 +215,12 @@ func checkTruncateFullyClone(clone *vfs.MemFS, opts Options, n int64, done bool)
 			}
 			next = b.next
 		}
-		if next != 30 {
-			return fmt.Errorf("old log without the records [%d, 30)\n%s", next, s)
+		if next != s.leo {
+			return fmt.Errorf("old log without the records [%d, %d)\n%s", next, s.leo, s)
 		}
 	case s.logStart == s.leo && s.logStart >= min(n, 15) && s.logStart <= max(n, 15):
 	default:
-		return fmt.Errorf("log [%d, %d): neither the old log [15, 30) nor an empty one at %d..%d\n%s",
+		return fmt.Errorf("log [%d, %d): neither a prefix of the old log [15, 30) nor an empty one at %d..%d\n%s",
 			s.logStart, s.leo, min(n, 15), max(n, 15), s)
 	}
 	return nil

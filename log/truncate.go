@@ -467,19 +467,28 @@ func (l *UnifiedLog) truncateFullyLocked(n, logStart int64, keepEpochs bool, ev 
 	// between leaves no segment, which Open repairs by creating one at
 	// the checkpointed log start (a truncation is not durable until the
 	// next flush syncs the directory anyway).
-	for _, s := range old {
-		if err := l.removeSegmentLocked(s, "truncation", ev); err != nil {
-			return l.failLocked(err)
-		}
-	}
-	// The removals durable before the new segment exists: a crash
-	// keeping a created file but not the removals before it (directory
-	// entries unsynced) would put the empty segment among old ones, a
-	// hole Open cannot see (an old segment overlapping it, or one of
-	// the same name replaced by the empty one).
+	//
+	// Highest first, each removal durable before the next (as a
+	// truncation inside the log does): a crash in the loop leaves a
+	// prefix of the old log, which the follower truncates again. Removed
+	// from the lowest up with no fsync between, a crash could keep the
+	// unlink of a lower segment and undo a higher one's, and reopen a log
+	// whose local start jumped over the lost segments; with remote
+	// storage the log start stays below them, so the log claimed offsets
+	// that no tier held (the simulation's LostRecord once a leader copied
+	// and pruned from there). The last removal's fsync also makes the
+	// removals durable before the new segment exists: a crash keeping a
+	// created file but not the removals before it would put the empty
+	// segment among old ones, a hole Open cannot see.
 	if ordered {
-		if err := atomicfile.SyncDir(l.fs, l.dir); err != nil {
+		if err := l.removeSegmentsAboveLocked(old, -1, ev); err != nil {
 			return l.failLocked(fmt.Errorf("log: %w", err))
+		}
+	} else {
+		for _, s := range old {
+			if err := l.removeSegmentLocked(s, "truncation", ev); err != nil {
+				return l.failLocked(err)
+			}
 		}
 	}
 	seg, err := l.createSegmentOverOrphans(n, nil)
